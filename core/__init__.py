@@ -1,0 +1,2 @@
+"""Protocol-independent machinery of ppknn: messages, channels, transcript,
+leakage measurement, runtimes, randomness, data and differential privacy."""

@@ -1,0 +1,1 @@
+"""Parties: who holds what (ring data owners, DP owner, analysts, ...)."""

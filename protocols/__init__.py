@@ -1,0 +1,1 @@
+"""Protocols: party-side steps and one driver per protocol."""
