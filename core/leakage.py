@@ -1,0 +1,230 @@
+"""Leakage measurement: adversaries over views, scorers over provenance.
+
+An *adversary* is a function from a :class:`~core.transcript.View` (what a
+party or coalition saw, without ground truth) to :class:`Claims`: for some
+message payload elements, the claim that they belong to a target party.
+A *scorer* compares claims with the provenance recorded in the transcript
+and reports, per target party, the probability that the adversary
+identified at least one of the target's values, with Wilson 95% intervals.
+
+Adversaries never see provenance: they receive views built by
+:meth:`core.transcript.Transcript.view`, whose messages carry none.
+
+Examples
+--------
+>>> lo, hi = wilson_interval(0, 10)
+>>> round(lo, 3), round(hi, 3)
+(0.0, 0.278)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from core.errors import ConfigError
+from core.messages import Message, PartyId
+
+MessageKey = tuple[str, int, str, str, int]
+"""(protocol, round, sender, receiver, seq): identifies a message."""
+
+
+def message_key(m: Message) -> MessageKey:
+    """The key identifying ``m`` in a transcript."""
+    return (m.protocol, int(m.round), m.sender, m.receiver, int(m.seq))
+
+
+def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion.
+
+    Returns ``(nan, nan)`` when there are no trials.
+    """
+    if trials < 0 or successes < 0 or successes > trials:
+        raise ConfigError(f"need 0 <= successes <= trials, got {successes}/{trials}")
+    if not 0 < confidence < 1:
+        raise ConfigError(f"confidence must be in (0, 1), got {confidence}")
+    if trials == 0:
+        return (float("nan"), float("nan"))
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    p = successes / trials
+    denom = 1 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / denom
+    half = z * np.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
+    return (max(0.0, float(centre - half)), min(1.0, float(centre + half)))
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The claim that the masked elements of a message's payload entry belong to ``target``.
+
+    ``mask`` has the payload entry's shape; its leading axis is the query batch.
+    """
+
+    observer: tuple[PartyId, ...]
+    target: PartyId
+    message: MessageKey
+    key: str
+    mask: np.ndarray
+
+
+@dataclass
+class Claims:
+    """Everything an adversary claims."""
+
+    adversary: str
+    items: list[Claim] = field(default_factory=list)
+
+    def add(self, claim: Claim) -> None:
+        """Record one claim."""
+        self.items.append(claim)
+
+
+@dataclass(frozen=True)
+class Disclosure:
+    """Disclosure of one target party."""
+
+    party: PartyId
+    disclosed: int
+    trials: int
+    claimed: int
+    correct: int
+
+    @property
+    def probability(self) -> float:
+        """Fraction of trials (queries) where at least one claim was right."""
+        return self.disclosed / self.trials if self.trials else float("nan")
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """Wilson 95% interval of :attr:`probability`."""
+        return wilson_interval(self.disclosed, self.trials)
+
+    @property
+    def precision(self) -> float:
+        """Fraction of claimed elements that really were the party's."""
+        return self.correct / self.claimed if self.claimed else float("nan")
+
+
+@dataclass(frozen=True)
+class DisclosureReport:
+    """Per-party disclosure of one adversary, and its aggregate."""
+
+    adversary: str
+    parties: tuple[Disclosure, ...]
+
+    @property
+    def mean_probability(self) -> float:
+        """Mean over parties of the per-party disclosure probability."""
+        probs = [d.probability for d in self.parties if d.trials]
+        return float(np.mean(probs)) if probs else float("nan")
+
+    @property
+    def pooled_interval(self) -> tuple[float, float]:
+        """Wilson 95% interval over all (party, query) trials pooled."""
+        return wilson_interval(sum(d.disclosed for d in self.parties),
+                               sum(d.trials for d in self.parties))
+
+    def as_rows(self) -> list[dict[str, object]]:
+        """One row per party (for tables)."""
+        rows = []
+        for d in self.parties:
+            lo, hi = d.interval
+            rows.append({
+                "adversary": self.adversary, "party": d.party, "disclosed": d.disclosed,
+                "trials": d.trials, "probability": d.probability, "ci_low": lo, "ci_high": hi,
+                "claimed_elements": d.claimed, "correct_elements": d.correct,
+                "precision": d.precision,
+            })
+        return rows
+
+
+def score_attribution(
+    claims: Claims,
+    messages: Iterable[Message],
+    party_index: Mapping[PartyId, int],
+    n_queries: int,
+) -> DisclosureReport:
+    """Score attribution claims against provenance.
+
+    A trial is one (target party, query). It counts as *disclosed* when at
+    least one element claimed as the target's, in any message, really came
+    from the target (its provenance equals the target's index).
+
+    Parameters
+    ----------
+    claims:
+        The adversary's claims.
+    messages:
+        The transcript's messages **with** provenance.
+    party_index:
+        Provenance code of each party.
+    n_queries:
+        Size of the query batch (the trials per party).
+    """
+    by_key = {message_key(m): m for m in messages}
+    disclosed = {p: np.zeros(n_queries, dtype=bool) for p in party_index}
+    claimed = dict.fromkeys(party_index, 0)
+    correct = dict.fromkeys(party_index, 0)
+    for c in claims.items:
+        if c.target not in party_index:
+            raise ConfigError(f"claim names unknown party {c.target!r}")
+        msg = by_key.get(c.message)
+        if msg is None:
+            raise ConfigError(f"claim refers to a message not in the transcript: {c.message}")
+        prov = np.asarray(msg.provenance[c.key])
+        hit = c.mask & (prov == party_index[c.target])
+        claimed[c.target] += int(c.mask.sum())
+        correct[c.target] += int(hit.sum())
+        disclosed[c.target] |= hit.reshape(hit.shape[0], -1).any(axis=1)
+    return DisclosureReport(
+        adversary=claims.adversary,
+        parties=tuple(
+            Disclosure(party=p, disclosed=int(disclosed[p].sum()), trials=n_queries,
+                       claimed=claimed[p], correct=correct[p])
+            for p in sorted(party_index, key=party_index.__getitem__)
+        ),
+    )
+
+
+def multiset_new(received: np.ndarray, reference: np.ndarray, chunk: int = 256) -> np.ndarray:
+    """Row-wise multiset difference mask: elements of ``received`` not in ``reference``.
+
+    For each row, the i-th occurrence of a value in ``received`` is marked
+    new when ``reference`` holds fewer than i occurrences of it.
+
+    >>> multiset_new(np.array([[1., 1., 2.]]), np.array([[1., 3., 3.]])).tolist()
+    [[False, True, True]]
+    """
+    received = np.asarray(received)
+    reference = np.asarray(reference)
+    out = np.empty(received.shape, dtype=bool)
+    k = received.shape[1]
+    earlier = np.tril(np.ones((k, k), dtype=bool), -1)  # [i, j]: j < i
+    for s in range(0, received.shape[0], chunk):
+        a = received[s : s + chunk]
+        b = reference[s : s + chunk]
+        in_ref = (a[:, :, None] == b[:, None, :]).sum(axis=2)
+        rank = ((a[:, :, None] == a[:, None, :]) & earlier[None]).sum(axis=2)
+        out[s : s + chunk] = rank >= in_ref
+    return out
+
+
+def coalition_views(transcript, coalitions: Sequence[Sequence[PartyId]], protocol: str | None = None):
+    """Pooled views of several coalitions (convenience)."""
+    return [transcript.view(c, protocol=protocol) for c in coalitions]
+
+
+__all__ = [
+    "Claim",
+    "Claims",
+    "Disclosure",
+    "DisclosureReport",
+    "coalition_views",
+    "message_key",
+    "multiset_new",
+    "score_attribution",
+    "wilson_interval",
+]

@@ -1,0 +1,171 @@
+"""Messages exchanged between parties, and their byte encoding.
+
+A :class:`Message` carries a *payload* (named numpy arrays; the leading axis
+is the query batch wherever a payload is per query) and, separately, the
+simulation-only *provenance*: for each payload element, which party it came
+from, or that it is a random fill, a mask, or public. Party logic and
+adversaries never read provenance; only scorers do (see
+:mod:`core.leakage`). Provenance travels alongside a message so the
+simulation can keep ground truth, but it is stripped from every
+:class:`~core.transcript.View`.
+
+Examples
+--------
+>>> import numpy as np
+>>> m = Message(run_id="r", protocol="pp-topk", round=1, seq=0, sender="p0",
+...             receiver="p1", kind="vector", payload={"g": np.zeros((2, 3))})
+>>> m2 = decode_arrays(encode_arrays(m.payload))
+>>> bool(np.array_equal(m2["g"], m.payload["g"]))
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from core.errors import ProtocolError
+
+PartyId = str
+"""A logical party's name, e.g. ``"owner-03"``."""
+
+Payload = Mapping[str, np.ndarray]
+
+# Provenance codes: a non-negative code is the index of the party the element
+# came from (its position in the scenario's party list); negative codes name
+# the other sources.
+PUBLIC = -1
+"""A public value (e.g. the initial maximum distance)."""
+RANDOM_FILL = -2
+"""A random value injected by a protocol to hide real ones."""
+MASK = -3
+"""A value blinded by a uniformly random mask (e.g. a partial secure sum)."""
+MIXED = -4
+"""An aggregate of several parties' values (e.g. a revealed sum)."""
+
+PROVENANCE_NAMES = {PUBLIC: "public", RANDOM_FILL: "random", MASK: "mask", MIXED: "mixed"}
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message from ``sender`` to ``receiver``.
+
+    Parameters
+    ----------
+    run_id:
+        The run this message belongs to (bound into the channel's associated data).
+    protocol:
+        Name of the protocol (e.g. ``"pp-topk"``).
+    round:
+        Protocol round, starting at 1 (0 for set-up and broadcast phases).
+    seq:
+        Sequence number per (sender, receiver) pair, assigned when sent;
+        ``-1`` until then.
+    sender, receiver:
+        Logical party names.
+    kind:
+        What the payload is (e.g. ``"topk-vector"``).
+    payload:
+        Named arrays: what the receiver sees.
+    provenance:
+        Named int arrays, same keys and shapes as the payload entries they
+        describe; simulation-only ground truth.
+    """
+
+    run_id: str
+    protocol: str
+    round: int
+    seq: int
+    sender: PartyId
+    receiver: PartyId
+    kind: str
+    payload: Payload
+    provenance: Payload = field(default_factory=dict)
+
+    def header(self) -> dict[str, object]:
+        """The metadata fields (everything but payload and provenance)."""
+        return {
+            "run_id": self.run_id,
+            "protocol": self.protocol,
+            "round": int(self.round),
+            "seq": int(self.seq),
+            "sender": self.sender,
+            "receiver": self.receiver,
+            "kind": self.kind,
+        }
+
+    def associated_data(self) -> bytes:
+        """Bytes an authenticated channel binds to the ciphertext."""
+        return json.dumps(self.header(), sort_keys=True, separators=(",", ":")).encode()
+
+    def with_seq(self, seq: int) -> Message:
+        """A copy with the sequence number set."""
+        return dataclasses.replace(self, seq=int(seq))
+
+    def without_provenance(self) -> Message:
+        """A copy without ground truth: what a party or adversary may see."""
+        return dataclasses.replace(self, provenance={})
+
+
+_MAGIC = b"PPKA"
+
+
+def encode_arrays(arrays: Payload) -> bytes:
+    """Encode named arrays to bytes, deterministically.
+
+    The format is a small JSON header (names, dtypes, shapes, in sorted name
+    order) followed by each array's raw C-order bytes.
+    """
+    names = sorted(arrays)
+    metas = []
+    blobs = []
+    for name in names:
+        arr = np.ascontiguousarray(arrays[name])
+        if arr.dtype.hasobject:
+            raise ProtocolError(f"payload entry {name!r} has object dtype; only numeric arrays")
+        metas.append([name, arr.dtype.str, list(arr.shape)])
+        blobs.append(arr.tobytes())
+    head = json.dumps(metas, separators=(",", ":")).encode()
+    return _MAGIC + struct.pack("<I", len(head)) + head + b"".join(blobs)
+
+
+def decode_arrays(data: bytes) -> dict[str, np.ndarray]:
+    """Inverse of :func:`encode_arrays`."""
+    if data[:4] != _MAGIC:
+        raise ProtocolError("not an encoded payload (bad magic bytes)")
+    (hlen,) = struct.unpack("<I", data[4:8])
+    metas = json.loads(data[8 : 8 + hlen])
+    offset = 8 + hlen
+    out: dict[str, np.ndarray] = {}
+    for name, dtype, shape in metas:
+        dt = np.dtype(dtype)
+        count = int(np.prod(shape, dtype=np.int64))
+        nbytes = count * dt.itemsize
+        out[name] = np.frombuffer(data, dtype=dt, count=count, offset=offset).reshape(shape)
+        offset += nbytes
+    return out
+
+
+def payload_nbytes(arrays: Payload) -> int:
+    """Bytes the payload takes on the wire in plaintext (header included)."""
+    return len(encode_arrays(arrays))
+
+
+__all__ = [
+    "MASK",
+    "MIXED",
+    "PROVENANCE_NAMES",
+    "PUBLIC",
+    "RANDOM_FILL",
+    "Message",
+    "PartyId",
+    "Payload",
+    "decode_arrays",
+    "encode_arrays",
+    "payload_nbytes",
+]

@@ -1,0 +1,35 @@
+"""Runtimes: where parties live and how calls reach them.
+
+``InProcessRuntime`` and ``RayRuntime`` share one interface
+(:class:`~core.runtime.base.Runtime`). This package is the only place in the
+framework that imports Ray, and it does so lazily.
+"""
+
+from core.runtime.base import RunContext, Runtime
+from core.runtime.host import FaultPlan, PartyHost, PartySpec
+from core.runtime.inprocess import InProcessRuntime
+
+
+def make_runtime(kind: str, *, address: str | None = None, num_cpus: int | None = None,
+                 **options) -> Runtime:
+    """Build a runtime by name: ``"inprocess"`` (alias ``"local"``) or ``"ray"``."""
+    from core.errors import ConfigError
+
+    if kind in ("inprocess", "local"):
+        return InProcessRuntime()
+    if kind == "ray":
+        from core.runtime.ray_runtime import RayRuntime
+
+        return RayRuntime(address=address, num_cpus=num_cpus, **options)
+    raise ConfigError(f"unknown runtime {kind!r}; allowed: 'inprocess', 'ray'")
+
+
+__all__ = [
+    "FaultPlan",
+    "InProcessRuntime",
+    "PartyHost",
+    "PartySpec",
+    "RunContext",
+    "Runtime",
+    "make_runtime",
+]

@@ -1,0 +1,134 @@
+"""The runtime interface: host parties, deliver calls, wait, fail loudly.
+
+A protocol driver builds a *chain of calls*: ``ref = runtime.call(party,
+"step", prev_ref)``. A call's arguments may be references returned by
+earlier calls; on Ray they are ``ObjectRef``\\ s, so payloads move from
+party to party without passing through the driver. :meth:`Runtime.fetch`
+waits for everything called since the last fetch and returns the values
+asked for. A party that dies or stops making progress fails the run with
+:class:`~core.errors.PartyFailure` naming it; an exception raised inside a
+party step (e.g. :class:`~core.errors.IntegrityError`) is re-raised as is.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.errors import ConfigError
+from core.messages import PartyId
+from core.runtime.host import FaultPlan, PartySpec
+
+Progress = Callable[[int, int], None]
+"""Called with (calls done, calls total) while a fetch waits."""
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Settings for one run on a runtime.
+
+    Parameters
+    ----------
+    run_id:
+        Bound into every message and channel key.
+    transcript_dir:
+        Where the transcript's Parquet parts go; ``None`` keeps it in memory.
+    secure_channels:
+        Encrypt and authenticate every message.
+    record_batch:
+        Records a host buffers before sending them to the recorder.
+    flush_every:
+        Records the recorder buffers before writing a Parquet part.
+    party_timeout_s:
+        A fetch fails with ``PartyFailure`` when no call completes for this long.
+    fault:
+        Optional simulated crash (tests and scenario fault injection).
+    """
+
+    run_id: str
+    transcript_dir: Path | None = None
+    secure_channels: bool = False
+    record_batch: int = 256
+    flush_every: int = 4096
+    party_timeout_s: float = 60.0
+    fault: FaultPlan | None = None
+
+    def __post_init__(self) -> None:
+        if not self.run_id:
+            raise ConfigError("run_id must be a non-empty string")
+        if self.party_timeout_s <= 0:
+            raise ConfigError(f"party_timeout_s must be > 0, got {self.party_timeout_s}")
+
+
+@dataclass
+class CallRecord:
+    """A call made since the last fetch, for failure attribution."""
+
+    refs: Sequence[Any]
+    party: PartyId
+    method: str
+    protocol: str
+    round: int
+
+
+class Runtime(abc.ABC):
+    """Hosts parties and delivers calls between them (see module docstring)."""
+
+    name: str = "runtime"
+
+    def __init__(self) -> None:
+        self.context: RunContext | None = None
+        self._pending: list[CallRecord] = []
+        self._parties: list[PartyId] = []
+
+    # -- lifecycle --------------------------------------------------------
+    @abc.abstractmethod
+    def start(self, specs: Sequence[PartySpec], context: RunContext) -> None:
+        """Create the parties of a run, exchange channel keys, start the recorder."""
+
+    @abc.abstractmethod
+    def close_transcript(self) -> dict[str, Any]:
+        """Flush every live host and close the recorder; returns communication totals."""
+
+    @abc.abstractmethod
+    def shutdown(self) -> None:
+        """Release everything this runtime created."""
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    @property
+    def parties(self) -> list[PartyId]:
+        """The hosted parties, in creation order."""
+        return list(self._parties)
+
+    # -- calls ------------------------------------------------------------
+    @abc.abstractmethod
+    def call(self, party: PartyId, method: str, *args: Any, protocol: str = "",
+             round: int = 0, num_returns: int = 1) -> Any:
+        """Schedule ``party.method(*args)``; returns a reference (a list when ``num_returns > 1``)."""
+
+    @abc.abstractmethod
+    def fetch(self, refs: Any, *, progress: Progress | None = None) -> Any:
+        """Wait for all pending calls; return the values of ``refs`` (same nesting)."""
+
+    @abc.abstractmethod
+    def state(self, party: PartyId, attribute: str) -> Any:
+        """Simulation-only read of a party attribute (ground truth for scorers)."""
+
+    @abc.abstractmethod
+    def kill(self, party: PartyId) -> None:
+        """Kill the process hosting ``party`` (failure tests)."""
+
+    def _check_party(self, party: PartyId) -> None:
+        if party not in self._parties:
+            raise ConfigError(f"unknown party {party!r}; hosted parties: {self._parties}")
+
+
+__all__ = ["CallRecord", "Progress", "RunContext", "Runtime"]

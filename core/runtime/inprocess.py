@@ -1,0 +1,143 @@
+"""InProcessRuntime: every party in this process; the deterministic reference."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.errors import PartyFailure
+from core.messages import PartyId
+from core.runtime.base import CallRecord, Progress, RunContext, Runtime
+from core.runtime.host import PartyHost, PartySpec
+from core.transcript import TranscriptRecorder
+
+
+@dataclass
+class LocalRef:
+    """The result of an in-process call: a value or the exception it raised."""
+
+    value: Any = None
+    error: BaseException | None = None
+
+
+class _DirectRecorder:
+    def __init__(self, recorder: TranscriptRecorder) -> None:
+        self.recorder = recorder
+
+    def append(self, records: list[dict[str, Any]]) -> None:
+        self.recorder.append(records)
+
+    append_sync = append
+
+
+class InProcessRuntime(Runtime):
+    """Runs every party in the calling process, one host per party.
+
+    Calls run eagerly, in the order the driver makes them; an exception is
+    kept in the returned reference and raised by :meth:`fetch`, and calls
+    depending on a failed one do not run (as on Ray).
+    """
+
+    name = "inprocess"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.recorder: TranscriptRecorder | None = None
+        self.hosts: dict[PartyId, PartyHost] = {}
+        self._dead: set[PartyId] = set()
+
+    def start(self, specs: Sequence[PartySpec], context: RunContext) -> None:  # noqa: D102
+        self.context = context
+        self.recorder = TranscriptRecorder(context.transcript_dir, flush_every=context.flush_every)
+        client = _DirectRecorder(self.recorder)
+        keys = {}
+        for spec in specs:
+            host = PartyHost(run_id=context.run_id, recorder=client,
+                             secure_channels=context.secure_channels,
+                             record_batch=context.record_batch, fault=None)
+            keys[spec.party_id] = host.add_party(spec)
+            self.hosts[spec.party_id] = host
+            self._parties.append(spec.party_id)
+        for host in self.hosts.values():
+            host.register_peers(keys)
+        self._fault = context.fault
+
+    def call(self, party: PartyId, method: str, *args: Any, protocol: str = "",
+             round: int = 0, num_returns: int = 1) -> Any:  # noqa: D102
+        self._check_party(party)
+        refs = [LocalRef() for _ in range(num_returns)]
+        self._pending.append(CallRecord(refs, party, method, protocol, round))
+        upstream = next((a.error for a in args if isinstance(a, LocalRef) and a.error), None)
+        if upstream is not None:
+            for r in refs:
+                r.error = upstream
+            return refs if num_returns > 1 else refs[0]
+        try:
+            if party in self._dead:
+                raise PartyFailure(party, protocol, round, "party process is dead")
+            if self._fault and self._fault.party == party and self._fault.method == method:
+                self._dead.add(party)
+                raise PartyFailure(party, protocol, round, "party crashed (fault injection)")
+            values = [a.value if isinstance(a, LocalRef) else a for a in args]
+            out = self.hosts[party].invoke(party, method, *values)
+            if num_returns == 1:
+                refs[0].value = out
+            else:
+                if len(out) != num_returns:
+                    raise ValueError(
+                        f"{party}.{method} returned {len(out)} values, expected {num_returns}"
+                    )
+                for r, v in zip(refs, out):
+                    r.value = v
+        except BaseException as exc:  # kept and raised at fetch, as on Ray
+            for r in refs:
+                r.error = exc
+        return refs if num_returns > 1 else refs[0]
+
+    def fetch(self, refs: Any, *, progress: Progress | None = None) -> Any:  # noqa: D102
+        pending, self._pending = self._pending, []
+        if progress is not None:
+            progress(len(pending), len(pending))
+        for c in pending:
+            err = next((r.error for r in c.refs if r.error is not None), None)
+            if err is not None:
+                raise err
+        return _resolve(refs)
+
+    def state(self, party: PartyId, attribute: str) -> Any:  # noqa: D102
+        self._check_party(party)
+        return self.hosts[party].state(party, attribute)
+
+    def kill(self, party: PartyId) -> None:  # noqa: D102
+        self._check_party(party)
+        self._dead.add(party)
+
+    def close_transcript(self) -> dict[str, Any]:  # noqa: D102
+        if self.recorder is None:
+            return {}
+        for party, host in self.hosts.items():
+            if party not in self._dead:
+                host.flush()
+        return self.recorder.close()
+
+    def transcript_table(self):
+        """The recorded table (in-memory or on disk)."""
+        assert self.recorder is not None
+        return self.recorder.table()
+
+    def shutdown(self) -> None:  # noqa: D102
+        self.hosts.clear()
+
+
+def _resolve(refs: Any) -> Any:
+    if isinstance(refs, LocalRef):
+        return refs.value
+    if isinstance(refs, (list, tuple)):
+        return type(refs)(_resolve(r) for r in refs)
+    if isinstance(refs, dict):
+        return {k: _resolve(v) for k, v in refs.items()}
+    return refs
+
+
+__all__ = ["InProcessRuntime", "LocalRef"]

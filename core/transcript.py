@@ -1,0 +1,346 @@
+"""The transcript: every message of a run, what its receiver saw and where it came from.
+
+:class:`TranscriptRecorder` receives batches of records (fire-and-forget
+from party hosts; on Ray it runs as an actor, see
+:mod:`core.runtime.ray_runtime`) and writes them as numbered Parquet part
+files in a directory. Each part is a complete Parquet file, so a crash loses
+at most the records not yet flushed, and the directory is readable as one
+table at any time. Memory is bounded by the flush size.
+
+:class:`Transcript` reads a transcript directory back: as a table, per
+receiver or round, as communication totals (computed column-wise, part by
+part), and as :class:`View` objects (a party's or a coalition's received and
+sent messages, **provenance stripped**) for adversaries.
+
+Communication totals count a message once as *sent* by its sender and once
+as *received* by its receiver; bytes are wire bytes (ciphertext, tag and
+authenticated header when channels are on; encoded plaintext and header
+when off).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from core.errors import ConfigError, DataError
+from core.messages import Message, PartyId, decode_arrays, encode_arrays
+
+SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("protocol", pa.string()),
+        ("round", pa.int32()),
+        ("seq", pa.int64()),
+        ("sender", pa.string()),
+        ("receiver", pa.string()),
+        ("kind", pa.string()),
+        ("payload", pa.binary()),
+        ("provenance", pa.binary()),
+        ("plaintext_bytes", pa.int64()),
+        ("wire_bytes", pa.int64()),
+    ]
+)
+_HEADER_COLUMNS = ("run_id", "protocol", "round", "seq", "sender", "receiver", "kind")
+
+
+def make_record(message: Message, *, payload: bytes, wire_bytes: int) -> dict[str, Any]:
+    """A transcript row for a sent message (``payload`` is its encoded payload)."""
+    row = message.header()
+    row["payload"] = payload
+    row["provenance"] = encode_arrays(message.provenance)
+    row["plaintext_bytes"] = len(payload)
+    row["wire_bytes"] = int(wire_bytes)
+    return row
+
+
+@dataclass
+class CommunicationTotals:
+    """Messages and wire bytes per party and direction."""
+
+    sent_messages: dict[PartyId, int] = field(default_factory=lambda: defaultdict(int))
+    sent_bytes: dict[PartyId, int] = field(default_factory=lambda: defaultdict(int))
+    received_messages: dict[PartyId, int] = field(default_factory=lambda: defaultdict(int))
+    received_bytes: dict[PartyId, int] = field(default_factory=lambda: defaultdict(int))
+    by_protocol: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+
+    def add(self, sender: Sequence[str], receiver: Sequence[str], protocol: Sequence[str],
+            wire: Sequence[int]) -> None:
+        for s, r, p, b in zip(sender, receiver, protocol, wire):
+            b = int(b)
+            self.sent_messages[s] += 1
+            self.sent_bytes[s] += b
+            self.received_messages[r] += 1
+            self.received_bytes[r] += b
+            self.by_protocol[p][0] += 1
+            self.by_protocol[p][1] += b
+
+    @property
+    def messages(self) -> int:
+        """Total messages."""
+        return int(sum(self.sent_messages.values()))
+
+    @property
+    def bytes(self) -> int:
+        """Total wire bytes."""
+        return int(sum(self.sent_bytes.values()))
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain-JSON form."""
+        parties = sorted(set(self.sent_messages) | set(self.received_messages))
+        return {
+            "messages": self.messages,
+            "bytes": self.bytes,
+            "direction_note": "sent = counted at the sender; received = counted at the receiver",
+            "by_protocol": {p: {"messages": m, "bytes": b}
+                            for p, (m, b) in sorted(self.by_protocol.items())},
+            "per_party": {
+                p: {
+                    "sent_messages": int(self.sent_messages.get(p, 0)),
+                    "sent_bytes": int(self.sent_bytes.get(p, 0)),
+                    "received_messages": int(self.received_messages.get(p, 0)),
+                    "received_bytes": int(self.received_bytes.get(p, 0)),
+                }
+                for p in parties
+            },
+        }
+
+
+class TranscriptRecorder:
+    """Collects message records and writes them incrementally as Parquet parts.
+
+    Parameters
+    ----------
+    directory:
+        Where part files go (created). ``None`` keeps records in memory
+        only (for quick experiments and tests).
+    flush_every:
+        Write a part file once this many records are buffered.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str] | None, *, flush_every: int = 4096) -> None:
+        if flush_every < 1:
+            raise ConfigError(f"flush_every must be >= 1, got {flush_every}")
+        self.directory = Path(directory) if directory is not None else None
+        if self.directory is not None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            for old in self.directory.glob("part-*.parquet"):
+                old.unlink()
+        self.flush_every = flush_every
+        self._buffer: list[dict[str, Any]] = []
+        self._memory: list[pa.Table] = []
+        self._parts = 0
+        self._count = 0
+        self._closed = False
+        self.totals = CommunicationTotals()
+
+    def append(self, records: Iterable[dict[str, Any]]) -> int:
+        """Add a batch of records; returns the number recorded so far."""
+        if self._closed:
+            raise RuntimeError("transcript recorder is closed")
+        batch = list(records)
+        self._buffer.extend(batch)
+        self._count += len(batch)
+        self.totals.add([r["sender"] for r in batch], [r["receiver"] for r in batch],
+                        [r["protocol"] for r in batch], [r["wire_bytes"] for r in batch])
+        if len(self._buffer) >= self.flush_every:
+            self.flush()
+        return self._count
+
+    def flush(self) -> None:
+        """Write buffered records as one complete Parquet part."""
+        if not self._buffer:
+            return
+        table = pa.Table.from_pylist(self._buffer, schema=SCHEMA)
+        self._buffer = []
+        if self.directory is None:
+            self._memory.append(table)
+            return
+        path = self.directory / f"part-{self._parts:06d}.parquet"
+        tmp = path.with_suffix(".tmp")
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)  # a part is either absent or complete
+        self._parts += 1
+
+    def close(self) -> dict[str, Any]:
+        """Flush, write ``totals.json`` and return the communication totals."""
+        if not self._closed:
+            self.flush()
+            self._closed = True
+            if self.directory is not None:
+                (self.directory / "totals.json").write_text(
+                    json.dumps(self.totals.as_dict(), indent=1)
+                )
+        return self.totals.as_dict()
+
+    @property
+    def count(self) -> int:
+        """Records received so far."""
+        return self._count
+
+    def table(self) -> pa.Table:
+        """Everything recorded so far as one table (flushes first)."""
+        self.flush()
+        if self.directory is None:
+            return pa.concat_tables(self._memory) if self._memory else SCHEMA.empty_table()
+        return Transcript(self.directory).table()
+
+
+@dataclass(frozen=True)
+class View:
+    """What a party (or a coalition) saw: its messages without ground truth.
+
+    Attributes
+    ----------
+    parties:
+        The party or the coalition's members.
+    received:
+        Messages addressed to a member, in (protocol, round, order) order.
+    sent:
+        Messages a member sent.
+    """
+
+    parties: tuple[PartyId, ...]
+    received: tuple[Message, ...]
+    sent: tuple[Message, ...]
+
+    @classmethod
+    def of(cls, messages: Sequence[Message], parties: PartyId | Iterable[PartyId]) -> View:
+        """The view of ``parties`` among already-decoded ``messages`` (provenance dropped)."""
+        members = (parties,) if isinstance(parties, str) else tuple(sorted(set(parties)))
+        return cls(
+            parties=members,
+            received=tuple(m.without_provenance() for m in messages if m.receiver in members),
+            sent=tuple(m.without_provenance() for m in messages if m.sender in members),
+        )
+
+    def merge(self, other: View) -> View:
+        """The pooled view of a coalition."""
+        return View(
+            parties=tuple(sorted(set(self.parties) | set(other.parties))),
+            received=tuple(_dedupe(self.received + other.received)),
+            sent=tuple(_dedupe(self.sent + other.sent)),
+        )
+
+
+def _dedupe(messages: Sequence[Message]) -> list[Message]:
+    seen = set()
+    out = []
+    for m in messages:
+        key = (m.protocol, m.round, m.sender, m.receiver, m.seq)
+        if key not in seen:
+            seen.add(key)
+            out.append(m)
+    return sorted(out, key=_order_key)
+
+
+def _order_key(m: Message) -> tuple:
+    return (m.protocol, m.round, m.sender, m.receiver, m.seq)
+
+
+class Transcript:
+    """Read access to a transcript directory (or an in-memory table)."""
+
+    def __init__(self, source: str | os.PathLike[str] | pa.Table) -> None:
+        if isinstance(source, pa.Table):
+            self._table: pa.Table | None = source
+            self.directory: Path | None = None
+        else:
+            self.directory = Path(source)
+            if not self.directory.is_dir():
+                raise DataError(f"no transcript directory at {str(self.directory)!r}")
+            self._table = None
+
+    def parts(self) -> list[Path]:
+        """The part files, in write order."""
+        if self.directory is None:
+            return []
+        return sorted(self.directory.glob("part-*.parquet"))
+
+    def table(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """The whole transcript as one table."""
+        if self._table is not None:
+            return self._table.select(list(columns)) if columns else self._table
+        parts = self.parts()
+        if not parts:
+            return SCHEMA.empty_table() if not columns else SCHEMA.empty_table().select(list(columns))
+        return pa.concat_tables([pq.read_table(p, columns=columns) for p in parts])
+
+    def iter_tables(self, columns: Sequence[str] | None = None) -> Iterator[pa.Table]:
+        """Part by part (bounded memory)."""
+        if self._table is not None:
+            yield self.table(columns)
+            return
+        for p in self.parts():
+            yield pq.read_table(p, columns=columns)
+
+    def __len__(self) -> int:
+        return sum(t.num_rows for t in self.iter_tables(["seq"]))
+
+    def totals(self) -> CommunicationTotals:
+        """Communication totals, computed part by part from four columns."""
+        totals = CommunicationTotals()
+        for t in self.iter_tables(["sender", "receiver", "protocol", "wire_bytes"]):
+            totals.add(t["sender"].to_pylist(), t["receiver"].to_pylist(),
+                       t["protocol"].to_pylist(), t["wire_bytes"].to_pylist())
+        return totals
+
+    def messages(self, *, with_provenance: bool = False, protocol: str | None = None
+                 ) -> list[Message]:
+        """All messages in canonical order (protocol, round, sender, receiver, seq)."""
+        out = []
+        for t in self.iter_tables():
+            rows = t.to_pylist()
+            for row in rows:
+                if protocol is not None and row["protocol"] != protocol:
+                    continue
+                out.append(
+                    Message(
+                        **{c: row[c] for c in _HEADER_COLUMNS},
+                        payload=decode_arrays(row["payload"]),
+                        provenance=decode_arrays(row["provenance"]) if with_provenance else {},
+                    )
+                )
+        return sorted(out, key=_order_key)
+
+    def by_receiver(self, party: PartyId) -> list[Message]:
+        """Messages ``party`` received (provenance stripped)."""
+        return [m for m in self.messages() if m.receiver == party]
+
+    def by_round(self, round: int, protocol: str | None = None) -> list[Message]:
+        """Messages of one round (provenance stripped)."""
+        return [m for m in self.messages(protocol=protocol) if m.round == round]
+
+    def view(self, parties: PartyId | Iterable[PartyId], *, protocol: str | None = None) -> View:
+        """The (pooled) view of one party or a coalition."""
+        return View.of(self.messages(protocol=protocol), parties)
+
+    def canonical_rows(self) -> list[tuple]:
+        """Every record as a tuple, sorted: equal for equal runs on any runtime."""
+        rows = self.table().to_pylist()
+        cols = [f.name for f in SCHEMA]
+        return sorted(tuple(r[c] for c in cols) for r in rows)
+
+
+def ground_truth(messages: Sequence[Message], key: str) -> list[np.ndarray]:
+    """Provenance arrays ``key`` of ``messages`` (scorers only)."""
+    return [np.asarray(m.provenance[key]) for m in messages]
+
+
+__all__ = [
+    "SCHEMA",
+    "CommunicationTotals",
+    "Transcript",
+    "TranscriptRecorder",
+    "View",
+    "make_record",
+]

@@ -1,0 +1,261 @@
+"""The ring data owner: one private database, PP-TopK and secure-sum steps.
+
+A :class:`RingDataOwner` holds its rows ``(X, y)`` and its random streams.
+Its methods are the party-side steps of PP-kNN; a runtime calls them and
+delivers the :class:`~core.messages.Message` objects they return. The
+query batch is public input given to every owner by the querier.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.data import check_finite
+from core.errors import ConfigError, ProtocolError
+from core.messages import MASK, MIXED, Message, PartyId
+from core.rng import RandomnessMode, SeedPolicy
+from protocols import secure_sum as ss
+from protocols.pp_topk import PROTOCOL as TOPK, TopKParams, euclidean_distances, initial_vector, \
+    local_topk, topk_step
+
+WEIGHTINGS = ("uniform", "distance")
+
+
+@dataclass(frozen=True)
+class RingSetup:
+    """Public set-up every owner learns: the ring, its start node, parameters."""
+
+    ring: tuple[PartyId, ...]
+    start: PartyId
+    params: TopKParams
+    weighting: str = "uniform"
+
+
+class RingDataOwner:
+    """A data owner on the PP-kNN ring.
+
+    Parameters
+    ----------
+    party_id:
+        This owner's name.
+    index:
+        Its provenance code (position in the scenario's party list).
+    X, y:
+        Private rows and integer labels ``0..n_classes-1``.
+    n_classes:
+        Number of classes (public schema).
+    run_id:
+        The run's id (bound into messages).
+    seed, mode:
+        Root seed and randomness mode; streams are derived per party and protocol.
+    """
+
+    def __init__(self, *, party_id: PartyId, index: int, X: np.ndarray, y: np.ndarray,
+                 n_classes: int, run_id: str, seed: int = 0,
+                 mode: str = RandomnessMode.REPRODUCIBLE.value) -> None:
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2:
+            raise ConfigError(f"{party_id}: features must be 2-D, got shape {X.shape}")
+        check_finite(X, f"party {party_id!r}")
+        y = np.asarray(y, dtype=np.int64)
+        if len(y) != len(X):
+            raise ConfigError(f"{party_id}: {len(X)} rows but {len(y)} labels")
+        if len(y) and (y.min() < 0 or y.max() >= n_classes):
+            raise ConfigError(f"{party_id}: labels must be in [0, {n_classes}), got "
+                              f"[{y.min()}, {y.max()}]")
+        self.party_id = party_id
+        self.index = int(index)
+        self.X, self.y, self.n_classes = X, y, int(n_classes)
+        self.run_id = run_id
+        policy = SeedPolicy(root=seed, mode=mode)
+        self._rng_topk = policy.generator("party", self.index, TOPK)
+        self._masks = policy.source("party", self.index, "secure-sum")
+        self.ring: tuple[PartyId, ...] = ()
+        self.start: PartyId = ""
+        self.params: TopKParams | None = None
+        self.weighting = "uniform"
+
+    # -- set-up -------------------------------------------------------------
+    def configure(self, setup: RingSetup) -> int:
+        """Learn the public ring, start node and protocol parameters; returns the feature count."""
+        ring, start, params, weighting = setup.ring, setup.start, setup.params, setup.weighting
+        if self.party_id not in ring or start not in ring:
+            raise ConfigError(f"{self.party_id}: ring {list(ring)} must contain me and {start!r}")
+        if weighting not in WEIGHTINGS:
+            raise ConfigError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+        self.ring, self.start, self.params, self.weighting = tuple(ring), start, params, weighting
+        return int(self.X.shape[1])
+
+    @property
+    def others(self) -> list[PartyId]:
+        """The other nodes in ring order, starting with the successor."""
+        i = self.ring.index(self.party_id)
+        return list(self.ring[i + 1 :] + self.ring[:i])
+
+    @property
+    def successor(self) -> PartyId:
+        """Next node on the ring."""
+        i = self.ring.index(self.party_id)
+        return self.ring[(i + 1) % len(self.ring)]
+
+    def load_queries(self, queries: np.ndarray) -> int:
+        """Compute distances to the (public) query batch and the local top-k ``V``."""
+        queries = np.asarray(queries, dtype=np.float64)
+        if queries.ndim != 2 or queries.shape[1] != self.X.shape[1]:
+            raise ConfigError(f"{self.party_id}: queries of shape {queries.shape} do not match "
+                              f"{self.X.shape[1]} features")
+        assert self.params is not None, "configure() first"
+        self.distances = euclidean_distances(queries, self.X)
+        self.v = local_topk(self.distances, self.params.k)
+        self.inserted = np.zeros(len(queries), dtype=bool)
+        self.final_g: np.ndarray | None = None
+        self.last_votes: np.ndarray | None = None
+        return len(queries)
+
+    # -- PP-TopK ---------------------------------------------------------------
+    def topk_step(self, incoming: Message | None, round: int) -> Message:
+        """Algorithm 2 for this node in ``round``; returns the vector for the successor."""
+        p = self.params
+        assert p is not None
+        if incoming is None:
+            if self.party_id != self.start or round != 1:
+                raise ProtocolError(f"{self.party_id}: only the start node begins round 1")
+            g, prov = initial_vector(len(self.v), p)
+        else:
+            g, prov = incoming.payload["g"], incoming.provenance.get("g")
+            if prov is None:
+                prov = np.full(g.shape, MIXED, dtype=np.int64)
+        out = topk_step(g, prov, self.v, own=self.index, already_inserted=self.inserted,
+                        p_r=p.randomisation_probability(round), delta=p.delta, rng=self._rng_topk)
+        self.inserted |= out.inserted
+        return Message(self.run_id, TOPK, round, -1, self.party_id, self.successor,
+                       "topk-vector", {"g": out.g}, {"g": out.provenance})
+
+    def topk_finish(self, incoming: Message) -> list[Message]:
+        """Start node: the last round's vector is final; broadcast it to every other node."""
+        self._set_final(incoming.payload["g"])
+        return [Message(self.run_id, TOPK, incoming.round, -1, self.party_id, other,
+                        "topk-final", {"g": incoming.payload["g"]},
+                        {"g": incoming.provenance.get("g", np.zeros(0))})
+                for other in self.others]
+
+    def receive_final(self, final: Message) -> None:
+        """Non-start node: receive the final vector."""
+        self._set_final(final.payload["g"])
+
+    def _set_final(self, g: np.ndarray) -> None:
+        self.final_g = np.asarray(g, dtype=np.float64)
+        self.last_votes = self.local_votes()
+
+    # -- local classification -----------------------------------------------
+    def local_votes(self) -> np.ndarray:
+        """Encoded local class-vote vector ``(Q, C)`` (uint64) from the final vector.
+
+        Every point with distance <= Delta (the k-th value) votes, so ties at
+        Delta give more than k voters. Distance weights are ``1/dist``; when
+        the smallest distance in the (public) final vector is 0, only
+        zero-distance points vote, with weight 1 (scikit-learn's rule).
+        """
+        assert self.final_g is not None and self.params is not None
+        g = self.final_g
+        delta = g[:, -1]
+        voters = self.distances <= delta[:, None]
+        if self.weighting == "uniform":
+            enc = voters.astype(np.uint64)
+        else:
+            zero_rows = g[:, 0] == 0
+            with np.errstate(divide="ignore"):
+                w = np.where(self.distances > 0, 1.0 / self.distances, 0.0)
+            w = np.where(zero_rows[:, None], (self.distances == 0).astype(np.float64), w)
+            enc = ss.encode_fixed(np.where(voters, w, 0.0), ss.weight_scale(g[:, 0], self.params.k))
+        votes = np.zeros((len(g), self.n_classes), dtype=np.uint64)
+        for c in range(self.n_classes):
+            cols = self.y == c
+            if cols.any():
+                votes[:, c] = enc[:, cols].sum(axis=1, dtype=np.uint64)
+        return votes
+
+    # -- ring secure sum (Algorithm 3) --------------------------------------
+    def ring_sum_start(self) -> Message:
+        """Start node: send a uniformly random mask to the successor."""
+        assert self.last_votes is not None
+        self._mask = self._masks.uint64(self.last_votes.shape)
+        return self._sum_message(self._mask, self.successor, "partial-sum", MASK)
+
+    def ring_sum_step(self, incoming: Message) -> Message:
+        """Add the local vector to the running masked sum."""
+        assert self.last_votes is not None
+        return self._sum_message(ss.add(incoming.payload["s"], self.last_votes),
+                                 self.successor, "partial-sum", MASK)
+
+    def ring_sum_finish(self, incoming: Message) -> list[Message]:
+        """Start node: unmask, add own vector, broadcast the total."""
+        assert self.last_votes is not None
+        total = ss.add(ss.sub(incoming.payload["s"], self._mask), self.last_votes)
+        self._set_total(total)
+        return [self._sum_message(total, other, "sum-result", MIXED)
+                for other in self.others]
+
+    # -- secret-shared sum ---------------------------------------------------
+    def share_out(self) -> list[Message]:
+        """Split the local vector into n shares; one message per other node (ring order)."""
+        assert self.last_votes is not None
+        n = len(self.ring)
+        shares = ss.split_shares(self.last_votes, n,
+                                 self._masks.uint64((n - 1,) + self.last_votes.shape))
+        others = self.others
+        self._kept_share = shares[-1]
+        return [Message(self.run_id, ss.SHARED_PROTOCOL, 1, -1, self.party_id, other, "share",
+                        {"s": shares[i]}, {"s": np.full(shares[i].shape, MASK, dtype=np.int64)})
+                for i, other in enumerate(others)]
+
+    def share_in(self, *shares: Message) -> Message | None:
+        """Add the received shares to the kept one; send the partial to the aggregator."""
+        if len(shares) != len(self.ring) - 1:
+            raise ProtocolError(f"{self.party_id}: expected {len(self.ring) - 1} shares, "
+                                f"got {len(shares)}")
+        partial = self._kept_share
+        for m in shares:
+            partial = ss.add(partial, m.payload["s"])
+        self._partial = partial
+        if self.party_id == self.start:
+            return None
+        return Message(self.run_id, ss.SHARED_PROTOCOL, 2, -1, self.party_id, self.start,
+                       "partial-sum", {"s": partial},
+                       {"s": np.full(partial.shape, MASK, dtype=np.int64)})
+
+    def aggregate(self, *partials: Message) -> list[Message]:
+        """Aggregator (start node): add all partial sums, broadcast the total."""
+        total = self._partial
+        for m in partials:
+            total = ss.add(total, m.payload["s"])
+        self._set_total(total)
+        return [Message(self.run_id, ss.SHARED_PROTOCOL, 3, -1, self.party_id, other,
+                        "sum-result", {"s": total},
+                        {"s": np.full(total.shape, MIXED, dtype=np.int64)})
+                for other in self.others]
+
+    # -- result ----------------------------------------------------------------
+    def _sum_message(self, s: np.ndarray, receiver: PartyId, kind: str, code: int) -> Message:
+        return Message(self.run_id, ss.RING_PROTOCOL, 1 if kind == "partial-sum" else 2, -1,
+                       self.party_id, receiver, kind, {"s": s},
+                       {"s": np.full(s.shape, code, dtype=np.int64)})
+
+    def _set_total(self, total: np.ndarray) -> None:
+        self.total = ss.decode_total(total)
+        self.predictions = np.argmax(self.total, axis=1)
+
+    def receive_total(self, result: Message) -> np.ndarray:
+        """Receive the global vote vector; returns this node's predictions."""
+        self._set_total(result.payload["s"])
+        return self.predictions
+
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """This node's public outputs: predictions, final top-k vector, global vote vector."""
+        assert self.final_g is not None
+        return self.predictions, self.final_g, self.total
+
+
+__all__ = ["WEIGHTINGS", "RingDataOwner", "RingSetup"]

@@ -1,0 +1,215 @@
+"""PP-TopK (Xiong, Chitti & Liu): probabilistic top-k selection over a ring.
+
+Each node holds a vector ``V`` of its k smallest distances per query; the
+nodes find the k smallest values of the union by passing a global vector
+``G`` around a ring for ``rounds`` rounds (Algorithm 2 of the paper,
+vectorised over the query batch). All arrays have the query batch as their
+leading axis: ``G`` and ``V`` are ``(Q, k)`` and sorted ascending per row.
+
+Step of node ``i`` in round ``r`` (per query):
+
+* ``P_r = P0 * d**(r-1)``;
+* ``G' = topk(G ∪ V)`` as a *stable multiset merge*: values of ``G`` come
+  before equal values of ``V``, so a node's value displaces an incoming one
+  only when strictly smaller; ``m`` = how many of the node's own values
+  entered ``G'``;
+* ``m == 0``, or the node already inserted its real values in an earlier
+  round: pass ``G`` on unchanged (a node inserts its real values **at most
+  once**, otherwise they would be counted twice);
+* otherwise, with probability ``1 - P_r`` send ``G'`` (the node has now
+  inserted); with probability ``P_r`` keep ``G[:k-m]`` and append ``m``
+  values drawn uniformly from ``[G'[k], max(G'[k] + delta, G[k-m+1])]``
+  (1-indexed as in the paper), then sort.
+
+The start node begins round 1 from ``k`` copies of the public maximum
+distance (the diameter of the declared domain; a finite value is needed
+because the random-fill range uses ``G[k-m+1]``). Nodes with fewer than
+``k`` points pad ``V`` with ``+inf``: pads never enter ``G`` and are never
+transmitted.
+
+Every element carries its provenance (the index of the party it came from,
+:data:`~core.messages.PUBLIC` for the initial maximum,
+:data:`~core.messages.RANDOM_FILL` for random values). Provenance is only
+permuted alongside values; no decision reads it.
+
+Correctness (paper §5.1): the final vector is the true top-k with
+probability at least ``(1 - P0**r * d**(r(r-1)/2))**k``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.errors import ConfigError, ProtocolError
+from core.messages import PUBLIC, RANDOM_FILL
+
+PROTOCOL = "pp-topk"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TopKParams:
+    """Public parameters of PP-TopK.
+
+    Parameters
+    ----------
+    k:
+        Number of smallest values to select (k >= 1).
+    p0:
+        Initial randomisation probability, in [0, 1].
+    d:
+        Randomisation factor (dampening), in (0, 1].
+    rounds:
+        Number of rounds (>= 1).
+    delta:
+        Minimum width of the random-fill range (>= 0).
+    max_distance:
+        Public maximum distance: the initial value of the global vector.
+    """
+
+    k: int
+    p0: float = 1.0
+    d: float = 0.5
+    rounds: int = 2
+    delta: float = 1e-3
+    max_distance: float
+
+    def __post_init__(self) -> None:
+        if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
+            raise ConfigError(f"k must be an integer >= 1, got {self.k!r}")
+        if not (0.0 <= self.p0 <= 1.0):
+            raise ConfigError(f"P0 must be in [0, 1], got {self.p0}")
+        if not (0.0 < self.d <= 1.0):
+            raise ConfigError(f"d must be in (0, 1], got {self.d}")
+        if isinstance(self.rounds, bool) or not isinstance(self.rounds, (int, np.integer)) \
+                or self.rounds < 1:
+            raise ConfigError(f"rounds must be an integer >= 1, got {self.rounds!r}")
+        if not (np.isfinite(self.delta) and self.delta >= 0):
+            raise ConfigError(f"delta must be finite and >= 0, got {self.delta}")
+        if not (np.isfinite(self.max_distance) and self.max_distance > 0):
+            raise ConfigError(f"max_distance must be finite and > 0, got {self.max_distance}")
+
+    def randomisation_probability(self, round: int) -> float:
+        """``P_r = P0 * d**(r-1)``."""
+        return float(self.p0 * self.d ** (round - 1))
+
+    def correctness_bound(self) -> float:
+        """Paper's lower bound on P(final vector = true top-k)."""
+        r = self.rounds
+        return float((1.0 - self.p0**r * self.d ** (r * (r - 1) / 2)) ** self.k)
+
+
+def euclidean_distances(queries: np.ndarray, points: np.ndarray, chunk: int = 256) -> np.ndarray:
+    """Exact Euclidean distances ``(Q, N)`` by differences (not the dot-product expansion).
+
+    The same pair always gets the same float, whichever node computes it,
+    so ties and the true top-k are well defined across parties.
+    """
+    queries = np.asarray(queries, dtype=np.float64)
+    points = np.asarray(points, dtype=np.float64)
+    out = np.empty((len(queries), len(points)))
+    for s in range(0, len(queries), chunk):
+        diff = queries[s : s + chunk, None, :] - points[None, :, :]
+        out[s : s + chunk] = np.sqrt(np.einsum("qnd,qnd->qn", diff, diff))
+    return out
+
+
+def local_topk(distances: np.ndarray, k: int) -> np.ndarray:
+    """A node's ``V``: its k smallest distances per query, ascending, padded with ``+inf``."""
+    q, n = distances.shape
+    if n >= k:
+        part = np.partition(distances, k - 1, axis=1)[:, :k] if n > k else distances
+        return np.sort(part, axis=1)
+    pad = np.full((q, k - n), np.inf)
+    return np.concatenate([np.sort(distances, axis=1), pad], axis=1)
+
+
+def initial_vector(n_queries: int, params: TopKParams) -> tuple[np.ndarray, np.ndarray]:
+    """The start node's initial ``G`` (all public maximum) and its provenance."""
+    g = np.full((n_queries, params.k), params.max_distance)
+    return g, np.full(g.shape, PUBLIC, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """Result of one node's step (per query)."""
+
+    g: np.ndarray
+    provenance: np.ndarray
+    inserted: np.ndarray  # (Q,) bool: real values inserted in this step
+    randomised: np.ndarray  # (Q,) bool: random fill used in this step
+    m: np.ndarray  # (Q,) own values that would have entered
+
+
+def topk_step(
+    g: np.ndarray,
+    g_prov: np.ndarray,
+    v: np.ndarray,
+    *,
+    own: int,
+    already_inserted: np.ndarray,
+    p_r: float,
+    delta: float,
+    rng: np.random.Generator,
+) -> StepOutcome:
+    """One node's local algorithm (Algorithm 2), vectorised over queries.
+
+    The generator is always advanced by the same amount (``Q`` coin flips and
+    ``Q*k`` uniforms), so a node's stream does not depend on the values.
+    """
+    g = np.asarray(g, dtype=np.float64)
+    if g.ndim != 2 or g.shape != v.shape:
+        raise ProtocolError(f"global vector shape {g.shape} does not match local {v.shape}")
+    q, k = g.shape
+    coins = rng.random(q)
+    uniforms = rng.random((q, k))
+    if q == 0:
+        empty = np.zeros(0, dtype=bool)
+        return StepOutcome(g, g_prov, empty, empty, np.zeros(0, dtype=np.int64))
+
+    values = np.concatenate([g, v], axis=1)
+    origin = np.concatenate([g_prov, np.full(v.shape, own, dtype=np.int64)], axis=1)
+    order = np.argsort(values, axis=1, kind="stable")[:, :k]  # G first among equals
+    merged = np.take_along_axis(values, order, axis=1)
+    merged_prov = np.take_along_axis(origin, order, axis=1)
+    m = (order >= k).sum(axis=1)
+    m = np.where(already_inserted, 0, m)
+
+    randomise = coins < p_r
+    real = (m > 0) & ~randomise
+    fill = (m > 0) & randomise
+
+    out = np.where(real[:, None], merged, g)
+    prov = np.where(real[:, None], merged_prov, g_prov)
+
+    if fill.any():
+        rows = np.arange(q)
+        lo = merged[:, k - 1]
+        g_km = g[rows, np.clip(k - m, 0, k - 1)]  # paper's G[k-m+1], 1-indexed
+        hi = np.maximum(lo + delta, g_km)
+        draws = lo[:, None] + uniforms * (hi - lo)[:, None]
+        slots = fill[:, None] & (np.arange(k)[None, :] >= (k - m)[:, None])
+        out = np.where(slots, draws, out)
+        prov = np.where(slots, RANDOM_FILL, prov)
+        resort = np.argsort(out, axis=1, kind="stable")
+        out = np.take_along_axis(out, resort, axis=1)
+        prov = np.take_along_axis(prov, resort, axis=1)
+    return StepOutcome(out, prov, real, fill, m)
+
+
+def true_topk(distance_blocks: list[np.ndarray], k: int) -> np.ndarray:
+    """The exact k smallest distances of the union (simulation ground truth)."""
+    return local_topk(np.concatenate(distance_blocks, axis=1), k)
+
+
+__all__ = [
+    "PROTOCOL",
+    "StepOutcome",
+    "TopKParams",
+    "euclidean_distances",
+    "initial_vector",
+    "local_topk",
+    "topk_step",
+    "true_topk",
+]

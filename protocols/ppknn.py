@@ -1,0 +1,170 @@
+"""PP-kNN classification (Xiong, Chitti & Liu): the driver.
+
+1. Every owner computes distances to the public query batch and keeps its
+   k smallest (``V``).
+2. PP-TopK over the ring for ``rounds`` rounds; the start node broadcasts
+   the final vector; ``Delta`` = its k-th value.
+3. Every owner builds its local class-vote vector over its points with
+   distance <= Delta (unweighted or distance-weighted).
+4. The owners add the vote vectors with a secure sum (ring or
+   secret-shared); every owner predicts the argmax (lowest class index on
+   ties, as scikit-learn).
+
+Ties at Delta: every point at distance exactly Delta votes, so a query can
+have more than k voters; the simulation counts such queries
+(:func:`ties_at_kth`) and the scikit-learn equivalence check excludes them,
+because scikit-learn then picks an arbitrary subset of the tied points.
+
+The driver only builds the call chain; payloads flow party to party.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.errors import ConfigError, ProtocolError
+from core.messages import PartyId
+from core.runtime.base import Progress, Runtime
+from parties.ring_owner import RingSetup
+from protocols.pp_topk import PROTOCOL as TOPK, TopKParams
+from protocols.secure_sum import RING_PROTOCOL, SHARED_PROTOCOL, SUM_KINDS
+
+MIN_PARTIES = 3
+
+
+@dataclass(frozen=True, kw_only=True)
+class PPKNNConfig:
+    """Public configuration of one PP-kNN run."""
+
+    params: TopKParams
+    weighting: str = "uniform"
+    secure_sum: str = "ring"
+
+    def __post_init__(self) -> None:
+        if self.weighting not in ("uniform", "distance"):
+            raise ConfigError(f"weighting must be 'uniform' or 'distance', got {self.weighting!r}")
+        if self.secure_sum not in SUM_KINDS:
+            raise ConfigError(f"secure_sum must be one of {list(SUM_KINDS)}, "
+                              f"got {self.secure_sum!r}")
+
+
+@dataclass(frozen=True)
+class PPKNNResult:
+    """Outputs of a PP-kNN run (all public to the owners)."""
+
+    predictions: np.ndarray  # (Q,) class indices
+    final_vector: np.ndarray  # (Q, k) the broadcast top-k distances
+    totals: np.ndarray  # (Q, C) global vote vector (fixed point)
+    ring: tuple[PartyId, ...]
+    start: PartyId
+
+
+def random_ring(parties: Sequence[PartyId], rng: np.random.Generator
+                ) -> tuple[tuple[PartyId, ...], PartyId]:
+    """A random ring order and a random start node."""
+    if len(parties) < MIN_PARTIES:
+        raise ConfigError(f"PP-kNN needs at least {MIN_PARTIES} parties, got {len(parties)}")
+    if len(set(parties)) != len(parties):
+        raise ConfigError(f"party names must be unique, got {list(parties)}")
+    order = tuple(parties[i] for i in rng.permutation(len(parties)))
+    return order, order[int(rng.integers(len(order)))]
+
+
+def _from_start(ring: Sequence[PartyId], start: PartyId) -> list[PartyId]:
+    i = list(ring).index(start)
+    return list(ring[i:]) + list(ring[:i])
+
+
+def run_ppknn(runtime: Runtime, queries: np.ndarray, config: PPKNNConfig, *,
+              ring: Sequence[PartyId], start: PartyId,
+              progress: Progress | None = None) -> PPKNNResult:
+    """Classify ``queries`` with the owners hosted on ``runtime``.
+
+    Parameters
+    ----------
+    runtime:
+        A started runtime hosting :class:`~parties.ring_owner.RingDataOwner` parties.
+    queries:
+        The public query batch ``(Q, D)``.
+    config:
+        Protocol parameters.
+    ring, start:
+        The ring order and its start node (see :func:`random_ring`).
+    progress:
+        Called with (calls done, calls total) while waiting.
+    """
+    ring = tuple(ring)
+    if len(ring) < MIN_PARTIES:
+        raise ConfigError(f"PP-kNN needs at least {MIN_PARTIES} parties, got {len(ring)}")
+    order = _from_start(ring, start)
+    others = order[1:]
+    n = len(order)
+    setup = RingSetup(ring=ring, start=start, params=config.params, weighting=config.weighting)
+    dims = runtime.fetch([runtime.call(p, "configure", setup, protocol="setup") for p in order])
+    if len(set(dims)) != 1:
+        detail = ", ".join(f"{p}: {d}" for p, d in zip(order, dims))
+        raise ConfigError(f"parties' feature dimensions differ ({detail}); all must be equal")
+    queries = np.asarray(queries, dtype=np.float64)
+    if queries.ndim != 2 or queries.shape[1] != dims[0]:
+        raise ConfigError(f"queries must have shape (Q, {dims[0]}), got {queries.shape}")
+    for p in order:
+        runtime.call(p, "load_queries", queries, protocol="setup")
+
+    # PP-TopK: rounds x ring, then the start node broadcasts the final vector
+    msg = None
+    for r in range(1, config.params.rounds + 1):
+        for p in order:
+            msg = runtime.call(p, "topk_step", msg, r, protocol=TOPK, round=r)
+    finals = runtime.call(start, "topk_finish", msg, protocol=TOPK,
+                          round=config.params.rounds, num_returns=n - 1)
+    for p, f in zip(others, finals):
+        runtime.call(p, "receive_final", f, protocol=TOPK, round=config.params.rounds)
+
+    # secure sum of the local vote vectors
+    if config.secure_sum == "ring":
+        s = runtime.call(start, "ring_sum_start", protocol=RING_PROTOCOL, round=1)
+        for p in others:
+            s = runtime.call(p, "ring_sum_step", s, protocol=RING_PROTOCOL, round=1)
+        results = runtime.call(start, "ring_sum_finish", s, protocol=RING_PROTOCOL, round=2,
+                               num_returns=n - 1)
+    else:
+        outs = {p: runtime.call(p, "share_out", protocol=SHARED_PROTOCOL, round=1,
+                                num_returns=n - 1) for p in order}
+        partials = {}
+        for j in order:
+            incoming = [outs[i][_from_start(ring, i)[1:].index(j)] for i in order if i != j]
+            partials[j] = runtime.call(j, "share_in", *incoming, protocol=SHARED_PROTOCOL,
+                                       round=2)
+        results = runtime.call(start, "aggregate", *[partials[j] for j in others],
+                               protocol=SHARED_PROTOCOL, round=3, num_returns=n - 1)
+    preds = [runtime.call(p, "receive_total", res, protocol="result") for p, res in
+             zip(others, results)]
+    start_out = runtime.call(start, "result", protocol="result")
+    values = runtime.fetch([start_out, *preds], progress=progress)
+    (start_values, final_g, totals), node_preds = values[0], values[1:]
+    for p, pr in zip(others, node_preds):
+        if not np.array_equal(pr, start_values):
+            raise ProtocolError(f"owner {p!r} predicted differently from the start node")
+    return PPKNNResult(predictions=np.asarray(start_values), final_vector=np.asarray(final_g),
+                       totals=np.asarray(totals), ring=ring, start=start)
+
+
+def ties_at_kth(distances: np.ndarray, k: int, rtol: float = 1e-9) -> np.ndarray:
+    """Queries whose k-th and (k+1)-th smallest distances (of the union) tie.
+
+    ``distances`` is ``(Q, N)`` over the union. Values within ``rtol``
+    (relative) count as tied, since other implementations may compute
+    distances with different rounding.
+    """
+    q, n = distances.shape
+    if k >= n:
+        return np.zeros(q, dtype=bool)
+    part = np.sort(np.partition(distances, k, axis=1)[:, : k + 1], axis=1)
+    kth, nxt = part[:, k - 1], part[:, k]
+    return np.abs(nxt - kth) <= rtol * np.maximum(np.abs(kth), 1e-300)
+
+
+__all__ = ["MIN_PARTIES", "PPKNNConfig", "PPKNNResult", "random_ring", "run_ppknn", "ties_at_kth"]

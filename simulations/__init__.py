@@ -1,0 +1,1 @@
+"""Scenarios, runner, results and the ``ppknn`` command line."""

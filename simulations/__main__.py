@@ -1,0 +1,5 @@
+"""``python -m simulations`` is the ``ppknn`` command."""
+
+from simulations.cli import main
+
+main()

@@ -1,0 +1,141 @@
+"""The ``ppknn`` command line (also ``python -m simulations``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from core.errors import PartyFailure, PpknnError, PrivacyLeakWarning
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Multi-party simulations of privacy-preserving nearest-neighbour "
+                       "classification.")
+console = Console(stderr=True)
+out = Console()
+
+
+def _fail(exc: Exception, code: int) -> None:
+    console.print(f"[bold red]error:[/] {escape(str(exc))}")
+    raise typer.Exit(code)
+
+
+@app.command()
+def run(
+    scenario: Optional[Path] = typer.Argument(  # noqa: UP007 - typer needs Optional
+        None, help="Scenario TOML file; omitted: the embedded quickstart default."),
+    output: Optional[Path] = typer.Option(None, help="Results folder (overrides [run].output)."),  # noqa: UP007
+    runtime: Optional[str] = typer.Option(None, help="'ray' or 'inprocess' (overrides [runtime].kind)."),  # noqa: UP007,E501
+    address: Optional[str] = typer.Option(None, help="Ray address, e.g. 'auto' (overrides [runtime].address)."),  # noqa: UP007,E501
+    seed: Optional[int] = typer.Option(None, help="Root seed (overrides [run].seed)."),  # noqa: UP007
+) -> None:
+    """Run a PP-kNN scenario and write its results folder."""
+    from simulations.results import summary_of, write_results
+    from simulations.runner import execute
+    from simulations.scenario import Scenario, load_scenario
+
+    try:
+        sc = load_scenario(scenario) if scenario else Scenario().with_overrides(
+            run={"name": "quickstart", "output": "results/quickstart"})
+        overrides: dict[str, dict] = {}
+        if runtime:
+            overrides.setdefault("runtime", {})["kind"] = runtime
+        if address:
+            overrides.setdefault("runtime", {})["address"] = address
+        if seed is not None:
+            overrides.setdefault("run", {})["seed"] = seed
+        if overrides:
+            sc = sc.with_overrides(**overrides)
+        folder = Path(output or sc.run.output)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", PrivacyLeakWarning)
+            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), console=console, transient=False) as bar:
+                tasks: dict[str, int] = {}
+
+                def progress(phase: str, done: int, total: int) -> None:
+                    if phase not in tasks:
+                        tasks[phase] = bar.add_task(phase, total=total)
+                    bar.update(tasks[phase], completed=done, total=total)
+
+                outcome = execute(sc, transcript_dir=folder / "transcript", progress=progress)
+        for w in caught:
+            console.print(f"[yellow]warning:[/] {escape(str(w.message))}")
+        write_results(outcome, folder)
+    except PartyFailure as exc:
+        _fail(exc, 3)
+    except PpknnError as exc:
+        _fail(exc, 2)
+    s = summary_of(outcome)
+    table = Table(title=f"PP-kNN on {s['dataset']} - {s['parties']} parties, "
+                        f"{s['queries']} queries ({s['runtime']} runtime)")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("accuracy PP-kNN", f"{s['accuracy_ppknn']:.4f}")
+    table.add_row("accuracy kNN on the union (non-private)", f"{s['accuracy_knn']:.4f}")
+    table.add_row("exact top-k fraction / paper bound",
+                  f"{s['topk_exact_fraction']:.3f} / {s['topk_correctness_bound']:.3f}")
+    lo, hi = s["disclosure"]["pooled_ci95"]
+    table.add_row("mean per-node disclosure [95% CI]",
+                  f"{s['disclosure']['mean_probability']:.3f} [{lo:.3f}, {hi:.3f}]")
+    table.add_row("messages / bytes", f"{s['communication']['messages']} / "
+                                      f"{s['communication']['bytes']:,}")
+    table.add_row("randomness / channels", f"{s['randomness_mode']} / {s['channels']}")
+    out.print(table)
+    out.print(f"results written to [bold]{folder}[/] (summary.png, summary.json, ...)")
+
+
+@app.command()
+def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `ppknn run`.")
+            ) -> None:
+    """Recompute per-node disclosure from a saved transcript."""
+    from core.transcript import Transcript
+    from simulations.disclosure import measure_disclosure
+    from simulations.results import write_disclosure_csv
+
+    try:
+        public_path = results_dir / "public.json"
+        if not public_path.is_file():
+            raise PpknnError(f"{str(results_dir)!r} is not a results folder (no public.json)")
+        public = json.loads(public_path.read_text())
+        report = measure_disclosure(Transcript(results_dir / "transcript"), public)
+    except PpknnError as exc:
+        _fail(exc, 2)
+    write_disclosure_csv(report, results_dir / "disclosure.csv")
+    table = Table(title=f"disclosure ({report.adversary}) from {results_dir}/transcript")
+    for col in ("party", "probability", "95% CI", "precision"):
+        table.add_column(col, justify="right")
+    for d in report.parties:
+        lo, hi = d.interval
+        table.add_row(d.party, f"{d.probability:.3f}", f"[{lo:.3f}, {hi:.3f}]",
+                      f"{d.precision:.3f}")
+    lo, hi = report.pooled_interval
+    table.add_row("mean", f"{report.mean_probability:.3f}", f"[{lo:.3f}, {hi:.3f}]", "")
+    out.print(table)
+
+
+@app.command()
+def datasets() -> None:
+    """List the datasets a scenario can name."""
+    from core.data import available_datasets, data_dir
+
+    out.print(f"data directory: {data_dir()}")
+    for name in available_datasets():
+        out.print(f"  {name}")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app(prog_name="ppknn")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

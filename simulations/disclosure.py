@@ -1,0 +1,33 @@
+"""Per-node disclosure probability of PP-TopK, computed from a transcript alone.
+
+See :mod:`protocols.pp_topk_attacks` for the adversary and the exact
+definition. The public facts an adversary may use (ring, start node,
+maximum distance) come from the run's ``public.json``; ground truth comes
+only from the transcript's provenance, and only the scorer reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from core.leakage import Claims, DisclosureReport, score_attribution
+from core.transcript import Transcript, View
+from protocols.pp_topk import PROTOCOL
+from protocols.pp_topk_attacks import ADVERSARY, successor_attribution
+
+
+def measure_disclosure(transcript: Transcript, public: Mapping[str, Any]) -> DisclosureReport:
+    """Run the successor-attribution attack for every node and score it."""
+    with_truth = transcript.messages(with_provenance=True, protocol=PROTOCOL)
+    claims = Claims(ADVERSARY)
+    for party in public["party_index"]:
+        view = View.of(with_truth, party)
+        claims.items.extend(
+            successor_attribution(view, max_distance=float(public["max_distance"])).items
+        )
+    return score_attribution(claims, with_truth, dict(public["party_index"]),
+                             int(public["n_queries"]))
+
+
+__all__ = ["measure_disclosure"]
