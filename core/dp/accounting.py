@@ -105,7 +105,7 @@ def advanced_composition(
 
     >>> c = advanced_composition(0.1, 0.0, 100, 1e-6)
     >>> round(c.epsilon, 4), c.delta
-    (6.3083, 1e-06)
+    (6.3082, 1e-06)
     """
     delta = check_delta(delta)
     k = check_positive_int(k, name="k")
