@@ -44,6 +44,8 @@ class RunContext:
         Records the recorder buffers before writing a Parquet part.
     party_timeout_s:
         A fetch fails with ``PartyFailure`` when no call completes for this long.
+    startup_timeout_s:
+        How long creating a party (an actor, on Ray) may take.
     fault:
         Optional simulated crash (tests and scenario fault injection).
     """
@@ -54,6 +56,7 @@ class RunContext:
     record_batch: int = 256
     flush_every: int = 4096
     party_timeout_s: float = 60.0
+    startup_timeout_s: float = 180.0
     fault: FaultPlan | None = None
 
     def __post_init__(self) -> None:
@@ -61,6 +64,8 @@ class RunContext:
             raise ConfigError("run_id must be a non-empty string")
         if self.party_timeout_s <= 0:
             raise ConfigError(f"party_timeout_s must be > 0, got {self.party_timeout_s}")
+        if self.startup_timeout_s <= 0:
+            raise ConfigError(f"startup_timeout_s must be > 0, got {self.startup_timeout_s}")
 
 
 @dataclass

@@ -75,6 +75,7 @@ class RayRuntime(Runtime):
         self.recorder: Any = None
         self._dead: set[PartyId] = set()
         self._actor_party: dict[str, PartyId] = {}
+        self._consumed: set[Any] = set()
 
     def _ensure_ray(self) -> None:
         if ray.is_initialized():
@@ -124,7 +125,7 @@ class RayRuntime(Runtime):
 
     def _get_setup(self, refs: Mapping[PartyId, Any], phase: str) -> dict[PartyId, Any]:
         out = {}
-        timeout = self.context.party_timeout_s if self.context else 60.0
+        timeout = self.context.startup_timeout_s if self.context else 180.0
         for party, ref in refs.items():
             try:
                 out[party] = ray.get(ref, timeout=timeout)
@@ -138,6 +139,7 @@ class RayRuntime(Runtime):
              round: int = 0, num_returns: int = 1) -> Any:  # noqa: D102
         self._check_party(party)
         host = self.hosts[party]
+        self._consumed.update(a for a in args if isinstance(a, ray.ObjectRef))
         if num_returns == 1:
             ref = host.invoke.remote(party, method, *args)
             self._pending.append(CallRecord([ref], party, method, protocol, round))
@@ -166,7 +168,12 @@ class RayRuntime(Runtime):
                 self._raise_first_failure(pending)
                 raise PartyFailure(stuck.party, stuck.protocol, stuck.round,
                                    f"no progress for {timeout:.0f} s in {stuck.method!r}")
+        # Errors travel down a chain, so the chains' ends (results nobody consumed) tell
+        # whether anything failed; a failure is attributed to the first failed call.
+        leaves = [r for c in pending for r in c.refs if r not in self._consumed]
+        self._consumed.clear()
         try:
+            ray.get(leaves)
             return _get_nested(refs)
         except (RayActorError, RayTaskError):
             self._raise_first_failure(pending)

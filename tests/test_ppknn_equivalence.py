@@ -1,0 +1,51 @@
+"""With P0 = 0, PP-kNN is exactly scikit-learn's brute-force kNN on the union."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.neighbors import KNeighborsClassifier
+
+from protocols.pp_topk import euclidean_distances
+from protocols.ppknn import ties_at_kth
+from tests.helpers import run_on, split_dataset
+
+
+@pytest.mark.parametrize("weighting", ["uniform", "distance"])
+@pytest.mark.parametrize("n", [3, 8, 16])
+@pytest.mark.parametrize("dataset", ["glass", "pima", "abalone"])
+def test_p0_zero_matches_sklearn(dataset, n, weighting):
+    k = 5
+    ds, parts_X, parts_y, queries, _ = split_dataset(dataset, n, seed=n)
+    result, _ = run_on("inprocess", parts_X, parts_y, ds.n_classes, queries, k=k, p0=0.0,
+                       rounds=1, weighting=weighting)
+    union_X, union_y = np.concatenate(parts_X), np.concatenate(parts_y)
+    knn = KNeighborsClassifier(n_neighbors=k, algorithm="brute", weights=weighting)
+    expected = knn.fit(union_X, union_y).predict(queries)
+    ties = ties_at_kth(euclidean_distances(queries, union_X), k)
+    mismatched = (result.predictions != expected) & ~ties
+    assert mismatched.sum() == 0, f"{mismatched.sum()} non-tied queries differ"
+    # ties are excluded from the comparison and counted, never the majority
+    assert ties.sum() < len(queries) / 2
+    # the final vector is the true top-k
+    true = np.sort(euclidean_distances(queries, union_X), axis=1)[:, :k]
+    np.testing.assert_array_equal(result.final_vector, true)
+
+
+def test_secret_shared_sum_gives_same_predictions():
+    ds, parts_X, parts_y, queries, _ = split_dataset("glass", 5)
+    ring, _ = run_on("inprocess", parts_X, parts_y, ds.n_classes, queries, p0=0.0,
+                     secure_sum="ring")
+    shared, _ = run_on("inprocess", parts_X, parts_y, ds.n_classes, queries, p0=0.0,
+                       secure_sum="shared")
+    np.testing.assert_array_equal(ring.predictions, shared.predictions)
+    np.testing.assert_array_equal(ring.totals, shared.totals)
+
+
+def test_very_large_k_uses_whole_union():
+    ds, parts_X, parts_y, queries, _ = split_dataset("glass", 4)
+    k = sum(len(x) for x in parts_X)
+    result, _ = run_on("inprocess", parts_X, parts_y, ds.n_classes, queries, k=k, p0=0.0,
+                       rounds=1)
+    counts = np.bincount(np.concatenate(parts_y), minlength=ds.n_classes)
+    assert (result.predictions == np.argmax(counts)).all()
