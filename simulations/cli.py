@@ -19,7 +19,7 @@ from core.errors import PartyFailure, PpknnError, PrivacyLeakWarning
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Multi-party simulations of privacy-preserving nearest-neighbour "
                        "classification.")
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)
 out = Console()
 
 

@@ -1,0 +1,89 @@
+"""The ppknn command line: run, leakage, errors; the embedded default."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from simulations.cli import app
+from simulations.scenario import Scenario, load_scenario
+
+runner = CliRunner()
+
+SMALL = """
+[run]
+name = "cli"
+seed = 2
+output = "{out}"
+
+[data]
+dataset = "glass"
+
+[parties]
+n = 4
+
+[protocol]
+k = 3
+rounds = 2
+
+[runtime]
+kind = "inprocess"
+channels = true
+"""
+
+
+def test_run_writes_results_and_leakage_recomputes(tmp_path):
+    out = tmp_path / "res"
+    scen = tmp_path / "s.toml"
+    scen.write_text(SMALL.format(out=out))
+    result = runner.invoke(app, ["run", str(scen)])
+    assert result.exit_code == 0, result.output
+    for name in ("scenario.json", "public.json", "predictions.csv", "disclosure.csv",
+                 "summary.json", "summary.png", "transcript/totals.json"):
+        assert (out / name).is_file(), name
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["parties"] == 4 and summary["runtime"] == "inprocess"
+    assert summary["communication"]["messages"] == 4 * 2 + 3 + 4 + 3
+    before = (out / "disclosure.csv").read_text()
+    (out / "disclosure.csv").unlink()
+    again = runner.invoke(app, ["leakage", str(out)])
+    assert again.exit_code == 0, again.output
+    assert (out / "disclosure.csv").read_text() == before
+    with (out / "predictions.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == summary["queries"]
+
+
+def test_bad_scenario_exits_2_with_message(tmp_path):
+    scen = tmp_path / "s.toml"
+    scen.write_text("[protocol]\nk = 0\n")
+    result = runner.invoke(app, ["run", str(scen)])
+    assert result.exit_code == 2
+    assert "protocol.k = 0" in result.output
+
+
+def test_leakage_on_non_results_folder(tmp_path):
+    result = runner.invoke(app, ["leakage", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "not a results folder" in result.output
+
+
+def test_quickstart_file_is_the_embedded_default():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scenarios" / "quickstart.toml"
+    embedded = Scenario().with_overrides(run={"name": "quickstart",
+                                              "output": "results/quickstart"})
+    assert load_scenario(path) == embedded
+
+
+@pytest.mark.ray
+def test_quickstart_runs_on_ray(ray_local, tmp_path):
+    result = runner.invoke(app, ["run", "--output", str(tmp_path / "q")])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "q" / "summary.json").read_text())
+    assert summary["runtime"] == "ray" and summary["channels"] == "on"
+    assert summary["accuracy_ppknn"] > 0.8

@@ -1,0 +1,84 @@
+"""Datasets by name, partitioning schemes, public bounds."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.data import DomainBounds, data_dir, load_dataset, partition
+from core.errors import PrivacyLeakWarning
+
+
+@pytest.mark.parametrize("name", ["glass", "pima", "abalone", "banknote", "phoneme", "wine",
+                                  "iris", "ionosphere", "seeds"])
+def test_csv_datasets_match_manifest(name):
+    manifest = json.loads((data_dir() / "manifest.json").read_text())[name]
+    ds = load_dataset(name)
+    assert ds.X.shape[0] == manifest["rows"]
+    assert ds.n_classes == manifest["classes"]
+    assert np.isfinite(ds.X).all()
+
+
+def test_abalone_sex_is_one_hot():
+    ds = load_dataset("abalone")
+    assert ds.X.shape[1] == 10
+    onehot = ds.X[:, :3]
+    assert set(np.unique(onehot.sum(axis=1))) == {1.0}
+
+
+@pytest.mark.parametrize("name", ["sklearn:iris", "sklearn:wine", "sklearn:breast_cancer"])
+def test_bundled_datasets(name):
+    ds = load_dataset(name)
+    assert len(ds.y) == len(ds.X) > 100
+
+
+def test_data_dir_from_environment(tmp_path, monkeypatch):
+    (tmp_path / "manifest.json").write_text(json.dumps(
+        {"tiny": {"file": "tiny.csv", "label": "c"}}))
+    (tmp_path / "tiny.csv").write_text("a,b,c\n1,2,x\n3,4,y\n5,6,x\n")
+    monkeypatch.setenv("PPKNN_DATA_DIR", str(tmp_path))
+    ds = load_dataset("tiny")
+    assert ds.X.tolist() == [[1, 2], [3, 4], [5, 6]]
+    assert ds.classes.tolist() == ["x", "y"] and ds.y.tolist() == [0, 1, 0]
+
+
+@settings(max_examples=50, deadline=None)
+@given(n_rows=st.integers(10, 300), n=st.integers(3, 10),
+       scheme=st.sampled_from(["iid", "dirichlet", "size"]), seed=st.integers(0, 10**6))
+def test_partition_is_a_disjoint_cover(n_rows, n, scheme, seed):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 4, n_rows)
+    parts = partition(y, n, scheme=scheme, rng=rng, alpha=0.3, size_skew=1.5)
+    assert len(parts) == n
+    assert all(len(p) >= 1 for p in parts)
+    allrows = np.concatenate(parts)
+    assert sorted(allrows.tolist()) == list(range(n_rows))
+
+
+def test_dirichlet_skews_labels_and_size_skews_sizes():
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(4), 250)
+    iid = partition(y, 5, scheme="iid", rng=rng)
+    skew = partition(y, 5, scheme="dirichlet", rng=rng, alpha=0.1)
+
+    def label_spread(parts):  # mean total-variation distance from the global label mix
+        return np.mean([0.5 * np.abs(np.bincount(y[p], minlength=4) / len(p) - 0.25).sum()
+                        for p in parts])
+
+    assert label_spread(skew) > 3 * label_spread(iid)
+    sizes = sorted(len(p) for p in partition(y, 5, scheme="size", rng=rng, size_skew=2.0))
+    assert sizes[-1] > 5 * sizes[0]
+
+
+def test_bounds_from_data_warn_and_diameter():
+    X = np.array([[0.0, 0.0], [3.0, 4.0]])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        b = DomainBounds.from_data(X)
+    assert any(issubclass(w.category, PrivacyLeakWarning) for w in caught)
+    assert b.diameter == 5.0
