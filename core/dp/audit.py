@@ -8,8 +8,9 @@ DP-Sniper (Bichsel et al. 2021):
 
 1. Draw ``n_samples`` outputs on each input and reduce each output to a
    scalar with ``feature`` (default: the output itself, or ``Release.value``).
-   Discrete outputs with few distinct values are histogrammed exactly;
-   continuous ones are binned at quantiles of the pooled samples.
+   Discrete outputs with few distinct values get a cell per value,
+   continuous ones are binned at quantiles of the pooled samples; sparse
+   adjacent cells are merged so no event rests on a few lucky counts.
 2. **Select** an event on the first half of the samples: order the bins by
    their estimated likelihood ratio (both directions) and take the prefix
    set -- a Neyman-Pearson threshold test -- with the best bound on that half.
@@ -48,7 +49,10 @@ from core.dp.validation import check_delta, check_positive_int, check_probabilit
 from core.errors import ConfigError
 
 MAX_CATEGORIES = 256
-"""Integer-valued outputs with at most this many distinct values are not binned."""
+"""Outputs with at most this many distinct values get one cell per value."""
+
+MIN_CELL_FRACTION = 0.005
+"""Sparse cells are merged until each holds at least this share of the samples."""
 
 
 @dataclass(frozen=True)
@@ -125,33 +129,51 @@ def _draw(mechanism, x, n, rng, feature, vectorized) -> np.ndarray:
     return _scalars([unwrap(mechanism(x, rng)) for _ in range(n)], n)
 
 
-def _bins(sel: np.ndarray, bins: int) -> tuple[np.ndarray | None, np.ndarray]:
-    """(edges or None, category values) for the pooled selection samples."""
-    values = np.unique(sel)
-    if np.all(sel == np.round(sel)) and values.size <= MAX_CATEGORIES:
-        return None, values
-    qs = np.quantile(sel, np.linspace(0, 1, bins + 1)[1:-1])
-    return np.unique(qs), values
+def _cells(pooled: np.ndarray, bins: int) -> tuple[np.ndarray, list[str]]:
+    """Cell edges for the pooled selection samples, and a description of each cell.
 
-
-def _index(samples: np.ndarray, edges: np.ndarray | None, cats: np.ndarray) -> np.ndarray:
-    if edges is None:
-        idx = np.searchsorted(cats, samples)
-        idx[(idx >= cats.size) | (cats[np.minimum(idx, cats.size - 1)] != samples)] = cats.size
-        return idx  # unseen values go to an extra "other" cell
-    return np.searchsorted(edges, samples, side="right")
-
-
-def _describe(cells: np.ndarray, edges: np.ndarray | None, cats: np.ndarray, first: str) -> str:
-    if edges is None:
-        shown = [("other" if c >= cats.size else f"{cats[c]:g}") for c in sorted(cells)]
-        what = "output in {" + ", ".join(shown[:12]) + (", ..." if len(shown) > 12 else "") + "}"
+    Discrete outputs (few distinct values) get one cell per value, continuous
+    ones ``bins`` quantile cells. Adjacent cells holding fewer than
+    ``MIN_CELL_FRACTION`` of the samples are then merged, so that no event is
+    chosen for a handful of lucky counts in a sparse tail.
+    """
+    values, counts = np.unique(pooled, return_counts=True)
+    if values.size <= MAX_CATEGORIES:
+        edges = (values[:-1] + values[1:]) / 2.0
+        members = [[v] for v in values]
     else:
-        lo = np.concatenate([[-np.inf], edges])
-        hi = np.concatenate([edges, [np.inf]])
-        parts = [f"[{lo[c]:.4g}, {hi[c]:.4g})" for c in sorted(cells)]
-        what = "output in " + " u ".join(parts[:6]) + (" u ..." if len(parts) > 6 else "")
-    return f"{what}; more likely under input {first}"
+        edges = np.unique(np.quantile(pooled, np.linspace(0, 1, bins + 1)[1:-1]))
+        counts = np.bincount(np.searchsorted(edges, pooled, side="right"),
+                             minlength=edges.size + 1)
+        members = [[] for _ in range(edges.size + 1)]
+    minimum = max(20, math.ceil(MIN_CELL_FRACTION * pooled.size))
+    keep: list[int] = []  # indices of the edges that survive merging
+    kept_members: list[list[float]] = [[]]
+    acc = 0
+    for i, c in enumerate(counts):
+        acc += int(c)
+        kept_members[-1].extend(members[i])
+        if i < edges.size and acc >= minimum and counts[i + 1:].sum() >= minimum:
+            keep.append(i)
+            kept_members.append([])
+            acc = 0
+    edges = edges[keep]
+    lo = np.concatenate([[-np.inf], edges])
+    hi = np.concatenate([edges, [np.inf]])
+    names = []
+    for j in range(edges.size + 1):
+        vals = kept_members[j]
+        if vals and len(vals) <= 3:
+            names.append("{" + ", ".join(f"{v:g}" for v in vals) + "}")
+        else:
+            names.append(f"[{lo[j]:.4g}, {hi[j]:.4g})")
+    return edges, names
+
+
+def _describe(cells: np.ndarray, names: list[str], first: str) -> str:
+    parts = [names[c] for c in sorted(cells)]
+    what = " u ".join(parts[:8]) + (" u ..." if len(parts) > 8 else "")
+    return f"output in {what}; more likely under input {first}"
 
 
 def audit(
@@ -202,9 +224,10 @@ def audit(
     b = _draw(mechanism, input_b, n, rng, feature, vectorized)
     half = n // 2
     sel_a, test_a, sel_b, test_b = a[:half], a[half:], b[:half], b[half:]
-    edges, cats = _bins(np.concatenate([sel_a, sel_b]), bins)
-    n_cells = (cats.size + 1) if edges is None else edges.size + 1
-    ia, ib = _index(sel_a, edges, cats), _index(sel_b, edges, cats)
+    edges, names = _cells(np.concatenate([sel_a, sel_b]), bins)
+    n_cells = edges.size + 1
+    ia = np.searchsorted(edges, sel_a, side="right")
+    ib = np.searchsorted(edges, sel_b, side="right")
     ca = np.bincount(ia, minlength=n_cells)
     cb = np.bincount(ib, minlength=n_cells)
 
@@ -218,7 +241,8 @@ def audit(
                 best = (bound, order[:m], name)
 
     _, cells, first = best
-    ta, tb = _index(test_a, edges, cats), _index(test_b, edges, cats)
+    ta = np.searchsorted(edges, test_a, side="right")
+    tb = np.searchsorted(edges, test_b, side="right")
     hit_a, hit_b = int(np.isin(ta, cells).sum()), int(np.isin(tb, cells).sum())
     n_test = n - half
     num, den = (hit_a, hit_b) if first == "a" else (hit_b, hit_a)
@@ -227,7 +251,7 @@ def audit(
         eps_lower=eps_lower,
         confidence=confidence,
         n_samples=n,
-        event=_describe(cells, edges, cats, first),
+        event=_describe(cells, names, first),
         hits=(num, den),
         delta=delta,
     )
