@@ -143,8 +143,7 @@ def _cells(pooled: np.ndarray, bins: int) -> tuple[np.ndarray, list[str]]:
         members = [[v] for v in values]
     else:
         edges = np.unique(np.quantile(pooled, np.linspace(0, 1, bins + 1)[1:-1]))
-        counts = np.bincount(np.searchsorted(edges, pooled, side="right"),
-                             minlength=edges.size + 1)
+        counts = np.bincount(np.searchsorted(edges, pooled, side="right"), minlength=edges.size + 1)
         members = [[] for _ in range(edges.size + 1)]
     minimum = max(20, math.ceil(MIN_CELL_FRACTION * pooled.size))
     keep: list[int] = []  # indices of the edges that survive merging
@@ -153,7 +152,7 @@ def _cells(pooled: np.ndarray, bins: int) -> tuple[np.ndarray, list[str]]:
     for i, c in enumerate(counts):
         acc += int(c)
         kept_members[-1].extend(members[i])
-        if i < edges.size and acc >= minimum and counts[i + 1:].sum() >= minimum:
+        if i < edges.size and acc >= minimum and counts[i + 1 :].sum() >= minimum:
             keep.append(i)
             kept_members.append([])
             acc = 0
@@ -232,9 +231,9 @@ def audit(
     cb = np.bincount(ib, minlength=n_cells)
 
     best = (-1.0, np.array([0]), "a")
-    for name, num, den in (("a", ca, cb), ("b", cb, ca)):
-        order = np.argsort(-(num + 0.5) / (den + 0.5), kind="stable")
-        hits_num, hits_den = np.cumsum(num[order]), np.cumsum(den[order])
+    for name, c_num, c_den in (("a", ca, cb), ("b", cb, ca)):
+        order = np.argsort(-(c_num + 0.5) / (c_den + 0.5), kind="stable")
+        hits_num, hits_den = np.cumsum(c_num[order]), np.cumsum(c_den[order])
         for m in range(1, n_cells):  # the full set (ratio 1) is never useful
             bound = _bound(int(hits_num[m - 1]), int(hits_den[m - 1]), half, alpha, delta)
             if bound > best[0]:

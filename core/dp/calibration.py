@@ -35,7 +35,7 @@ from core.dp.validation import check_delta, check_epsilon, check_sensitivity
 
 
 def gaussian_delta(sigma: float, epsilon: float, sensitivity: float) -> float:
-    """The exact δ(ε) of the continuous Gaussian mechanism (Balle & Wang, Thm. 8).
+    """Return the exact δ(ε) of the continuous Gaussian mechanism (Balle & Wang, Thm. 8).
 
     ``δ = Φ(Δ/(2σ) - εσ/Δ) - e^ε Φ(-Δ/(2σ) - εσ/Δ)``.
     """
@@ -88,8 +88,9 @@ def zcdp_to_delta(rho: float, epsilon: float) -> float:
         alpha = am1 + 1.0
         return am1 * (alpha * rho - epsilon) + am1 * math.log(am1) - alpha * math.log(alpha)
 
-    res = optimize.minimize_scalar(log_delta, bounds=(-20.0, 20.0), method="bounded",
-                                   options={"xatol": 1e-10})
+    res = optimize.minimize_scalar(
+        log_delta, bounds=(-20.0, 20.0), method="bounded", options={"xatol": 1e-10}
+    )
     return min(1.0, math.exp(min(res.fun, log_delta(res.x))))
 
 

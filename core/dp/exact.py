@@ -50,7 +50,7 @@ class SystemEntropy:
     name = "os"
 
     def randbelow(self, n: int) -> int:
-        """A uniform integer in ``[0, n)``."""
+        """Return a uniform integer in ``[0, n)``."""
         return secrets.randbelow(n)
 
     def randbytes(self, n: int) -> bytes:
@@ -71,7 +71,7 @@ class SeededEntropy:
         self._random = random.Random(seed)
 
     def randbelow(self, n: int) -> int:
-        """A uniform integer in ``[0, n)``."""
+        """Return a uniform integer in ``[0, n)``."""
         return self._random.randrange(n)
 
     def randbytes(self, n: int) -> bytes:
@@ -164,9 +164,7 @@ def _gaps(utilities: Sequence[float], eta: Fraction) -> list[Fraction]:
     return [eta * (best - u) for u in exact]
 
 
-def exponential_mechanism_index(
-    utilities: Sequence[float], eta: Fraction, entropy: Entropy
-) -> int:
+def exponential_mechanism_index(utilities: Sequence[float], eta: Fraction, entropy: Entropy) -> int:
     """Exact draw of index i with probability proportional to exp(eta * u_i).
 
     Rejection sampling: propose i uniformly, accept with probability

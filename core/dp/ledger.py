@@ -59,7 +59,7 @@ from core.errors import BudgetExhausted, ConfigError
 
 
 def exact(value: float) -> Fraction:
-    """A float as the Fraction of its shortest decimal representation (0.1 -> 1/10)."""
+    """Return a float as the Fraction of its shortest decimal repr (0.1 -> 1/10)."""
     return Fraction(repr(float(value)))
 
 
@@ -123,8 +123,16 @@ class Reservation:
     data was accessed -- to give the budget back.
     """
 
-    def __init__(self, ledger: PrivacyLedger, eps: Fraction, delta: Fraction, analyst: str | None,
-                 label: str, composition: str, releases: int) -> None:
+    def __init__(
+        self,
+        ledger: PrivacyLedger,
+        eps: Fraction,
+        delta: Fraction,
+        analyst: str | None,
+        label: str,
+        composition: str,
+        releases: int,
+    ) -> None:
         self._ledger = ledger
         self.epsilon, self.delta = eps, delta
         self.analyst, self.label = analyst, label
@@ -171,9 +179,15 @@ class PrivacyLedger:
         is given).
     """
 
-    def __init__(self, *, owner: str, epsilon: float, delta: float = 0.0,
-                 analyst_epsilon: float | None = None,
-                 analyst_delta: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        owner: str,
+        epsilon: float,
+        delta: float = 0.0,
+        analyst_epsilon: float | None = None,
+        analyst_delta: float | None = None,
+    ) -> None:
         if not isinstance(owner, str) or not owner:
             raise ConfigError(f"owner must be a non-empty string, got {owner!r}")
         self.owner = owner
@@ -181,10 +195,12 @@ class PrivacyLedger:
         self._delta_budget = exact(check_delta(delta, name="delta budget"))
         self._analyst_cap: tuple[Fraction, Fraction] | None = None
         if analyst_epsilon is not None or analyst_delta is not None:
-            a_eps = check_epsilon(analyst_epsilon if analyst_epsilon is not None else epsilon,
-                                  name="analyst_epsilon")
-            a_delta = check_delta(analyst_delta if analyst_delta is not None else delta,
-                                  name="analyst_delta")
+            a_eps = check_epsilon(
+                analyst_epsilon if analyst_epsilon is not None else epsilon, name="analyst_epsilon"
+            )
+            a_delta = check_delta(
+                analyst_delta if analyst_delta is not None else delta, name="analyst_delta"
+            )
             self._analyst_cap = (exact(a_eps), exact(a_delta))
         self._lock = threading.Lock()
         self._entries: list[LedgerEntry] = []
@@ -204,7 +220,7 @@ class PrivacyLedger:
             return tuple(self._entries)
 
     def spent(self, analyst: str | None = None) -> PrivacyCost:
-        """Committed plus held amounts (the owner's total, or one analyst's)."""
+        """Return committed plus held amounts (the owner's total, or one analyst's)."""
         eps, delta = self.spent_exact(analyst)
         return PrivacyCost(float(eps), float(delta))
 
@@ -217,7 +233,7 @@ class PrivacyLedger:
             return used[0], used[1]
 
     def remaining(self, analyst: str | None = None) -> PrivacyCost:
-        """What can still be spent (by ``analyst``, if given)."""
+        """Return what can still be spent (by ``analyst``, if given)."""
         with self._lock:
             eps = self._eps_budget - self._total[0]
             delta = self._delta_budget - self._total[1]
@@ -233,18 +249,22 @@ class PrivacyLedger:
         what = f"charge of epsilon={_fmt(eps)}, delta={_fmt(delta)}"
         new_eps, new_delta = self._total[0] + eps, self._total[1] + delta
         if new_eps > self._eps_budget or new_delta > self._delta_budget:
-            return (f"ledger {self.owner!r}: {what} would exceed the owner's budget "
-                    f"(epsilon {_fmt(self._total[0])} of {_fmt(self._eps_budget)} used, "
-                    f"delta {_fmt(self._total[1])} of {_fmt(self._delta_budget)}); "
-                    "lower the per-release epsilon/delta, batch the queries, or stop releasing")
+            return (
+                f"ledger {self.owner!r}: {what} would exceed the owner's budget "
+                f"(epsilon {_fmt(self._total[0])} of {_fmt(self._eps_budget)} used, "
+                f"delta {_fmt(self._total[1])} of {_fmt(self._delta_budget)}); "
+                "lower the per-release epsilon/delta, batch the queries, or stop releasing"
+            )
         if analyst is not None and self._analyst_cap is not None:
             used = self._used.get(analyst, [Fraction(0), Fraction(0)])
             cap_eps, cap_delta = self._analyst_cap
             if used[0] + eps > cap_eps or used[1] + delta > cap_delta:
-                return (f"ledger {self.owner!r}: {what} would exceed analyst {analyst!r}'s cap "
-                        f"(epsilon {_fmt(used[0])} of {_fmt(cap_eps)} used, "
-                        f"delta {_fmt(used[1])} of {_fmt(cap_delta)}); "
-                        "this analyst has no budget left for such a release")
+                return (
+                    f"ledger {self.owner!r}: {what} would exceed analyst {analyst!r}'s cap "
+                    f"(epsilon {_fmt(used[0])} of {_fmt(cap_eps)} used, "
+                    f"delta {_fmt(used[1])} of {_fmt(cap_delta)}); "
+                    "this analyst has no budget left for such a release"
+                )
         return None
 
     def check(self, cost: Any, *, analyst: str | None = None, repeat: int = 1) -> None:
@@ -281,44 +301,66 @@ class PrivacyLedger:
         used[1] += delta
 
     def _record(self, eps, delta, analyst, label, composition, releases, aborted) -> LedgerEntry:
-        entry = LedgerEntry(len(self._entries), label, analyst, eps, delta, composition,
-                            releases, aborted)
+        entry = LedgerEntry(
+            len(self._entries), label, analyst, eps, delta, composition, releases, aborted
+        )
         self._entries.append(entry)
         return entry
 
-    def _spend(self, eps: Fraction, delta: Fraction, analyst: str | None, label: str,
-               composition: str, releases: int) -> LedgerEntry:
+    def _spend(
+        self,
+        eps: Fraction,
+        delta: Fraction,
+        analyst: str | None,
+        label: str,
+        composition: str,
+        releases: int,
+    ) -> LedgerEntry:
         if analyst is not None and not isinstance(analyst, str):
             raise TypeError(f"analyst must be a string or None, got {type(analyst).__name__}")
         with self._lock:
             self._hold(eps, delta, analyst)
             return self._record(eps, delta, analyst, label, composition, releases, False)
 
-    def charge(self, cost: Any, *, analyst: str | None = None, label: str = "",
-               repeat: int = 1) -> LedgerEntry:
+    def charge(
+        self, cost: Any, *, analyst: str | None = None, label: str = "", repeat: int = 1
+    ) -> LedgerEntry:
         """Check and spend ``cost`` (a PrivacyCost or mechanism) ``repeat`` times, atomically."""
         eps, delta = self._amounts(cost, repeat)
         return self._spend(eps, delta, analyst, label, "sequential", repeat)
 
-    def charge_parallel(self, costs: Iterable[Any], *, analyst: str | None = None,
-                        label: str = "") -> LedgerEntry:
+    def charge_parallel(
+        self, costs: Iterable[Any], *, analyst: str | None = None, label: str = ""
+    ) -> LedgerEntry:
         """Pay for releases on *disjoint* parts of the data: the maximum ε and δ."""
         items = [_as_cost(c) for c in costs]
         if not items:
             raise ConfigError("charge_parallel needs at least one cost, got none")
         c = parallel_composition(items)
-        return self._spend(exact(c.epsilon), exact(c.delta), analyst, label, "parallel",
-                           len(items))
+        return self._spend(exact(c.epsilon), exact(c.delta), analyst, label, "parallel", len(items))
 
-    def charge_advanced(self, cost_each: Any, k: int, delta_slack: float, *,
-                        analyst: str | None = None, label: str = "") -> LedgerEntry:
+    def charge_advanced(
+        self,
+        cost_each: Any,
+        k: int,
+        delta_slack: float,
+        *,
+        analyst: str | None = None,
+        label: str = "",
+    ) -> LedgerEntry:
         """Pay for k releases of ``cost_each`` by advanced composition (or summation if lower)."""
         each = _as_cost(cost_each)
         c = advanced_composition(check_epsilon(each.epsilon), each.delta, k, delta_slack)
         return self._spend(exact(c.epsilon), exact(c.delta), analyst, label, "advanced", k)
 
-    def charge_bounded_range(self, epsilons: Sequence[float], delta: float, *,
-                             analyst: str | None = None, label: str = "") -> LedgerEntry:
+    def charge_bounded_range(
+        self,
+        epsilons: Sequence[float],
+        delta: float,
+        *,
+        analyst: str | None = None,
+        label: str = "",
+    ) -> LedgerEntry:
         """Pay for exponential mechanisms (ε_i-bounded-range) by the DDR 2020 bound.
 
         Costs ``(ε_BR, delta)``, or ``(Σε_i, 0)`` when summation is lower.
@@ -334,8 +376,9 @@ class PrivacyLedger:
         return self._spend(eps_exact, delta_exact, analyst, label, "bounded_range", len(eps_list))
 
     # --------------------------------------------------------- reservations
-    def reserve(self, cost: Any, *, analyst: str | None = None, label: str = "",
-                repeat: int = 1) -> Reservation:
+    def reserve(
+        self, cost: Any, *, analyst: str | None = None, label: str = "", repeat: int = 1
+    ) -> Reservation:
         """Hold ``cost`` now (raising :class:`BudgetExhausted` if it does not fit)."""
         eps, delta = self._amounts(cost, repeat)
         with self._lock:
@@ -348,8 +391,15 @@ class PrivacyLedger:
                 raise ConfigError(f"reservation {res.label!r} is already {res.state}")
             if commit:
                 res.state = "committed"
-                res.entry = self._record(res.epsilon, res.delta, res.analyst, res.label,
-                                         res._composition, res._releases, aborted)
+                res.entry = self._record(
+                    res.epsilon,
+                    res.delta,
+                    res.analyst,
+                    res.label,
+                    res._composition,
+                    res._releases,
+                    aborted,
+                )
                 return res.entry
             res.state = "cancelled"
             self._total[0] -= res.epsilon

@@ -115,8 +115,14 @@ class Laplace:
         eps = check_epsilon(self.epsilon)
         sens = check_sensitivity(self.sensitivity)
         k = samplers.grid_exponent(sens)
-        _set(self, epsilon=eps, sensitivity=sens, mode=check_mode(self.mode), _grid=k,
-             _steps=samplers.grid_steps(sens, k))
+        _set(
+            self,
+            epsilon=eps,
+            sensitivity=sens,
+            mode=check_mode(self.mode),
+            _grid=k,
+            _steps=samplers.grid_steps(sens, k),
+        )
 
     @property
     def delta(self) -> float:
@@ -141,7 +147,7 @@ class Laplace:
         return 2.0 * self.scale**2
 
     def error_bound(self, beta: float = 0.05) -> float:
-        """The t with ``P(|noise| > t) = beta``: ``b ln(1/beta)``."""
+        """Return the t with ``P(|noise| > t) = beta``: ``b ln(1/beta)``."""
         beta = check_probability(beta, name="beta")
         return self.scale * math.log(1.0 / beta)
 
@@ -153,7 +159,9 @@ class Laplace:
             scale_steps = Fraction(self._steps) / Fraction(self.epsilon)
             base = samplers.snap_to_grid(arr, self._grid)
             noise = samplers.secure_discrete_laplace(scale_steps, arr.shape, entropy)
-            out = samplers.from_grid([b + z for b, z in zip(base, noise)], self._grid, arr.shape)
+            out = samplers.from_grid(
+                [b + z for b, z in zip(base, noise, strict=True)], self._grid, arr.shape
+            )
         else:
             gen = samplers.resolve_generator(rng)
             out = arr + samplers.laplace_noise(self.scale, arr.shape, gen)
@@ -194,8 +202,12 @@ class Geometric:
     name = "geometric"
 
     def __post_init__(self) -> None:
-        _set(self, epsilon=check_epsilon(self.epsilon),
-             sensitivity=check_integer_sensitivity(self.sensitivity), mode=check_mode(self.mode))
+        _set(
+            self,
+            epsilon=check_epsilon(self.epsilon),
+            sensitivity=check_integer_sensitivity(self.sensitivity),
+            mode=check_mode(self.mode),
+        )
 
     @property
     def delta(self) -> float:
@@ -219,7 +231,7 @@ class Geometric:
         return 2.0 * a / (-math.expm1(-1.0 / self.scale)) ** 2
 
     def error_bound(self, beta: float = 0.05) -> int:
-        """The smallest integer t with ``P(|noise| > t) <= beta``."""
+        """Return the smallest integer t with ``P(|noise| > t) <= beta``."""
         beta = check_probability(beta, name="beta")
         a = math.exp(-1.0 / self.scale)
         # P(|Z| > t) = 2 a**(t+1) / (1 + a)
@@ -236,8 +248,9 @@ class Geometric:
         if self.mode is RandomnessMode.SECURE:
             entropy = samplers.resolve_entropy(rng)
             scale = Fraction(self.sensitivity) / Fraction(self.epsilon)
-            noise = np.array(samplers.secure_discrete_laplace(scale, arr.shape, entropy),
-                             dtype=np.int64).reshape(arr.shape)
+            noise = np.array(
+                samplers.secure_discrete_laplace(scale, arr.shape, entropy), dtype=np.int64
+            ).reshape(arr.shape)
         else:
             gen = samplers.resolve_generator(rng)
             noise = samplers.discrete_laplace_noise(self.scale, arr.shape, gen)
@@ -310,7 +323,7 @@ class Gaussian:
         return self._sigma**2
 
     def error_bound(self, beta: float = 0.05) -> float:
-        """The t with ``P(|noise| > t) = beta`` per coordinate."""
+        """Return the t with ``P(|noise| > t) = beta`` per coordinate."""
         beta = check_probability(beta, name="beta")
         return self._sigma * float(special.ndtri(1.0 - beta / 2.0))
 
@@ -323,7 +336,9 @@ class Gaussian:
             sigma2 = Fraction(math.ldexp(self._sigma, -k)) ** 2
             base = samplers.snap_to_grid(arr, k)
             noise = samplers.secure_discrete_gaussian(sigma2, arr.shape, entropy)
-            out = samplers.from_grid([b + z for b, z in zip(base, noise)], k, arr.shape)
+            out = samplers.from_grid(
+                [b + z for b, z in zip(base, noise, strict=True)], k, arr.shape
+            )
         else:
             gen = samplers.resolve_generator(rng)
             out = arr + samplers.gaussian_noise(self._sigma, arr.shape, gen)

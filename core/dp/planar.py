@@ -88,12 +88,12 @@ class PlanarLaplace:
         return 3.0 / self.epsilon**2
 
     def radius_quantile(self, p: float) -> float:
-        """The radius r with ``P(|noise| <= r) = p``."""
+        """Return the radius r with ``P(|noise| <= r) = p``."""
         p = check_probability(p, name="p")
         return float(planar_radius(p, self.epsilon))
 
     def error_bound(self, beta: float = 0.05) -> float:
-        """The radius exceeded with probability beta."""
+        """Return the radius exceeded with probability beta."""
         return self.radius_quantile(1.0 - check_probability(beta, name="beta"))
 
     def randomise(self, points: Any, rng: Any = None) -> Release:

@@ -59,7 +59,7 @@ times the sensitivity (Laplace, geometric) or the noise scale (Gaussian)."""
 
 # ------------------------------------------------------------ randomness source
 def resolve_generator(rng: object) -> np.random.Generator:
-    """The numpy generator for ``reproducible`` mode.
+    """Return the numpy generator for ``reproducible`` mode.
 
     ``rng`` must be a :class:`numpy.random.Generator` or a reproducible
     :class:`~core.rng.RandomSource`. A *secure* ``RandomSource`` is refused:
@@ -84,7 +84,7 @@ def resolve_generator(rng: object) -> np.random.Generator:
 
 
 def resolve_entropy(rng: object) -> Entropy:
-    """The entropy source for ``secure`` mode.
+    """Return the entropy source for ``secure`` mode.
 
     Secure mode draws from the operating system whatever ``rng`` is, except
     that a :class:`~core.dp.exact.SeededEntropy` (tests only) is used as given.
@@ -96,7 +96,7 @@ def resolve_entropy(rng: object) -> Entropy:
 
 # ---------------------------------------------------------------- grid helpers
 def grid_exponent(length: float, bits: int = GRID_BITS) -> int:
-    """The ``k`` with ``2**k <= length * 2**-bits < 2**(k + 1)``."""
+    """Return the ``k`` with ``2**k <= length * 2**-bits < 2**(k + 1)``."""
     if not (math.isfinite(length) and length > 0):
         raise ConfigError(f"grid length must be a finite number > 0, got {length!r}")
     _, exponent = math.frexp(length)  # length = m * 2**exponent, 0.5 <= m < 1
@@ -152,9 +152,7 @@ def discrete_laplace_noise(
 
 
 # ------------------------------------------------------------ secure (exact)
-def secure_discrete_laplace(
-    scale: Fraction, shape: tuple[int, ...], entropy: Entropy
-) -> list[int]:
+def secure_discrete_laplace(scale: Fraction, shape: tuple[int, ...], entropy: Entropy) -> list[int]:
     """``prod(shape)`` exact discrete Laplace draws (flat list of Python ints)."""
     return [discrete_laplace(scale, entropy) for _ in range(math.prod(shape))]
 

@@ -41,8 +41,14 @@ from core.dp import samplers
 from core.dp.accounting import PrivacyCost
 from core.dp.exact import exponential_mechanism_index, permute_and_flip_index
 from core.dp.mechanisms import Release
-from core.dp.validation import check_epsilon, check_finite_array, check_mode, check_probability
-from core.dp.validation import check_sensitivity, check_positive_int
+from core.dp.validation import (
+    check_epsilon,
+    check_finite_array,
+    check_mode,
+    check_positive_int,
+    check_probability,
+    check_sensitivity,
+)
 from core.errors import ConfigError
 from core.rng import RandomnessMode
 
@@ -117,7 +123,7 @@ class ExponentialMechanism:
         return self.epsilon / (self.sensitivity if self.monotonic else 2.0 * self.sensitivity)
 
     def probabilities(self, utilities: Any) -> np.ndarray:
-        """The exact selection probabilities (softmax of ``eta * u``), same shape."""
+        """Return the exact selection probabilities (softmax of ``eta * u``), same shape."""
         return special.softmax(self.eta * _utilities(utilities), axis=-1)
 
     def utility_loss_bound(self, n_candidates: int, beta: float = 0.05) -> float:
@@ -214,8 +220,9 @@ class ReportNoisyMax:
         rows = arr.reshape(-1, arr.shape[-1])
         if self.mode is RandomnessMode.SECURE:
             entropy = samplers.resolve_entropy(rng)
-            eta = 1 / (Fraction(self.sensitivity) * (1 if self.monotonic else 2) /
-                       Fraction(self.epsilon))
+            eta = 1 / (
+                Fraction(self.sensitivity) * (1 if self.monotonic else 2) / Fraction(self.epsilon)
+            )
             chosen = np.array([permute_and_flip_index(r.tolist(), eta, entropy) for r in rows])
         else:
             gen = samplers.resolve_generator(rng)

@@ -86,7 +86,7 @@ class _SmoothNoise:
         raise NotImplementedError
 
     def scale_for(self, smooth_sensitivity: float) -> float:
-        """The noise scale ``S / alpha`` for a smooth sensitivity S."""
+        """Return the noise scale ``S / alpha`` for a smooth sensitivity S."""
         return float(check_real(smooth_sensitivity, "smooth_sensitivity")) / self.alpha
 
     def _standard(self, shape: tuple[int, ...], gen: np.random.Generator) -> np.ndarray:
@@ -99,7 +99,7 @@ class _SmoothNoise:
         raise NotImplementedError  # pragma: no cover
 
     def error_bound(self, smooth_sensitivity: float, beta: float = 0.05) -> float:
-        """The t with ``P(|noise| > t) = beta`` at smooth sensitivity S."""
+        """Return the t with ``P(|noise| > t) = beta`` at smooth sensitivity S."""
         beta = check_probability(beta, name="beta")
         return self.scale_for(smooth_sensitivity) * self._abs_quantile(1.0 - beta)
 

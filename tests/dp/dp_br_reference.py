@@ -40,8 +40,12 @@ def kl(P: np.ndarray, Q: np.ndarray) -> float:
 
 
 def max_kl(epsilon: float) -> float:
-    res = optimize.minimize_scalar(lambda t: -kl(*pair(epsilon, t)), bounds=(0.0, epsilon),
-                                   method="bounded", options={"xatol": 1e-12})
+    res = optimize.minimize_scalar(
+        lambda t: -kl(*pair(epsilon, t)),
+        bounds=(0.0, epsilon),
+        method="bounded",
+        options={"xatol": 1e-12},
+    )
     return -res.fun
 
 
@@ -81,8 +85,12 @@ def worst_pair_max_epsilon(
     values = [worst_pair_epsilon(epsilon, k, delta, float(t)) for t in ts]
     i = int(np.argmax(values))
     lo, hi = ts[max(i - 1, 0)], ts[min(i + 1, len(ts) - 1)]
-    res = optimize.minimize_scalar(lambda t: -worst_pair_epsilon(epsilon, k, delta, t),
-                                   bounds=(lo, hi), method="bounded", options={"xatol": 1e-6})
+    res = optimize.minimize_scalar(
+        lambda t: -worst_pair_epsilon(epsilon, k, delta, t),
+        bounds=(lo, hi),
+        method="bounded",
+        options={"xatol": 1e-6},
+    )
     if -res.fun > values[i]:
         return -res.fun, float(res.x)
     return values[i], float(ts[i])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from dp_br_reference import kl_route_epsilon, pair, worst_pair_epsilon, worst_pair_max_epsilon
 
 from core.dp.accounting import (
     PrivacyCost,
@@ -16,7 +17,6 @@ from core.dp.accounting import (
     parallel_composition,
     sequential_composition,
 )
-from dp_br_reference import kl_route_epsilon, pair, worst_pair_epsilon, worst_pair_max_epsilon
 
 # (k, epsilon, delta) -> epsilon of the composition, to four decimals (issue 4).
 PINNED_BR = [
@@ -121,7 +121,9 @@ def test_sequential_composition_sums():
 
 
 def test_parallel_composition_takes_max():
-    assert parallel_composition([PrivacyCost(0.3), PrivacyCost(0.7, 1e-6)]) == PrivacyCost(0.7, 1e-6)
+    assert parallel_composition([PrivacyCost(0.3), PrivacyCost(0.7, 1e-6)]) == PrivacyCost(
+        0.7, 1e-6
+    )
 
 
 def test_parallel_composition_of_nothing_is_free():

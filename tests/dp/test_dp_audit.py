@@ -32,8 +32,9 @@ EM_B = np.array([0.0] + [1.0] * 49)
 
 
 def run(mechanism, a, b, n=N, seed=1, **kw) -> AuditResult:
-    return audit(mechanism, a, b, n_samples=n, rng=np.random.default_rng(seed), vectorized=True,
-                 **kw)
+    return audit(
+        mechanism, a, b, n_samples=n, rng=np.random.default_rng(seed), vectorized=True, **kw
+    )
 
 
 CORRECT = {
@@ -41,12 +42,15 @@ CORRECT = {
     "geometric": lambda: run(batched(Geometric(epsilon=EPS)), 0, 1),
     "gaussian": lambda: run(batched(Gaussian(epsilon=EPS, delta=1e-5)), 0.0, 1.0, delta=1e-5),
     "exponential": lambda: run(selection(ExponentialMechanism(epsilon=EPS)), EM_A, EM_B),
-    "report-noisy-max": lambda: run(selection(ReportNoisyMax(epsilon=EPS)), [1.0, 0.0],
-                                    [0.0, 1.0]),
-    "cauchy": lambda: run(lambda x, rng, n: Cauchy(epsilon=EPS).randomise(
-        np.full(n, x), 1.0, rng).value, 0.0, 1.0),
-    "planar-laplace": lambda: run(lambda p, rng, n: PlanarLaplace(epsilon=EPS).randomise(
-        np.tile(p, (n, 1)), rng).value[:, 0], [0.0, 0.0], [1.0, 0.0]),
+    "report-noisy-max": lambda: run(selection(ReportNoisyMax(epsilon=EPS)), [1.0, 0.0], [0.0, 1.0]),
+    "cauchy": lambda: run(
+        lambda x, rng, n: Cauchy(epsilon=EPS).randomise(np.full(n, x), 1.0, rng).value, 0.0, 1.0
+    ),
+    "planar-laplace": lambda: run(
+        lambda p, rng, n: PlanarLaplace(epsilon=EPS).randomise(np.tile(p, (n, 1)), rng).value[:, 0],
+        [0.0, 0.0],
+        [1.0, 0.0],
+    ),
 }
 
 
@@ -99,10 +103,21 @@ def test_whole_protocol_callable_is_audited_run_by_run():
 def test_vector_outputs_need_a_feature():
     mech = PlanarLaplace(epsilon=EPS)
     with pytest.raises(ValueError, match="feature"):
-        audit(lambda p, rng: mech.randomise(p, rng).value, [0.0, 0.0], [1.0, 0.0],
-              n_samples=200, rng=np.random.default_rng(0))
-    result = audit(lambda p, rng: mech.randomise(p, rng).value, [0.0, 0.0], [1.0, 0.0],
-                   n_samples=2000, rng=np.random.default_rng(0), feature=lambda z: z[0])
+        audit(
+            lambda p, rng: mech.randomise(p, rng).value,
+            [0.0, 0.0],
+            [1.0, 0.0],
+            n_samples=200,
+            rng=np.random.default_rng(0),
+        )
+    result = audit(
+        lambda p, rng: mech.randomise(p, rng).value,
+        [0.0, 0.0],
+        [1.0, 0.0],
+        n_samples=2000,
+        rng=np.random.default_rng(0),
+        feature=lambda z: z[0],
+    )
     assert result.eps_lower < EPS
 
 

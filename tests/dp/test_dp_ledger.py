@@ -32,8 +32,9 @@ def test_exact_uses_the_decimal_representation():
     assert sum(exact(0.1) for _ in range(3)) == exact(0.3)
 
 
-@pytest.mark.parametrize(("amount", "count", "budget"), [(0.01, 100, 1.0), (0.3, 3, 0.9),
-                                                          (1 / 3, 3, 1.0), (0.7, 3, 2.1)])
+@pytest.mark.parametrize(
+    ("amount", "count", "budget"), [(0.01, 100, 1.0), (0.3, 3, 0.9), (1 / 3, 3, 1.0), (0.7, 3, 2.1)]
+)
 def test_exactly_fitting_sequences_are_accepted(amount, count, budget):
     ledger = PrivacyLedger(owner="o", epsilon=budget)
     ledger.charge(PrivacyCost(amount), repeat=count)
@@ -99,8 +100,12 @@ def test_check_and_can_afford_do_not_spend():
 def test_mechanisms_and_releases_can_be_charged_directly():
     ledger = PrivacyLedger(owner="o", epsilon=1.0)
     entry = ledger.charge(Laplace(epsilon=0.25), analyst="a", label="count")
-    assert (entry.epsilon, entry.label, entry.analyst, entry.seq) == (Fraction(1, 4), "count",
-                                                                       "a", 0)
+    assert (entry.epsilon, entry.label, entry.analyst, entry.seq) == (
+        Fraction(1, 4),
+        "count",
+        "a",
+        0,
+    )
 
 
 def test_parallel_charge_costs_the_maximum():
@@ -157,8 +162,11 @@ async def test_async_reservation():
 
 
 # ---------------------------------------------------------------- properties
-costs = st.tuples(st.sampled_from([0.01, 0.05, 0.1, 0.2, 0.25, 1 / 3, 0.5, 1.0]),
-                  st.sampled_from([0.0, 0.0, 1e-7, 1e-6]), st.sampled_from([None, "a", "b"]))
+costs = st.tuples(
+    st.sampled_from([0.01, 0.05, 0.1, 0.2, 0.25, 1 / 3, 0.5, 1.0]),
+    st.sampled_from([0.0, 0.0, 1e-7, 1e-6]),
+    st.sampled_from([None, "a", "b"]),
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -235,7 +243,8 @@ async def test_concurrent_asyncio_tasks_never_double_spend():
         except BudgetExhausted:
             return False
 
-    outcomes = await asyncio.gather(*[request(i) for i in range(15)],
-                                    *[threaded(i) for i in range(15)])
+    outcomes = await asyncio.gather(
+        *[request(i) for i in range(15)], *[threaded(i) for i in range(15)]
+    )
     assert sum(outcomes) == 10 == len(ledger.entries)
     assert ledger.spent_exact()[0] == 1

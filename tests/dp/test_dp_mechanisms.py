@@ -48,8 +48,12 @@ def test_laplace_error_bound_holds_empirically():
 def test_release_records_mechanism_guarantee_and_mode():
     r = Laplace(epsilon=0.3).randomise(np.ones((2, 3)), rng())
     assert isinstance(r, Release)
-    assert (r.mechanism, r.epsilon, r.delta, r.mode) == ("laplace", 0.3, 0.0,
-                                                         RandomnessMode.REPRODUCIBLE)
+    assert (r.mechanism, r.epsilon, r.delta, r.mode) == (
+        "laplace",
+        0.3,
+        0.0,
+        RandomnessMode.REPRODUCIBLE,
+    )
     assert r.value.shape == (2, 3)
     assert r.cost.epsilon == 0.3
 
@@ -148,7 +152,8 @@ def test_analytic_gaussian_is_tight_and_beats_classic():
 
 def test_analytic_gaussian_scales_with_sensitivity():
     assert analytic_gaussian_sigma(1.0, 1e-6, 3.0) == pytest.approx(
-        3.0 * analytic_gaussian_sigma(1.0, 1e-6, 1.0), rel=1e-12)
+        3.0 * analytic_gaussian_sigma(1.0, 1e-6, 1.0), rel=1e-12
+    )
 
 
 def test_zcdp_conversion_upper_bounds_the_exact_gaussian_profile():
@@ -185,8 +190,10 @@ def test_exponential_mechanism_batches_queries():
 
 
 def test_monotonic_utilities_double_eta():
-    assert ExponentialMechanism(epsilon=1.0, monotonic=True).eta == 2 * ExponentialMechanism(
-        epsilon=1.0).eta
+    assert (
+        ExponentialMechanism(epsilon=1.0, monotonic=True).eta
+        == 2 * ExponentialMechanism(epsilon=1.0).eta
+    )
 
 
 @pytest.mark.parametrize("mode", ["reproducible", "secure"])
@@ -223,11 +230,14 @@ def _log_h(kind, z):
     return -(3.0 + 1) / 2 * np.log1p(z**2 / 3.0)  # Student-t, dof 3
 
 
-@pytest.mark.parametrize(("kind", "mech"), [
-    ("cauchy", Cauchy(epsilon=1.0)),
-    ("poly", PolynomialTail(epsilon=1.0, gamma=4.0)),
-    ("student", StudentT(epsilon=1.0, dof=3.0)),
-])
+@pytest.mark.parametrize(
+    ("kind", "mech"),
+    [
+        ("cauchy", Cauchy(epsilon=1.0)),
+        ("poly", PolynomialTail(epsilon=1.0, gamma=4.0)),
+        ("student", StudentT(epsilon=1.0, dof=3.0)),
+    ],
+)
 def test_noise_is_admissible_with_its_alpha_and_beta(kind, mech):
     """Sliding by <= alpha and dilating by e^lambda, |lambda| <= beta, cost <= epsilon/2."""
     z = np.concatenate([np.linspace(-50, 50, 200_001), np.geomspace(50, 1e6, 2000)])

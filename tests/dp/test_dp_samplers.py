@@ -21,8 +21,13 @@ import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
-from core.dp.exact import SeededEntropy, SystemEntropy, bernoulli_exp, discrete_gaussian
-from core.dp.exact import discrete_laplace
+from core.dp.exact import (
+    SeededEntropy,
+    SystemEntropy,
+    bernoulli_exp,
+    discrete_gaussian,
+    discrete_laplace,
+)
 from core.dp.mechanisms import Gaussian, Geometric, Laplace
 from core.dp.planar import PlanarLaplace
 from core.dp.samplers import discrete_laplace_noise
@@ -46,11 +51,13 @@ def chi2_pvalue(values: np.ndarray, pmf: Callable[[np.ndarray], np.ndarray], lo:
     n = values.size
     support = np.arange(lo, hi + 1)
     p_inner = pmf(support)
-    probs = np.concatenate([[max(0.0, 0.5 * (1 - p_inner.sum()))], p_inner,
-                            [max(0.0, 0.5 * (1 - p_inner.sum()))]])
+    probs = np.concatenate(
+        [[max(0.0, 0.5 * (1 - p_inner.sum()))], p_inner, [max(0.0, 0.5 * (1 - p_inner.sum()))]]
+    )
     inside = values[(values >= lo) & (values <= hi)] - lo
-    obs = np.concatenate([[np.sum(values < lo)], np.bincount(inside, minlength=hi - lo + 1),
-                          [np.sum(values > hi)]])
+    obs = np.concatenate(
+        [[np.sum(values < lo)], np.bincount(inside, minlength=hi - lo + 1), [np.sum(values > hi)]]
+    )
     keep = probs * n >= 5
     obs_k, exp_k = obs[keep], probs[keep] * n
     other_obs, other_exp = n - obs_k.sum(), n - exp_k.sum()
@@ -86,13 +93,15 @@ def rnm_probabilities(u: np.ndarray, scale: float, noise: str) -> np.ndarray:
     law = stats.laplace(scale=scale) if noise == "laplace" else stats.expon(scale=scale)
     out = []
     for i in range(len(u)):
+
         def integrand(x, i=i):
             others = np.prod([law.cdf(x - u[j]) for j in range(len(u)) if j != i])
             return law.pdf(x - u[i]) * others
 
         lo = u.min() - (40 * scale if noise == "laplace" else 0)
-        out.append(integrate.quad(integrand, lo, u.max() + 60 * scale, limit=400,
-                                  points=list(u))[0])
+        out.append(
+            integrate.quad(integrand, lo, u.max() + 60 * scale, limit=400, points=list(u))[0]
+        )
     out = np.array(out)
     return out / out.sum()
 
@@ -118,8 +127,11 @@ def _exact_dlap(scale: Fraction) -> Case:
         s = scale * Fraction(f).limit_denominator(1000)
         return np.array([discrete_laplace(s, ent) for _ in range(N_EXACT)])
 
-    return Case(f"exact-discrete-laplace-{scale}", draw,
-                lambda x: chi2_pvalue(x, dlap_pmf(float(scale)), -25, 25))
+    return Case(
+        f"exact-discrete-laplace-{scale}",
+        draw,
+        lambda x: chi2_pvalue(x, dlap_pmf(float(scale)), -25, 25),
+    )
 
 
 def _exact_dgauss(sigma: Fraction) -> Case:
@@ -128,15 +140,19 @@ def _exact_dgauss(sigma: Fraction) -> Case:
         s2 = (sigma * Fraction(f).limit_denominator(1000)) ** 2
         return np.array([discrete_gaussian(s2, ent) for _ in range(N_EXACT)])
 
-    return Case(f"exact-discrete-gaussian-{sigma}", draw,
-                lambda x: chi2_pvalue(x, dgauss_pmf(float(sigma)), -15, 15))
+    return Case(
+        f"exact-discrete-gaussian-{sigma}",
+        draw,
+        lambda x: chi2_pvalue(x, dgauss_pmf(float(sigma)), -15, 15),
+    )
 
 
 def _numpy_dlap(scale: float) -> Case:
-    return Case(f"numpy-discrete-laplace-{scale}",
-                lambda f, seed: discrete_laplace_noise(scale * f, (N_FAST,),
-                                                       np.random.default_rng(seed)),
-                lambda x: chi2_pvalue(x, dlap_pmf(scale), -25, 25))
+    return Case(
+        f"numpy-discrete-laplace-{scale}",
+        lambda f, seed: discrete_laplace_noise(scale * f, (N_FAST,), np.random.default_rng(seed)),
+        lambda x: chi2_pvalue(x, dlap_pmf(scale), -25, 25),
+    )
 
 
 def _rng(mode: str, seed: int):
@@ -154,8 +170,9 @@ def _laplace(mode: str) -> Case:
         mech = Laplace(epsilon=eps / f, sensitivity=sens, mode=mode)
         return mech.randomise(np.full(_n(mode), x0), _rng(mode, seed)).value - x0
 
-    return Case(f"laplace-{mode}", draw,
-                lambda x: ks_pvalue(x, stats.laplace(scale=sens / eps).cdf))
+    return Case(
+        f"laplace-{mode}", draw, lambda x: ks_pvalue(x, stats.laplace(scale=sens / eps).cdf)
+    )
 
 
 def _gaussian(mode: str) -> Case:
@@ -209,8 +226,9 @@ def _planar(mode: str) -> Case:
         out = PlanarLaplace(epsilon=eps / f, mode=mode).randomise(pts, _rng(mode, seed)).value
         return np.hypot(out[:, 0] - 1.5, out[:, 1] + 2.0)
 
-    return Case(f"planar-radius-{mode}", draw,
-                lambda r: ks_pvalue(r, stats.gamma(a=2, scale=1 / eps).cdf))
+    return Case(
+        f"planar-radius-{mode}", draw, lambda r: ks_pvalue(r, stats.gamma(a=2, scale=1 / eps).cdf)
+    )
 
 
 UTIL = np.array([0.0, 1.0, 2.5, 3.0, 0.5])
@@ -284,6 +302,8 @@ def test_seeded_entropy_repeats_and_system_entropy_does_not():
     a = [discrete_laplace(Fraction(10), SeededEntropy(1)) for _ in range(1)]
     b = [discrete_laplace(Fraction(10), SeededEntropy(1)) for _ in range(1)]
     assert a == b
-    sys_draws = {tuple(discrete_laplace(Fraction(10**6), SystemEntropy()) for _ in range(3))
-                 for _ in range(3)}
+    sys_draws = {
+        tuple(discrete_laplace(Fraction(10**6), SystemEntropy()) for _ in range(3))
+        for _ in range(3)
+    }
     assert len(sys_draws) == 3
