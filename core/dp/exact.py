@@ -18,7 +18,7 @@ OpenDP uses for its secure samplers:
 
 The output distributions are exact provided the entropy source is uniform.
 :class:`SystemEntropy` (the default) reads the operating system's CSPRNG
-through :mod:`secrets`. :class:`SeededEntropy` replays a seeded
+through :func:`os.urandom`. :class:`SeededEntropy` replays a seeded
 :class:`random.Random` so tests can check the algorithms; it must never be
 used for a real release.
 
@@ -36,8 +36,8 @@ True
 from __future__ import annotations
 
 import math
+import os
 import random
-import secrets
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -45,17 +45,42 @@ from core.errors import ConfigError
 
 
 class SystemEntropy:
-    """Uniform integers and bytes from the operating system (:mod:`secrets`)."""
+    """Uniform integers and bytes from the operating system's CSPRNG.
+
+    Random bits are read from :func:`os.urandom` in blocks (one system call
+    per ``block`` bytes instead of one per draw) and consumed in order, each
+    bit once. Integers below ``n`` are drawn by rejection, so they are exactly
+    uniform. An instance is not thread-safe: give each thread (or each
+    mechanism call, as :func:`core.dp.samplers.resolve_entropy` does) its own.
+    """
 
     name = "os"
 
-    def randbelow(self, n: int) -> int:
-        """Return a uniform integer in ``[0, n)``."""
-        return secrets.randbelow(n)
+    def __init__(self, block: int = 512) -> None:
+        self._block = block
+        self._pool = 0  # unused random bits, least significant first
+        self._nbits = 0
 
     def randbytes(self, n: int) -> bytes:
-        """``n`` uniform bytes."""
-        return secrets.token_bytes(n)
+        """Return ``n`` uniform bytes."""
+        return os.urandom(n)
+
+    def randbelow(self, n: int) -> int:
+        """Return a uniform integer in ``[0, n)``."""
+        if n < 1:
+            raise ValueError(f"randbelow needs n >= 1, got {n}")
+        bits = (n - 1).bit_length()
+        mask = (1 << bits) - 1
+        while True:
+            if self._nbits < bits:
+                fresh = max(self._block, (bits + 7) // 8)
+                self._pool |= int.from_bytes(os.urandom(fresh), "little") << self._nbits
+                self._nbits += 8 * fresh
+            x = self._pool & mask
+            self._pool >>= bits
+            self._nbits -= bits
+            if x < n:
+                return x
 
 
 class SeededEntropy:
@@ -100,17 +125,26 @@ def bernoulli_exp(gamma: Fraction | int, entropy: Entropy) -> bool:
     gamma = _as_fraction(gamma, "gamma")
     if gamma < 0:
         raise ConfigError(f"gamma must be >= 0, got {gamma}")
-    whole = gamma.numerator // gamma.denominator
-    for _ in range(whole):  # exp(-gamma) = exp(-1)**whole * exp(-frac)
-        if not _bernoulli_exp_unit(Fraction(1), entropy):
+    return _bernoulli_exp_ratio(gamma.numerator, gamma.denominator, entropy)
+
+
+def _bernoulli_exp_ratio(num: int, den: int, entropy: Entropy) -> bool:
+    """Bernoulli(exp(-num/den)) for integers ``num >= 0``, ``den >= 1``."""
+    whole, rest = divmod(num, den)
+    for _ in range(whole):  # exp(-gamma) = exp(-1)**whole * exp(-rest/den)
+        if not _bernoulli_exp_unit(1, 1, entropy):
             return False
-    return _bernoulli_exp_unit(gamma - whole, entropy)
+    return _bernoulli_exp_unit(rest, den, entropy)
 
 
-def _bernoulli_exp_unit(gamma: Fraction, entropy: Entropy) -> bool:
-    """Bernoulli(exp(-gamma)) for ``0 <= gamma <= 1``."""
+def _bernoulli_exp_unit(num: int, den: int, entropy: Entropy) -> bool:
+    """Bernoulli(exp(-gamma)) for ``gamma = num/den`` in [0, 1].
+
+    Draw Bernoulli(gamma/k) for k = 1, 2, ... until one fails; the answer is
+    whether the failing k is odd. (``randbelow(den k) < num`` is Bernoulli(gamma/k).)
+    """
     k = 1
-    while bernoulli(gamma / k, entropy):
+    while entropy.randbelow(den * k) < num:
         k += 1
     return k % 2 == 1
 
@@ -128,13 +162,16 @@ def discrete_laplace(scale: Fraction | int, entropy: Entropy) -> int:
     scale = _as_fraction(scale, "scale")
     if scale <= 0:
         raise ConfigError(f"scale must be > 0, got {scale}")
-    t, s = scale.numerator, scale.denominator
+    return _discrete_laplace(scale.numerator, scale.denominator, entropy)
+
+
+def _discrete_laplace(t: int, s: int, entropy: Entropy) -> int:
     while True:
         u = entropy.randbelow(t)
-        if not bernoulli_exp(Fraction(u, t), entropy):
+        if not _bernoulli_exp_ratio(u, t, entropy):
             continue
         v = 0
-        while _bernoulli_exp_unit(Fraction(1), entropy):
+        while _bernoulli_exp_unit(1, 1, entropy):
             v += 1
         y = (u + t * v) // s
         negative = entropy.randbelow(2) == 1
@@ -148,20 +185,23 @@ def discrete_gaussian(sigma2: Fraction | int, entropy: Entropy) -> int:
     sigma2 = _as_fraction(sigma2, "sigma2")
     if sigma2 <= 0:
         raise ConfigError(f"sigma2 must be > 0, got {sigma2}")
-    t = math.isqrt(sigma2.numerator // sigma2.denominator) + 1  # floor(sigma) + 1
+    a, b = sigma2.numerator, sigma2.denominator  # sigma2 = a / b
+    t = math.isqrt(a // b) + 1  # floor(sigma) + 1
+    den = 2 * a * b * t * t
     while True:
-        y = discrete_laplace(Fraction(t), entropy)
-        gamma = (abs(y) - sigma2 / t) ** 2 / (2 * sigma2)
-        if bernoulli_exp(gamma, entropy):
+        y = _discrete_laplace(t, 1, entropy)
+        # accept with exp(-(|y| - sigma2/t)**2 / (2 sigma2)) = exp(-(|y| b t - a)**2 / den)
+        if _bernoulli_exp_ratio((abs(y) * b * t - a) ** 2, den, entropy):
             return y
 
 
-def _gaps(utilities: Sequence[float], eta: Fraction) -> list[Fraction]:
+def _gaps(utilities: Sequence[float], eta: Fraction) -> list[tuple[int, int]]:
     exact = [Fraction(u) for u in utilities]  # floats convert exactly
     if not exact:
         raise ConfigError("need at least one candidate, got none")
     best = max(exact)
-    return [eta * (best - u) for u in exact]
+    gaps = [eta * (best - u) for u in exact]
+    return [(g.numerator, g.denominator) for g in gaps]
 
 
 def exponential_mechanism_index(utilities: Sequence[float], eta: Fraction, entropy: Entropy) -> int:
@@ -175,7 +215,7 @@ def exponential_mechanism_index(utilities: Sequence[float], eta: Fraction, entro
     gaps = _gaps(utilities, eta)
     while True:
         i = entropy.randbelow(len(gaps))
-        if bernoulli_exp(gaps[i], entropy):
+        if _bernoulli_exp_ratio(*gaps[i], entropy):
             return i
 
 
@@ -192,7 +232,7 @@ def permute_and_flip_index(utilities: Sequence[float], eta: Fraction, entropy: E
         k = entropy.randbelow(j + 1)
         order[j], order[k] = order[k], order[j]
     for i in order:
-        if bernoulli_exp(gaps[i], entropy):
+        if _bernoulli_exp_ratio(*gaps[i], entropy):
             return i
     raise AssertionError("unreachable: the best candidate always accepts")  # pragma: no cover
 

@@ -20,6 +20,7 @@ Used only by the tests. Nothing here calls ``core.dp.accounting``.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -77,6 +78,7 @@ def worst_pair_epsilon(epsilon: float, k: int, delta: float, t: float) -> float:
     return hi
 
 
+@functools.lru_cache(maxsize=None)
 def worst_pair_max_epsilon(
     epsilon: float, k: int, delta: float, grid: int = 41
 ) -> tuple[float, float]:

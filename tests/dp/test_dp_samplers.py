@@ -307,3 +307,23 @@ def test_seeded_entropy_repeats_and_system_entropy_does_not():
         for _ in range(3)
     }
     assert len(sys_draws) == 3
+
+
+# --------------------------------------------- the OS entropy source itself
+# Not seeded (that is its point): each test can fail by chance with probability ~1e-6.
+@pytest.mark.parametrize("n", [2, 7, 256, 2**40 + 3])
+def test_system_entropy_randbelow_is_uniform(n):
+    ent = SystemEntropy()
+    draws = np.array([ent.randbelow(n) for _ in range(40_000)], dtype=np.float64)
+    cells = np.minimum((draws * 8 / n).astype(int), 7) if n > 8 else draws.astype(int)
+    k = min(n, 8)
+    edges = np.floor(np.arange(k + 1) * n / k) if n > 8 else np.arange(k + 1)
+    probs = np.diff(edges) / n if n > 8 else np.full(k, 1 / k)
+    counts = np.bincount(cells, minlength=k)
+    assert stats.chisquare(counts, probs * draws.size).pvalue > ALPHA
+
+
+def test_secure_laplace_on_os_entropy_fits():
+    mech = Laplace(epsilon=0.5, mode="secure")
+    noise = mech.randomise(np.zeros(N_EXACT)).value
+    assert ks_pvalue(noise, stats.laplace(scale=2.0).cdf) > ALPHA
