@@ -62,9 +62,7 @@ def _cases():
         "laplace": additive(lambda m: Laplace(epsilon=1.0, mode=m)),
         "geometric": (
             lambda n: Geometric(epsilon=1.0).randomise(np.zeros(n, dtype=np.int64), rng),
-            lambda n: Geometric(epsilon=1.0, mode="secure").randomise(
-                np.zeros(n, dtype=np.int64)
-            ),
+            lambda n: Geometric(epsilon=1.0, mode="secure").randomise(np.zeros(n, dtype=np.int64)),
         ),
         "gaussian": additive(lambda m: Gaussian(epsilon=1.0, delta=1e-5, mode=m)),
         "planar_laplace (points)": (

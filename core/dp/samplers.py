@@ -86,10 +86,12 @@ def resolve_generator(rng: object) -> np.random.Generator:
 def resolve_entropy(rng: object) -> Entropy:
     """Return the entropy source for ``secure`` mode.
 
-    Secure mode draws from the operating system whatever ``rng`` is, except
-    that a :class:`~core.dp.exact.SeededEntropy` (tests only) is used as given.
+    Secure mode draws from the operating system whatever ``rng`` is: a fresh
+    :class:`~core.dp.exact.SystemEntropy` per call, so no bit pool is ever
+    shared between threads. Only a :class:`~core.dp.exact.SeededEntropy`
+    (tests only) is used as given.
     """
-    if isinstance(rng, (SeededEntropy, SystemEntropy)):
+    if isinstance(rng, SeededEntropy):
         return rng
     return SystemEntropy()
 

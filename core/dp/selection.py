@@ -122,6 +122,11 @@ class ExponentialMechanism:
         """The inverse temperature applied to utilities."""
         return self.epsilon / (self.sensitivity if self.monotonic else 2.0 * self.sensitivity)
 
+    @property
+    def scale(self) -> float:
+        """Return ``1 / eta``: the Gumbel noise scale of the equivalent noisy argmax."""
+        return 1.0 / self.eta
+
     def probabilities(self, utilities: Any) -> np.ndarray:
         """Return the exact selection probabilities (softmax of ``eta * u``), same shape."""
         return special.softmax(self.eta * _utilities(utilities), axis=-1)

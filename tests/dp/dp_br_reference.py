@@ -78,7 +78,7 @@ def worst_pair_epsilon(epsilon: float, k: int, delta: float, t: float) -> float:
     return hi
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def worst_pair_max_epsilon(
     epsilon: float, k: int, delta: float, grid: int = 41
 ) -> tuple[float, float]:
