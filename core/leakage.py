@@ -174,7 +174,7 @@ def score_attribution(
         msg = by_key.get(c.message)
         if msg is None:
             raise ConfigError(f"claim refers to a message not in the transcript: {c.message}")
-        prov = np.asarray(msg.provenance[c.key])
+        prov = np.broadcast_to(np.asarray(msg.provenance[c.key]), c.mask.shape)
         hit = c.mask & (prov == party_index[c.target])
         claimed[c.target] += int(c.mask.sum())
         correct[c.target] += int(hit.sum())

@@ -49,6 +49,16 @@ MIXED = -4
 """An aggregate of several parties' values (e.g. a revealed sum)."""
 
 PROVENANCE_NAMES = {PUBLIC: "public", RANDOM_FILL: "random", MASK: "mask", MIXED: "mixed"}
+PROVENANCE_DTYPE = np.int32
+"""Provenance codes are int32 (up to 2^31 - 1 parties)."""
+
+
+def uniform_provenance(code: int) -> np.ndarray:
+    """Provenance of a payload entry whose every element has the same source.
+
+    A ``(1, 1)`` array: provenance arrays broadcast against their payload entry.
+    """
+    return np.full((1, 1), code, dtype=PROVENANCE_DTYPE)
 
 
 @dataclass(frozen=True)
@@ -73,8 +83,8 @@ class Message:
     payload:
         Named arrays: what the receiver sees.
     provenance:
-        Named int arrays, same keys and shapes as the payload entries they
-        describe; simulation-only ground truth.
+        Named int32 arrays, same keys as the payload entries they describe
+        and shapes that broadcast against them; simulation-only ground truth.
     """
 
     run_id: str
@@ -160,6 +170,7 @@ __all__ = [
     "MASK",
     "MIXED",
     "PROVENANCE_NAMES",
+    "PROVENANCE_DTYPE",
     "PUBLIC",
     "RANDOM_FILL",
     "Message",
@@ -168,4 +179,5 @@ __all__ = [
     "decode_arrays",
     "encode_arrays",
     "payload_nbytes",
+    "uniform_provenance",
 ]

@@ -14,7 +14,7 @@ import numpy as np
 
 from core.data import check_finite
 from core.errors import ConfigError, ProtocolError
-from core.messages import MASK, MIXED, Message, PartyId
+from core.messages import MASK, MIXED, PROVENANCE_DTYPE, Message, PartyId, uniform_provenance
 from core.rng import RandomnessMode, SeedPolicy
 from protocols import secure_sum as ss
 from protocols.pp_topk import PROTOCOL as TOPK, TopKParams, euclidean_distances, initial_vector, \
@@ -126,7 +126,7 @@ class RingDataOwner:
         else:
             g, prov = incoming.payload["g"], incoming.provenance.get("g")
             if prov is None:
-                prov = np.full(g.shape, MIXED, dtype=np.int64)
+                prov = np.full(g.shape, MIXED, dtype=PROVENANCE_DTYPE)
         out = topk_step(g, prov, self.v, own=self.index, already_inserted=self.inserted,
                         p_r=p.randomisation_probability(round), delta=p.delta, rng=self._rng_topk)
         self.inserted |= out.inserted
@@ -208,7 +208,7 @@ class RingDataOwner:
         others = self.others
         self._kept_share = shares[-1]
         return [Message(self.run_id, ss.SHARED_PROTOCOL, 1, -1, self.party_id, other, "share",
-                        {"s": shares[i]}, {"s": np.full(shares[i].shape, MASK, dtype=np.int64)})
+                        {"s": shares[i]}, {"s": uniform_provenance(MASK)})
                 for i, other in enumerate(others)]
 
     def share_in(self, *shares: Message) -> Message | None:
@@ -224,7 +224,7 @@ class RingDataOwner:
             return None
         return Message(self.run_id, ss.SHARED_PROTOCOL, 2, -1, self.party_id, self.start,
                        "partial-sum", {"s": partial},
-                       {"s": np.full(partial.shape, MASK, dtype=np.int64)})
+                       {"s": uniform_provenance(MASK)})
 
     def aggregate(self, *partials: Message) -> list[Message]:
         """Aggregator (start node): add all partial sums, broadcast the total."""
@@ -234,14 +234,14 @@ class RingDataOwner:
         self._set_total(total)
         return [Message(self.run_id, ss.SHARED_PROTOCOL, 3, -1, self.party_id, other,
                         "sum-result", {"s": total},
-                        {"s": np.full(total.shape, MIXED, dtype=np.int64)})
+                        {"s": uniform_provenance(MIXED)})
                 for other in self.others]
 
     # -- result ----------------------------------------------------------------
     def _sum_message(self, s: np.ndarray, receiver: PartyId, kind: str, code: int) -> Message:
         return Message(self.run_id, ss.RING_PROTOCOL, 1 if kind == "partial-sum" else 2, -1,
                        self.party_id, receiver, kind, {"s": s},
-                       {"s": np.full(s.shape, code, dtype=np.int64)})
+                       {"s": uniform_provenance(code)})
 
     def _set_total(self, total: np.ndarray) -> None:
         self.total = ss.decode_total(total)

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.errors import ConfigError, ProtocolError
-from core.messages import PUBLIC, RANDOM_FILL
+from core.messages import PROVENANCE_DTYPE, PUBLIC, RANDOM_FILL
 
 PROTOCOL = "pp-topk"
 
@@ -128,7 +128,7 @@ def local_topk(distances: np.ndarray, k: int) -> np.ndarray:
 def initial_vector(n_queries: int, params: TopKParams) -> tuple[np.ndarray, np.ndarray]:
     """The start node's initial ``G`` (all public maximum) and its provenance."""
     g = np.full((n_queries, params.k), params.max_distance)
-    return g, np.full(g.shape, PUBLIC, dtype=np.int64)
+    return g, np.full(g.shape, PUBLIC, dtype=PROVENANCE_DTYPE)
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ def topk_step(
         return StepOutcome(g, g_prov, empty, empty, np.zeros(0, dtype=np.int64))
 
     values = np.concatenate([g, v], axis=1)
-    origin = np.concatenate([g_prov, np.full(v.shape, own, dtype=np.int64)], axis=1)
+    origin = np.concatenate([g_prov, np.full(v.shape, own, dtype=PROVENANCE_DTYPE)], axis=1)
     order = np.argsort(values, axis=1, kind="stable")[:, :k]  # G first among equals
     merged = np.take_along_axis(values, order, axis=1)
     merged_prov = np.take_along_axis(origin, order, axis=1)
