@@ -1,2 +1,5 @@
-"""Protocol-independent machinery of ppknn: messages, channels, transcript,
-leakage measurement, runtimes, randomness, data and differential privacy."""
+"""Protocol-independent machinery of ppknn.
+
+Messages, channels, transcript, leakage measurement, runtimes, randomness,
+data and differential privacy.
+"""

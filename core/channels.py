@@ -127,6 +127,7 @@ class PlainEndpoint(_Endpoint):
 
     @staticmethod
     def wire_bytes(wire: Message, plaintext_bytes: int) -> int:
+        """Bytes on the wire: header plus encoded plaintext."""
         return len(wire.associated_data()) + plaintext_bytes
 
 
@@ -211,6 +212,7 @@ class SecureEndpoint(_Endpoint):
 
     @staticmethod
     def wire_bytes(wire: Envelope, plaintext_bytes: int) -> int:
+        """Bytes on the wire: header, ciphertext and tag."""
         return wire.wire_bytes
 
 

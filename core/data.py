@@ -231,7 +231,9 @@ def partition(y: np.ndarray, n_parties: int, *, scheme: str = "iid",
         cuts = (np.cumsum(weights)[:-1] * n).astype(np.int64)
         parts = np.split(rng.permutation(n), cuts)
     else:
-        raise ConfigError(f"unknown partition scheme {scheme!r}; allowed: {list(PARTITION_SCHEMES)}")
+        raise ConfigError(
+            f"unknown partition scheme {scheme!r}; allowed: {list(PARTITION_SCHEMES)}"
+        )
     parts = [np.asarray(p, dtype=np.int64) for p in parts]
     # enforce the minimum size by moving rows from the largest parts
     for i in range(n_parties):

@@ -212,7 +212,8 @@ def multiset_new(received: np.ndarray, reference: np.ndarray, chunk: int = 256) 
     return out
 
 
-def coalition_views(transcript, coalitions: Sequence[Sequence[PartyId]], protocol: str | None = None):
+def coalition_views(transcript, coalitions: Sequence[Sequence[PartyId]],
+                    protocol: str | None = None):
     """Pooled views of several coalitions (convenience)."""
     return [transcript.view(c, protocol=protocol) for c in coalitions]
 

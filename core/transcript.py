@@ -75,6 +75,7 @@ class CommunicationTotals:
 
     def add(self, sender: Sequence[str], receiver: Sequence[str], protocol: Sequence[str],
             wire: Sequence[int]) -> None:
+        """Count a batch of messages."""
         for s, r, p, b in zip(sender, receiver, protocol, wire):
             b = int(b)
             self.sent_messages[s] += 1
@@ -127,7 +128,8 @@ class TranscriptRecorder:
         Write a part file once this many records are buffered.
     """
 
-    def __init__(self, directory: str | os.PathLike[str] | None, *, flush_every: int = 4096) -> None:
+    def __init__(self, directory: str | os.PathLike[str] | None, *,
+                 flush_every: int = 4096) -> None:
         if flush_every < 1:
             raise ConfigError(f"flush_every must be >= 1, got {flush_every}")
         self.directory = Path(directory) if directory is not None else None
@@ -272,7 +274,8 @@ class Transcript:
             return self._table.select(list(columns)) if columns else self._table
         parts = self.parts()
         if not parts:
-            return SCHEMA.empty_table() if not columns else SCHEMA.empty_table().select(list(columns))
+            empty = SCHEMA.empty_table()
+            return empty.select(list(columns)) if columns else empty
         return pa.concat_tables([pq.read_table(p, columns=columns) for p in parts])
 
     def iter_tables(self, columns: Sequence[str] | None = None) -> Iterator[pa.Table]:

@@ -17,8 +17,8 @@ from core.errors import ConfigError, ProtocolError
 from core.messages import MASK, MIXED, PROVENANCE_DTYPE, Message, PartyId, uniform_provenance
 from core.rng import RandomnessMode, SeedPolicy
 from protocols import secure_sum as ss
-from protocols.pp_topk import PROTOCOL as TOPK, TopKParams, euclidean_distances, initial_vector, \
-    local_topk, topk_step
+from protocols.pp_topk import PROTOCOL as TOPK
+from protocols.pp_topk import TopKParams, euclidean_distances, initial_vector, local_topk, topk_step
 
 WEIGHTINGS = ("uniform", "distance")
 

@@ -29,7 +29,8 @@ from core.errors import ConfigError, ProtocolError
 from core.messages import PartyId
 from core.runtime.base import Progress, Runtime
 from parties.ring_owner import RingSetup
-from protocols.pp_topk import PROTOCOL as TOPK, TopKParams
+from protocols.pp_topk import PROTOCOL as TOPK
+from protocols.pp_topk import TopKParams
 from protocols.secure_sum import RING_PROTOCOL, SHARED_PROTOCOL, SUM_KINDS
 
 MIN_PARTIES = 3

@@ -127,7 +127,8 @@ def test_tampered_message_through_runtime_raises():
               PartySpec("b", Echo, {"me": "b", "to": "a"})],
              RunContext(run_id="run-1", secure_channels=True))
     env = rt.fetch(rt.call("a", "send", 1.0))
-    forged = dataclasses.replace(env, ciphertext=env.ciphertext[:-1] + bytes([env.ciphertext[-1] ^ 1]))
+    flipped = env.ciphertext[:-1] + bytes([env.ciphertext[-1] ^ 1])
+    forged = dataclasses.replace(env, ciphertext=flipped)
     rt.call("b", "receive", forged)
     with pytest.raises(IntegrityError):
         rt.fetch(None)

@@ -18,9 +18,8 @@ class VectorNode:
     """A minimal party holding a fixed uint64 vector, driving the ring-owner sum steps."""
 
     def __init__(self, *, party_id, vector, ring, start, seed=0):
-        from parties.ring_owner import RingDataOwner
+        from parties.ring_owner import RingDataOwner, RingSetup
         from protocols.pp_topk import TopKParams
-        from parties.ring_owner import RingSetup
 
         self.inner = RingDataOwner(party_id=party_id, index=ring.index(party_id),
                                    X=np.zeros((1, 1)), y=np.zeros(1, int), n_classes=1,

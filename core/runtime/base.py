@@ -1,4 +1,4 @@
-"""The runtime interface: host parties, deliver calls, wait, fail loudly.
+r"""The runtime interface: host parties, deliver calls, wait, fail loudly.
 
 A protocol driver builds a *chain of calls*: ``ref = runtime.call(party,
 "step", prev_ref)``. A call's arguments may be references returned by
@@ -117,7 +117,10 @@ class Runtime(abc.ABC):
     @abc.abstractmethod
     def call(self, party: PartyId, method: str, *args: Any, protocol: str = "",
              round: int = 0, num_returns: int = 1) -> Any:
-        """Schedule ``party.method(*args)``; returns a reference (a list when ``num_returns > 1``)."""
+        """Schedule ``party.method(*args)``; returns a reference.
+
+        A list of references when ``num_returns > 1``.
+        """
 
     @abc.abstractmethod
     def fetch(self, refs: Any, *, progress: Progress | None = None) -> Any:

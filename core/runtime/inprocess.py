@@ -26,6 +26,7 @@ class _DirectRecorder:
         self.recorder = recorder
 
     def append(self, records: list[dict[str, Any]]) -> None:
+        """Hand records to the recorder (synchronously)."""
         self.recorder.append(records)
 
     append_sync = append
@@ -64,7 +65,8 @@ class InProcessRuntime(Runtime):
         self._fault = context.fault
 
     def call(self, party: PartyId, method: str, *args: Any, protocol: str = "",
-             round: int = 0, num_returns: int = 1) -> Any:  # noqa: D102
+             round: int = 0, num_returns: int = 1) -> Any:
+        """See :meth:`core.runtime.base.Runtime.call`."""
         self._check_party(party)
         refs = [LocalRef() for _ in range(num_returns)]
         self._pending.append(CallRecord(refs, party, method, protocol, round))

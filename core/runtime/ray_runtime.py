@@ -41,9 +41,11 @@ class RayRecorderClient:
         self.handle = handle
 
     def append(self, records: list[dict[str, Any]]) -> None:
+        """Send records without waiting."""
         self.handle.append.remote(records)
 
     def append_sync(self, records: list[dict[str, Any]]) -> None:
+        """Send records and wait until the recorder has them."""
         ray.get(self.handle.append.remote(records))
 
 
@@ -136,7 +138,8 @@ class RayRuntime(Runtime):
         return out
 
     def call(self, party: PartyId, method: str, *args: Any, protocol: str = "",
-             round: int = 0, num_returns: int = 1) -> Any:  # noqa: D102
+             round: int = 0, num_returns: int = 1) -> Any:
+        """See :meth:`core.runtime.base.Runtime.call`."""
         self._check_party(party)
         host = self.hosts[party]
         self._consumed.update(a for a in args if isinstance(a, ray.ObjectRef))
