@@ -36,6 +36,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from dataclasses import dataclass, field
 
@@ -179,7 +180,7 @@ class SecureEndpoint(_Endpoint):
     def seal(self, message: Message) -> Envelope:
         """Encrypt and authenticate ``message`` for its receiver."""
         stamped = message.with_seq(self.next_seq(message.receiver))
-        header = stamped.__class__(**{**stamped.header(), "payload": {}})
+        header = dataclasses.replace(stamped, payload={}, provenance={})
         plaintext = encode_arrays(message.payload)
         ciphertext = self._cipher(message.receiver).encrypt(
             self._nonce(header), plaintext, header.associated_data()
@@ -205,10 +206,8 @@ class SecureEndpoint(_Endpoint):
                 "tampered or misdirected"
             ) from None
         self._accept(header)
-        return Message(
-            **{**header.header(), "payload": decode_arrays(plaintext)},
-            provenance=wire.provenance,
-        )
+        return dataclasses.replace(header, payload=decode_arrays(plaintext),
+                                   provenance=wire.provenance)
 
     @staticmethod
     def wire_bytes(wire: Envelope, plaintext_bytes: int) -> int:

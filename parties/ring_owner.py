@@ -69,7 +69,7 @@ class RingDataOwner:
         self.index = int(index)
         self.X, self.y, self.n_classes = X, y, int(n_classes)
         self.run_id = run_id
-        policy = SeedPolicy(root=seed, mode=mode)
+        policy = SeedPolicy(root=seed, mode=RandomnessMode(mode))
         self._rng_topk = policy.generator("party", self.index, TOPK)
         self._masks = policy.source("party", self.index, "secure-sum")
         self.ring: tuple[PartyId, ...] = ()
@@ -124,9 +124,9 @@ class RingDataOwner:
                 raise ProtocolError(f"{self.party_id}: only the start node begins round 1")
             g, prov = initial_vector(len(self.v), p)
         else:
-            g, prov = incoming.payload["g"], incoming.provenance.get("g")
-            if prov is None:
-                prov = np.full(g.shape, MIXED, dtype=PROVENANCE_DTYPE)
+            g = incoming.payload["g"]
+            known = incoming.provenance.get("g")  # ground truth, carried only
+            prov = known if known is not None else np.full(g.shape, MIXED, PROVENANCE_DTYPE)
         out = topk_step(g, prov, self.v, own=self.index, already_inserted=self.inserted,
                         p_r=p.randomisation_probability(round), delta=p.delta, rng=self._rng_topk)
         self.inserted |= out.inserted

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import warnings
 from pathlib import Path
 from typing import Optional
@@ -11,7 +10,14 @@ from typing import Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from core.errors import PartyFailure, PpknnError, PrivacyLeakWarning
@@ -59,7 +65,7 @@ def run(
             warnings.simplefilter("always", PrivacyLeakWarning)
             with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=console, transient=False) as bar:
-                tasks: dict[str, int] = {}
+                tasks: dict[str, TaskID] = {}
 
                 def progress(phase: str, done: int, total: int) -> None:
                     if phase not in tasks:
@@ -138,4 +144,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

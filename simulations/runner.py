@@ -23,7 +23,7 @@ import numpy as np
 from core.data import Dataset, DomainBounds, load_dataset, partition, train_test_split
 from core.errors import ConfigError, PartyFailure, PrivacyLeakWarning
 from core.leakage import DisclosureReport
-from core.rng import SeedPolicy
+from core.rng import RandomnessMode, SeedPolicy
 from core.runtime import PartySpec, RunContext, Runtime, make_runtime
 from core.transcript import Transcript
 from parties.ring_owner import RingDataOwner
@@ -92,7 +92,7 @@ class PreparedRun:
 def prepare(scenario: Scenario) -> PreparedRun:
     """Load, split, scale and partition the data; fix the ring (all from the seed)."""
     s = scenario
-    policy = SeedPolicy(root=s.run.seed, mode=s.run.mode)
+    policy = SeedPolicy(root=s.run.seed, mode=RandomnessMode(s.run.mode))
     ds = load_dataset(s.data.dataset, directory=s.data.data_dir)
     if s.data.bounds == "data":
         bounds = DomainBounds.from_data(ds.X, warn=False)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from core.channels import Envelope, make_endpoint
+from core.channels import Envelope, SecureEndpoint, make_endpoint
 from core.errors import ConfigError
 from core.messages import Message, PartyId, encode_arrays
 from core.transcript import make_record
@@ -110,7 +110,7 @@ class PartyHost:
         self.parties[spec.party_id] = spec.factory(**dict(spec.kwargs))
         endpoint = make_endpoint(spec.party_id, self.run_id, secure=self.secure_channels)
         self.endpoints[spec.party_id] = endpoint
-        return endpoint.public_key if self.secure_channels else b""
+        return endpoint.public_key if isinstance(endpoint, SecureEndpoint) else b""
 
     def register_peers(self, directory: Mapping[PartyId, bytes]) -> None:
         """Give every hosted party the public-key directory."""

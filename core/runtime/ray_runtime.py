@@ -76,7 +76,6 @@ class RayRuntime(Runtime):
         self.hosts: dict[PartyId, Any] = {}
         self.recorder: Any = None
         self._dead: set[PartyId] = set()
-        self._actor_party: dict[str, PartyId] = {}
         self._consumed: set[Any] = set()
 
     def _ensure_ray(self) -> None:
@@ -118,9 +117,8 @@ class RayRuntime(Runtime):
                 else None,
             )
             self.hosts[spec.party_id] = host
-            self._actor_party[host._actor_id.hex()] = spec.party_id
             self._parties.append(spec.party_id)
-            key_refs[spec.party_id] = host.add_party.remote(spec)
+            key_refs[spec.party_id] = host.add_party.remote(spec)  # type: ignore[union-attr]
         keys = self._get_setup(key_refs, "setup")
         self._get_setup({p: h.register_peers.remote(keys) for p, h in self.hosts.items()},
                         "key exchange")
