@@ -129,6 +129,30 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
 
 
 @app.command()
+def reproduce(
+    name: str = typer.Argument(..., help="Which paper: see `ppknn reproduce --help`."),
+    quick: bool = typer.Option(False, "--quick", help="Small settings (under two minutes)."),
+    output: Optional[Path] = typer.Option(None, help="Tables and plots folder "  # noqa: UP007
+                                          "(default results/reproduce/NAME)."),
+    ray_runtime: bool = typer.Option(False, "--ray", help="Run the parties on Ray."),
+    docs: Path = typer.Option(Path("."), help="Root under which docs/reproductions/ is written."),
+) -> None:
+    """Re-run a paper's experiments: CSV + PNG per figure and a Markdown report."""
+    from simulations import reproduce as registry
+
+    try:
+        module = registry.load(name)
+        folder = output or Path("results") / "reproduce" / name
+        report = module.run(folder, quick=quick, runtime="ray" if ray_runtime else "inprocess",
+                            report=registry.report_path(name, docs))
+    except PartyFailure as exc:
+        _fail(exc, 3)
+    except PpknnError as exc:
+        _fail(exc, 2)
+    out.print(f"tables and plots in [bold]{folder}[/]; report [bold]{report}[/]")
+
+
+@app.command()
 def datasets() -> None:
     """List the datasets a scenario can name."""
     from core.data import available_datasets, data_dir
