@@ -63,7 +63,11 @@ class Release:
     mechanism:
         The mechanism's name, e.g. ``"laplace"``.
     epsilon, delta:
-        The privacy guarantee of this release.
+        The privacy cost of this release as a whole. Additive mechanisms
+        calibrate to the sensitivity of the whole value (ε once); a batch of
+        Q selections or of n smooth-sensitivity scalars on the same data
+        costs Q·ε (n·ε); planar Laplace is ε per point, each point being its
+        own secret (geo-indistinguishability).
     mode:
         How the noise was sampled (``reproducible`` or ``secure``).
     """

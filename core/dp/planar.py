@@ -97,7 +97,11 @@ class PlanarLaplace:
         return self.radius_quantile(1.0 - check_probability(beta, name="beta"))
 
     def randomise(self, points: Any, rng: Any = None) -> Release:
-        """Perturb a point ``(2,)`` or a batch of points ``(N, 2)``."""
+        """Perturb a point ``(2,)`` or a batch of points ``(N, 2)``.
+
+        Each point is protected on its own (ε-geo-indistinguishability per
+        point); points that are the *same* secret compose sequentially.
+        """
         arr = check_finite_array(points, name="points")
         if arr.ndim not in (1, 2) or arr.shape[-1] != 2:
             raise ConfigError(f"points must have shape (2,) or (N, 2), got shape {arr.shape}")

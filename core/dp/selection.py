@@ -2,9 +2,11 @@
 
 Both take a utility vector ``(C,)`` -- one query, C candidates -- or a utility
 matrix ``(Q, C)`` -- a batch of Q queries answered at once -- and release the
-chosen index per query. Every query in a batch is a separate release: a batch
-of Q costs Q times ε under sequential composition (or less by bounded-range
-composition for the exponential mechanism, see :mod:`core.dp.accounting`).
+chosen index per query. Every query in a batch is a separate release: the
+:class:`~core.dp.mechanisms.Release` of a batch of Q carries ``Q * ε``
+(sequential composition); a protocol with a fixed schedule may charge less by
+bounded-range composition for the exponential mechanism (see
+:mod:`core.dp.accounting` and ``PrivacyLedger.charge_bounded_range``).
 
 ``reproducible`` mode is vectorised numpy: the Gumbel-max trick for the
 exponential mechanism (argmax of ``eta*u + Gumbel`` has exactly the
@@ -150,7 +152,7 @@ class ExponentialMechanism:
         else:
             gen = samplers.resolve_generator(rng)
             chosen = np.argmax(self.eta * rows + gen.gumbel(size=rows.shape), axis=-1)
-        return Release(_finish(arr, chosen), self.name, self.epsilon, 0.0, self.mode)
+        return Release(_finish(arr, chosen), self.name, self.epsilon * len(rows), 0.0, self.mode)
 
     select = randomise
 
@@ -236,7 +238,7 @@ class ReportNoisyMax:
             else:
                 noise = gen.exponential(self.scale, size=rows.shape)
             chosen = np.argmax(rows + noise, axis=-1)
-        return Release(_finish(arr, chosen), self.name, self.epsilon, 0.0, self.mode)
+        return Release(_finish(arr, chosen), self.name, self.epsilon * len(rows), 0.0, self.mode)
 
     select = randomise
 

@@ -185,6 +185,7 @@ def test_exponential_mechanism_batches_queries():
     util = rng(1).normal(size=(7, 4))
     r = em.randomise(util, rng(2))
     assert r.value.shape == (7,) and r.value.dtype == np.int64
+    assert r.epsilon == pytest.approx(7.0)  # seven releases on the same data
     assert isinstance(em.randomise(util[0], rng(2)).value, int)
     assert np.allclose(em.probabilities(util).sum(axis=1), 1.0)
 
