@@ -50,11 +50,18 @@ class RingDataOwner:
         The run's id (bound into messages).
     seed, mode:
         Root seed and randomness mode; streams are derived per party and protocol.
+    row_block:
+        Optional block id per row, for batches that hold several independent
+        experiments (e.g. random splits): a query of block ``b`` only sees
+        this owner's rows of block ``b``. ``None``: one block.
     """
+
+    _CACHE_LIMIT = 20_000_000  # distance-matrix elements kept between the two phases
 
     def __init__(self, *, party_id: PartyId, index: int, X: np.ndarray, y: np.ndarray,
                  n_classes: int, run_id: str, seed: int = 0,
-                 mode: str = RandomnessMode.REPRODUCIBLE.value) -> None:
+                 mode: str = RandomnessMode.REPRODUCIBLE.value,
+                 row_block: np.ndarray | None = None) -> None:
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2:
             raise ConfigError(f"{party_id}: features must be 2-D, got shape {X.shape}")
@@ -65,6 +72,12 @@ class RingDataOwner:
         if len(y) and (y.min() < 0 or y.max() >= n_classes):
             raise ConfigError(f"{party_id}: labels must be in [0, {n_classes}), got "
                               f"[{y.min()}, {y.max()}]")
+        if row_block is not None:
+            row_block = np.asarray(row_block, dtype=np.int64)
+            if row_block.shape != (len(X),):
+                raise ConfigError(f"{party_id}: row_block needs one block id per row "
+                                  f"({len(X)}), got shape {row_block.shape}")
+        self.row_block = row_block
         self.party_id = party_id
         self.index = int(index)
         self.X, self.y, self.n_classes = X, y, int(n_classes)
@@ -100,19 +113,48 @@ class RingDataOwner:
         i = self.ring.index(self.party_id)
         return self.ring[(i + 1) % len(self.ring)]
 
-    def load_queries(self, queries: np.ndarray) -> int:
-        """Compute distances to the (public) query batch and the local top-k ``V``."""
+    def load_queries(self, queries: np.ndarray, query_block: np.ndarray | None = None) -> int:
+        """Compute distances to the (public) query batch and the local top-k ``V``.
+
+        ``query_block`` gives each query's block when the owner was built with
+        ``row_block``.
+        """
         queries = np.asarray(queries, dtype=np.float64)
         if queries.ndim != 2 or queries.shape[1] != self.X.shape[1]:
             raise ConfigError(f"{self.party_id}: queries of shape {queries.shape} do not match "
                               f"{self.X.shape[1]} features")
         assert self.params is not None, "configure() first"
-        self.distances = euclidean_distances(queries, self.X)
-        self.v = local_topk(self.distances, self.params.k)
+        if (self.row_block is None) != (query_block is None):
+            raise ConfigError(f"{self.party_id}: give query blocks exactly when rows have blocks")
+        self.queries = queries
+        if query_block is None:
+            self._blocks = [(np.arange(len(queries)), np.arange(len(self.X)))]
+        else:
+            query_block = np.asarray(query_block, dtype=np.int64)
+            if query_block.shape != (len(queries),):
+                raise ConfigError(f"{self.party_id}: query_block needs one id per query")
+            self._blocks = [(np.flatnonzero(query_block == b), np.flatnonzero(self.row_block == b))
+                            for b in np.unique(query_block)]
+        size = sum(len(q) * len(r) for q, r in self._blocks)
+        self._cache: list[np.ndarray] | None = [] if size <= self._CACHE_LIMIT else None
+        k = self.params.k
+        self.v = np.full((len(queries), k), np.inf)
+        for q_idx, _, dist in self._block_distances():
+            self.v[q_idx] = local_topk(dist, k)
+            if self._cache is not None:
+                self._cache.append(dist)
         self.inserted = np.zeros(len(queries), dtype=bool)
         self.final_g: np.ndarray | None = None
         self.last_votes: np.ndarray | None = None
         return len(queries)
+
+    def _block_distances(self):
+        """(query indices, row indices, distances) per block; cached after the first pass."""
+        for i, (q_idx, r_idx) in enumerate(self._blocks):
+            if self._cache is not None and i < len(self._cache):
+                yield q_idx, r_idx, self._cache[i]
+            else:
+                yield q_idx, r_idx, euclidean_distances(self.queries[q_idx], self.X[r_idx])
 
     # -- PP-TopK ---------------------------------------------------------------
     def topk_step(self, incoming: Message | None, round: int) -> Message:
@@ -160,21 +202,21 @@ class RingDataOwner:
         """
         assert self.final_g is not None and self.params is not None
         g = self.final_g
-        delta = g[:, -1]
-        voters = self.distances <= delta[:, None]
-        if self.weighting == "uniform":
-            enc = voters.astype(np.uint64)
-        else:
-            zero_rows = g[:, 0] == 0
-            with np.errstate(divide="ignore"):
-                w = np.where(self.distances > 0, 1.0 / self.distances, 0.0)
-            w = np.where(zero_rows[:, None], (self.distances == 0).astype(np.float64), w)
-            enc = ss.encode_fixed(np.where(voters, w, 0.0), ss.weight_scale(g[:, 0], self.params.k))
         votes = np.zeros((len(g), self.n_classes), dtype=np.uint64)
-        for c in range(self.n_classes):
-            cols = self.y == c
-            if cols.any():
-                votes[:, c] = enc[:, cols].sum(axis=1, dtype=np.uint64)
+        scale = ss.weight_scale(g[:, 0], self.params.k)
+        for q_idx, r_idx, dist in self._block_distances():
+            voters = dist <= g[q_idx, -1][:, None]
+            if self.weighting == "uniform":
+                enc = voters.astype(np.uint64)
+            else:
+                zero_rows = g[q_idx, 0] == 0
+                with np.errstate(divide="ignore"):
+                    w = np.where(dist > 0, 1.0 / dist, 0.0)
+                w = np.where(zero_rows[:, None], (dist == 0).astype(np.float64), w)
+                enc = ss.encode_fixed(np.where(voters, w, 0.0), scale[q_idx])
+            labels = self.y[r_idx]
+            for c in np.unique(labels):
+                votes[q_idx, c] = enc[:, labels == c].sum(axis=1, dtype=np.uint64)
         return votes
 
     # -- ring secure sum (Algorithm 3) --------------------------------------

@@ -81,6 +81,7 @@ def _from_start(ring: Sequence[PartyId], start: PartyId) -> list[PartyId]:
 
 def run_ppknn(runtime: Runtime, queries: np.ndarray, config: PPKNNConfig, *,
               ring: Sequence[PartyId], start: PartyId,
+              query_block: np.ndarray | None = None,
               progress: Progress | None = None) -> PPKNNResult:
     """Classify ``queries`` with the owners hosted on ``runtime``.
 
@@ -94,6 +95,9 @@ def run_ppknn(runtime: Runtime, queries: np.ndarray, config: PPKNNConfig, *,
         Protocol parameters.
     ring, start:
         The ring order and its start node (see :func:`random_ring`).
+    query_block:
+        Block id per query when the owners hold several independent
+        experiments (see :class:`~parties.ring_owner.RingDataOwner`).
     progress:
         Called with (calls done, calls total) while waiting.
     """
@@ -112,7 +116,7 @@ def run_ppknn(runtime: Runtime, queries: np.ndarray, config: PPKNNConfig, *,
     if queries.ndim != 2 or queries.shape[1] != dims[0]:
         raise ConfigError(f"queries must have shape (Q, {dims[0]}), got {queries.shape}")
     for p in order:
-        runtime.call(p, "load_queries", queries, protocol="setup")
+        runtime.call(p, "load_queries", queries, query_block, protocol="setup")
 
     # PP-TopK: rounds x ring, then the start node broadcasts the final vector
     msg = None

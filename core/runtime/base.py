@@ -48,6 +48,9 @@ class RunContext:
         How long creating a party (an actor, on Ray) may take.
     fault:
         Optional simulated crash (tests and scenario fault injection).
+    record:
+        Record the transcript; off for sweeps that only need the outputs
+        (no message is encoded unless channels are on).
     """
 
     run_id: str
@@ -58,6 +61,7 @@ class RunContext:
     party_timeout_s: float = 60.0
     startup_timeout_s: float = 180.0
     fault: FaultPlan | None = None
+    record: bool = True
 
     def __post_init__(self) -> None:
         if not self.run_id:

@@ -9,7 +9,7 @@ from typing import Any
 from core.errors import PartyFailure
 from core.messages import PartyId
 from core.runtime.base import CallRecord, Progress, RunContext, Runtime
-from core.runtime.host import PartyHost, PartySpec
+from core.runtime.host import NullRecorder, PartyHost, PartySpec
 from core.transcript import TranscriptRecorder
 
 
@@ -51,7 +51,7 @@ class InProcessRuntime(Runtime):
     def start(self, specs: Sequence[PartySpec], context: RunContext) -> None:  # noqa: D102
         self.context = context
         self.recorder = TranscriptRecorder(context.transcript_dir, flush_every=context.flush_every)
-        client = _DirectRecorder(self.recorder)
+        client = _DirectRecorder(self.recorder) if context.record else NullRecorder()
         keys = {}
         for spec in specs:
             host = PartyHost(run_id=context.run_id, recorder=client,

@@ -28,7 +28,7 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 from core.errors import ConfigError, PartyFailure
 from core.messages import PartyId
 from core.runtime.base import CallRecord, Progress, RunContext, Runtime
-from core.runtime.host import PartyHost, PartySpec
+from core.runtime.host import NullRecorder, PartyHost, PartySpec
 from core.transcript import TranscriptRecorder
 
 _POLL_S = 0.1
@@ -102,7 +102,7 @@ class RayRuntime(Runtime):
             str(context.transcript_dir) if context.transcript_dir else None,
             flush_every=context.flush_every,
         )
-        client = RayRecorderClient(self.recorder)
+        client = RayRecorderClient(self.recorder) if context.record else NullRecorder()
         host_cls = ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)(PartyHost)
         key_refs = {}
         for spec in specs:
