@@ -189,26 +189,47 @@ def score_attribution(
     )
 
 
-def multiset_new(received: np.ndarray, reference: np.ndarray, chunk: int = 256) -> np.ndarray:
+def multiset_new(received: np.ndarray, reference: np.ndarray) -> np.ndarray:
     """Row-wise multiset difference mask: elements of ``received`` not in ``reference``.
 
     For each row, the i-th occurrence of a value in ``received`` is marked
-    new when ``reference`` holds fewer than i occurrences of it.
+    new when ``reference`` holds fewer than i occurrences of it. Vectorised:
+    one stable row-wise sort of ``[reference | received]`` puts the
+    reference's copies of a value before the received ones, and run lengths
+    of equal values give the counts.
 
     >>> multiset_new(np.array([[1., 1., 2.]]), np.array([[1., 3., 3.]])).tolist()
     [[False, True, True]]
+    >>> multiset_new(np.array([[2., 1., 1.]]), np.array([[1., 3., 3.]])).tolist()
+    [[True, False, True]]
     """
-    received = np.asarray(received)
-    reference = np.asarray(reference)
-    out = np.empty(received.shape, dtype=bool)
-    k = received.shape[1]
-    earlier = np.tril(np.ones((k, k), dtype=bool), -1)  # [i, j]: j < i
-    for s in range(0, received.shape[0], chunk):
-        a = received[s : s + chunk]
-        b = reference[s : s + chunk]
-        in_ref = (a[:, :, None] == b[:, None, :]).sum(axis=2)
-        rank = ((a[:, :, None] == a[:, None, :]) & earlier[None]).sum(axis=2)
-        out[s : s + chunk] = rank >= in_ref
+    a = np.asarray(received)
+    b = np.asarray(reference)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[0] != b.shape[0]:
+        raise ConfigError(f"need two 2-D arrays with equal rows, got {a.shape} and {b.shape}")
+    q, ka = a.shape
+    kb = b.shape[1]
+    if a.size == 0:
+        return np.zeros(a.shape, dtype=bool)
+    both = np.concatenate([b, a], axis=1)
+    order = np.argsort(both, axis=1, kind="stable")
+    values = np.take_along_axis(both, order, axis=1)
+    from_a = order >= kb
+    width = ka + kb
+    cols = np.broadcast_to(np.arange(width), (q, width))
+    starts = np.ones((q, width), dtype=bool)
+    starts[:, 1:] = values[:, 1:] != values[:, :-1]
+    group_start = np.maximum.accumulate(np.where(starts, cols, 0), axis=1)
+    a_before = np.cumsum(from_a, axis=1) - from_a  # received copies strictly before
+    b_before = np.cumsum(~from_a, axis=1) - ~from_a
+    a_at_start = np.take_along_axis(a_before, group_start, axis=1)
+    b_at_start = np.take_along_axis(b_before, group_start, axis=1)
+    rank = a_before - a_at_start  # this copy's rank among equal received values
+    b_in_group = (b_before + ~from_a) - b_at_start  # reference copies precede received ones
+    new = rank >= b_in_group
+    out = np.empty((q, ka), dtype=bool)
+    rows = np.broadcast_to(np.arange(q)[:, None], (q, width))
+    out[rows[from_a], order[from_a] - kb] = new[from_a]
     return out
 
 

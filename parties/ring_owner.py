@@ -54,14 +54,17 @@ class RingDataOwner:
         Optional block id per row, for batches that hold several independent
         experiments (e.g. random splits): a query of block ``b`` only sees
         this owner's rows of block ``b``. ``None``: one block.
+    cache_limit:
+        Values of sorted distance prefixes kept in memory between the top-k
+        and the voting phases, and across runs on the same query batch
+        (beyond it, distances are recomputed when needed).
     """
-
-    _CACHE_LIMIT = 20_000_000  # distance-matrix elements kept between the two phases
 
     def __init__(self, *, party_id: PartyId, index: int, X: np.ndarray, y: np.ndarray,
                  n_classes: int, run_id: str, seed: int = 0,
                  mode: str = RandomnessMode.REPRODUCIBLE.value,
-                 row_block: np.ndarray | None = None) -> None:
+                 row_block: np.ndarray | None = None,
+                 cache_limit: int = 20_000_000) -> None:
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2:
             raise ConfigError(f"{party_id}: features must be 2-D, got shape {X.shape}")
@@ -78,6 +81,8 @@ class RingDataOwner:
                 raise ConfigError(f"{party_id}: row_block needs one block id per row "
                                   f"({len(X)}), got shape {row_block.shape}")
         self.row_block = row_block
+        self.cache_limit = int(cache_limit)
+        self._cache_key: tuple | None = None
         self.party_id = party_id
         self.index = int(index)
         self.X, self.y, self.n_classes = X, y, int(n_classes)
@@ -126,35 +131,24 @@ class RingDataOwner:
         assert self.params is not None, "configure() first"
         if (self.row_block is None) != (query_block is None):
             raise ConfigError(f"{self.party_id}: give query blocks exactly when rows have blocks")
-        self.queries = queries
-        if query_block is None:
-            self._blocks = [(np.arange(len(queries)), np.arange(len(self.X)))]
-        else:
-            query_block = np.asarray(query_block, dtype=np.int64)
-            if query_block.shape != (len(queries),):
-                raise ConfigError(f"{self.party_id}: query_block needs one id per query")
-            self._blocks = [(np.flatnonzero(query_block == b), np.flatnonzero(self.row_block == b))
-                            for b in np.unique(query_block)]
-        size = sum(len(q) * len(r) for q, r in self._blocks)
-        self._cache: list[np.ndarray] | None = [] if size <= self._CACHE_LIMIT else None
-        k = self.params.k
-        self.v = np.full((len(queries), k), np.inf)
-        for q_idx, _, dist in self._block_distances():
-            self.v[q_idx] = local_topk(dist, k)
-            if self._cache is not None:
-                self._cache.append(dist)
+        key = _fingerprint(queries, query_block)
+        if key != self._cache_key:  # a new batch: new blocks, new neighbour index
+            self._cache_key = key
+            self.queries = queries
+            if query_block is None:
+                blocks = [(np.arange(len(queries)), np.arange(len(self.X)))]
+            else:
+                query_block = np.asarray(query_block, dtype=np.int64)
+                if query_block.shape != (len(queries),):
+                    raise ConfigError(f"{self.party_id}: query_block needs one id per query")
+                blocks = [(np.flatnonzero(query_block == b), np.flatnonzero(self.row_block == b))
+                          for b in np.unique(query_block)]
+            self._index = NeighbourBlocks(queries, self.X, blocks, self.cache_limit)
+        self.v = self._index.topk(self.params.k)
         self.inserted = np.zeros(len(queries), dtype=bool)
         self.final_g: np.ndarray | None = None
         self.last_votes: np.ndarray | None = None
         return len(queries)
-
-    def _block_distances(self):
-        """(query indices, row indices, distances) per block; cached after the first pass."""
-        for i, (q_idx, r_idx) in enumerate(self._blocks):
-            if self._cache is not None and i < len(self._cache):
-                yield q_idx, r_idx, self._cache[i]
-            else:
-                yield q_idx, r_idx, euclidean_distances(self.queries[q_idx], self.X[r_idx])
 
     # -- PP-TopK ---------------------------------------------------------------
     def topk_step(self, incoming: Message | None, round: int) -> Message:
@@ -204,8 +198,11 @@ class RingDataOwner:
         g = self.final_g
         votes = np.zeros((len(g), self.n_classes), dtype=np.uint64)
         scale = ss.weight_scale(g[:, 0], self.params.k)
-        for q_idx, r_idx, dist in self._block_distances():
+        for q_idx, dist, rows in self._index.within(g[:, -1]):
             voters = dist <= g[q_idx, -1][:, None]
+            used = np.flatnonzero(voters.any(axis=0))
+            if len(used) < voters.shape[1]:  # drop columns nobody votes in
+                dist, rows, voters = dist[:, used], rows[:, used], voters[:, used]
             if self.weighting == "uniform":
                 enc = voters.astype(np.uint64)
             else:
@@ -214,9 +211,11 @@ class RingDataOwner:
                     w = np.where(dist > 0, 1.0 / dist, 0.0)
                 w = np.where(zero_rows[:, None], (dist == 0).astype(np.float64), w)
                 enc = ss.encode_fixed(np.where(voters, w, 0.0), scale[q_idx])
-            labels = self.y[r_idx]
-            for c in np.unique(labels):
-                votes[q_idx, c] = enc[:, labels == c].sum(axis=1, dtype=np.uint64)
+            labels = self.y[rows]
+            onehot_sum = np.zeros((len(q_idx), self.n_classes), dtype=np.uint64)
+            for c in np.unique(labels[voters]):
+                onehot_sum[:, c] = np.where(labels == c, enc, 0).sum(axis=1, dtype=np.uint64)
+            votes[q_idx] = onehot_sum
         return votes
 
     # -- ring secure sum (Algorithm 3) --------------------------------------
@@ -298,6 +297,83 @@ class RingDataOwner:
         """This node's public outputs: predictions, final top-k vector, global vote vector."""
         assert self.final_g is not None
         return self.predictions, self.final_g, self.total
+
+
+class NeighbourBlocks:
+    """An owner's distances to a query batch, per block, as sorted prefixes.
+
+    For each block the ``width`` smallest distances of every query are kept
+    sorted with their row indices (``width`` chosen so all blocks fit in
+    ``cache_limit`` values, at most 256). ``topk(k)`` and the voters within a
+    radius then read the prefix; when ``k`` or a radius reaches past it, the
+    block's distances are recomputed in full. Distances come from
+    :func:`~protocols.pp_topk.euclidean_distances` either way, so results do
+    not depend on the cache.
+    """
+
+    MAX_WIDTH = 256
+
+    def __init__(self, queries: np.ndarray, X: np.ndarray,
+                 blocks: list[tuple[np.ndarray, np.ndarray]], cache_limit: int) -> None:
+        self.queries, self.X, self.blocks = queries, X, blocks
+        n_q = sum(len(q) for q, _ in blocks)
+        self.width = int(min(self.MAX_WIDTH, cache_limit // max(1, n_q)))
+        self.prefix: list[tuple[np.ndarray, np.ndarray] | None] = []
+        for q_idx, r_idx in blocks:
+            if self.width < 1 or len(q_idx) == 0:
+                self.prefix.append(None)
+                continue
+            dist = euclidean_distances(queries[q_idx], X[r_idx])
+            w = min(self.width, dist.shape[1])
+            order = (np.argpartition(dist, w - 1, axis=1)[:, :w] if w < dist.shape[1]
+                     else np.broadcast_to(np.arange(w), dist.shape).copy())
+            part = np.take_along_axis(dist, order, axis=1)
+            resort = np.argsort(part, axis=1, kind="stable")
+            self.prefix.append((np.take_along_axis(part, resort, axis=1),
+                                r_idx[np.take_along_axis(order, resort, axis=1)]))
+
+    def _full(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        q_idx, r_idx = self.blocks[i]
+        dist = euclidean_distances(self.queries[q_idx], self.X[r_idx])
+        return dist, np.broadcast_to(r_idx, dist.shape)
+
+    def topk(self, k: int) -> np.ndarray:
+        """``V``: the k smallest distances per query, ascending, padded with ``+inf``."""
+        v = np.full((sum(len(q) for q, _ in self.blocks), k), np.inf)
+        for i, (q_idx, r_idx) in enumerate(self.blocks):
+            cached = self.prefix[i]
+            if cached is not None and (k <= cached[0].shape[1] or cached[0].shape[1] == len(r_idx)):
+                head = cached[0][:, :k]
+                v[q_idx, : head.shape[1]] = head
+            else:
+                v[q_idx] = local_topk(self._full(i)[0], k)
+        return v
+
+    def within(self, radius: np.ndarray):
+        """Per block: (query indices, distances, row indices) with every row within ``radius``.
+
+        Other columns may be included; compare with the radius.
+        """
+        for i, (q_idx, r_idx) in enumerate(self.blocks):
+            cached = self.prefix[i]
+            if cached is not None:
+                dist, rows = cached
+                complete = dist.shape[1] == len(r_idx)
+                if complete or (dist[:, -1] > radius[q_idx]).all():
+                    yield q_idx, dist, rows
+                    continue
+            dist, rows = self._full(i)
+            yield q_idx, dist, rows
+
+
+def _fingerprint(queries: np.ndarray, query_block: np.ndarray | None) -> tuple:
+    """Identifies a query batch (to reuse distances across runs on it)."""
+    import hashlib
+
+    h = hashlib.blake2b(np.ascontiguousarray(queries).tobytes(), digest_size=16)
+    if query_block is not None:
+        h.update(np.ascontiguousarray(query_block, dtype=np.int64).tobytes())
+    return (queries.shape, h.hexdigest())
 
 
 __all__ = ["WEIGHTINGS", "RingDataOwner", "RingSetup"]

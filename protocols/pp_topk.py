@@ -41,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.spatial.distance import cdist
 
 from core.errors import ConfigError, ProtocolError
 from core.messages import PROVENANCE_DTYPE, PUBLIC, RANDOM_FILL
@@ -100,19 +101,19 @@ class TopKParams:
         return float((1.0 - self.p0**r * self.d ** (r * (r - 1) / 2)) ** self.k)
 
 
-def euclidean_distances(queries: np.ndarray, points: np.ndarray, chunk: int = 256) -> np.ndarray:
-    """Exact Euclidean distances ``(Q, N)`` by differences (not the dot-product expansion).
+def euclidean_distances(queries: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Euclidean distances ``(Q, N)`` computed pair by pair from differences.
 
-    The same pair always gets the same float, whichever node computes it,
-    so ties and the true top-k are well defined across parties.
+    Not the dot-product expansion: each pair's distance is computed on its
+    own (``scipy.spatial.distance.cdist``), so the same pair always gets the
+    same float whichever node computes it, ties and the true top-k are well
+    defined across parties, and equal points are at distance exactly 0.
     """
     queries = np.asarray(queries, dtype=np.float64)
     points = np.asarray(points, dtype=np.float64)
-    out = np.empty((len(queries), len(points)))
-    for s in range(0, len(queries), chunk):
-        diff = queries[s : s + chunk, None, :] - points[None, :, :]
-        out[s : s + chunk] = np.sqrt(np.einsum("qnd,qnd->qn", diff, diff))
-    return out
+    if len(queries) == 0 or len(points) == 0:
+        return np.empty((len(queries), len(points)))
+    return cdist(queries, points, metric="euclidean")
 
 
 def local_topk(distances: np.ndarray, k: int) -> np.ndarray:

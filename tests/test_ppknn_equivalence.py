@@ -49,3 +49,32 @@ def test_very_large_k_uses_whole_union():
                        rounds=1)
     counts = np.bincount(np.concatenate(parts_y), minlength=ds.n_classes)
     assert (result.predictions == np.argmax(counts)).all()
+
+
+@pytest.mark.parametrize("cache_limit", [0, 3_000, 10**9])
+def test_distance_cache_does_not_change_results(cache_limit):
+    """Sorted-prefix caching (any width, or none) gives the same run as full recomputation."""
+    from core.runtime import InProcessRuntime, PartySpec, RunContext
+    from parties.ring_owner import RingDataOwner
+    from protocols.pp_topk import TopKParams
+    from protocols.ppknn import PPKNNConfig, run_ppknn
+
+    ds, parts_X, parts_y, queries, _ = split_dataset("pima", 3)
+    outputs = []
+    for limit in (cache_limit, 0):
+        rt = InProcessRuntime()
+        rt.start([PartySpec(f"p{i}", RingDataOwner, {
+            "party_id": f"p{i}", "index": i, "X": X, "y": y, "n_classes": ds.n_classes,
+            "run_id": "c", "seed": 1, "cache_limit": limit})
+            for i, (X, y) in enumerate(zip(parts_X, parts_y))], RunContext(run_id="c"))
+        runs = []
+        for k, weighting in [(3, "uniform"), (40, "distance"), (300, "uniform")]:
+            cfg = PPKNNConfig(params=TopKParams(k=k, p0=0.5, d=0.5, rounds=2,
+                                                max_distance=1e4), weighting=weighting)
+            res = run_ppknn(rt, queries, cfg, ring=["p0", "p1", "p2"], start="p1")
+            runs.append((res.predictions, res.final_vector, res.totals))
+        outputs.append(runs)
+    for (pa, fa, ta), (pb, fb, tb) in zip(*outputs):
+        np.testing.assert_array_equal(pa, pb)
+        np.testing.assert_array_equal(fa, fb)
+        np.testing.assert_array_equal(ta, tb)

@@ -1,0 +1,153 @@
+"""The server's level-synchronous traversal of a query batch (Algorithms 11, 15-18).
+
+A *thread* is one (query slot, tree node) pair being walked down; the basic
+traversal has one per query, P(s) 2^s, GS one more per level. All threads
+of all queries sit at the same depth, so one client message per level
+answers every pending decision of the batch. Per level the server
+
+1. retires threads at leaves (and, for E(s), every thread once the depth
+   reaches ``H - s``: the whole subtree is released);
+2. for P(s) above depth s, splits every thread in two *without* asking
+   the client (no exponential mechanism, no message);
+3. asks the client for one bit per remaining thread (:meth:`request`),
+   and on the answer (:meth:`apply`) moves each thread to the chosen
+   child; a GS thread that still splits also starts a thread, which never
+   splits, in the other child.
+
+The number of rounds is public (``Variant.rounds(height)``): it depends on
+the tree and the variant only, never on a query, so the server can send
+an empty message at a level where no decision is pending.
+
+Examples
+--------
+>>> import numpy as np
+>>> from protocols.dptt.tree import ModifiedKDTree
+>>> from protocols.dptt.variants import Variant
+>>> tree = ModifiedKDTree.build(np.arange(8.0))
+>>> walk = ServerTraversal(tree, Variant.parse("GS"), n_queries=1)
+>>> for _ in range(Variant.parse("GS").rounds(tree.height)):
+...     slots, nodes = walk.request()
+...     walk.apply(np.zeros(len(slots), dtype=np.uint8))  # always "left"
+>>> walk.finished, sorted(tree.points[walk.release().ids].ravel().tolist())
+(True, [0.0, 1.0, 2.0, 4.0])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.errors import ProtocolError
+from protocols.dptt.neighbours import NeighbourIndex, counts_per_slot, dedupe_pairs
+from protocols.dptt.tree import ModifiedKDTree
+from protocols.dptt.variants import Variant
+
+
+@dataclass(frozen=True)
+class Released:
+    """What the server releases for a batch.
+
+    Attributes
+    ----------
+    slots, ids:
+        Distinct ``(query slot, data index)`` pairs, sorted by slot then id.
+    found:
+        ``(Q,)`` points the traversal itself reached per query (leaves, or the
+        leaves of the E(s) subtree), before neighbourhoods are added.
+    """
+
+    slots: np.ndarray
+    ids: np.ndarray
+    found: np.ndarray
+
+
+class ServerTraversal:
+    """Walk ``n_queries`` threads down ``tree`` as ``variant`` prescribes (module docstring)."""
+
+    def __init__(self, tree: ModifiedKDTree, variant: Variant, n_queries: int) -> None:
+        variant.check_height(tree.height)
+        self.tree, self.variant, self.n_queries = tree, variant, int(n_queries)
+        self.depth = 0
+        self.slot = np.arange(self.n_queries, dtype=np.int64)
+        self.node = np.ones(self.n_queries, dtype=np.int64)
+        self.split = np.full(self.n_queries, variant.greedy)
+        self._done_slot: list[np.ndarray] = []
+        self._done_node: list[np.ndarray] = []
+        self._settle()
+
+    @property
+    def finished(self) -> bool:
+        """No thread waits for a decision."""
+        return self.slot.size == 0
+
+    def _retire(self, mask: np.ndarray) -> None:
+        self._done_slot.append(self.slot[mask])
+        self._done_node.append(self.node[mask])
+        keep = ~mask
+        self.slot, self.node, self.split = self.slot[keep], self.node[keep], self.split[keep]
+
+    def _settle(self) -> None:
+        """Retire finished threads and do the splits that need no decision."""
+        v, h = self.variant, self.tree.height
+        while True:
+            self._retire(self.tree.is_leaf(self.node))
+            if self.finished:
+                return
+            if v.kind == "E" and self.depth >= h - v.s:
+                self._retire(np.ones(self.slot.size, dtype=bool))
+                return
+            if v.kind == "P" and self.depth < v.s:
+                self.slot = np.repeat(self.slot, 2)
+                self.node = (2 * self.node[:, None] + np.array([0, 1])).ravel()
+                self.split = np.repeat(self.split, 2)
+                self.depth += 1
+                continue
+            return
+
+    def request(self) -> tuple[np.ndarray, np.ndarray]:
+        """Threads awaiting a bit at this depth: ``(query slots, heap nodes)``."""
+        return self.slot, self.node
+
+    def apply(self, bits: np.ndarray) -> None:
+        """Move every pending thread to the child its bit names (0 left, 1 right)."""
+        bits = np.asarray(bits)
+        if bits.shape != self.slot.shape:
+            raise ProtocolError(
+                f"expected {self.slot.size} bits at depth {self.depth}, got shape {bits.shape}"
+            )
+        if bits.size and (bits.min() < 0 or bits.max() > 1):
+            raise ProtocolError("bits must be 0 (left) or 1 (right)")
+        b = bits.astype(np.int64)
+        chosen = 2 * self.node + b
+        if self.variant.greedy:
+            sp = self.split
+            self.slot = np.concatenate([self.slot, self.slot[sp]])
+            self.node = np.concatenate([chosen, 2 * self.node[sp] + 1 - b[sp]])
+            self.split = np.concatenate([sp, np.zeros(int(sp.sum()), dtype=bool)])
+        else:
+            self.node = chosen
+        self.depth += 1
+        self._settle()
+
+    def release(self, index: NeighbourIndex | None = None) -> Released:
+        """The released points: leaves (or subtrees) reached, plus neighbourhoods for N, GS-N."""
+        if not self.finished:
+            raise ProtocolError(f"{self.slot.size} threads still wait for bits at depth "
+                                f"{self.depth}; the traversal is not finished")
+        slots = np.concatenate(self._done_slot)
+        nodes = np.concatenate(self._done_node)
+        owner, ids = self.tree.leaves_of(nodes)
+        slots, ids = dedupe_pairs(slots[owner], ids, self.tree.n_points)
+        found = counts_per_slot(slots, self.n_queries)
+        b = self.variant.neighbourhood
+        if b > 1:
+            if index is None:
+                raise ProtocolError(f"variant {self.variant.label} needs a neighbour index")
+            near = index.neighbourhoods(ids, b)
+            slots, ids = dedupe_pairs(np.repeat(slots, near.shape[1]), near.ravel(),
+                                      self.tree.n_points)
+        return Released(slots=slots, ids=ids, found=found)
+
+
+__all__ = ["Released", "ServerTraversal"]

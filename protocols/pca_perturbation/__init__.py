@@ -1,0 +1,56 @@
+"""PCA + Laplace perturbation for distance-based classification (Mukherjee et al. 2008).
+
+Modules
+-------
+sanitize
+    Normalisation, PCA, Laplace noise per component, distortion statistics.
+schemes
+    Release schemes: the paper's method and the Rand-P, Rand-U, Rand-N, No-PCA baselines.
+knn
+    The modified kNN (search radius from the distortion statistics) and weighted kNN.
+privacy
+    Amplification, the rho1 -> rho2 bound, average privacy (95% interval width).
+attacks
+    Transform and correlation attacks over the miner's view.
+protocol
+    The two-party driver (sanitizer -> miner) and the miner's plan.
+datasets
+    The paper's datasets: waveform-21 and 10-cluster generators, constant-column handling.
+evaluation
+    One repetition of the paper's experiments through parties and the transcript.
+"""
+
+from protocols.pca_perturbation.attacks import AttackOutcome, attack, pca_filter, reconstruct
+from protocols.pca_perturbation.knn import knn_predict, radius_knn, select_k
+from protocols.pca_perturbation.privacy import (
+    amplification_bound,
+    average_privacy,
+    breach_excluded,
+    rho2_bound,
+)
+from protocols.pca_perturbation.protocol import PROTOCOL, MinerOutput, MiningPlan, run_releases
+from protocols.pca_perturbation.sanitize import DistortionStats, distortion_statistics, fit_pca
+from protocols.pca_perturbation.schemes import SCHEMES, ReleaseRequest
+
+__all__ = [
+    "PROTOCOL",
+    "SCHEMES",
+    "AttackOutcome",
+    "DistortionStats",
+    "MinerOutput",
+    "MiningPlan",
+    "ReleaseRequest",
+    "amplification_bound",
+    "attack",
+    "average_privacy",
+    "breach_excluded",
+    "distortion_statistics",
+    "fit_pca",
+    "knn_predict",
+    "pca_filter",
+    "radius_knn",
+    "reconstruct",
+    "rho2_bound",
+    "run_releases",
+    "select_k",
+]
