@@ -1,4 +1,4 @@
-"""The DP-TT client: holds the private queries and answers each level with exponential-mechanism bits.
+"""The DP-TT client: holds the private queries, answers each level with EM bits.
 
 Per level the client receives, for every pending decision of the batch,
 the query slot and the node values its utility needs, computes the

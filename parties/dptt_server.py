@@ -76,7 +76,7 @@ class DPTTServer:
         if self.setup is None:
             raise ProtocolError(f"{self.party_id}: configure() before begin()")
         if opening.kind != "open":
-            raise ProtocolError(f"{self.party_id}: expected an 'open' message, got {opening.kind!r}")
+            raise ProtocolError(f"{self.party_id}: expected 'open', got {opening.kind!r}")
         n_queries = int(np.asarray(opening.payload["n_queries"]).reshape(-1)[0])
         self.walk = ServerTraversal(self.tree, self.setup.variant, n_queries)
         self.round = 1

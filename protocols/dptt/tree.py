@@ -133,7 +133,7 @@ class ModifiedKDTree:
         return self.perm[self.lo[node] : self.hi[node]]
 
     def leaves_of(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Leaves below each node of ``nodes``: ``(owner, data index)`` pairs, owner into ``nodes``."""
+        """Leaves below each of ``nodes``: ``(owner, data index)``; owner indexes ``nodes``."""
         nodes = np.asarray(nodes, dtype=np.int64)
         sizes = self.hi[nodes] - self.lo[nodes]
         pos, owner = _segment_positions(self.lo[nodes], sizes)
@@ -216,7 +216,7 @@ class ModifiedKDTree:
         return self.value[node]
 
     def check_queries(self, queries: object) -> np.ndarray:
-        """Queries as ``(Q, k)`` floats; ``ConfigError`` on a wrong dimension or non-finite values."""
+        """Queries as ``(Q, k)`` floats; ``ConfigError`` on a wrong shape or non-finite value."""
         try:
             q = np.asarray(queries, dtype=np.float64)
         except (TypeError, ValueError) as exc:
