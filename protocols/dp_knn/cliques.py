@@ -162,7 +162,8 @@ def _component_bound(nodes: list[int], adj: dict[int, set[int]], deadline: float
         sub = nx.Graph()
         sub.add_nodes_from(cand)
         sub.add_edges_from((a, b) for a in cand for b in adj[a] & within if a < b)
-        sub = nx.k_core(sub, best - 1) if best > 1 else sub  # a bigger clique needs degree >= best-1
+        # a clique beating `best` has every member's degree >= best - 1
+        sub = nx.k_core(sub, best - 1) if best > 1 else sub
         for clique in nx.find_cliques(sub):
             if 1 + len(clique) > best:
                 best = 1 + len(clique)

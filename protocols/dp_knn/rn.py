@@ -109,7 +109,7 @@ def laplace_labels(counts: np.ndarray, sensitivity: np.ndarray, epsilon: float, 
     sens = np.asarray(sensitivity)
     for s in np.unique(sens):
         rows = sens == s
-        mech = Laplace(epsilon=epsilon, sensitivity=float(s), mode=mode)
+        mech = Laplace(epsilon=epsilon, sensitivity=float(s), mode=RandomnessMode(mode))
         noisy[..., rows, :] = mech.randomise(counts[..., rows, :], rng).value
     return np.argmax(noisy, axis=-1)
 
@@ -123,7 +123,7 @@ def exponential_labels(counts: np.ndarray, epsilon_each: float, rng: Any,
     counts = np.asarray(counts)
     if epsilon_each == math.inf:
         return np.argmax(counts, axis=-1)
-    mech = ExponentialMechanism(epsilon=epsilon_each, sensitivity=1.0, mode=mode)
+    mech = ExponentialMechanism(epsilon=epsilon_each, sensitivity=1.0, mode=RandomnessMode(mode))
     flat = counts.reshape(-1, counts.shape[-1]).astype(np.float64)
     return np.asarray(mech.randomise(flat, rng).value).reshape(counts.shape[:-1])
 

@@ -90,7 +90,7 @@ def check_radii(r: object, n_queries: int) -> np.ndarray:
     if bad.any():
         i = int(np.argmax(bad))
         raise ConfigError(
-            f"radius must be a finite number > 0 for every test instance, got {arr[i]!r} "
+            f"radius must be a finite number > 0 for every test instance, got {float(arr[i])!r} "
             f"at index {i}"
         )
     return arr

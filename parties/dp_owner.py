@@ -1,0 +1,222 @@
+"""The central DP owner: private training data, a privacy ledger, ε-DP labels on demand.
+
+A :class:`DPOwner` answers analysts' batches of test instances (r-N or
+k-NN, see :mod:`protocols.dp_knn`) with ε-DP labels. For every request it
+
+1. decodes and validates the query against public facts only (feature
+   count, algorithm, ε finite and > 0, a fresh request id per analyst);
+2. does the data-free work: the region overlap graph, its components and
+   clique bounds (cached per batch, so the same batch at several ε is
+   analysed once);
+3. **reserves the batch's ε on the ledger** -- owner-wide and per analyst
+   (the message's sender) -- raising :class:`~core.errors.BudgetExhausted`
+   before any training row is read when it does not fit;
+4. reads the data, draws the noise from a stream addressed by
+   ``(analyst, request id)`` (so concurrent requests never share a generator
+   and a run repeats whatever the interleaving), and
+5. answers with one message that carries the labels and the ε charged.
+
+The ledger is thread-safe, so one owner can serve many analysts at once
+(threads, or :mod:`protocols.dp_knn.service` on asyncio / a Ray async actor).
+
+Neighbouring datasets: add or remove one training record.
+
+Examples
+--------
+>>> import numpy as np
+>>> from protocols.dp_knn.protocol import Answer, Query
+>>> owner = DPOwner(party_id="owner", X=np.array([[0.1], [0.2], [0.9]]), y=np.array([0, 0, 1]),
+...                 classes=[0, 1], lower=[0.0], upper=[1.0], epsilon=1.0, run_id="r")
+>>> q = Query(task="rn", algorithm="proposed", x=np.array([[0.15]]), radius=0.1, epsilon=0.25)
+>>> reply = owner.answer(q.to_message(run_id="r", sender="alice", receiver="owner", request=0))
+>>> Answer.from_message(reply).epsilon, owner.ledger.remaining("alice").epsilon
+(0.25, 0.75)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from core.data import DomainBounds
+from core.dp import PrivacyCost, PrivacyLedger
+from core.dp.validation import check_real
+from core.errors import ConfigError, ProtocolError
+from core.messages import Message, PartyId
+from core.rng import RandomnessMode, SeedPolicy
+from protocols.dp_knn.index import LabelIndex
+from protocols.dp_knn.knn import classify_knn
+from protocols.dp_knn.protocol import Answer, Query
+from protocols.dp_knn.rn import DEFAULT_CLIQUE_TIME_S, RNPlan, classify_rn, plan_rn
+from protocols.dp_knn.validation import encode_labels
+
+PLAN_CACHE = 32
+"""Overlap-graph plans kept (least recently used dropped)."""
+
+
+class DPOwner:
+    """The data owner of Gursoy et al.: answers r-N / k-NN batches with ε-DP labels.
+
+    Parameters
+    ----------
+    party_id:
+        This party's name.
+    X, y:
+        Private training rows ``(N, D)`` and their labels (values of ``classes``).
+    classes:
+        The public label set; answers carry indices into it.
+    lower, upper:
+        The public domain bounds (every training row must lie inside).
+    epsilon, delta:
+        The owner's total budget.
+    analyst_epsilon:
+        Optional cap on what any single analyst may spend.
+    run_id:
+        The run's id (bound into messages).
+    index:
+        This party's provenance code.
+    seed, mode:
+        Root seed and randomness mode (``"secure"``: OS entropy and exact samplers).
+    clique_time_limit_s:
+        Time bound of the clique search per batch.
+    count_share:
+        Share of a conversion's budget spent on the noisy ``|D|``.
+    """
+
+    def __init__(self, *, party_id: PartyId, X: Any, y: Any, classes: Sequence[Any],
+                 lower: Sequence[float], upper: Sequence[float], epsilon: float,
+                 delta: float = 0.0, analyst_epsilon: float | None = None, run_id: str,
+                 index: int = 0, seed: int = 0, mode: str = RandomnessMode.REPRODUCIBLE.value,
+                 clique_time_limit_s: float = DEFAULT_CLIQUE_TIME_S,
+                 count_share: float = 0.05) -> None:
+        labels, cls = encode_labels(y, classes)
+        X = np.asarray(X, dtype=np.float64)
+        self.bounds = DomainBounds(np.asarray(lower, dtype=np.float64),
+                                   np.asarray(upper, dtype=np.float64))
+        if X.ndim != 2 or X.shape[1] != len(self.bounds.lower):
+            raise ConfigError(f"training rows of shape {X.shape} do not match the "
+                              f"{len(self.bounds.lower)} declared domain bounds")
+        self.bounds.check(X, f"DP owner {party_id!r}")
+        self.party_id = party_id
+        self.index = int(index)
+        self.run_id = run_id
+        self.classes = cls
+        self._index = LabelIndex(X, labels, n_classes=len(cls))
+        self.ledger = PrivacyLedger(owner=party_id, epsilon=epsilon, delta=delta,
+                                    analyst_epsilon=analyst_epsilon)
+        self.mode = RandomnessMode(mode)
+        self._policy = SeedPolicy(root=seed, mode=self.mode)
+        limit = check_real(clique_time_limit_s, "clique_time_limit_s")
+        if limit <= 0:
+            raise ConfigError(f"clique_time_limit_s must be > 0, got {clique_time_limit_s!r}")
+        self.clique_time_limit_s = limit
+        self.count_share = count_share
+        self._lock = threading.Lock()
+        self._seen: set[tuple[str, int]] = set()
+        self._plans: OrderedDict[str, RNPlan] = OrderedDict()
+
+    @property
+    def n_features(self) -> int:
+        """Public schema: the feature count."""
+        return self._index.n_features
+
+    # -- helpers -------------------------------------------------------------
+    def _plan(self, x: np.ndarray, radius: np.ndarray) -> RNPlan:
+        """The data-free overlap analysis of one batch (cached)."""
+        h = hashlib.sha256(np.ascontiguousarray(x).tobytes())
+        h.update(np.ascontiguousarray(radius).tobytes())
+        h.update(repr((x.shape, self.clique_time_limit_s)).encode())
+        key = h.hexdigest()
+        with self._lock:
+            if key in self._plans:
+                self._plans.move_to_end(key)
+                return self._plans[key]
+        plan = plan_rn(x, radius, time_limit_s=self.clique_time_limit_s)
+        with self._lock:
+            self._plans[key] = plan
+            while len(self._plans) > PLAN_CACHE:
+                self._plans.popitem(last=False)
+        return plan
+
+    def _claim(self, analyst: str, request: int) -> None:
+        with self._lock:
+            if (analyst, request) in self._seen:
+                raise ProtocolError(
+                    f"analyst {analyst!r} reused request id {request}; every batch needs a fresh "
+                    "id (its noise stream is derived from it)"
+                )
+            self._seen.add((analyst, request))
+
+    def _release(self, analyst: str, request: int) -> None:
+        with self._lock:
+            self._seen.discard((analyst, request))
+
+    # -- the protocol step -----------------------------------------------------
+    def answer(self, request: Message) -> Message:
+        """Answer one batch (module docstring); ``BudgetExhausted`` if it does not fit."""
+        if request.receiver != self.party_id:
+            raise ProtocolError(f"{self.party_id}: got a message for {request.receiver!r}")
+        query, rid = Query.from_message(request)
+        if query.x.shape[1] != self.n_features:
+            raise ConfigError(f"test instances have {query.x.shape[1]} features, the training "
+                              f"data has {self.n_features}")
+        analyst = request.sender
+        self._claim(analyst, rid)
+        plan = None
+        if query.task == "rn" and query.algorithm == "proposed":
+            plan = self._plan(query.x, query.radius)  # public: test instances only
+        label = f"{query.kind} x{query.n_queries} (request {rid})"
+        try:
+            reservation = self.ledger.reserve(PrivacyCost(query.epsilon), analyst=analyst,
+                                              label=label)
+        except BaseException:
+            self._release(analyst, rid)  # refused before any noise was drawn: the id stays free
+            raise
+        with reservation:
+            rng = self._policy.generator("dp-owner", "answer", analyst, rid)
+            answer = self._compute(query, rid, plan, rng)
+        return answer.to_message(run_id=self.run_id, sender=self.party_id, receiver=analyst,
+                                 round=request.round, provenance=self.index)
+
+    def _compute(self, query: Query, rid: int, plan: RNPlan | None, rng: Any) -> Answer:
+        if query.task == "rn":
+            rn = classify_rn(self._index, query.x, query.radius, algorithm=query.algorithm,
+                             epsilon=query.epsilon, rng=rng, mode=self.mode, plan=plan,
+                             time_limit_s=self.clique_time_limit_s)
+            return _answer(rid, query.epsilon, rn.labels, query.radius, rn.sensitivity, rn.plan)
+        knn = classify_knn(self._index, query.x, query.k, algorithm=query.algorithm,
+                           epsilon=query.epsilon, rng=rng, bounds=self.bounds,
+                           weight=query.weight, candidates=query.candidates, gamma=query.gamma,
+                           count_share=self.count_share, mode=self.mode,
+                           time_limit_s=self.clique_time_limit_s)
+        q = query.n_queries
+        if knn.rn is None:  # the baseline: ε/|X| per instance
+            return _answer(rid, query.epsilon, knn.labels, np.full(q, np.nan), np.full(q, q), None)
+        return _answer(rid, query.epsilon, knn.labels, knn.radii, knn.rn.sensitivity,
+                       knn.rn.plan)
+
+    def remaining(self, analyst: str | None = None) -> PrivacyCost:
+        """What the owner (or ``analyst``) can still spend."""
+        return self.ledger.remaining(analyst)
+
+
+def _answer(rid: int, epsilon: float, labels: np.ndarray, radius: np.ndarray,
+            sensitivity: np.ndarray, plan: RNPlan | None) -> Answer:
+    q = len(labels)
+    if plan is None:
+        component = np.full(q, -1, dtype=np.int64)
+        method = np.full(q, -1, dtype=np.int8)
+    else:
+        component = plan.graph.component
+        method = plan.cliques.method[plan.graph.component]
+    return Answer(request=rid, epsilon=epsilon, labels=labels, radius=radius,
+                  sensitivity=np.asarray(sensitivity, dtype=np.float64), component=component,
+                  clique_method=method)
+
+
+__all__ = ["PLAN_CACHE", "DPOwner"]
