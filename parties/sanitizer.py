@@ -1,7 +1,7 @@
 """The sanitizer: holds a private labelled table and publishes sanitised releases.
 
 A :class:`Sanitizer` normalises its rows to ``[0, 1]`` with declared
-(public) bounds, fits a PCA once, and answers :class:`ReleaseRequest`\\ s
+(public) bounds, fits a PCA once, and answers each :class:`ReleaseRequest`
 with one :class:`~core.messages.Message` to the miner per request (scheme
 payloads in :mod:`protocols.pca_perturbation.schemes`). Each release draws
 its noise from its own stream (party, protocol, round), so releases do not

@@ -117,8 +117,7 @@ def measured_distortion(release: Message, Z_train: np.ndarray, Zq: np.ndarray, *
 
 
 def run_session(split: Split, jobs: Sequence[Job], *, make_runtime: Callable[[], Runtime],
-                seed: int, run_id: str, attack_rows: int = 2000,
-                workdir: Path | None = None) -> list[ReleaseResult]:
+                seed: int, run_id: str, workdir: Path | None = None) -> list[ReleaseResult]:
     """Run ``jobs`` on a fresh runtime and measure each release (see module docstring)."""
     specs = [
         PartySpec(SANITIZER, Sanitizer, {"party_id": SANITIZER, "index": 0, "X": split.X_train,
@@ -148,8 +147,7 @@ def run_session(split: Split, jobs: Sequence[Job], *, make_runtime: Callable[[],
             release = release_message(miner_view(transcript, MINER, r), r)
             p = release.payload
             arng = SeedPolicy(root=seed).generator("attack", r)
-            outcome = attack(release, Z_train, rng=arng, max_rows=attack_rows) \
-                if job.attack else None
+            outcome = attack(release, Z_train) if job.attack else None
             measured = measured_distortion(release, Z_train, Zq, rng=arng) \
                 if job.request.scheme == "pca-laplace" else None
             acc = {} if out is None else {

@@ -158,6 +158,7 @@ def laplace_mechanisms(ranges: np.ndarray, b: float,
         raise ConfigError(f"principal component {i + 1} has range {ranges[i]:.3g} on the "
                           f"training data (the data spans only {i} dimension(s)); choose "
                           f"s <= {i}")
+    mode = RandomnessMode(mode)
     return [Laplace(epsilon=1.0 / b, sensitivity=float(r), mode=mode) for r in ranges]
 
 
