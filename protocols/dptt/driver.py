@@ -117,21 +117,71 @@ def run_dptt(runtime: Runtime, queries: Any, setup: DPTTSetup, *, client: PartyI
                       setup=setup, rounds=n_rounds, messages=2 * n_rounds + 2)
 
 
+class DPTTSession:
+    """A runtime hosting one client and one server for many batches (sweeps, benchmarks).
+
+    Parameters
+    ----------
+    tree, points:
+        The server's data: a prebuilt tree or the points to build it from.
+    runtime:
+        ``"inprocess"`` or ``"ray"``.
+    seed:
+        Root seed (the client's exponential-mechanism stream).
+    record:
+        Record the transcript (off for sweeps that only need the outputs).
+    transcript_dir:
+        Where the transcript goes (``None``: memory).
+    secure_channels:
+        Encrypt and authenticate every message.
+    run_id:
+        Bound into every message.
+    """
+
+    def __init__(self, *, tree: ModifiedKDTree | None = None, points: Any = None,
+                 runtime: str = "inprocess", seed: int = 0, record: bool = True,
+                 transcript_dir: Any = None, secure_channels: bool = False,
+                 run_id: str = "dptt") -> None:
+        self.runtime = make_runtime(runtime)
+        try:
+            self.runtime.start(dptt_specs(run_id=run_id, points=points, tree=tree, seed=seed),
+                               RunContext(run_id=run_id, transcript_dir=transcript_dir,
+                                          secure_channels=secure_channels, record=record))
+        except BaseException:
+            self.runtime.shutdown()
+            raise
+        self.totals: dict[str, Any] = {}
+
+    def run(self, queries: Any, setup: DPTTSetup) -> DPTTResult:
+        """Run one batch (see :func:`run_dptt`)."""
+        return run_dptt(self.runtime, queries, setup)
+
+    def close(self) -> dict[str, Any]:
+        """Close the transcript and shut the runtime down; returns the communication totals."""
+        try:
+            self.totals = self.runtime.close_transcript()
+        finally:
+            self.runtime.shutdown()
+        return self.totals
+
+    def __enter__(self) -> DPTTSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def run_batch(queries: Any, setup: DPTTSetup, *, tree: ModifiedKDTree | None = None,
               points: Any = None, runtime: str = "inprocess", seed: int = 0,
               run_id: str = "dptt", transcript_dir: Any = None,
               secure_channels: bool = False) -> tuple[DPTTResult, dict[str, Any]]:
     """Start a fresh runtime, run one batch, close it; returns the result and the totals."""
-    rt = make_runtime(runtime)
-    try:
-        rt.start(dptt_specs(run_id=run_id, points=points, tree=tree, seed=seed),
-                 RunContext(run_id=run_id, transcript_dir=transcript_dir,
-                            secure_channels=secure_channels))
-        result = run_dptt(rt, queries, setup)
-        totals = rt.close_transcript()
-    finally:
-        rt.shutdown()
-    return result, totals
+    session = DPTTSession(tree=tree, points=points, runtime=runtime, seed=seed,
+                          transcript_dir=transcript_dir, secure_channels=secure_channels,
+                          run_id=run_id)
+    with session:
+        result = session.run(queries, setup)
+    return result, session.totals
 
 
 def server_view_bits(messages: Sequence[Any], server: PartyId = "server") -> list[np.ndarray]:
@@ -141,4 +191,4 @@ def server_view_bits(messages: Sequence[Any], server: PartyId = "server") -> lis
     return [np.asarray(m.payload["bits"]) for m in got]
 
 
-__all__ = ["DPTTResult", "dptt_specs", "run_batch", "run_dptt", "server_view_bits"]
+__all__ = ["DPTTResult", "DPTTSession", "dptt_specs", "run_batch", "run_dptt", "server_view_bits"]

@@ -1,0 +1,357 @@
+"""Reproduction of Xiong, Chitti & Liu, section 6, and leakage beyond it.
+
+``ppknn reproduce xiong [--quick] [--ray]`` re-runs the paper's experiments
+on the ring data owners and writes one CSV and one PNG per figure plus the
+report (see :mod:`simulations.reproduce.xiong_report`).
+
+Setting (paper §6.1): random splits, 2/3 training and 1/3 test, the
+training rows partitioned IID over ``n`` owners (the paper does not give
+``n`` for Figs. 2-5; 4 is used), Euclidean distance on the raw features,
+unweighted votes. All splits of a setting run as one batched protocol run
+(:mod:`simulations.experiments`), so 100 splits cost about one run.
+Non-private accuracy is scikit-learn's brute-force kNN fitted on each
+split independently; the framework's own exact distributed kNN (P0 = 0)
+is checked against it on the same splits.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from core.data import load_dataset
+from core.leakage import Claims, score_attribution, wilson_interval
+from core.transcript import View
+from protocols.pp_topk import PROTOCOL as TOPK
+from protocols.pp_topk import TopKParams
+from protocols.pp_topk_attacks import (
+    coalition_attribution,
+    informed_successor,
+    successor_attribution,
+)
+from protocols.secure_sum_attacks import recovery_rate, ring_sum_estimate, shared_sum_estimate
+from simulations.experiments import (
+    SplitBatch,
+    SplitSession,
+    make_split_batch,
+    mean_ci,
+    per_split,
+    run_split_batch,
+    sklearn_split_predictions,
+    split_truth,
+)
+from simulations.reproduce.table import Table
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Sizes of the reproduction (full and quick)."""
+
+    splits: int
+    datasets: tuple[str, ...]
+    n: int
+    fig2_k: tuple[int, ...]
+    fig3_r: tuple[int, ...]
+    fig4_d: tuple[float, ...]
+    fig5_k: tuple[int | str, ...]
+    fig6_n: tuple[int, ...]
+    fig6_k: tuple[int, ...]
+    leak_splits: int
+    leak_dataset: str
+    bound_r: tuple[int, ...]
+    bound_k: tuple[int, ...]
+    coalition_n: int
+    comm_n: tuple[int, ...]
+    comm_r: tuple[int, ...]
+
+
+FULL = Settings(splits=100, datasets=("glass", "pima", "abalone"), n=4,
+                fig2_k=(1, 3, 5, 7, 9, 11, 15, 21), fig3_r=(1, 2, 3, 4, 5),
+                fig4_d=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+                fig5_k=(1, 5, 10, 25, 50, 100, 250, "half", "all"),
+                fig6_n=(4, 8, 16, 32), fig6_k=(1, 2, 5, 10, 20, 50, 100),
+                leak_splits=20, leak_dataset="pima", bound_r=(1, 2, 3, 4, 5),
+                bound_k=(1, 2, 5, 10, 20), coalition_n=8, comm_n=(4, 8, 16, 32),
+                comm_r=(1, 2, 3, 4, 5))
+QUICK = Settings(splits=3, datasets=("glass", "pima", "abalone"), n=4, fig2_k=(1, 5),
+                 fig3_r=(1, 3), fig4_d=(0.2, 0.8), fig5_k=(1, 25, "all"), fig6_n=(4, 8),
+                 fig6_k=(1, 10), leak_splits=2, leak_dataset="glass", bound_r=(2, 3),
+                 bound_k=(1, 5), coalition_n=6, comm_n=(4, 8), comm_r=(1, 2))
+SEED = 2024
+
+
+class Xiong:
+    """Runs the experiments; each method returns a :class:`Table`."""
+
+    def __init__(self, settings: Settings, runtime: str = "inprocess") -> None:
+        self.s = settings
+        self.runtime = runtime
+        self.batches: dict[tuple[str, int, int], SplitBatch] = {}
+        self.timings: dict[str, float] = {}
+
+    def batch(self, name: str, n: int, splits: int) -> SplitBatch:
+        """The (cached) split batch of a dataset."""
+        key = (name, n, splits)
+        if key not in self.batches:
+            self.batches[key] = make_split_batch(load_dataset(name), n=n, splits=splits,
+                                                 seed=SEED)
+        return self.batches[key]
+
+    def session(self, batch: SplitBatch, **kw) -> SplitSession:
+        """Owners of ``batch`` hosted on this reproduction's runtime."""
+        return SplitSession(batch, runtime=self.runtime, seed=SEED, **kw)
+
+    # -- accuracy: Figs. 2-5 -------------------------------------------------------------
+    def accuracy(self) -> Table:
+        """Figs. 2-4 (and the sklearn / exact-kNN check) in one sweep per dataset."""
+        s = self.s
+        t = Table("accuracy", ["dataset", "figure", "k", "rounds", "p0", "d", "acc_ppknn",
+                               "acc_knn", "abs_diff", "abs_diff_lo", "abs_diff_hi", "diff",
+                               "diff_lo", "diff_hi", "exact_knn_mismatch_non_tied", "tied"])
+        for name in s.datasets:
+            b = self.batch(name, s.n, s.splits)
+            cache: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
+            with self.session(b) as sess:
+                points = ([("fig2", k, 1, 1.0, 0.5) for k in s.fig2_k]
+                          + [("fig3", 5, r, 1.0, 0.5) for r in s.fig3_r]
+                          + [("fig4", 5, 2, 1.0, d) for d in s.fig4_d])
+                for fig, k, r, p0, d in points:
+                    self._accuracy_point(t, sess, cache, fig, k, r, p0, d)
+                sess.close()
+        return t
+
+    def _accuracy_point(self, t: Table, sess: SplitSession, cache: dict, fig: str, k: int,
+                        r: int, p0: float, d: float) -> None:
+        b = sess.batch
+        mism = -1
+        if k not in cache:  # scikit-learn per split, ties, and the exact (P0 = 0) check once
+            sk = sklearn_split_predictions(b, k=k)
+            ties = split_truth(b, k)[1]
+            exact = sess.run(k=k, p0=0.0, d=0.5, rounds=1).predictions
+            mism = int(((exact != sk) & ~ties).sum())
+            cache[k] = (sk, ties, mism)
+        sk, ties, _ = cache[k]
+        pred = sess.run(k=k, p0=p0, d=d, rounds=r).predictions
+        acc_pp = per_split(pred == b.labels, b.query_block, b.splits)
+        acc_sk = per_split(sk == b.labels, b.query_block, b.splits)
+        m, lo, hi = mean_ci(np.abs(acc_pp - acc_sk))
+        dm, dlo, dhi = mean_ci(acc_pp - acc_sk)
+        t.add(dataset=b.dataset.name, figure=fig, k=k, rounds=r, p0=p0, d=d,
+              acc_ppknn=acc_pp.mean(), acc_knn=acc_sk.mean(), abs_diff=m, abs_diff_lo=max(lo, 0),
+              abs_diff_hi=hi, diff=dm, diff_lo=dlo, diff_hi=dhi,
+              exact_knn_mismatch_non_tied=mism, tied=int(ties.sum()))
+
+    def large_k(self) -> Table:
+        """Fig. 5: accuracy vs k up to the whole union (r = 1, P0 = 1, d = 0.5)."""
+        s = self.s
+        t = Table("fig5_large_k", ["dataset", "k", "k_label", "acc_ppknn", "acc_knn",
+                                   "acc_ppknn_lo", "acc_ppknn_hi"])
+        for name in s.datasets:
+            b = self.batch(name, s.n, s.splits)
+            union = b.union_size()
+            for label in s.fig5_k:
+                k = union if label == "all" else union // 2 if label == "half" else int(label)
+                if k > union:
+                    continue
+                out = run_split_batch(b, k=k, p0=1.0, d=0.5, rounds=1, runtime=self.runtime,
+                                      seed=SEED)
+                acc = per_split(out.predictions == b.labels, b.query_block, b.splits)
+                sk = per_split(sklearn_split_predictions(b, k=k) == b.labels, b.query_block,
+                               b.splits)
+                m, lo, hi = mean_ci(acc)
+                t.add(dataset=name, k=k, k_label=str(label), acc_ppknn=m, acc_knn=sk.mean(),
+                      acc_ppknn_lo=lo, acc_ppknn_hi=hi)
+        return t
+
+    # -- leakage: Fig. 6, bound, adversaries ----------------------------------------------
+    def disclosure(self) -> Table:
+        """Fig. 6: per-node disclosure vs n and k (r = 2, P0 = 1, d = 0.5), two adversaries."""
+        s = self.s
+        t = Table("fig6_disclosure", ["dataset", "n", "k", "adversary", "mean_probability",
+                                      "ci_low", "ci_high", "min_node", "max_node", "precision",
+                                      "exact_attribution"])
+        for n in s.fig6_n:
+            b = self.batch(s.leak_dataset, n, s.leak_splits)
+            for k in s.fig6_k:
+                if k > b.union_size():
+                    continue
+                with self.session(b, record=True, tag=f"f6-{k}") as sess:
+                    sess.run(k=k, p0=1.0, d=0.5, rounds=2)
+                    transcript = sess.close()
+                    public = sess.public(k)
+                assert transcript is not None
+                msgs = transcript.messages(with_provenance=True, protocol=TOPK)
+                for adversary in ("paper", "informed"):
+                    claims = Claims(adversary)
+                    for p in public["party_index"]:
+                        view = View.of(msgs, p)
+                        fn = (successor_attribution if adversary == "paper"
+                              else informed_successor)
+                        claims.items.extend(fn(view, max_distance=public["max_distance"]).items)
+                    rep = score_attribution(claims, msgs, public["party_index"], len(b.queries))
+                    lo, hi = rep.pooled_interval
+                    probs = [d.probability for d in rep.parties]
+                    claimed = sum(d.claimed for d in rep.parties)
+                    correct = sum(d.correct for d in rep.parties)
+                    exact = _exact_attribution(claims, msgs, public["party_index"])
+                    t.add(dataset=s.leak_dataset, n=n, k=k, adversary=adversary,
+                          mean_probability=rep.mean_probability, ci_low=lo, ci_high=hi,
+                          min_node=min(probs), max_node=max(probs),
+                          precision=correct / claimed if claimed else float("nan"),
+                          exact_attribution=exact)
+        return t
+
+    def bound(self) -> Table:
+        """P(final vector = true top-k) vs the paper's bound, over r and k."""
+        s = self.s
+        t = Table("correctness_bound", ["dataset", "rounds", "k", "measured", "ci_low",
+                                        "ci_high", "bound", "holds"])
+        b = self.batch(s.leak_dataset, s.n, s.splits)
+        with self.session(b) as sess:
+            for k in s.bound_k:
+                truth = split_truth(b, k)[0]
+                for r in s.bound_r:
+                    out = sess.run(k=k, p0=1.0, d=0.5, rounds=r)
+                    exact = np.all(out.final_vector == truth, axis=1)
+                    lo, hi = wilson_interval(int(exact.sum()), len(exact))
+                    bound = TopKParams(k=k, p0=1.0, d=0.5, rounds=r,
+                                       max_distance=1.0).correctness_bound()
+                    t.add(dataset=s.leak_dataset, rounds=r, k=k, measured=exact.mean(),
+                          ci_low=lo, ci_high=hi, bound=bound, holds=bool(hi >= bound))
+            sess.close()
+        return t
+
+    def collusion(self) -> Table:
+        """Coalitions of c = 1, 2, 3 around each node or at random: PP-TopK and both sums."""
+        s = self.s
+        n = s.coalition_n
+        t = Table("collusion", ["protocol", "placement", "c", "adversary", "disclosure",
+                                "ci_low", "ci_high", "precision"])
+        b = self.batch(s.leak_dataset, n, s.leak_splits)
+        rng = np.random.default_rng(SEED)
+        runs = {}
+        for kind in ("ring", "shared"):
+            sess = self.session(b, record=True, tag=f"coll-{kind}")
+            sess.run(k=5, p0=1.0, d=0.5, rounds=2, secure_sum=kind)
+            votes = {p: sess.runtime.state(p, "last_votes") for p in b.party_names}
+            transcript = sess.close()
+            assert transcript is not None
+            runs[kind] = (transcript.messages(with_provenance=True), votes, sess.public(5))
+        msgs, _, public = runs["ring"]
+        ring, start = public["ring"], public["start"]
+        topk_msgs = [m for m in msgs if m.protocol == TOPK]
+        for placement in ("neighbours", "random"):
+            for c in (1, 2, 3):
+                coalitions = {p: _coalition(ring, p, c, placement, rng) for p in ring}
+                for informed in (False, True):
+                    claims = Claims("coalition+informed" if informed else "coalition")
+                    for p, members in coalitions.items():
+                        view = View.of(topk_msgs, members)
+                        claims.items.extend(coalition_attribution(
+                            view, target=p, ring=ring, start=start,
+                            max_distance=public["max_distance"], informed=informed).items)
+                    rep = score_attribution(claims, topk_msgs, public["party_index"],
+                                            len(b.queries))
+                    lo, hi = rep.pooled_interval
+                    claimed = sum(d.claimed for d in rep.parties)
+                    correct = sum(d.correct for d in rep.parties)
+                    t.add(protocol="pp-topk", placement=placement, c=c,
+                          adversary=claims.adversary, disclosure=rep.mean_probability,
+                          ci_low=lo, ci_high=hi,
+                          precision=correct / claimed if claimed else float("nan"))
+                for kind in ("ring", "shared"):
+                    kmsgs, votes, kpub = runs[kind]
+                    hits = trials = 0
+                    for p, members in coalitions.items():
+                        view = View.of(kmsgs, members)
+                        est = (ring_sum_estimate(view, target=p, ring=kpub["ring"],
+                                                 start=kpub["start"]) if kind == "ring"
+                               else shared_sum_estimate(view, target=p))
+                        rec = recovery_rate(est, votes[p])
+                        hits += int(rec.sum())
+                        trials += len(rec)
+                    lo, hi = wilson_interval(hits, trials)
+                    t.add(protocol=f"{kind}-sum", placement=placement, c=c,
+                          adversary="vote-vector recovery", disclosure=hits / trials,
+                          ci_low=lo, ci_high=hi, precision=float("nan"))
+        return t
+
+    def communication(self) -> Table:
+        """Messages and bytes per query vs n and r, against Θ(n) per round and 2n for the sum."""
+        s = self.s
+        t = Table("communication", ["n", "rounds", "protocol", "messages", "expected_messages",
+                                    "bytes_per_query", "queries"])
+        n_sweep_r = 8 if 8 in s.comm_n else s.comm_n[0]
+        pairs = [(n, 2) for n in s.comm_n] + [(n_sweep_r, r) for r in s.comm_r if r != 2]
+        for n, r in pairs:
+            b = self.batch(s.leak_dataset, n, 1)
+            for kind in ("ring", "shared"):
+                with self.session(b, record=True, tag=f"comm-{r}-{kind}") as sess:
+                    sess.run(k=5, p0=1.0, d=0.5, rounds=r, secure_sum=kind)
+                    transcript = sess.close()
+                assert transcript is not None
+                expected = {TOPK: n * r + (n - 1), "secure-sum": 2 * n - 1,
+                            "shared-sum": n * (n - 1) + 2 * (n - 1)}
+                for proto, (msgs, nbytes) in sorted(transcript.totals().by_protocol.items()):
+                    if kind == "ring" or proto != TOPK:
+                        t.add(n=n, rounds=r, protocol=proto, messages=msgs,
+                              expected_messages=expected[proto],
+                              bytes_per_query=nbytes / len(b.queries), queries=len(b.queries))
+        return t
+
+    def run_all(self) -> dict[str, Table]:
+        """Every experiment, timed."""
+        tables = {}
+        for name in ("accuracy", "large_k", "disclosure", "bound", "collusion",
+                     "communication"):
+            t0 = time.perf_counter()
+            tables[name] = getattr(self, name)()
+            self.timings[name] = time.perf_counter() - t0
+        return tables
+
+
+def _coalition(ring: list[str], target: str, c: int, placement: str,
+               rng: np.random.Generator) -> list[str]:
+    n = len(ring)
+    i = ring.index(target)
+    if placement == "neighbours":
+        around = [ring[(i + 1) % n], ring[(i - 1) % n], ring[(i + 2) % n]]
+        return around[:c]
+    others = [p for p in ring if p != target]
+    return [others[j] for j in rng.choice(len(others), size=c, replace=False)]
+
+
+def _exact_attribution(claims: Claims, msgs, party_index) -> float:
+    """Fraction of claims (per message) whose every claimed value is the target's."""
+    by_key = {(m.protocol, m.round, m.sender, m.receiver, m.seq): m for m in msgs}
+    rows = hits = 0
+    for c in claims.items:
+        prov = np.broadcast_to(by_key[c.message].provenance[c.key], c.mask.shape)
+        claimed_rows = c.mask.any(axis=1)
+        right = np.all(~c.mask | (prov == party_index[c.target]), axis=1)
+        rows += int(claimed_rows.sum())
+        hits += int((claimed_rows & right).sum())
+    return hits / rows if rows else float("nan")
+
+
+def run(output: Path, *, quick: bool, runtime: str, report: Path) -> Path:
+    """Run everything, write tables, plots and the report (see the package docstring)."""
+    from simulations.reproduce.xiong_report import write_report
+
+    settings = QUICK if quick else FULL
+    output = Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    xp = Xiong(settings, runtime=runtime)
+    t0 = time.perf_counter()
+    tables = xp.run_all()
+    total = time.perf_counter() - t0
+    for table in tables.values():
+        table.write_csv(output / f"{table.name}.csv")
+    return write_report(tables, settings, output=output, report=Path(report), quick=quick,
+                        timings=xp.timings | {"total": total}, runtime=runtime)
+
+
+__all__ = ["FULL", "QUICK", "Settings", "Xiong", "run"]
