@@ -128,7 +128,7 @@ class Bench:
 
     @property
     def dims(self) -> int:
-        """k."""
+        """The number of coordinates."""
         return self.tree.dim
 
     def close(self) -> None:
@@ -144,7 +144,8 @@ class Bench:
     def dptt(self, variant: str | Variant, utility: Utility, epsilon: float
              ) -> tuple[Row, np.ndarray]:
         """Run DP-TT; returns the row and, per query, how many points the traversal reached."""
-        setup = DPTTSetup(variant=variant, utility=utility, epsilon=epsilon, delta=self.delta)
+        setup = DPTTSetup(variant=Variant.parse(variant), utility=utility, epsilon=epsilon,
+                          delta=self.delta)
         res = self.session.run(self.queries, setup)
         out = res.outcome
         nn, top5 = hits(self.tree.points, self.queries, self.truth, out.slots, out.ids)

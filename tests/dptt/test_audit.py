@@ -1,0 +1,57 @@
+"""The DP core's auditor on the server's view of whole traversals (neighbouring queries)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.dp import ExponentialMechanism, audit
+from parties.dptt_client import DPTTClient
+from protocols.dptt.config import DPTTSetup
+from protocols.dptt.utility import Utility
+
+from .helpers import run_recorded, server_paths
+
+POINTS = np.arange(32.0)  # H = 5: every path has 5 decisions
+
+
+class OverconfidentClient(DPTTClient):
+    """A broken client: draws its bits with 4x the ε it declares (the audit must catch it)."""
+
+    def configure(self, setup, info):
+        rounds = super().configure(setup, info)
+        self.mechanism = ExponentialMechanism(epsilon=4 * setup.epsilon,
+                                              sensitivity=setup.utility.sensitivity)
+        return rounds
+
+
+def _traversals(setup, client_factory=None):
+    def run(x, rng, n):
+        queries = np.full((n, 1), float(x))
+        seed = int(rng.integers(2**31))
+        _, msgs = run_recorded(POINTS, queries, setup, seed=seed, client_factory=client_factory)
+        return server_paths(msgs, n)  # the server's view of each traversal: its bits
+
+    return run
+
+
+@pytest.mark.parametrize(("utility", "pair"), [
+    (Utility.cmp(), (-100.0, 100.0)),  # CMP: any two queries; these flip every decision
+    (Utility.dis(4.0), (3.0, 7.0)),  # DIS: neighbours within the declared radius
+])
+def test_auditor_bounds_one_traversal_below_the_claimed_epsilon(utility, pair):
+    setup = DPTTSetup(variant="basic", utility=utility, epsilon=0.8)
+    claimed = setup.account(5)
+    result = audit(_traversals(setup), *pair, n_samples=30_000,
+                   rng=np.random.default_rng(11), vectorized=True, confidence=0.999)
+    assert claimed.epsilon_sum == pytest.approx(4.0)
+    assert result.eps_lower < claimed.epsilon_br <= claimed.epsilon_sum
+    if utility.name == "cmp":  # the auditor sees the true loss H ε / 2 = 2 of this pair
+        assert result.eps_lower > 1.2
+
+
+def test_auditor_catches_a_client_spending_more_than_it_claims():
+    setup = DPTTSetup(variant="basic", utility=Utility.cmp(), epsilon=0.8)
+    result = audit(_traversals(setup, OverconfidentClient), -100.0, 100.0, n_samples=30_000,
+                   rng=np.random.default_rng(12), vectorized=True, confidence=0.999)
+    assert result.eps_lower > setup.account(5).epsilon_sum
