@@ -27,7 +27,7 @@ import numpy as np
 
 from core.errors import ConfigError, ProtocolError
 from core.messages import PartyId
-from core.runtime.base import Progress, Runtime
+from core.runtime.base import Call, Progress, Runtime, Step
 from parties.ring_owner import RingSetup
 from protocols.pp_topk import PROTOCOL as TOPK
 from protocols.pp_topk import TopKParams
@@ -108,45 +108,41 @@ def run_ppknn(runtime: Runtime, queries: np.ndarray, config: PPKNNConfig, *,
     others = order[1:]
     n = len(order)
     setup = RingSetup(ring=ring, start=start, params=config.params, weighting=config.weighting)
-    dims = runtime.fetch([runtime.call(p, "configure", setup, protocol="setup") for p in order])
+    dims = runtime.fetch(runtime.map([Call(p, "configure", (setup,), "setup") for p in order]))
     if len(set(dims)) != 1:
         detail = ", ".join(f"{p}: {d}" for p, d in zip(order, dims))
         raise ConfigError(f"parties' feature dimensions differ ({detail}); all must be equal")
     queries = np.asarray(queries, dtype=np.float64)
     if queries.ndim != 2 or queries.shape[1] != dims[0]:
         raise ConfigError(f"queries must have shape (Q, {dims[0]}), got {queries.shape}")
-    for p in order:
-        runtime.call(p, "load_queries", queries, query_block, protocol="setup")
+    runtime.map([Call(p, "load_queries", (queries, query_block), "setup") for p in order])
 
     # PP-TopK: rounds x ring, then the start node broadcasts the final vector
-    msg = None
-    for r in range(1, config.params.rounds + 1):
-        for p in order:
-            msg = runtime.call(p, "topk_step", msg, r, protocol=TOPK, round=r)
-    finals = runtime.call(start, "topk_finish", msg, protocol=TOPK,
-                          round=config.params.rounds, num_returns=n - 1)
-    for p, f in zip(others, finals):
-        runtime.call(p, "receive_final", f, protocol=TOPK, round=config.params.rounds)
+    rounds = config.params.rounds
+    msg = runtime.chain([Step(p, "topk_step", (r,), TOPK, r)
+                         for r in range(1, rounds + 1) for p in order])
+    finals = runtime.call(start, "topk_finish", msg, protocol=TOPK, round=rounds,
+                          num_returns=n - 1)
+    runtime.map([Call(p, "receive_final", (f,), TOPK, rounds) for p, f in zip(others, finals)])
 
     # secure sum of the local vote vectors
     if config.secure_sum == "ring":
         s = runtime.call(start, "ring_sum_start", protocol=RING_PROTOCOL, round=1)
-        for p in others:
-            s = runtime.call(p, "ring_sum_step", s, protocol=RING_PROTOCOL, round=1)
+        s = runtime.chain([Step(p, "ring_sum_step", (), RING_PROTOCOL, 1) for p in others], s)
         results = runtime.call(start, "ring_sum_finish", s, protocol=RING_PROTOCOL, round=2,
                                num_returns=n - 1)
     else:
         outs = {p: runtime.call(p, "share_out", protocol=SHARED_PROTOCOL, round=1,
                                 num_returns=n - 1) for p in order}
-        partials = {}
+        shares_in = []
         for j in order:
-            incoming = [outs[i][_from_start(ring, i)[1:].index(j)] for i in order if i != j]
-            partials[j] = runtime.call(j, "share_in", *incoming, protocol=SHARED_PROTOCOL,
-                                       round=2)
+            incoming = tuple(outs[i][_from_start(ring, i)[1:].index(j)] for i in order if i != j)
+            shares_in.append(Call(j, "share_in", incoming, SHARED_PROTOCOL, 2))
+        partials = dict(zip(order, runtime.map(shares_in)))
         results = runtime.call(start, "aggregate", *[partials[j] for j in others],
                                protocol=SHARED_PROTOCOL, round=3, num_returns=n - 1)
-    preds = [runtime.call(p, "receive_total", res, protocol="result") for p, res in
-             zip(others, results)]
+    preds = runtime.map([Call(p, "receive_total", (res,), "result")
+                         for p, res in zip(others, results)])
     start_out = runtime.call(start, "result", protocol="result")
     values = runtime.fetch([start_out, *preds], progress=progress)
     (start_values, final_g, totals), node_preds = values[0], values[1:]

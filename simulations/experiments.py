@@ -185,8 +185,10 @@ def run_split_batch(batch: SplitBatch, *, k: int, p0: float, d: float, rounds: i
                     weighting: str = "uniform", secure_sum: str = "ring", delta: float = 1e-3,
                     runtime: str = "inprocess", record: bool = False, channels: bool = False,
                     seed: int = 0, max_elements: int = 20_000_000) -> BatchOutcome:
-    """One PP-kNN run over every split, cut into chunks of splits of at most
-    ``max_elements`` vector values each (for very large ``k``)."""
+    """One PP-kNN run over every split, in chunks of splits.
+
+    Each chunk's vectors hold at most ``max_elements`` values (for very large ``k``).
+    """
     per_split = max(1, int(max_elements // max(1, k * len(batch.queries) / batch.splits)))
     chunks = [np.arange(s, min(s + per_split, batch.splits))
               for s in range(0, batch.splits, per_split)]

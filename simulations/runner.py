@@ -169,6 +169,24 @@ class RunOutcome:
         return np.all(self.final_vector == self.true_topk, axis=1)
 
 
+def _placement(s: Scenario, prepared: PreparedRun) -> dict[str, dict[str, float]]:
+    """Custom resources per party from ``[runtime.placement]``.
+
+    Keys are party names (or ``"*"`` for all); values map resources to
+    amounts, e.g. ``owner-00 = {org_a = 0.01}``.
+    """
+    out = {}
+    for name in prepared.party_names:
+        spec = s.runtime.placement.get(name, s.runtime.placement.get("*"))
+        if spec:
+            out[name] = dict(spec)
+    unknown = set(s.runtime.placement) - set(prepared.party_names) - {"*"}
+    if unknown:
+        raise ConfigError(f"[runtime.placement] names unknown parties {sorted(unknown)}; "
+                          f"parties are {list(prepared.party_names)}")
+    return out
+
+
 def sklearn_knn(prepared: PreparedRun) -> np.ndarray:
     """scikit-learn's non-private brute-force kNN on the union of the parties' data."""
     from sklearn.neighbors import KNeighborsClassifier
@@ -191,8 +209,15 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
     if transcript_dir is None:
         transcript_dir = Path(tempfile.mkdtemp(prefix="ppknn-transcript-"))
     own_runtime = runtime is None
-    rt = runtime or make_runtime(s.runtime.kind, address=s.runtime.address,
-                                 num_cpus=s.runtime.num_cpus)
+    if runtime is None:
+        options = {}
+        if s.runtime.kind == "ray":
+            options = {"layout": s.runtime.layout, "hosts": s.runtime.hosts,
+                       "placement": _placement(s, prepared)}
+        rt = make_runtime(s.runtime.kind, address=s.runtime.address,
+                          num_cpus=s.runtime.num_cpus, **options)
+    else:
+        rt = runtime
     context = RunContext(run_id=prepared.run_id, transcript_dir=transcript_dir,
                          secure_channels=s.runtime.channels, record_batch=s.runtime.record_batch,
                          flush_every=s.runtime.flush_every,
@@ -201,7 +226,9 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
     report = (lambda done, total: progress("protocol", done, total)) if progress else None
     try:
         t0 = time.perf_counter()
-        rt.start(prepared.party_specs(), context)
+        # ring order: in the hosted layout consecutive ring parties share a host
+        specs = {spec.party_id: spec for spec in prepared.party_specs()}
+        rt.start([specs[p] for p in prepared.ring], context)
         timings["startup_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         result = run_ppknn(rt, prepared.queries, prepared.config, ring=prepared.ring,

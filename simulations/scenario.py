@@ -122,6 +122,9 @@ class RuntimeSection(_Section):
     kind: Literal["ray", "inprocess", "local"] = "ray"
     address: str | None = None
     num_cpus: int | None = Field(None, ge=1)
+    layout: Literal["actor-per-party", "hosted"] = "actor-per-party"
+    hosts: int | None = Field(None, ge=1)
+    placement: dict[str, dict[str, float]] = Field(default_factory=dict)
     channels: bool = True
     party_timeout_s: float = Field(60.0, gt=0)
     record_batch: int = Field(256, ge=1)

@@ -17,21 +17,29 @@ from simulations.scenario import parse_scenario
 pytestmark = pytest.mark.ray
 
 
-def _scenario(kind, **protocol):
+def _scenario(kind, layout="actor-per-party", hosts=None, **protocol):
+    runtime = {"kind": kind, "channels": True, "party_timeout_s": 30}
+    if kind == "ray":
+        runtime |= {"layout": layout, "hosts": hosts}
     return parse_scenario({
         "run": {"name": "equiv", "seed": 11},
         "data": {"dataset": "glass"},
         "parties": {"n": 5},
         "protocol": {"k": 4, "rounds": 2, **protocol},
-        "runtime": {"kind": kind, "channels": True, "party_timeout_s": 30},
+        "runtime": runtime,
     })
 
 
-@pytest.mark.parametrize("protocol", [{"secure_sum": "ring", "weighting": "uniform"},
-                                      {"secure_sum": "shared", "weighting": "distance"}])
-def test_ray_and_inprocess_give_identical_transcripts(ray_local, tmp_path, protocol):
+@pytest.mark.parametrize("protocol, layout, hosts", [
+    ({"secure_sum": "ring", "weighting": "uniform"}, "actor-per-party", None),
+    ({"secure_sum": "shared", "weighting": "distance"}, "actor-per-party", None),
+    ({"secure_sum": "ring", "weighting": "distance"}, "hosted", 2),
+    ({"secure_sum": "shared", "weighting": "uniform"}, "hosted", 3),
+])
+def test_ray_and_inprocess_give_identical_transcripts(ray_local, tmp_path, protocol, layout,
+                                                       hosts):
     local = execute(_scenario("inprocess", **protocol), transcript_dir=tmp_path / "local")
-    on_ray = execute(_scenario("ray", **protocol), transcript_dir=tmp_path / "ray")
+    on_ray = execute(_scenario("ray", layout, hosts, **protocol), transcript_dir=tmp_path / "ray")
     np.testing.assert_array_equal(local.predictions, on_ray.predictions)
     np.testing.assert_array_equal(local.final_vector, on_ray.final_vector)
     rows_local = Transcript(tmp_path / "local").canonical_rows()

@@ -5,7 +5,7 @@
 framework that imports Ray, and it does so lazily.
 """
 
-from core.runtime.base import RunContext, Runtime
+from core.runtime.base import Call, RunContext, Runtime, Step
 from core.runtime.host import FaultPlan, PartyHost, PartySpec
 from core.runtime.inprocess import InProcessRuntime
 
@@ -25,11 +25,13 @@ def make_runtime(kind: str, *, address: str | None = None, num_cpus: int | None 
 
 
 __all__ = [
+    "Call",
     "FaultPlan",
     "InProcessRuntime",
     "PartyHost",
     "PartySpec",
     "RunContext",
     "Runtime",
+    "Step",
     "make_runtime",
 ]

@@ -72,6 +72,28 @@ class RunContext:
             raise ConfigError(f"startup_timeout_s must be > 0, got {self.startup_timeout_s}")
 
 
+@dataclass(frozen=True)
+class Step:
+    """One hop of a chain: ``party.method(previous_output, *args)``."""
+
+    party: PartyId
+    method: str
+    args: tuple = ()
+    protocol: str = ""
+    round: int = 0
+
+
+@dataclass(frozen=True)
+class Call:
+    """One independent call: ``party.method(*args)``."""
+
+    party: PartyId
+    method: str
+    args: tuple = ()
+    protocol: str = ""
+    round: int = 0
+
+
 @dataclass
 class CallRecord:
     """A call made since the last fetch, for failure attribution."""
@@ -126,6 +148,22 @@ class Runtime(abc.ABC):
         A list of references when ``num_returns > 1``.
         """
 
+    def chain(self, steps: Sequence[Step], incoming: Any = None) -> Any:
+        """Pass a message along ``steps``; returns a reference to the last output.
+
+        Runtimes that host several parties per process run consecutive steps
+        on the same host in one call (see :class:`~core.runtime.ray_runtime.RayRuntime`).
+        """
+        out = incoming
+        for s in steps:
+            out = self.call(s.party, s.method, out, *s.args, protocol=s.protocol, round=s.round)
+        return out
+
+    def map(self, calls: Sequence[Call]) -> list[Any]:
+        """Independent calls; returns one reference per call."""
+        return [self.call(c.party, c.method, *c.args, protocol=c.protocol, round=c.round)
+                for c in calls]
+
     @abc.abstractmethod
     def fetch(self, refs: Any, *, progress: Progress | None = None) -> Any:
         """Wait for all pending calls; return the values of ``refs`` (same nesting)."""
@@ -143,4 +181,4 @@ class Runtime(abc.ABC):
             raise ConfigError(f"unknown party {party!r}; hosted parties: {self._parties}")
 
 
-__all__ = ["CallRecord", "Progress", "RunContext", "Runtime"]
+__all__ = ["Call", "CallRecord", "Progress", "RunContext", "Runtime", "Step"]

@@ -137,6 +137,30 @@ class PartyHost:
         result = getattr(party, method)(*opened)
         return self._send(endpoint, result)
 
+    def run_chain(self, steps: list[tuple[PartyId, str, tuple]], incoming: Any) -> Any:
+        """Consecutive steps of a chain hosted here: each step's output is the next one's input.
+
+        Every hop is still a sealed, recorded message; only the process
+        boundary is skipped.
+        """
+        out = incoming
+        for party_id, method, args in steps:
+            out = self.invoke(party_id, method, out, *args)
+        return out
+
+    def invoke_many(self, calls: list[tuple[PartyId, str, int]], *values: Any) -> Any:
+        """Independent calls on parties hosted here, in one go.
+
+        ``calls`` lists (party, method, number of arguments); the arguments
+        follow flattened in ``values``. Returns the outputs in order (a
+        single output when there is one call).
+        """
+        outs, i = [], 0
+        for party_id, method, nargs in calls:
+            outs.append(self.invoke(party_id, method, *values[i : i + nargs]))
+            i += nargs
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
     def state(self, party_id: PartyId, attribute: str) -> Any:
         """Simulation-only access to a party attribute (ground truth for scorers)."""
         return getattr(self.parties[party_id], attribute)

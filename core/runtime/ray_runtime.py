@@ -27,11 +27,12 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from core.errors import ConfigError, PartyFailure
 from core.messages import PartyId
-from core.runtime.base import CallRecord, Progress, RunContext, Runtime
+from core.runtime.base import Call, CallRecord, Progress, RunContext, Runtime, Step
 from core.runtime.host import NullRecorder, PartyHost, PartySpec
 from core.transcript import TranscriptRecorder
 
 _POLL_S = 0.1
+LAYOUTS = ("actor-per-party", "hosted")
 
 
 class RayRecorderClient:
@@ -59,19 +60,45 @@ class RayRuntime(Runtime):
         reuses a local Ray instance.
     num_cpus:
         CPUs for a local Ray started here (``None``: all).
+    layout:
+        ``"actor-per-party"``: one host actor per party, the honest model of
+        a real deployment (every hop crosses a process boundary).
+        ``"hosted"``: parties are grouped, in the order given to
+        :meth:`start` (give ring order), into ``hosts`` host actors, so
+        consecutive ring parties share a process and most hops of a
+        :meth:`chain` are in-process calls. Every logical message is still
+        sealed, opened and recorded exactly as in the other layout.
+    hosts:
+        Number of host actors for the hosted layout (``None``: the cluster's
+        CPU count).
+    placement:
+        Custom resources per party (``{"owner-00": {"org_a": 0.01}}``): the
+        party's host is scheduled on a node that has them. Parties with
+        different placements never share a host. Hosts without placement are
+        spread over the nodes.
     actor_options:
-        Extra ``.options(...)`` per party (e.g. custom resources to pin a
-        party to a node).
+        Extra ``.options(...)`` per party's host.
     """
 
     name = "ray"
 
     def __init__(self, *, address: str | None = None, num_cpus: int | None = None,
+                 layout: str = "actor-per-party", hosts: int | None = None,
+                 placement: Mapping[PartyId, Mapping[str, float]] | None = None,
                  actor_options: Mapping[PartyId, Mapping[str, Any]] | None = None) -> None:
         super().__init__()
+        if layout not in LAYOUTS:
+            raise ConfigError(f"layout must be one of {list(LAYOUTS)}, got {layout!r}")
+        if hosts is not None and hosts < 1:
+            raise ConfigError(f"hosts must be >= 1, got {hosts}")
         self.address = address
         self.num_cpus = num_cpus
+        self.layout = layout
+        self.n_hosts = hosts
+        self.placement = {p: dict(r) for p, r in (placement or {}).items()}
         self.actor_options = dict(actor_options or {})
+        self.host_members: list[list[PartyId]] = []
+        self._host_index: dict[PartyId, int] = {}
         self._started_ray = False
         self.hosts: dict[PartyId, Any] = {}
         self.recorder: Any = None
@@ -104,24 +131,50 @@ class RayRuntime(Runtime):
         )
         client = RayRecorderClient(self.recorder) if context.record else NullRecorder()
         host_cls = ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)(PartyHost)
-        key_refs = {}
-        for spec in specs:
-            options = dict(self.actor_options.get(spec.party_id, {}))
-            options.setdefault("name", None)
-            options.pop("name")
+        groups = self._groups(specs)
+        key_refs: dict[PartyId, Any] = {}
+        for members in groups:
+            first = members[0].party_id
+            options = dict(self.actor_options.get(first, {}))
+            options.pop("name", None)
+            if first in self.placement:
+                options.setdefault("resources", self.placement[first])
+            else:
+                options.setdefault("scheduling_strategy", "SPREAD")
+            names = [m.party_id for m in members]
+            fault = context.fault if context.fault and context.fault.party in names else None
             host = host_cls.options(**options).remote(
                 run_id=context.run_id, recorder=client,
                 secure_channels=context.secure_channels,
-                record_batch=context.record_batch,
-                fault=context.fault if context.fault and context.fault.party == spec.party_id
-                else None,
+                record_batch=context.record_batch, fault=fault,
             )
-            self.hosts[spec.party_id] = host
-            self._parties.append(spec.party_id)
-            key_refs[spec.party_id] = host.add_party.remote(spec)  # type: ignore[union-attr]
+            index = len(self.host_members)
+            self.host_members.append(names)
+            for spec in members:
+                self.hosts[spec.party_id] = host
+                self._host_index[spec.party_id] = index
+                self._parties.append(spec.party_id)
+                key_refs[spec.party_id] = host.add_party.remote(spec)  # type: ignore[union-attr]
         keys = self._get_setup(key_refs, "setup")
-        self._get_setup({p: h.register_peers.remote(keys) for p, h in self.hosts.items()},
-                        "key exchange")
+        unique = {i: self.hosts[m[0]] for i, m in enumerate(self.host_members)}
+        self._get_setup({self.host_members[i][0]: h.register_peers.remote(keys)
+                         for i, h in unique.items()}, "key exchange")
+
+    def _groups(self, specs: Sequence[PartySpec]) -> list[list[PartySpec]]:
+        """Contiguous groups of parties, one per host actor."""
+        if self.layout == "actor-per-party":
+            return [[s] for s in specs]
+        n_hosts = self.n_hosts or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        size = max(1, -(-len(specs) // n_hosts))  # ceil
+        groups: list[list[PartySpec]] = []
+        for spec in specs:
+            key = tuple(sorted(self.placement.get(spec.party_id, {}).items()))
+            if (groups and len(groups[-1]) < size and
+                    tuple(sorted(self.placement.get(groups[-1][0].party_id, {}).items())) == key):
+                groups[-1].append(spec)
+            else:
+                groups.append([spec])
+        return groups
 
     def _get_setup(self, refs: Mapping[PartyId, Any], phase: str) -> dict[PartyId, Any]:
         out = {}
@@ -148,6 +201,51 @@ class RayRuntime(Runtime):
         refs = host.invoke.options(num_returns=num_returns).remote(party, method, *args)
         self._pending.append(CallRecord(list(refs), party, method, protocol, round))
         return list(refs)
+
+    def chain(self, steps: Sequence[Step], incoming: Any = None) -> Any:
+        """Consecutive steps on the same host run as one actor call (see the class)."""
+        for s in steps:
+            self._check_party(s.party)
+        out = incoming
+        i = 0
+        while i < len(steps):
+            host_i = self._host_index[steps[i].party]
+            j = i
+            while j < len(steps) and self._host_index[steps[j].party] == host_i:
+                self._check_party(steps[j].party)
+                j += 1
+            group = steps[i:j]
+            if isinstance(out, ray.ObjectRef):
+                self._consumed.add(out)
+            for s in group:
+                self._consumed.update(a for a in s.args if isinstance(a, ray.ObjectRef))
+            out = self.hosts[group[0].party].run_chain.remote(
+                [(s.party, s.method, s.args) for s in group], out)
+            self._pending.append(CallRecord([out], group[0].party, _describe(group),
+                                            group[0].protocol, group[0].round))
+            i = j
+        return out
+
+    def map(self, calls: Sequence[Call]) -> list[Any]:
+        """Calls on the same host go out as one actor call (see the class)."""
+        by_host: dict[int, list[int]] = {}
+        for k, c in enumerate(calls):
+            self._check_party(c.party)
+            by_host.setdefault(self._host_index[c.party], []).append(k)
+        refs: list[Any] = [None] * len(calls)
+        for members in by_host.values():
+            group = [calls[k] for k in members]
+            flat = [a for c in group for a in c.args]
+            self._consumed.update(a for a in flat if isinstance(a, ray.ObjectRef))
+            spec = [(c.party, c.method, len(c.args)) for c in group]
+            host = self.hosts[group[0].party]
+            out = host.invoke_many.options(num_returns=len(group)).remote(spec, *flat)
+            outs = [out] if len(group) == 1 else list(out)
+            for k, r in zip(members, outs):
+                refs[k] = r
+            self._pending.append(CallRecord(outs, group[0].party, _describe(group),
+                                            group[0].protocol, group[0].round))
+        return refs
 
     def fetch(self, refs: Any, *, progress: Progress | None = None) -> Any:  # noqa: D102
         pending, self._pending = self._pending, []
@@ -188,9 +286,11 @@ class RayRuntime(Runtime):
             try:
                 ray.get(list(c.refs))
             except RayActorError as exc:
-                self._dead.add(c.party)
+                members = self.host_members[self._host_index[c.party]]
+                self._dead.update(members)
+                cohosted = f" (its host also held {members})" if len(members) > 1 else ""
                 raise PartyFailure(c.party, c.protocol, c.round,
-                                   f"actor died during {c.method!r}") from exc
+                                   f"actor died during {c.method!r}{cohosted}") from exc
             except RayTaskError as exc:
                 cause = exc.cause if getattr(exc, "cause", None) is not None else exc
                 if isinstance(cause, PartyFailure):
@@ -205,15 +305,23 @@ class RayRuntime(Runtime):
         except RayActorError as exc:
             raise PartyFailure(party, "state", 0, "actor died") from exc
 
-    def kill(self, party: PartyId) -> None:  # noqa: D102
+    def kill(self, party: PartyId) -> None:
+        """Kill the host actor of ``party`` (and so every party it hosts)."""
         self._check_party(party)
         ray.kill(self.hosts[party], no_restart=True)
-        self._dead.add(party)
+        self._dead.update(self.host_members[self._host_index[party]])
+
+    def host_pids(self) -> list[int]:
+        """Process ids of the live host actors (for memory reports)."""
+        refs = [self.hosts[m[0]].ping.remote() for m in self.host_members
+                if m[0] not in self._dead]
+        return list(ray.get(refs, timeout=60))
 
     def close_transcript(self) -> dict[str, Any]:  # noqa: D102
         if self.recorder is None:
             return {}
-        flushes = {p: h.flush.remote() for p, h in self.hosts.items() if p not in self._dead}
+        flushes = {m[0]: self.hosts[m[0]].flush.remote() for m in self.host_members
+                   if m[0] not in self._dead}
         for party, ref in flushes.items():
             try:
                 ray.get(ref, timeout=10)
@@ -223,12 +331,14 @@ class RayRuntime(Runtime):
         return totals
 
     def shutdown(self) -> None:  # noqa: D102
-        for h in self.hosts.values():
+        for h in {id(h): h for h in self.hosts.values()}.values():
             try:
                 ray.kill(h, no_restart=True)
             except Exception:  # noqa: BLE001 - already gone
                 pass
         self.hosts.clear()
+        self.host_members.clear()
+        self._host_index.clear()
         if self.recorder is not None:
             try:
                 ray.kill(self.recorder, no_restart=True)
@@ -238,6 +348,11 @@ class RayRuntime(Runtime):
         if self._started_ray:
             ray.shutdown()
             self._started_ray = False
+
+
+def _describe(group: Sequence[Any]) -> str:
+    methods = sorted({g.method for g in group})
+    return f"{'/'.join(methods)} x{len(group)}" if len(group) > 1 else group[0].method
 
 
 def _get_nested(refs: Any) -> Any:

@@ -300,7 +300,7 @@ def lattice_radius(r_star: np.ndarray, gamma: float, limit: float) -> tuple[np.n
     j[down] -= 1
     j[finite & (j * gamma < r_star)] += 1
     saturated = ~finite | (j > j_max)
-    j = np.minimum(j, j_max)
+    j[saturated] = j_max
     return j * gamma, saturated
 
 

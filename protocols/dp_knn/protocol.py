@@ -48,6 +48,18 @@ REFUSED = "refused"
 TASKS = {"rn": RN_ALGORITHMS, "knn": KNN_ALGORITHMS}
 
 
+def _scalar(value: np.ndarray) -> Any:
+    """A one-element payload entry as a Python number.
+
+    The core encoder returns 0-d arrays as shape ``(1,)`` (``np.ascontiguousarray``
+    promotes them), so scalars are read by size, not by shape.
+    """
+    arr = np.asarray(value).reshape(-1)
+    if arr.size != 1:
+        raise ProtocolError(f"expected a single number in the payload, got shape {arr.shape}")
+    return arr[0].item()
+
+
 @dataclass(frozen=True, kw_only=True)
 class Query:
     """One batch of test instances with its algorithm and budget.
@@ -140,17 +152,17 @@ class Query:
         task, _, algorithm = message.kind.partition(":")
         p = message.payload
         try:
-            request = int(p["request"])
+            request = int(_scalar(p["request"]))
             kwargs: dict[str, Any] = {"task": task, "algorithm": algorithm, "x": p["x"],
-                                      "epsilon": float(p["epsilon"])}
+                                      "epsilon": float(_scalar(p["epsilon"]))}
             if task == "rn":
                 kwargs["radius"] = p["radius"]
             else:
                 kwargs["k"] = p["k"]
                 if "weight" in p:
-                    kwargs["weight"] = float(p["weight"])
-                    kwargs["candidates"] = int(p["candidates"])
-                    gamma = float(p["gamma"])
+                    kwargs["weight"] = float(_scalar(p["weight"]))
+                    kwargs["candidates"] = int(_scalar(p["candidates"]))
+                    gamma = float(_scalar(p["gamma"]))
                     kwargs["gamma"] = gamma if gamma > 0 else None
         except KeyError as exc:
             raise ProtocolError(f"query message {message.kind!r} lacks payload entry {exc}") \
@@ -176,7 +188,7 @@ class Answer:
         if message.kind != ANSWER:
             raise ProtocolError(f"expected an {ANSWER!r} message, got {message.kind!r}")
         p = message.payload
-        return cls(request=int(p["request"]), epsilon=float(p["epsilon"]),
+        return cls(request=int(_scalar(p["request"])), epsilon=float(_scalar(p["epsilon"])),
                    labels=np.asarray(p["labels"]), radius=np.asarray(p["radius"]),
                    sensitivity=np.asarray(p["sensitivity"]),
                    component=np.asarray(p["component"]),

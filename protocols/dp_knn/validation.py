@@ -164,7 +164,7 @@ def encode_labels(y: object, classes: object) -> tuple[np.ndarray, np.ndarray]:
     pos = np.clip(pos, 0, cls.size - 1)
     found = cls[order][pos] == ya
     if not np.all(found):
-        bad = ya[~found][0]
+        bad = ya[~found][0].item()
         raise ConfigError(
             f"label {bad!r} is not in the declared label set {cls.tolist()}; "
             "declare every class the training data may hold"

@@ -79,6 +79,10 @@ class ReleaseResult:
         ``(E(D), Var(D))`` published in the release (PCA and Laplace schemes).
     measured:
         ``(mean, variance)`` of the distortion over (noisy training, clean test) pairs.
+    noise_to_signal:
+        Laplace schemes: ``(min, median)`` over the released columns of the noise
+        variance ``2 b_i^2`` over the column's variance (ground truth). Where it
+        exceeds 1, dropping the column lowers an attacker's squared error.
     """
 
     request: ReleaseRequest
@@ -88,6 +92,7 @@ class ReleaseResult:
     amplification: np.ndarray | None
     stats: tuple[float, float] | None
     measured: tuple[float, float] | None
+    noise_to_signal: tuple[float, float] | None = None
 
 
 def miner_view(transcript: Transcript, party: str, round: int) -> View:
@@ -137,6 +142,8 @@ def run_session(split: Split, jobs: Sequence[Job], *, make_runtime: Callable[[],
                                    sanitizer=SANITIZER, miner=MINER)
             rt.close_transcript()
             Z_train = rt.state(SANITIZER, "Z")
+            private = rt.state(SANITIZER, "private")
+            variances = rt.state(SANITIZER, "fit").variances
         finally:
             rt.shutdown()
         transcript = Transcript(Path(tmp))
@@ -150,13 +157,20 @@ def run_session(split: Split, jobs: Sequence[Job], *, make_runtime: Callable[[],
             outcome = attack(release, Z_train) if job.attack else None
             measured = measured_distortion(release, Z_train, Zq, rng=arng) \
                 if job.request.scheme == "pca-laplace" else None
+            ratio = None
+            if job.request.scheme in ("pca-laplace", "laplace"):
+                scales = private[r]["scales"]
+                signal = variances[: len(scales)] if job.request.scheme == "pca-laplace" \
+                    else Z_train.var(axis=0)
+                q = 2.0 * scales**2 / signal
+                ratio = (float(q.min()), float(np.median(q)))
             acc = {} if out is None else {
                 m: float(np.mean(pred == split.y_test)) for m, pred in out.predictions.items()}
             results.append(ReleaseResult(
                 request=job.request, accuracy=acc, output=out, attack=outcome,
                 amplification=np.asarray(p["amplification"]) if "amplification" in p else None,
                 stats=(float(p["stats"][0]), float(p["stats"][1])) if "stats" in p else None,
-                measured=measured))
+                measured=measured, noise_to_signal=ratio))
     return results
 
 

@@ -23,6 +23,8 @@ from core.errors import ConfigError
 
 REPRODUCTIONS: dict[str, str] = {
     "xiong": "Xiong, Chitti & Liu: PP-kNN over a ring (Figs. 2-6, bound, collusion, cost)",
+    "mukherjee": "Mukherjee et al.: PCA + Laplace release, modified kNN, attacks (Figs. 5-11)",
+    "lepert": "Lepert: DP-TT private kd-tree traversal vs geo-indistinguishability (Ch. 6)",
 }
 
 
