@@ -1,0 +1,30 @@
+"""Builders for the DP owner tests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def owner_kwargs(*, epsilon=1.0, analyst_epsilon=None, seed=0, n=300, d=2, mode="reproducible"):
+    rng = np.random.default_rng(99)
+    X = rng.random((n, d))
+    y = np.where(X[:, 0] + 0.2 * rng.normal(size=n) > 0.5, "forged", "genuine")
+    return dict(party_id="owner", X=X, y=y, classes=["forged", "genuine"], lower=np.zeros(d),
+                upper=np.ones(d), epsilon=epsilon, analyst_epsilon=analyst_epsilon,
+                run_id="run", seed=seed, mode=mode, clique_time_limit_s=5.0)
+
+
+@pytest.fixture
+def make_owner():
+    from parties.dp_owner import DPOwner
+
+    def build(**kwargs):
+        return DPOwner(**owner_kwargs(**kwargs))
+
+    return build
+
+
+@pytest.fixture
+def queries():
+    return np.random.default_rng(5).random((40, 2))
