@@ -88,7 +88,7 @@ QUICK = Settings(reps=2, reps_large=1, rows={"waveform": 1000, "synthetic-2": 30
                  max_queries=200, max_validation=200, audit_samples=20_000,
                  audit_confidence=0.999, timing_n=(2000, 4000), timing_m=(10, 20),
                  timing_queries=100)
-FULL = Settings(reps=20, reps_large=5, rows={}, max_queries=1000, max_validation=1000,
+FULL = Settings(reps=20, reps_large=5, rows={}, max_queries=500, max_validation=500,
                 audit_samples=200_000, audit_confidence=1 - 1e-6,
                 timing_n=(20_000, 40_000, 60_000, 80_000, 100_000),
                 timing_m=(20, 40, 60, 80, 100), timing_queries=500)
