@@ -7,6 +7,7 @@ the ``data_dir`` argument, the ``PPKNN_DATA_DIR`` environment variable,
 checkout, then ``~/.cache/ppknn/datasets``. scikit-learn's bundled sets
 (``iris``, ``wine``, ``breast_cancer``, ``digits``) need no files; name
 them ``sklearn:iris`` etc., or plainly when no CSV of that name exists.
+Synthetic data of any size: ``synthetic:classification?rows=50000&features=8&classes=3``.
 
 Categorical columns are one-hot encoded (a ``"?"`` is its own category);
 labels are encoded as integers ``0..C-1`` with the original values kept in
@@ -93,6 +94,8 @@ def load_dataset(name: str, *, directory: str | os.PathLike[str] | None = None) 
         raise DataError(f"dataset name must be a non-empty string, got {name!r}")
     if name.startswith("sklearn:"):
         return _load_sklearn(name.split(":", 1)[1])
+    if name.startswith("synthetic:"):
+        return _load_synthetic(name)
     root = data_dir(directory)
     manifest_path = root / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
@@ -119,6 +122,42 @@ def _load_sklearn(name: str) -> Dataset:
         else classes
     feats = tuple(str(f) for f in getattr(bunch, "feature_names", range(X.shape[1])))
     return Dataset(f"sklearn:{name}", X, y.astype(np.int64), labels, feats)
+
+
+SYNTHETIC_DEFAULTS = {"rows": 10_000, "features": 8, "classes": 3, "seed": 0}
+
+
+def _load_synthetic(name: str) -> Dataset:
+    """Load ``synthetic:classification?rows=N&features=D&classes=C&seed=S``.
+
+    scikit-learn's ``make_classification``, seeded; features scaled to [0, 1].
+    """
+    from urllib.parse import parse_qsl
+
+    kind, _, query = name.split(":", 1)[1].partition("?")
+    if kind != "classification":
+        raise DataError(f"unknown synthetic dataset {kind!r}; allowed: 'classification'")
+    params = dict(SYNTHETIC_DEFAULTS)
+    for key, value in parse_qsl(query, strict_parsing=bool(query)):
+        if key not in params:
+            raise DataError(f"unknown synthetic parameter {key!r}; allowed: {sorted(params)}")
+        try:
+            params[key] = int(value)
+        except ValueError:
+            raise DataError(
+                f"synthetic parameter {key} must be an integer, got {value!r}"
+            ) from None
+    if params["rows"] < 2 or params["features"] < 2 or params["classes"] < 2:
+        raise DataError(f"synthetic data needs rows, features, classes >= 2, got {params}")
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(
+        n_samples=params["rows"], n_features=params["features"],
+        n_informative=max(2, params["features"] // 2), n_redundant=0,
+        n_classes=params["classes"], n_clusters_per_class=1, random_state=params["seed"])
+    X = (X - X.min(axis=0)) / np.where(np.ptp(X, axis=0) > 0, np.ptp(X, axis=0), 1.0)
+    return Dataset(name, X, y.astype(np.int64), np.arange(params["classes"]),
+                   tuple(f"x{i}" for i in range(params["features"])))
 
 
 def _load_csv(name: str, path: Path, label: str) -> Dataset:

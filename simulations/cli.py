@@ -153,6 +153,32 @@ def reproduce(
 
 
 @app.command()
+def sweep(
+    file: Path = typer.Argument(..., help="Sweep TOML file (base scenario, grid, seeds)."),
+    sequential: bool = typer.Option(False, "--sequential", help="Run here, one by one."),
+    output: Optional[Path] = typer.Option(None, help="Overrides [sweep].output."),  # noqa: UP007
+) -> None:
+    """Run a grid of scenarios x seeds, fanned out over Ray; one combined table."""
+    from simulations.sweep import load_sweep, run_sweep
+
+    try:
+        spec = load_sweep(file)
+        n_runs = len(spec.runs())
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=console) as bar:
+            task = bar.add_task(f"sweep {spec.sweep.name}", total=n_runs)
+            rows = run_sweep(spec, parallel="sequential" if sequential else None, output=output,
+                             progress=lambda done, total: bar.update(task, completed=done))
+    except PartyFailure as exc:
+        _fail(exc, 3)
+    except PpknnError as exc:
+        _fail(exc, 2)
+    folder = output or Path(spec.sweep.output)
+    out.print(f"{len(rows)} runs; table [bold]{folder}/sweep.csv[/] "
+              f"(+ sweep.parquet, sweep.png)")
+
+
+@app.command()
 def datasets() -> None:
     """List the datasets a scenario can name."""
     from core.data import available_datasets, data_dir

@@ -161,6 +161,7 @@ def plot(fig: Figure, folder: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullLocator
 
     sent = fig.name == "fig6_01_data_sent"
     panels = [("seen_fraction", "data sent to the client (%)")] if sent else [
@@ -175,8 +176,10 @@ def plot(fig: Figure, folder: Path) -> Path:
                     ls="--" if s.dashed else "-", color=colours[(i // 2 if _paired(fig) else i)
                                                            % len(colours)], label=s.label)
         ax.set_xscale("log")
+        ax.xaxis.set_minor_locator(NullLocator())  # minor log ticks cost most of the drawing
         if sent:
             ax.set_yscale("log")
+            ax.yaxis.set_minor_locator(NullLocator())
         if fig.invert_x:
             ax.invert_xaxis()
         ax.set_xlabel(fig.xlabel)
@@ -189,13 +192,15 @@ def plot(fig: Figure, folder: Path) -> Path:
                          ls=":", marker="s", ms=3, color="grey" if j == 0 else "black",
                          label=s.label)
             top.set_xscale("log")
+            top.xaxis.set_minor_locator(NullLocator())
             top.set_xlabel(fig.twin_xlabel)
             top.legend(fontsize=7, loc="lower right")
         if not sent:
             ax.set_ylim(-0.02, 1.02)
     axes[0][0].legend(fontsize=7, loc="best")
     f.suptitle(fig.caption, fontsize=10)
-    f.tight_layout()
+    f.subplots_adjust(left=0.08 if len(panels) > 1 else 0.14, right=0.98, wspace=0.22,
+                      bottom=0.13, top=0.78 if fig.twin else 0.88)
     path = folder / f"{fig.name}.png"
     f.savefig(path, dpi=90)
     plt.close(f)
