@@ -124,6 +124,15 @@ class PartyHost:
         """Liveness check: the process id."""
         return os.getpid()
 
+    def node_id(self) -> str:
+        """The Ray node this host runs on ("local" outside Ray)."""
+        try:
+            import ray
+
+            return ray.get_runtime_context().get_node_id() if ray.is_initialized() else "local"
+        except ImportError:  # pragma: no cover
+            return "local"
+
     # -- calls ----------------------------------------------------------
     def invoke(self, party_id: PartyId, method: str, *args: Any) -> Any:
         """Run ``party.method(*args)`` with messages opened and sealed."""

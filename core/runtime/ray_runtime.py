@@ -311,6 +311,12 @@ class RayRuntime(Runtime):
         ray.kill(self.hosts[party], no_restart=True)
         self._dead.update(self.host_members[self._host_index[party]])
 
+    def party_nodes(self) -> dict[PartyId, str]:
+        """The Ray node id each party runs on."""
+        refs = {i: self.hosts[m[0]].node_id.remote() for i, m in enumerate(self.host_members)}
+        nodes = {i: ray.get(r, timeout=60) for i, r in refs.items()}
+        return {p: nodes[i] for i, m in enumerate(self.host_members) for p in m}
+
     def host_pids(self) -> list[int]:
         """Process ids of the live host actors (for memory reports)."""
         refs = [self.hosts[m[0]].ping.remote() for m in self.host_members
