@@ -17,7 +17,8 @@ def _run(check: str, timeout: float = 300) -> dict:
     proc = subprocess.run([sys.executable, "-m", "tests.multinode_script", check], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert lines, f"no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    tail = f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert lines, f"no result (exit {proc.returncode}):\n{tail}"
     return json.loads(lines[-1][len("RESULT "):])
 
 
