@@ -85,6 +85,10 @@ class DPTTClient:
         self.info: ServerInfo | None = None
         self.queries: np.ndarray | None = None
         self.mechanism: ExponentialMechanism | None = None
+        self._seen: list[np.ndarray] = []
+        self._seen_slots: list[np.ndarray] = []
+        self._decisions = 0
+        self._round = 0
 
     def configure(self, setup: DPTTSetup, info: ServerInfo) -> int:
         """Accept the public set-up and the server's public facts; returns the rounds."""
@@ -120,8 +124,7 @@ class DPTTClient:
         if self.ledger is not None:
             self.ledger.charge(account.cost, label=f"DP-TT {self.setup.variant.label} "
                                f"{self.setup.utility.name} ({len(self.queries)} users)")
-        self._seen: list[np.ndarray] = []
-        self._seen_slots: list[np.ndarray] = []
+        self._seen, self._seen_slots = [], []
         self._decisions = 0
         self._round = 0
         return self._message("open", {"n_queries": np.array([len(self.queries)], np.int64)})

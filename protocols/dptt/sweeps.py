@@ -64,7 +64,7 @@ class Grid:
     families: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(FAMILIES))
     dis_comparison: tuple[str, ...] = DIS_COMPARISON
     cmp_comparison: tuple[str, ...] = CMP_COMPARISON
-    geo_ratios: tuple[float, ...] = (1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3)
+    geo_ratios: tuple[float, ...] = (1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
     sent_sizes: tuple[int, ...] = (1000, 10_000, 100_000)
     sent_variants: tuple[str, ...] = ("basic", "P4", "E8", "GS", "N20", "GS-N20")
     sent_epsilon: float = 5.0
@@ -80,7 +80,7 @@ class Grid:
                    cmp_epsilons=(0.1, 1.0, 3.0, 5.0, 7.0, 10.0, 12.0, 17.0),
                    families={"P": ("basic", "P4", "P8"), "E": ("E4", "E8"), "GS": ("GS",),
                              "N": ("N5", "N20"), "GS-N": ("GS-N5", "GS-N20")},
-                   geo_ratios=(1e-8, 1e-6, 1e-5, 1e-4, 1e-3), sent_sizes=(1000, 10_000))
+                   geo_ratios=(1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2), sent_sizes=(1000, 10_000))
         return replace(base, **overrides)
 
     @property

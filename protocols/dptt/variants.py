@@ -44,6 +44,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -209,9 +210,8 @@ class PrivacyAccount:
         c = _check_int(compositions, "compositions")
         if c < 0:
             raise ConfigError(f"compositions must be >= 0, got {c}")
-        br = bounded_range_epsilon([eps] * c, delta)
-        return cls(compositions=c, epsilon=eps, delta=delta, epsilon_br=br,
-                   epsilon_sum=math.fsum([eps] * c))
+        br, total = _compose(c, eps, delta)
+        return cls(compositions=c, epsilon=eps, delta=delta, epsilon_br=br, epsilon_sum=total)
 
     @property
     def cost(self) -> PrivacyCost:
@@ -219,6 +219,12 @@ class PrivacyAccount:
         if self.epsilon_br < self.epsilon_sum:
             return PrivacyCost(self.epsilon_br, self.delta)
         return PrivacyCost(self.epsilon_sum, 0.0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _compose(c: int, eps: float, delta: float) -> tuple[float, float]:
+    """Bounded-range and summed ε of c equal mechanisms (memoised: sweeps repeat them)."""
+    return bounded_range_epsilon([eps] * c, delta), math.fsum([eps] * c)
 
 
 def printed_section_5_2_epsilon(compositions: int, epsilon: float, delta: float) -> float:

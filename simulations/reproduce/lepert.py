@@ -276,8 +276,17 @@ def render(figures: Sequence[Figure], claims: Sequence[Claim], grid: Grid, *, he
                      f"**{c.verdict}** | {c.note} |")
     lines += ["", "## Figures", ""]
     for fig in figures:
-        lines += [f"### {fig.caption}", "", f"![{fig.name}]({FIG_DIR}/{fig.name}.png)", "",
-                  "| series | x range | best raw | best top-5 | released / query |",
+        lines += [f"### {fig.caption}", "", f"![{fig.name}]({FIG_DIR}/{fig.name}.png)", ""]
+        if fig.name == "fig6_01_data_sent":
+            sizes = [r.n_points for r in fig.series[0].rows]
+            lines += ["| series | " + " | ".join(f"N = {n:,}" for n in sizes) + " |",
+                      "| --- |" + " ---: |" * len(sizes)]
+            lines += [f"| {s.label} | " + " | ".join(f"{100 * r.seen_fraction:.3g}%"
+                                                     for r in s.rows) + " |"
+                      for s in fig.series]
+            lines.append("")
+            continue
+        lines += ["| series | x range | best raw | best top-5 | released / query |",
                   "| --- | --- | ---: | ---: | ---: |"]
         for s in (*fig.series, *fig.twin):
             xs = [getattr(r, s.x) for r in s.rows]
