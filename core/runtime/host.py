@@ -124,6 +124,14 @@ class PartyHost:
         """Liveness check: the process id."""
         return os.getpid()
 
+    def peak_rss_mb(self) -> float:
+        """Peak resident memory of this host's process, in MiB."""
+        import resource
+        import sys
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
     def node_id(self) -> str:
         """The Ray node this host runs on ("local" outside Ray)."""
         try:

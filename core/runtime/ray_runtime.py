@@ -317,6 +317,12 @@ class RayRuntime(Runtime):
         nodes = {i: ray.get(r, timeout=60) for i, r in refs.items()}
         return {p: nodes[i] for i, m in enumerate(self.host_members) for p in m}
 
+    def host_peak_rss_mb(self) -> list[float]:
+        """Peak resident memory of each live host actor, in MiB."""
+        refs = [self.hosts[m[0]].peak_rss_mb.remote() for m in self.host_members
+                if m[0] not in self._dead]
+        return list(ray.get(refs, timeout=60))
+
     def host_pids(self) -> list[int]:
         """Process ids of the live host actors (for memory reports)."""
         refs = [self.hosts[m[0]].ping.remote() for m in self.host_members

@@ -1,0 +1,155 @@
+"""Scale-out benchmark: hosted layout vs one actor per party vs in-process, large n, sweeps.
+
+Run:  python benchmarks/bench_scale.py [--quick]
+
+Prints, each measured in this run:
+1. n = 64, 1,000 abalone queries, r = 2: wall time of the protocol on the in-process
+   runtime, on Ray with one actor per party, and on Ray with the hosted layout (one host
+   actor per CPU); ratios to in-process.
+2. n = 1,000 logical parties on Ray (hosted) and n = 10,000 in-process, on synthetic data:
+   wall time and peak memory (driver, and the sum of the host actors' peaks).
+3. A sweep of 100 scenario runs fanned out over the local Ray cluster vs the same runs one
+   by one: speed-up, CPUs, and whether the combined tables are equal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import time
+
+import numpy as np
+import ray
+
+from core.data import DomainBounds, load_dataset, partition
+from core.runtime import PartySpec, RunContext, make_runtime
+from parties.ring_owner import RingDataOwner
+from protocols.pp_topk import TopKParams
+from protocols.ppknn import PPKNNConfig, random_ring, run_ppknn
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def setup(dataset: str, n: int, n_queries: int, seed: int = 0):
+    ds = load_dataset(dataset)
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(len(ds.y))
+    test, train = perm[:n_queries], perm[n_queries:]
+    parts = partition(ds.y[train], n, rng=rng)
+    names = [f"owner-{i:05d}" for i in range(n)]
+    ring, start = random_ring(names, rng)
+    by_name = {nm: PartySpec(nm, RingDataOwner, {
+        "party_id": nm, "index": i, "X": ds.X[train][p], "y": ds.y[train][p],
+        "n_classes": ds.n_classes, "run_id": "scale", "seed": seed})
+        for i, (nm, p) in enumerate(zip(names, parts))}
+    specs = [by_name[p] for p in ring]  # ring order: consecutive parties share a host
+    config = PPKNNConfig(params=TopKParams(k=5, p0=1.0, d=0.5, rounds=2,
+                                           max_distance=DomainBounds.from_data(
+                                               ds.X, warn=False).diameter))
+    return ds.X[test], specs, ring, start, config
+
+
+def timed_run(kind, queries, specs, ring, start, config, repeats, **options):
+    rt = make_runtime(kind, **options)
+    t0 = time.perf_counter()
+    rt.start(specs, RunContext(run_id="scale", secure_channels=True, record_batch=1 << 14,
+                               flush_every=1 << 16, party_timeout_s=600))
+    startup = time.perf_counter() - t0
+    times, preds = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        preds = run_ppknn(rt, queries, config, ring=ring, start=start).predictions
+        times.append(time.perf_counter() - t0)
+    hosts_peak = sum(rt.host_peak_rss_mb()) if kind == "ray" else 0.0
+    rt.close_transcript()
+    rt.shutdown()
+    return statistics.median(times), startup, preds, hosts_peak
+
+
+def part_layouts(args) -> None:
+    q, specs, ring, start, config = setup("abalone", 64, args.queries)
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    t_in, _, p_in, _ = timed_run("inprocess", q, specs, ring, start, config, args.repeats)
+    t_h, s_h, p_h, _ = timed_run("ray", q, specs, ring, start, config, args.repeats,
+                                 layout="hosted", hosts=cpus)
+    t_a, s_a, p_a, _ = timed_run("ray", q, specs, ring, start, config, args.repeats,
+                                 layout="actor-per-party")
+    assert np.array_equal(p_in, p_h) and np.array_equal(p_in, p_a), "layouts disagree"
+    print(f"\n1. n=64, {len(q)} abalone queries, k=5, r=2, channels on, median of "
+          f"{args.repeats} (Ray: {cpus} CPUs)")
+    print(f"   in-process                {t_in:8.3f} s")
+    print(f"   Ray hosted ({cpus} hosts)      {t_h:8.3f} s   ratio to in-process {t_h / t_in:5.2f}"
+          f"   (start-up {s_h:.1f} s)")
+    print(f"   Ray actor per party       {t_a:8.3f} s   ratio to in-process {t_a / t_in:5.2f}"
+          f"   (start-up {s_a:.1f} s)")
+    print(f"   hosted / actor-per-party  {t_h / t_a:5.2f}")
+
+
+def part_large(args) -> None:
+    n_ray, n_local = (200, 1000) if args.quick else (1000, 10000)
+    rows = 60_000 if not args.quick else 8_000
+    data = f"synthetic:classification?rows={rows}&features=8&classes=3&seed=1"
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    q, specs, ring, start, config = setup(data, n_ray, 200)
+    before = peak_mb()
+    t_r, s_r, _, hosts_peak = timed_run("ray", q, specs, ring, start, config, 1,
+                                        layout="hosted", hosts=cpus)
+    print(f"\n2. synthetic {rows} rows, 200 queries, k=5, r=2, channels on")
+    print(f"   Ray hosted, n={n_ray:>6}: {t_r:8.2f} s protocol, {s_r:.1f} s start-up; "
+          f"peak memory: driver {peak_mb():.0f} MiB, {cpus} hosts {hosts_peak:.0f} MiB in all")
+    q, specs, ring, start, config = setup(data, n_local, 200)
+    t_l, s_l, _, _ = timed_run("inprocess", q, specs, ring, start, config, 1)
+    print(f"   in-process, n={n_local:>6}: {t_l:8.2f} s protocol, {s_l:.1f} s start-up; "
+          f"peak memory (driver, whole benchmark so far) {peak_mb():.0f} MiB "
+          f"(was {before:.0f} MiB before the Ray run)")
+
+
+def part_sweep(args) -> None:
+    from simulations.sweep import Sweep, run_sweep
+
+    seeds = list(range(5 if args.quick else 25))
+    spec = Sweep.model_validate({
+        "sweep": {"name": "bench", "seeds": seeds},
+        "base": {"data": {"dataset": "pima"}, "runtime": {"channels": False}},
+        "grid": {"protocol.k": [1, 9], "parties.n": [4, 8]},
+    })
+    n_runs = len(spec.runs())
+    out = "/tmp/ppknn-bench-sweep"
+    t0 = time.perf_counter()
+    par = run_sweep(spec, parallel="ray", output=__import__("pathlib").Path(out) / "ray")
+    t_par = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    seq = run_sweep(spec, parallel="sequential", output=__import__("pathlib").Path(out) / "seq")
+    t_seq = time.perf_counter() - t0
+    strip = [{k: v for k, v in r.items() if k != "protocol_s"} for r in par]
+    equal = strip == [{k: v for k, v in r.items() if k != "protocol_s"} for r in seq]
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    print(f"\n3. sweep of {n_runs} runs (pima, grid k x n x {len(seeds)} seeds)")
+    print(f"   fanned out over Ray: {t_par:7.1f} s; one by one: {t_seq:7.1f} s; speed-up "
+          f"{t_seq / t_par:4.2f} on {cpus} CPUs; tables equal: {equal}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes")
+    ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--parts", default="123", help="which parts to run, e.g. 13")
+    args = ap.parse_args()
+    ray.init(include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    print(f"machine: {os.cpu_count()} CPUs")
+    if "1" in args.parts:
+        part_layouts(args)
+    if "2" in args.parts:
+        part_large(args)
+    if "3" in args.parts:
+        part_sweep(args)
+    ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()
