@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import warnings
 from pathlib import Path
@@ -143,8 +144,11 @@ def reproduce(
     try:
         module = registry.load(name)
         folder = output or Path("results") / "reproduce" / name
+        kwargs = {}
+        if "log" in inspect.signature(module.run).parameters:
+            kwargs["log"] = lambda text: console.log(f"{name}: {text}")
         report = module.run(folder, quick=quick, runtime="ray" if ray_runtime else "inprocess",
-                            report=registry.report_path(name, docs))
+                            report=registry.report_path(name, docs), **kwargs)
     except PartyFailure as exc:
         _fail(exc, 3)
     except PpknnError as exc:
