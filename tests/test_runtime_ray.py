@@ -170,3 +170,28 @@ def test_inprocess_fault_plan_and_kill():
     with pytest.raises(PartyFailure) as err:
         rt.fetch(_chain(rt, names))
     assert err.value.party == "p1"
+
+
+def test_hosted_layout_chain_runs_in_hosts_and_fails_with_cohosted_names(ray_local):
+    from core.runtime import Step
+    from core.runtime.ray_runtime import RayRuntime
+
+    names = [f"p{i}" for i in range(6)]
+    specs = [PartySpec(n, Relay, {"me": n, "to": names[(i + 1) % 6], "sleep": 0.02})
+             for i, n in enumerate(names)]
+    rt = RayRuntime(layout="hosted", hosts=2)
+    rt.start(specs, RunContext(run_id="r", secure_channels=True, party_timeout_s=30))
+    try:
+        assert rt.host_members == [names[:3], names[3:]]
+        out = rt.fetch(rt.chain([Step(n, "step", (1,), "relay", 1) for n in names]))
+        assert out.header.sender == "p5"
+        ref = rt.chain([Step(n, "step", (r,), "relay", r) for r in range(2, 60) for n in names])
+        killer = threading.Timer(1.0, rt.kill, args=("p4",))
+        killer.start()
+        with pytest.raises(PartyFailure) as err:
+            rt.fetch(ref)
+        killer.join()
+        assert err.value.party in names[3:]
+        assert "also held" in err.value.reason
+    finally:
+        rt.shutdown()
