@@ -18,7 +18,10 @@ Defined edge cases (the paper is silent on both):
 - **Empty radius.** A query with no training point inside the radius (also
   when ``radius2 < 0``, which happens when the dropped components' variance
   outweighs the noise) is classified by its ``fallback_k`` nearest points
-  with the same weights. :class:`RadiusResult` reports how often.
+  and every point tied with the ``fallback_k``-th, with the same weights.
+  :class:`RadiusResult` reports how often.
+- **Ties at the k-th distance** in fixed-k kNN: an arbitrary subset of the
+  tied points votes (as in scikit-learn).
 
 Distances are computed as ``|q|^2 + |x|^2 - 2 q.x`` (one matrix product per
 block of queries), blocks sized to bound memory; there is no per-query loop.
@@ -206,10 +209,11 @@ def radius_knn(train: np.ndarray, labels: np.ndarray, queries: np.ndarray, *,
         votes[sl] = _weights(d2, inside, tol[sl]) @ onehot
         empty = np.flatnonzero(counts[sl] == 0)
         if empty.size:
-            idx, _ = _top(d2[empty], int(fallback_k))
-            member = np.zeros(d2[empty].shape, dtype=bool)
-            np.put_along_axis(member, idx, True, axis=1)
-            votes[start + empty] = _weights(d2[empty], member, tol[start + empty]) @ onehot
+            rows = d2[empty]
+            k = min(int(fallback_k), rows.shape[1])
+            kth = np.partition(rows, k - 1, axis=1)[:, k - 1]
+            member = rows <= kth[:, None]  # the k nearest and every point tied with the k-th
+            votes[start + empty] = _weights(rows, member, tol[start + empty]) @ onehot
     return RadiusResult(predictions=np.argmax(votes, axis=1), votes=votes, in_radius=counts,
                         fallback=counts == 0)
 

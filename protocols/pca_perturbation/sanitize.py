@@ -89,7 +89,7 @@ def check_training_data(X: object, y: object, *, what: str) -> tuple[np.ndarray,
     constant = np.flatnonzero(span == 0)
     if constant.size:
         j = int(constant[0])
-        raise DataError(f"{what}: column {j} is constant (every value is {arr[0, j]!r}; "
+        raise DataError(f"{what}: column {j} is constant (every value is {float(arr[0, j])!r}; "
                         f"{constant.size} constant column(s): {constant.tolist()[:10]}); "
                         f"drop constant columns before sanitising")
     labels = np.asarray(y)
