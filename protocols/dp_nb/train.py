@@ -1,0 +1,352 @@
+r"""Training private Naive Bayes models: Algorithm 1 and its baselines.
+
+Budget (Algorithm 1, lines 1-3). With ``p`` numeric and ``q`` categorical
+features, ``ε' = ε / (2p + q + 1)``: one release each for the class counts
+and for every categorical feature's table of counts, two (mean and variance)
+for every numeric feature. Under add/remove-one neighbouring a record lies in
+exactly one class, so the per-class releases of one statistic are on disjoint
+data and together cost ``ε'`` (parallel composition); the total is ``ε``
+(sequential composition). For the (ε, δ) variants the ``2p`` smooth releases
+get ``δ / (2p)`` each.
+
+Methods (:data:`METHODS`):
+
+``"smooth"`` (Zafarani & Clifton)
+    class counts and category tables + Laplace(1/ε'); per class and numeric
+    feature the trimmed mean and variance (Definition 4.1) with noise
+    calibrated to their smooth sensitivity (:mod:`~protocols.dp_nb.sensitivity`,
+    :mod:`~protocols.dp_nb.noise`).
+``"vaidya"`` (Vaidya, Shafiq, Basu & Hong 2013, global sensitivity)
+    untrimmed mean + Laplace((U-L)/(n+1)/ε') and standard deviation +
+    Laplace(√n (U-L)/(n+1)/ε') with ``n`` the true class size, as published
+    (this treats class sizes as public).
+``"bun-steinke"``
+    trimmed means of ``x`` and of ``x**2`` with Cauchy noise at their smooth
+    sensitivity, projected onto the bounds; variance ``E[x²] - E[x]²`` (the
+    paper's §7 construction).
+``"non-private"``
+    exact counts, means and variances (ε ignored).
+
+Trimming (``trim``): an integer ``m`` per side; a fraction of each class's
+*noisy* count (public once the class counts are released); or ``"auto"``:
+``m = min(⌈ln(AUTO_RATIO) / (2β)⌉, ⌊AUTO_FRACTION · ñ_c⌋)``, enough for the
+factor ``e^{-2mβ}`` to shrink the bounds' range ``AUTO_RATIO``-fold where the
+class allows, and ``0`` at ε = ∞ (so ε = ∞ gives the non-private model).
+
+Post-processing: means are clipped to ``[L, U]`` and variances to
+``[0, (U - L)²/4]``; released (noisy) variances are then raised to at least
+``var_floor · (U - L)²`` -- the paper truncates negative values to zero, but a
+zero variance makes the Gaussian degenerate and one such feature decides every
+prediction -- and every variance gets ``var_smoothing · max_j (U_j - L_j)²``
+added (``GaussianNB``'s rule, with public ranges in place of the data's variance).
+
+Examples
+--------
+>>> import numpy as np
+>>> from protocols.dp_nb.schema import FeatureSchema
+>>> schema = FeatureSchema.build(1, bounds=([0.0], [1.0]))
+>>> X = np.array([[0.1], [0.2], [0.8], [0.9]]); y = np.array([0, 0, 1, 1])
+>>> exact = train(X, np.empty((4, 0), int), y, n_classes=2, schema=schema,
+...               config=NBConfig(method="non-private"), rng=np.random.default_rng(0))
+>>> exact.params.theta.round(3).tolist(), exact.split.releases
+([[0.15], [0.85]], 3)
+>>> private = train(X, np.empty((4, 0), int), y, n_classes=2, schema=schema,
+...                 config=NBConfig(epsilon=1.0), rng=np.random.default_rng(0))
+>>> [r.label for r in private.releases], private.split.total.epsilon
+(['class counts', 'mean 0', 'variance 0'], 1.0)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from core.dp import Laplace, PrivacyCost
+from core.dp.validation import check_delta, check_mode
+from core.errors import ConfigError
+from core.rng import RandomnessMode
+from protocols.dp_nb.model import DENSITIES, NBParams
+from protocols.dp_nb.noise import APPROXIMATE, NOISES, SmoothCalibration
+from protocols.dp_nb.schema import FeatureSchema
+from protocols.dp_nb.sensitivity import smooth_from_statistics, trimmed_statistics
+
+METHODS = ("smooth", "vaidya", "bun-steinke", "non-private")
+AUTO_RATIO = 100.0
+"""``"auto"`` trimming shrinks the range term ``e^{-2mβ}`` by this factor..."""
+AUTO_FRACTION = 0.05
+"""...but trims at most this fraction of a class's noisy count from each side."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class NBConfig:
+    """How to train (see the module docstring); validated on construction."""
+
+    method: str = "smooth"
+    epsilon: float = 1.0
+    delta: float = 0.0
+    noise: str = "polynomial"
+    gamma: float = 4.0
+    trim: Any = "auto"
+    var_smoothing: float = 1e-9
+    var_floor: float = 1e-3
+    density: str = "gaussian"
+    mode: RandomnessMode | str = RandomnessMode.REPRODUCIBLE
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ConfigError(f"method must be one of {list(METHODS)}, got {self.method!r}")
+        eps = self.epsilon
+        if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating, np.integer)) \
+                or math.isnan(eps) or eps <= 0:
+            raise ConfigError(f"epsilon must be a number > 0 (math.inf: no noise), got {eps!r}")
+        object.__setattr__(self, "epsilon", float(eps))
+        object.__setattr__(self, "delta", check_delta(self.delta))
+        object.__setattr__(self, "mode", check_mode(self.mode))
+        if self.noise not in NOISES:
+            raise ConfigError(f"noise must be one of {list(NOISES)}, got {self.noise!r}")
+        if (self.noise in APPROXIMATE) != (self.delta > 0) and self.method == "smooth":
+            raise ConfigError(f"noise {self.noise!r} with delta={self.delta!r}: 'laplace' and "
+                              "'gaussian' need delta > 0, the others delta = 0")
+        if self.method != "smooth" and self.delta > 0:
+            raise ConfigError(f"delta > 0 is only for method 'smooth', got method "
+                              f"{self.method!r} with delta={self.delta!r}")
+        trim = self.trim
+        ok = (trim == "auto" if isinstance(trim, str) else
+              (not isinstance(trim, bool) and isinstance(trim, (int, np.integer)) and trim >= 0)
+              or (isinstance(trim, float) and 0.0 <= trim < 0.5))
+        if not ok:
+            raise ConfigError(f"trim must be 'auto', an integer >= 0 or a fraction in [0, 0.5), "
+                              f"got {trim!r}")
+        if not (isinstance(self.var_smoothing, (int, float)) and self.var_smoothing > 0):
+            raise ConfigError(f"var_smoothing must be a number > 0, got {self.var_smoothing!r}")
+        if not (isinstance(self.var_floor, (int, float)) and 0 <= self.var_floor < 0.25):
+            raise ConfigError(f"var_floor must be a number in [0, 0.25), got {self.var_floor!r}")
+        if self.density not in DENSITIES:
+            raise ConfigError(f"density must be one of {list(DENSITIES)}, got {self.density!r}")
+        if self.private and self.method in ("smooth", "bun-steinke"):
+            self.calibration(1.0, self.delta)  # validates gamma, noise x mode
+
+    @property
+    def private(self) -> bool:
+        """Whether noise is added (a DP method and a finite ε)."""
+        return self.method != "non-private" and math.isfinite(self.epsilon)
+
+    def calibration(self, epsilon: float, delta: float) -> SmoothCalibration:
+        """The smooth-sensitivity noise of one release (Bun-Steinke: Cauchy)."""
+        noise = self.noise
+        if self.method == "bun-steinke":
+            noise = "paper" if noise == "paper" else "cauchy"
+        return SmoothCalibration(noise=noise, epsilon=epsilon,
+                                 delta=delta if noise in APPROXIMATE else 0.0,
+                                 gamma=self.gamma, mode=self.mode)
+
+
+@dataclass(frozen=True)
+class BudgetSplit:
+    """Algorithm 1's split of ``(ε, δ)``."""
+
+    per_release: float
+    smooth_delta: float
+    releases: int
+    total: PrivacyCost
+
+
+def budget_split(config: NBConfig, n_numeric: int, n_categorical: int) -> BudgetSplit:
+    """``ε' = ε / (2p + q + 1)`` and ``δ' = δ / (2p)`` (zero cost when not private)."""
+    releases = 2 * n_numeric + n_categorical + 1
+    if not config.private:
+        return BudgetSplit(math.inf, 0.0, releases, PrivacyCost(0.0, 0.0))
+    smooth_delta = config.delta / (2 * n_numeric) if n_numeric and config.delta else 0.0
+    return BudgetSplit(config.epsilon / releases, smooth_delta, releases,
+                       PrivacyCost(config.epsilon, config.delta if n_numeric else 0.0))
+
+
+@dataclass(frozen=True)
+class ReleaseRecord:
+    """One release of Algorithm 1: what, how, and what it cost."""
+
+    label: str
+    mechanism: str
+    epsilon: float
+    delta: float
+    composition: str
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """A trained model and its accounting.
+
+    ``trim`` and ``sensitivity`` (``(C, p, 2)``: smooth sensitivity of mean and
+    variance) are owner-side diagnostics computed from the data: they are not
+    part of the release.
+    """
+
+    params: NBParams
+    releases: tuple[ReleaseRecord, ...]
+    split: BudgetSplit
+    trim: np.ndarray = field(repr=False)
+    sensitivity: np.ndarray = field(repr=False)
+
+
+def check_trim(config: NBConfig, counts: np.ndarray) -> None:
+    """Raise :class:`ConfigError` when an integer ``trim`` leaves a class too small.
+
+    A fixed ``m`` needs ``2m + 2`` rows per class (a window of two values). This
+    reads the private class sizes: it is the data owner's input check, before any
+    release. ``"auto"`` and fractions adapt to the noisy counts and never fail.
+    """
+    trim = config.trim
+    if not (config.method in ("smooth", "bun-steinke") and not isinstance(trim, (str, float))):
+        return
+    short = np.flatnonzero(np.asarray(counts) < 2 * trim + 2)
+    if short.size:
+        c = int(short[0])
+        raise ConfigError(f"class index {c} has {int(counts[c])} training rows but trim={trim} "
+                          f"needs at least {2 * trim + 2} (2*trim + 2); lower trim or use "
+                          "trim='auto' or a fraction")
+
+
+def _trim_for(config: NBConfig, beta: float, noisy_counts: np.ndarray,
+              true_counts: np.ndarray) -> np.ndarray:
+    counts = np.maximum(noisy_counts, 0.0)
+    trim = config.trim
+    if isinstance(trim, str):  # auto
+        if not math.isfinite(beta):
+            return np.zeros(len(counts), dtype=np.int64)
+        by_beta = math.ceil(math.log(AUTO_RATIO) / (2.0 * beta))
+        return np.minimum(by_beta, np.floor(AUTO_FRACTION * counts)).astype(np.int64)
+    if isinstance(trim, float):
+        return np.floor(trim * counts).astype(np.int64)
+    check_trim(config, true_counts)
+    return np.full(len(counts), int(trim), dtype=np.int64)
+
+
+def train(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray, *, n_classes: int,
+          schema: FeatureSchema, config: NBConfig, rng: Any) -> TrainResult:
+    """Train one model on encoded data (``numeric`` inside the schema's bounds).
+
+    Parameters
+    ----------
+    numeric, categorical:
+        ``(n, p)`` floats and ``(n, q)`` category indices (see
+        :meth:`~protocols.dp_nb.schema.FeatureSchema.encode`).
+    y:
+        ``(n,)`` class indices in ``0..n_classes-1``.
+    rng:
+        The noise's randomness (a numpy Generator in reproducible mode).
+    """
+    y = np.asarray(y, dtype=np.int64)
+    p, q = numeric.shape[1], categorical.shape[1]
+    split = budget_split(config, p, q)
+    eps1 = split.per_release
+    private = config.private
+    records: list[ReleaseRecord] = []
+    lower, upper = schema.lower, schema.upper
+    counts = np.bincount(y, minlength=n_classes).astype(np.float64)
+
+    def laplace_counts(values: np.ndarray, label: str) -> np.ndarray:
+        if not private:
+            return values
+        if config.noise == "paper" and label == "class counts":  # Algorithm 1 line 23
+            cal = SmoothCalibration(noise="paper", epsilon=eps1, mode=config.mode)
+            out = np.asarray(cal.randomise(values, 1.0, rng).value, dtype=np.float64)
+            records.append(ReleaseRecord(label, "cauchy-paper", eps1, 0.0, "histogram"))
+            return out
+        rel = Laplace(epsilon=eps1, sensitivity=1.0, mode=config.mode).randomise(values, rng)
+        records.append(ReleaseRecord(label, "laplace", eps1, 0.0, "histogram"))
+        return np.asarray(rel.value, dtype=np.float64)
+
+    class_count = laplace_counts(counts, "class counts")
+    tables = []
+    for k, col in enumerate(schema.categorical):
+        table = np.zeros((n_classes, schema.n_categories[k]))
+        np.add.at(table, (y, categorical[:, k]), 1.0)
+        tables.append(laplace_counts(table, f"categorical {col}"))
+
+    cal = config.calibration(eps1, split.smooth_delta) if private else None
+    beta = cal.beta if cal is not None else math.inf
+    smooth_method = config.method in ("smooth", "bun-steinke")
+    if smooth_method:
+        trim = _trim_for(config, beta, class_count, counts)
+    else:
+        trim = np.zeros(n_classes, dtype=np.int64)
+    order = np.argsort(y, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(counts.astype(np.int64))])
+    by_class = numeric[order]
+    theta = np.empty((n_classes, p))
+    var = np.empty((n_classes, p))
+    sens = np.zeros((n_classes, p, 2))
+    for j in range(p):
+        lo, hi = float(lower[j]), float(upper[j])
+        col = schema.numeric[j]
+        stats_a = np.empty((n_classes, 2))  # the two released statistics per class
+        s_a = np.ones((n_classes, 2))
+        for c in range(n_classes):
+            x = by_class[starts[c]:starts[c + 1], j]
+            if config.method == "bun-steinke":
+                st1 = trimmed_statistics(x, trim=int(trim[c]), lower=lo, upper=hi)
+                lo2, hi2 = _square_bounds(lo, hi)
+                st2 = trimmed_statistics(x * x, trim=int(trim[c]), lower=lo2, upper=hi2)
+                stats_a[c] = st1.mean, st2.mean
+                if private:
+                    s_a[c] = (smooth_from_statistics(st1, beta=beta).mean,
+                              smooth_from_statistics(st2, beta=beta).mean)
+            elif smooth_method:
+                st = trimmed_statistics(x, trim=int(trim[c]), lower=lo, upper=hi)
+                stats_a[c] = st.mean, st.variance
+                if private:
+                    ss = smooth_from_statistics(st, beta=beta)
+                    s_a[c] = ss.mean, ss.variance
+            else:  # vaidya / non-private: untrimmed; Vaidya releases the standard deviation
+                n_c = x.size
+                mu = float(x.mean()) if n_c else (lo + hi) / 2.0
+                sd = float(x.std()) if n_c else 0.0
+                stats_a[c] = mu, (sd if config.method == "vaidya" else sd * sd)
+                s_a[c] = ((hi - lo) / (n_c + 1), math.sqrt(max(n_c, 1)) * (hi - lo) / (n_c + 1))
+        sens[:, j, :] = s_a
+        noisy = stats_a.copy()
+        if private:
+            names = {"smooth": ("mean", "variance"), "bun-steinke": ("mean", "second moment"),
+                     "vaidya": ("mean", "standard deviation")}[config.method]
+            for t in range(2):
+                if config.method == "vaidya":
+                    noisy[:, t] = [Laplace(epsilon=eps1, sensitivity=float(s),
+                                           mode=config.mode).randomise(v, rng).value
+                                   for v, s in zip(stats_a[:, t], s_a[:, t])]
+                    mech, delta_r = "laplace", 0.0
+                else:
+                    assert cal is not None
+                    noisy[:, t] = cal.randomise(stats_a[:, t], s_a[:, t], rng).value
+                    mech, delta_r = f"smooth-{cal.noise}", cal.delta
+                records.append(ReleaseRecord(f"{names[t]} {col}", mech, eps1, delta_r,
+                                             "parallel over classes"))
+        vcap = (hi - lo) ** 2 / 4.0
+        theta[:, j] = np.clip(noisy[:, 0], lo, hi)
+        if config.method == "vaidya":
+            var[:, j] = np.clip(noisy[:, 1], 0.0, (hi - lo) / 2.0) ** 2
+        elif config.method == "bun-steinke":
+            lo2, hi2 = _square_bounds(lo, hi)
+            var[:, j] = np.clip(np.clip(noisy[:, 1], lo2, hi2) - theta[:, j] ** 2, 0.0, vcap)
+        else:
+            var[:, j] = np.clip(noisy[:, 1], 0.0, vcap)
+        if private:
+            var[:, j] = np.maximum(var[:, j], config.var_floor * (hi - lo) ** 2)
+    if p:
+        var = var + config.var_smoothing * float(np.max((upper - lower) ** 2))
+    params = NBParams(class_count, theta, var, tuple(tables), lower.copy(), upper.copy(),
+                      config.density)
+    return TrainResult(params, tuple(records), split, trim, sens)
+
+
+def _square_bounds(lo: float, hi: float) -> tuple[float, float]:
+    """Bounds of ``x**2`` for ``x`` in ``[lo, hi]``."""
+    top = max(lo * lo, hi * hi)
+    bottom = 0.0 if lo <= 0.0 <= hi else min(lo * lo, hi * hi)
+    return bottom, (top if top > bottom else bottom + 1.0)
+
+
+__all__ = ["AUTO_FRACTION", "AUTO_RATIO", "METHODS", "BudgetSplit", "NBConfig", "ReleaseRecord",
+           "TrainResult", "budget_split", "check_trim", "train"]
