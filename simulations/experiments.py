@@ -119,12 +119,14 @@ class SplitSession:
 
     Parties keep their distance blocks between runs (the query batch does
     not change), so sweeping ``k``, ``P0``, ``d`` or the rounds costs only
-    the protocol itself. Use as a context manager.
+    the protocol itself. On Ray the hosted layout is the default (one host
+    actor per CPU, ring neighbours together). Use as a context manager.
     """
 
     def __init__(self, batch: SplitBatch, *, runtime: str = "inprocess", record: bool = False,
                  channels: bool = False, seed: int = 0, transcript_dir: Path | None = None,
-                 cache_limit: int = 400_000_000, tag: str = "0") -> None:
+                 cache_limit: int = 400_000_000, tag: str = "0",
+                 layout: str = "hosted") -> None:
         self.batch = batch
         self.record = record
         self.seed = seed
@@ -138,7 +140,9 @@ class SplitSession:
             for i, nm in enumerate(names)]
         self.ring, self.start = random_ring(names, SeedPolicy(root=seed).generator("ring", tag))
         self.transcript_dir = transcript_dir
-        self.runtime = make_runtime(runtime)
+        self.runtime = make_runtime(runtime, **({"layout": layout} if runtime == "ray" else {}))
+        by_name = {spec.party_id: spec for spec in specs}
+        specs = [by_name[p] for p in self.ring]  # ring order: neighbours share a host
         self.runtime.start(specs, RunContext(run_id=self.run_id, transcript_dir=transcript_dir,
                                              record=record, secure_channels=channels,
                                              record_batch=1 << 16, flush_every=1 << 16))
