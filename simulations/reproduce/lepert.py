@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import csv
 import shutil
+import textwrap
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
@@ -166,7 +167,8 @@ def plot(fig: Figure, folder: Path) -> Path:
     sent = fig.name == "fig6_01_data_sent"
     panels = [("seen_fraction", "data sent to the client (%)")] if sent else [
         ("nn_accuracy", "raw NN accuracy"), ("top5_accuracy", "top-5 accuracy")]
-    f, axes = plt.subplots(1, len(panels), figsize=(5.6 * len(panels), 4.2), squeeze=False)
+    f, axes = plt.subplots(1, len(panels), figsize=(max(5.6 * len(panels), 7.0), 4.2),
+                           squeeze=False)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, (metric, ylabel) in zip(axes[0], panels):
         scale = 100.0 if sent else 1.0
@@ -178,6 +180,7 @@ def plot(fig: Figure, folder: Path) -> Path:
         ax.set_xscale("log")
         ax.xaxis.set_minor_locator(NullLocator())  # minor log ticks cost most of the drawing
         if sent:
+            ax.axhline(100.0, color="black", lw=1, ls=":", label="naive: the whole tree")
             ax.set_yscale("log")
             ax.yaxis.set_minor_locator(NullLocator())
         if fig.invert_x:
@@ -198,7 +201,7 @@ def plot(fig: Figure, folder: Path) -> Path:
         if not sent:
             ax.set_ylim(-0.02, 1.02)
     axes[0][0].legend(fontsize=7, loc="best")
-    f.suptitle(fig.caption, fontsize=10)
+    f.suptitle(textwrap.fill(fig.caption, 110), fontsize=10)
     f.subplots_adjust(left=0.08 if len(panels) > 1 else 0.14, right=0.98, wspace=0.22,
                       bottom=0.13, top=0.78 if fig.twin else 0.88)
     path = folder / f"{fig.name}.png"

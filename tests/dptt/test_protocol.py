@@ -181,3 +181,19 @@ def test_budget_is_charged_before_any_bit():
     assert first.account.cost.epsilon == 10.0
     assert ledger.spent().epsilon == 10.0
     assert [m.kind for m in msgs].count("bits") == first.rounds  # none from the refused batch
+
+
+def test_secure_mode_draws_exact_bits_from_os_entropy():
+    x, q = _data(256, 2)
+    setup = DPTTSetup(variant="GS", utility=Utility.cmp(), epsilon=300.0)
+    rt = make_runtime("inprocess")
+    rt.start(dptt_specs(run_id="t", points=x, mode="secure"), RunContext(run_id="t"))
+    try:
+        first = run_dptt(rt, q[:50], setup).outcome
+        second = run_dptt(rt, q[:50], setup).outcome
+    finally:
+        rt.shutdown()
+    tree = ModifiedKDTree.build(x)
+    plain = tree.descend(q[:50], rule="cmp")
+    assert all(plain[i] in first.ids[first.slots == i] for i in range(50))
+    assert np.array_equal(first.ids, second.ids)  # ε = 300: deterministic in law, any entropy
