@@ -20,8 +20,8 @@ Defined edge cases (the paper is silent on both):
   outweighs the noise) is classified by its ``fallback_k`` nearest points
   and every point tied with the ``fallback_k``-th, with the same weights.
   :class:`RadiusResult` reports how often.
-- **Ties at the k-th distance** in fixed-k kNN: an arbitrary subset of the
-  tied points votes (as in scikit-learn).
+- **Ties at the k-th distance** in fixed-k kNN: the tied points with the
+  lowest training indices vote (a stable order).
 
 Distances are computed as ``|q|^2 + |x|^2 - 2 q.x`` (one matrix product per
 block of queries), blocks sized to bound memory; there is no per-query loop.
@@ -72,36 +72,55 @@ def zero_tolerance(query_sq: np.ndarray, train_sq_max: float) -> np.ndarray:
     return 64.0 * np.finfo(np.float64).eps * (query_sq + train_sq_max)
 
 
-def _sq_dist(Qb: np.ndarray, X: np.ndarray, x_sq: np.ndarray) -> np.ndarray:
-    d2 = Qb @ X.T
-    d2 *= -2.0
+def _sq_dist(Qb: np.ndarray, Xm2: np.ndarray, x_sq: np.ndarray) -> np.ndarray:
+    """``|q|^2 + |x|^2 - 2 q.x`` with ``Xm2 = -2 X`` precomputed (not clipped at 0)."""
+    d2 = Qb @ Xm2.T
     d2 += x_sq[None, :]
     d2 += np.einsum("ij,ij->i", Qb, Qb)[:, None]
-    np.maximum(d2, 0.0, out=d2)
     return d2
 
 
 def _weights(d2: np.ndarray, member: np.ndarray, tol: np.ndarray) -> np.ndarray:
-    """Inverse-square weights of the members, zero-distance rule applied, rows summing to 1."""
-    zero = member & (d2 <= tol[:, None])
+    """Inverse-square weights of the members, zero-distance rule applied (rows not normalised).
+
+    Rounding can make a duplicate's squared distance slightly negative; anything
+    at most ``tol`` counts as zero.
+    """
     w = np.zeros_like(d2)
-    np.divide(1.0, d2, out=w, where=member & ~zero)
-    has_zero = zero.any(axis=1)
-    if has_zero.any():
-        w[has_zero] = zero[has_zero]
-    total = w.sum(axis=1, keepdims=True)
-    np.divide(w, total, out=w, where=total > 0)
+    with np.errstate(divide="ignore"):  # zero distances are handled just below
+        np.divide(1.0, d2, out=w, where=member)
+    zero_rows = np.flatnonzero(d2.min(axis=1) <= tol)
+    if zero_rows.size:
+        zero = member[zero_rows] & (d2[zero_rows] <= tol[zero_rows, None])
+        hit = zero.any(axis=1)  # a zero-distance point outside the members changes nothing
+        w[zero_rows[hit]] = zero[hit]
     return w
 
 
 def _top(d2: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Indices and squared distances of the k nearest per row, ascending."""
-    k = min(k, d2.shape[1])
-    idx = np.argpartition(d2, k - 1, axis=1)[:, :k] if k < d2.shape[1] else \
-        np.broadcast_to(np.arange(d2.shape[1]), d2.shape).copy()
-    part = np.take_along_axis(d2, idx, axis=1)
-    order = np.argsort(part, axis=1, kind="stable")
-    return np.take_along_axis(idx, order, axis=1), np.take_along_axis(part, order, axis=1)
+    """Indices and squared distances of the k nearest per row, ascending.
+
+    The k-th smallest of the group minima (groups of up to 64 consecutive
+    columns, at least 8k groups) bounds the k-th smallest value, so only the
+    few values below it are sorted. Ties are broken by the lower index.
+    """
+    q, n = d2.shape
+    if k >= n:
+        order = np.argsort(d2, axis=1, kind="stable")
+        return order, np.take_along_axis(d2, order, axis=1)
+    size = max(1, min(64, n // (8 * k)))
+    groups = n // size
+    mins = d2[:, : groups * size].reshape(q, groups, size).min(axis=2)
+    if groups * size < n:
+        mins = np.concatenate([mins, d2[:, groups * size :].min(axis=1, keepdims=True)], axis=1)
+    bound = np.partition(mins, k - 1, axis=1)[:, k - 1]
+    rows, cols = np.nonzero(d2 <= bound[:, None])
+    vals = d2[rows, cols]
+    order = np.lexsort((cols, vals, rows))
+    rows, cols, vals = rows[order], cols[order], vals[order]
+    rank = np.arange(len(rows)) - np.searchsorted(rows, np.arange(q))[rows]
+    keep = rank < k
+    return cols[keep].reshape(q, k), vals[keep].reshape(q, k)
 
 
 @dataclass(frozen=True)
@@ -145,12 +164,13 @@ def nearest(train: np.ndarray, labels: np.ndarray, queries: np.ndarray, k: int,
         raise ConfigError(f"k must be an integer >= 1, got {k!r}")
     k = min(int(k), len(X))
     x_sq = np.einsum("ij,ij->i", X, X)
+    Xm2 = -2.0 * X
     d2_out = np.empty((len(Q), k))
     idx_out = np.empty((len(Q), k), dtype=np.int64)
     step = max(1, BLOCK_ELEMENTS // len(X))
     for start in range(0, len(Q), step):
         Qb = Q[start : start + step]
-        idx, part = _top(_sq_dist(Qb, X, x_sq), k)
+        idx, part = _top(_sq_dist(Qb, Xm2, x_sq), k)
         d2_out[start : start + len(Qb)] = part
         idx_out[start : start + len(Qb)] = idx
     tol = zero_tolerance(np.einsum("ij,ij->i", Q, Q), float(x_sq.max()))
@@ -194,26 +214,37 @@ def radius_knn(train: np.ndarray, labels: np.ndarray, queries: np.ndarray, *,
         raise ConfigError(f"radius2 must be finite, got {radius2!r}")
     if not isinstance(fallback_k, (int, np.integer)) or fallback_k < 1:
         raise ConfigError(f"fallback_k must be an integer >= 1, got {fallback_k!r}")
-    onehot = np.zeros((len(X), n_classes))
-    onehot[np.arange(len(X)), y] = 1.0
+    # training points grouped by class: a class's votes are a sum over a column range
+    order = np.argsort(y, kind="stable")
+    X, y = X[order], y[order]
+    present = np.unique(y)
+    starts = np.searchsorted(y, present)
     x_sq = np.einsum("ij,ij->i", X, X)
+    Xm2 = -2.0 * X
+
+    def tally(w: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(w), n_classes))
+        out[:, present] = np.add.reduceat(w, starts, axis=1)
+        return out
+
     tol = zero_tolerance(np.einsum("ij,ij->i", Q, Q), float(x_sq.max()))
     votes = np.zeros((len(Q), n_classes))
     counts = np.zeros(len(Q), dtype=np.int64)
     step = max(1, BLOCK_ELEMENTS // len(X))
     for start in range(0, len(Q), step):
         sl = slice(start, start + step)
-        d2 = _sq_dist(Q[sl], X, x_sq)
+        d2 = _sq_dist(Q[sl], Xm2, x_sq)
         inside = d2 <= radius2
-        counts[sl] = inside.sum(axis=1)
-        votes[sl] = _weights(d2, inside, tol[sl]) @ onehot
+        counts[sl] = np.count_nonzero(inside, axis=1)
+        votes[sl] = tally(_weights(d2, inside, tol[sl]))
         empty = np.flatnonzero(counts[sl] == 0)
         if empty.size:
             rows = d2[empty]
             k = min(int(fallback_k), rows.shape[1])
             kth = np.partition(rows, k - 1, axis=1)[:, k - 1]
             member = rows <= kth[:, None]  # the k nearest and every point tied with the k-th
-            votes[start + empty] = _weights(rows, member, tol[start + empty]) @ onehot
+            votes[start + empty] = tally(_weights(rows, member, tol[start + empty]))
+    votes /= votes.sum(axis=1, keepdims=True)
     return RadiusResult(predictions=np.argmax(votes, axis=1), votes=votes, in_radius=counts,
                         fallback=counts == 0)
 
