@@ -49,6 +49,7 @@ from core.dp.validation import check_real
 from core.errors import ConfigError, ProtocolError
 from core.messages import Message, PartyId
 from core.rng import RandomnessMode, SeedPolicy
+from protocols.dp_knn.conversion import convert_interactive, convert_noninteractive
 from protocols.dp_knn.index import LabelIndex
 from protocols.dp_knn.knn import classify_knn
 from protocols.dp_knn.protocol import Answer, Query
@@ -189,6 +190,18 @@ class DPOwner:
                              epsilon=query.epsilon, rng=rng, mode=self.mode, plan=plan,
                              time_limit_s=self.clique_time_limit_s)
             return _answer(rid, query.epsilon, rn.labels, query.radius, rn.sensitivity, rn.plan)
+        if query.task == "convert":  # the ε-DP radii themselves (Figs. 10-11)
+            common = {"epsilon": query.epsilon, "bounds": self.bounds, "rng": rng,
+                      "count_share": self.count_share, "mode": self.mode}
+            if query.algorithm == "interactive":
+                conv = convert_interactive(self._index, query.x, query.k,
+                                           candidates=query.candidates, **common)
+            else:
+                conv = convert_noninteractive(self._index, query.x, query.k, gamma=query.gamma,
+                                              **common)
+            q = query.n_queries
+            return _answer(rid, query.epsilon, np.full(q, -1), conv.radii, np.full(q, np.nan),
+                           None)
         knn = classify_knn(self._index, query.x, query.k, algorithm=query.algorithm,
                            epsilon=query.epsilon, rng=rng, bounds=self.bounds,
                            weight=query.weight, candidates=query.candidates, gamma=query.gamma,

@@ -10,21 +10,21 @@ value only adds noise, so privacy never depends on the search finishing.
 Per component:
 
 1. Trivial cases: a single vertex (1) or a complete component (its size).
-2. A *degeneracy ordering* (repeatedly remove a vertex of minimum degree);
-   its degeneracy ``d`` gives ``ω <= d + 1``. A greedy colouring in
-   smallest-last order gives ``ω <= χ <= colours``. The smaller is ``ub``.
-3. Exact search, decomposed: every clique has a unique earliest vertex v
-   in the ordering and lies in ``{v} ∪ N⁺(v)`` (its later neighbours, at
-   most ``d`` of them). Subproblems are visited by decreasing ``|N⁺(v)|``;
-   one is skipped when ``1 + |N⁺(v)|`` or ``1 +`` a greedy colouring of
-   ``N⁺(v)`` cannot beat the best clique so far; otherwise
-   :func:`networkx.find_cliques` enumerates the maximal cliques of
-   ``G[N⁺(v)]`` (restricted to its ``best``-core). The search stops early
-   when the best clique reaches ``ub``.
-4. The deadline is checked between subproblems and between enumerated
-   cliques. On expiry the component's value is the upper bound
-   ``min(ub, max(best, max over unsearched v of 1 + |N⁺(v)|))`` -- every
-   clique not yet examined has its earliest vertex among the unsearched.
+2. Upper bounds: a *degeneracy ordering* (repeatedly remove a vertex of
+   minimum degree) gives ``ω <= degeneracy + 1``; a greedy colouring in
+   smallest-last order gives ``ω <= χ <= colours``. ``ub`` is the smaller.
+3. Exact search: branch and bound with greedy-colouring bounds (Tomita &
+   Seki's MCQ), vertex sets as Python integers used as bitsets. It stops as
+   soon as a clique of size ``ub`` is found. networkx has no exact
+   clique routine that can be interrupted (``max_weight_clique`` runs to
+   the end; ``find_cliques`` enumerates every maximal clique), so the
+   search is written here and checked against ``networkx.max_weight_clique``
+   in the tests.
+4. The deadline is checked at every node of the search. On expiry the
+   component's value is ``min(colours, degeneracy + 1, partial)``, where
+   ``partial = max(best, c)`` and c is the colour bound of the top-level
+   branch being searched: every clique not yet ruled out lies among the
+   top-level vertices not yet taken out, whose clique number is at most c.
 
 Each component records which path it took (:data:`METHODS`).
 
@@ -43,7 +43,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 
 from protocols.dp_knn.overlap import OverlapGraph
@@ -54,7 +53,7 @@ METHODS = (
     "exact",  # 2: the decomposed search finished (or met the upper bound)
     "bound:colouring",  # 3: deadline; the greedy colouring bound was the smallest
     "bound:degeneracy",  # 4: deadline; degeneracy + 1 was the smallest
-    "bound:partial-search",  # 5: deadline; max(best, 1 + |N+(v)| over unsearched v)
+    "bound:partial-search",  # 5: deadline; max(best, colour bound of the open top branch)
 )
 """Path codes recorded per component (index into this tuple)."""
 
@@ -118,12 +117,12 @@ def _degeneracy_order(nodes: list[int], adj: dict[int, set[int]]) -> tuple[list[
     return order, degeneracy
 
 
-def _greedy_colours(order: list[int], adj: dict[int, set[int]], within: set[int]) -> int:
-    """Colours used by greedy colouring of ``G[within]`` visiting ``order``."""
+def _greedy_colours(order: list[int], adj: dict[int, set[int]]) -> int:
+    """Colours used by greedy colouring visiting ``order``."""
     colour: dict[int, int] = {}
     used = 0
     for v in order:
-        taken = {colour[u] for u in adj[v] if u in colour and u in within}
+        taken = {colour[u] for u in adj[v] if u in colour}
         c = 0
         while c in taken:
             c += 1
@@ -132,56 +131,82 @@ def _greedy_colours(order: list[int], adj: dict[int, set[int]], within: set[int]
     return used
 
 
+class _Timeout(Exception):
+    """The search's deadline passed."""
+
+
+def _colour_sort(p: int, nbrs: list[int]) -> tuple[list[int], list[int]]:
+    """MCQ's colour sort of the bitset ``p``: vertices and their colour numbers (ascending)."""
+    verts: list[int] = []
+    cols: list[int] = []
+    colour = 0
+    while p:
+        colour += 1
+        q = p
+        while q:
+            low = q & -q
+            v = low.bit_length() - 1
+            q &= ~nbrs[v] & ~low
+            p &= ~low
+            verts.append(v)
+            cols.append(colour)
+    return verts, cols
+
+
+class _Search:
+    """Branch and bound for the clique number on a bitset graph (Tomita & Seki 2003)."""
+
+    def __init__(self, nbrs: list[int], best: int, target: int, deadline: float) -> None:
+        self.nbrs, self.best, self.target, self.deadline = nbrs, best, target, deadline
+        self.ticks = 0
+        self.top_bound = target  # colour bound of the top-level branch being searched
+
+    def _tick(self) -> None:
+        self.ticks += 1
+        if self.ticks % 64 == 0 and time.perf_counter() > self.deadline:
+            raise _Timeout
+
+    def expand(self, size: int, p: int, top: bool = False) -> None:
+        verts, cols = _colour_sort(p, self.nbrs)
+        for i in range(len(verts) - 1, -1, -1):
+            if size + cols[i] <= self.best:
+                return
+            if top:
+                self.top_bound = cols[i]
+            self._tick()
+            v = verts[i]
+            child = p & self.nbrs[v]
+            if child:
+                self.expand(size + 1, child)
+            elif size + 1 > self.best:
+                self.best = size + 1
+            if self.best >= self.target:
+                return
+            p &= ~(1 << v)
+
+
 def _component_bound(nodes: list[int], adj: dict[int, set[int]], deadline: float
                      ) -> tuple[int, bool, int, int]:
     """(size, exact, lower, method) for one component with >= 3 vertices."""
     order, degeneracy = _degeneracy_order(nodes, adj)
-    pos = {v: i for i, v in enumerate(order)}
-    everything = set(nodes)
-    colours = _greedy_colours(order[::-1], adj, everything)  # smallest-last order
+    colours = _greedy_colours(order[::-1], adj)  # smallest-last order
     ub = min(colours, degeneracy + 1)
-    later = {v: [u for u in adj[v] if pos[u] > pos[v]] for v in order}
-    best = 2 if any(later.values()) else 1
-    pending = sorted(order, key=lambda v: (-len(later[v]), pos[v]))
-    for idx, v in enumerate(pending):
-        if best >= ub:
-            return best, True, best, 2
-        if time.perf_counter() > deadline:
-            rest = max(1 + len(later[u]) for u in pending[idx:])
-            partial = max(best, rest)
-            options = ((colours, 3), (degeneracy + 1, 4), (partial, 5))
-            size, method = min(options, key=lambda t: (t[0], t[1]))
-            return size, False, best, method
-        cand = later[v]
-        if 1 + len(cand) <= best:
-            continue
-        within = set(cand)
-        sub_order = sorted(cand, key=lambda u: -len(adj[u] & within))
-        if 1 + _greedy_colours(sub_order, adj, within) <= best:
-            continue
-        sub = nx.Graph()
-        sub.add_nodes_from(cand)
-        sub.add_edges_from((a, b) for a in cand for b in adj[a] & within if a < b)
-        # a clique beating `best` has every member's degree >= best - 1
-        sub = nx.k_core(sub, best - 1) if best > 1 else sub
-        for clique in nx.find_cliques(sub):
-            if 1 + len(clique) > best:
-                best = 1 + len(clique)
-                if best >= ub:
-                    break
-            if time.perf_counter() > deadline:
-                break
-        else:
-            continue
-        if best >= ub:
-            return best, True, best, 2
-        # deadline inside this subproblem: it counts as unsearched
-        rest = max(1 + len(later[u]) for u in pending[idx:])
-        partial = max(best, rest)
+    rank = {v: i for i, v in enumerate(order[::-1])}  # bit i = i-th vertex, smallest-last
+    nbrs = [0] * len(order)
+    for v, i in rank.items():
+        bits = 0
+        for u in adj[v]:
+            bits |= 1 << rank[u]
+        nbrs[i] = bits
+    search = _Search(nbrs, best=2, target=ub, deadline=deadline)
+    try:
+        search.expand(0, (1 << len(order)) - 1, top=True)
+    except _Timeout:
+        partial = max(search.best, search.top_bound)
         options = ((colours, 3), (degeneracy + 1, 4), (partial, 5))
         size, method = min(options, key=lambda t: (t[0], t[1]))
-        return size, False, best, method
-    return best, True, best, 2
+        return size, False, search.best, method
+    return search.best, True, search.best, 2
 
 
 def clique_bounds(graph: OverlapGraph, *, time_limit_s: float = 5.0) -> CliqueBounds:

@@ -77,6 +77,8 @@ MAX_CELLS = 2**16
 """Largest number of grid cells built."""
 MAX_SAMPLE_POINTS = 2**17
 """Largest number of quadrature points used for the intersection-volume estimate."""
+HALTON_POINTS = 2**13
+"""Most Halton points per cell (high dimension: kd-tree searches get slow beyond)."""
 MASS_TOL = 1e-9
 """A mass within this of k counts as reaching k (sums of fractions round either way)."""
 DEFAULT_GAMMA_FRACTION = 1e-4
@@ -219,14 +221,15 @@ def cell_offsets(cells: int, dim: int) -> np.ndarray:
     """Quadrature points inside a unit cell: the ``s^d`` sub-cell centres when ``s >= 2``.
 
     When even ``s = 2`` would exceed :data:`MAX_SAMPLE_POINTS` (high
-    dimension), ``max(1, MAX_SAMPLE_POINTS // cells)`` points of the
-    unscrambled Halton sequence are used instead (deterministic, data-free).
+    dimension), ``min(MAX_SAMPLE_POINTS // cells, HALTON_POINTS)`` (at least 1)
+    points of the unscrambled Halton sequence are used instead
+    (deterministic, data-free).
     """
     s = subcells_per_axis(cells, dim)
     if s >= 2:
         grid = np.stack(np.meshgrid(*[np.arange(s)] * dim, indexing="ij"), axis=-1)
         return (grid.reshape(-1, dim) + 0.5) / s
-    count = max(1, MAX_SAMPLE_POINTS // cells)
+    count = max(1, min(MAX_SAMPLE_POINTS // cells, HALTON_POINTS))
     halton = qmc.Halton(d=dim, scramble=False)
     halton.fast_forward(1)  # skip the corner point 0
     return np.asarray(halton.random(count))
@@ -345,6 +348,7 @@ __all__ = [
     "CONVERSIONS",
     "DEFAULT_GAMMA_FRACTION",
     "GRID_THETA",
+    "HALTON_POINTS",
     "MASS_TOL",
     "MAX_CELLS",
     "MAX_SAMPLE_POINTS",

@@ -7,12 +7,12 @@ transcript records every release with its price.
 
 Request payload
     ``request`` (its id, unique per analyst), ``x`` ``(Q, D)``, ``radius``
-    ``(Q,)`` (r-N) or ``k`` ``(Q,)`` (k-NN), ``epsilon``, and for the
-    converted k-NN classifiers ``weight``, ``candidates``, ``gamma``
+    ``(Q,)`` (r-N) or ``k`` ``(Q,)`` (k-NN, conversion), ``epsilon``, and
+    for the converted k-NN classifiers and conversions ``weight``, ``candidates``, ``gamma``
     (0 = the default 0.01% of ``|Ω(D)|``).
 Answer payload
     ``request``, ``epsilon`` (charged), ``labels`` (label indices into the
-    owner's public label set), ``radius`` (the r used: given or converted),
+    owner's public label set; -1 for a conversion), ``radius`` (the r used: given or converted),
     ``sensitivity`` (noise sensitivity per instance), ``component``
     (overlap-graph component, -1 for baselines), ``clique_method`` (index
     into :data:`~protocols.dp_knn.cliques.METHODS`, -1 for baselines).
@@ -38,6 +38,7 @@ import numpy as np
 from core.dp.validation import check_epsilon, check_positive_int
 from core.errors import ConfigError, ProtocolError
 from core.messages import PROVENANCE_DTYPE, Message, PartyId, uniform_provenance
+from protocols.dp_knn.conversion import CONVERSIONS
 from protocols.dp_knn.knn import KNN_ALGORITHMS
 from protocols.dp_knn.rn import RN_ALGORITHMS
 from protocols.dp_knn.validation import check_ks, check_queries, check_radii, check_weight
@@ -45,7 +46,7 @@ from protocols.dp_knn.validation import check_ks, check_queries, check_radii, ch
 PROTOCOL = "dp-knn"
 ANSWER = "answer"
 REFUSED = "refused"
-TASKS = {"rn": RN_ALGORITHMS, "knn": KNN_ALGORITHMS}
+TASKS = {"rn": RN_ALGORITHMS, "knn": KNN_ALGORITHMS, "convert": CONVERSIONS}
 
 
 def _scalar(value: np.ndarray) -> Any:
@@ -67,10 +68,12 @@ class Query:
     Parameters
     ----------
     task:
-        ``"rn"`` (instances ``(x, radius)``) or ``"knn"`` (instances ``(x, k)``).
+        ``"rn"`` (instances ``(x, radius)``), ``"knn"`` (instances ``(x, k)``) or
+        ``"convert"`` (instances ``(x, k)``; the answer is the ε-DP radii, no labels).
     algorithm:
         r-N: ``"proposed"``, ``"baseline-laplace"``, ``"baseline-exponential"``;
-        k-NN: ``"baseline"``, ``"interactive"``, ``"noninteractive"``.
+        k-NN: ``"baseline"``, ``"interactive"``, ``"noninteractive"``;
+        convert: ``"interactive"``, ``"noninteractive"``.
     x:
         ``(Q, D)`` test instances.
     radius, k:
@@ -78,7 +81,8 @@ class Query:
     epsilon:
         The batch's budget (finite, > 0).
     weight:
-        The conversion's share w of ε (converted k-NN only), in ``(0, 1)``.
+        The conversion's share w of ε (converted k-NN only), in ``(0, 1)``;
+        a ``"convert"`` query spends all of ε on the conversion.
     candidates:
         n of Algorithm 6.
     gamma:
@@ -115,7 +119,8 @@ class Query:
                 raise ConfigError("a k-NN query takes k, not a radius")
             object.__setattr__(self, "k", check_ks(self.k, len(x)))
             if self.algorithm != "baseline":
-                object.__setattr__(self, "weight", check_weight(self.weight))
+                if self.task == "knn":
+                    object.__setattr__(self, "weight", check_weight(self.weight))
                 object.__setattr__(self, "candidates",
                                    check_positive_int(self.candidates, name="candidates"))
                 if self.gamma is not None and not (math.isfinite(self.gamma) and self.gamma > 0):
