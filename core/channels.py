@@ -140,7 +140,7 @@ class SecureEndpoint(_Endpoint):
     def __init__(self, party: PartyId, run_id: str) -> None:
         super().__init__(party, run_id)
         self._private = X25519PrivateKey.generate()
-        self._peers: dict[PartyId, X25519PublicKey] = {}
+        self._directory: dict[PartyId, bytes] = {}
         self._ciphers: dict[PartyId, ChaCha20Poly1305] = {}
 
     @property
@@ -151,19 +151,21 @@ class SecureEndpoint(_Endpoint):
         )
 
     def register_peers(self, directory: dict[PartyId, bytes]) -> None:
-        """Learn the other parties' public keys (a public-key directory)."""
-        for name, raw in directory.items():
-            if name != self.party:
-                self._peers[name] = X25519PublicKey.from_public_bytes(raw)
+        """Learn the other parties' public keys (a public-key directory).
+
+        The directory is kept as given (it may be shared by many endpoints);
+        a peer's key is parsed, and the pair key derived, on first use.
+        """
+        self._directory = directory
         self._ciphers.clear()
 
     def _cipher(self, peer: PartyId) -> ChaCha20Poly1305:
         cipher = self._ciphers.get(peer)
         if cipher is None:
-            try:
-                public = self._peers[peer]
-            except KeyError:
-                raise IntegrityError(f"{self.party!r} has no public key for {peer!r}") from None
+            raw = self._directory.get(peer) if peer != self.party else None
+            if raw is None:
+                raise IntegrityError(f"{self.party!r} has no public key for {peer!r}")
+            public = X25519PublicKey.from_public_bytes(raw)
             shared = self._private.exchange(public)
             low, high = sorted((self.party, peer))
             info = f"ppknn-channel|{self.run_id}|{low}|{high}".encode()

@@ -117,8 +117,9 @@ class PartyHost:
     def register_peers(self, directory: Mapping[PartyId, bytes]) -> None:
         """Give every hosted party the public-key directory."""
         if self.secure_channels:
+            shared = dict(directory)  # one copy per host, shared by its parties
             for endpoint in self.endpoints.values():
-                endpoint.register_peers(dict(directory))
+                endpoint.register_peers(shared)
 
     def ping(self) -> int:
         """Liveness check: the process id."""
