@@ -117,7 +117,8 @@ class PartyHost:
     def register_peers(self, directory: Mapping[PartyId, bytes]) -> None:
         """Give every hosted party the public-key directory."""
         if self.secure_channels:
-            shared = dict(directory)  # one copy per host, shared by its parties
+            # one directory per host, shared by its parties (in-process: by every host)
+            shared = directory if isinstance(directory, dict) else dict(directory)
             for endpoint in self.endpoints.values():
                 endpoint.register_peers(shared)
 
