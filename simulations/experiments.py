@@ -58,17 +58,20 @@ class SplitBatch:
         return len(self.train_index[split])
 
     def subset(self, splits: np.ndarray) -> SplitBatch:
-        """The batch restricted to some splits."""
+        """The batch restricted to some splits, renumbered ``0..len(splits)-1``."""
         keep = np.isin(self.query_block, splits)
         rows = [np.isin(b, splits) for b in self.party_block]
+        keep_train = tuple(self.train_index[s] for s in splits)
+        remap = np.full(self.splits, -1, dtype=np.int64)
+        remap[np.asarray(splits)] = np.arange(len(splits))
         return SplitBatch(
             dataset=self.dataset, n=self.n, splits=len(splits),
             party_X=tuple(x[r] for x, r in zip(self.party_X, rows)),
             party_y=tuple(y[r] for y, r in zip(self.party_y, rows)),
-            party_block=tuple(b[r] for b, r in zip(self.party_block, rows)),
+            party_block=tuple(remap[b[r]] for b, r in zip(self.party_block, rows)),
             queries=self.queries[keep], labels=self.labels[keep],
-            query_block=self.query_block[keep],
-            train_index=self.train_index, max_distance=self.max_distance, seed=self.seed,
+            query_block=remap[self.query_block[keep]],
+            train_index=keep_train, max_distance=self.max_distance, seed=self.seed,
         )
 
 
