@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from core.rng import SeedPolicy
+from core.runtime import RunContext, Runtime, make_runtime
 from protocols.dptt.data import SPAN, synthetic_points
 from protocols.dptt.evaluation import Bench, Row
 from protocols.dptt.utility import Utility
@@ -98,12 +99,21 @@ class Sweep:
         self._benches: dict[tuple[int, int], Bench] = {}
         self._rows: dict[tuple, Row] = {}
         self._found: dict[tuple, np.ndarray] = {}
+        self._keeper: Runtime | None = None
+        if grid.runtime == "ray":  # one runtime owns Ray for the whole sweep, so benches
+            self._keeper = make_runtime("ray")  # can close early without stopping Ray
+            self._keeper.start([], RunContext(run_id="lepert-keeper"))
 
     def close(self) -> None:
-        """Close every bench."""
-        for bench in self._benches.values():
-            bench.close()
-        self._benches.clear()
+        """Close every bench (and Ray, when the sweep started it)."""
+        try:
+            for bench in self._benches.values():
+                bench.close()
+            self._benches.clear()
+        finally:
+            if self._keeper is not None:
+                self._keeper.shutdown()
+                self._keeper = None
 
     def __enter__(self) -> Sweep:
         return self
