@@ -22,6 +22,7 @@ from types import ModuleType
 from core.errors import ConfigError
 
 REPRODUCTIONS: dict[str, str] = {
+    "gursoy": "Gursoy, Inan, Nergiz & Saygin: DP r-N and k-NN classification (Figs. 7-14, audit)",
     "xiong": "Xiong, Chitti & Liu: PP-kNN over a ring (Figs. 2-6, bound, collusion, cost)",
     "mukherjee": "Mukherjee et al.: PCA + Laplace release, modified kNN, attacks (Figs. 5-11)",
     "lepert": "Lepert: DP-TT private kd-tree traversal vs geo-indistinguishability (Ch. 6)",
