@@ -114,6 +114,7 @@ class Runtime(abc.ABC):
         self.context: RunContext | None = None
         self._pending: list[CallRecord] = []
         self._parties: list[PartyId] = []
+        self._party_set: set[PartyId] = set()
 
     # -- lifecycle --------------------------------------------------------
     @abc.abstractmethod
@@ -177,8 +178,13 @@ class Runtime(abc.ABC):
         """Kill the process hosting ``party`` (failure tests)."""
 
     def _check_party(self, party: PartyId) -> None:
-        if party not in self._parties:
-            raise ConfigError(f"unknown party {party!r}; hosted parties: {self._parties}")
+        if party not in self._party_set:
+            if len(self._party_set) != len(self._parties):  # parties were added: refresh
+                self._party_set = set(self._parties)
+                if party in self._party_set:
+                    return
+            shown = self._parties if len(self._parties) <= 20 else self._parties[:20] + ["..."]
+            raise ConfigError(f"unknown party {party!r}; hosted parties: {shown}")
 
 
 __all__ = ["Call", "CallRecord", "Progress", "RunContext", "Runtime", "Step"]
