@@ -62,6 +62,20 @@ def _series(label: str, rows: Sequence[Row], x: str, dashed: bool = False) -> Se
     return Series(label, tuple(rows), x, dashed)
 
 
+THESIS_FIGURES = {  # (utility, family) -> thesis figure numbers for 1-D and 2-D
+    ("dis", "P"): ("6.5", "6.6"), ("dis", "E"): ("6.7", "6.8"), ("dis", "GS"): ("6.9", "6.9"),
+    ("dis", "N"): ("6.10", "6.11"), ("dis", "GS-N"): ("6.12", "6.13"),
+    ("cmp", "P"): ("6.19", "6.20"), ("cmp", "E"): ("6.21", "6.22"),
+    ("cmp", "GS"): ("6.23", "6.23"), ("cmp", "N"): ("6.24", "6.25"),
+    ("cmp", "GS-N"): ("6.26", "6.27"),
+}
+
+
+def _thesis(utility: str, family: str, dims: int) -> str:
+    numbers = THESIS_FIGURES.get((utility, family))
+    return f" (thesis Fig. {numbers[dims - 1]})" if numbers and dims in (1, 2) else ""
+
+
 def build_figures(sweep: Sweep) -> list[Figure]:
     """Run every experiment of the grid; returns the figures in thesis order."""
     g = sweep.grid
@@ -73,8 +87,8 @@ def build_figures(sweep: Sweep) -> list[Figure]:
         sent.append(_series(f"DP-TT-CMP {v}", [sweep.cmp(2, v, g.sent_epsilon, n)
                                                for n in g.sent_sizes], "n_points"))
     figs.append(Figure("fig6_01_data_sent", "Fraction of the data sent to the client (2-D, "
-                       f"CMP ε = {g.sent_epsilon:g}); the naive protocol sends 100%", tuple(sent),
-                       "database size N"))
+                       f"CMP ε = {g.sent_epsilon:g}); the naive protocol sends 100% "
+                       "(thesis Fig. 6.1)", tuple(sent), "database size N"))
     for n in g.sent_sizes:
         if n != g.n_points:
             sweep.release(2, n)
@@ -82,11 +96,12 @@ def build_figures(sweep: Sweep) -> list[Figure]:
     for dims in g.dims:
         pairs = [sweep.dis(dims, "basic", r) for r in g.radii]
         figs.append(Figure(f"fig6_0{1 + dims}_dis_vs_geo_{dims}d",
-                           f"Basic DP-TT-DIS and GEO, {dims}-D, N = {g.n_points:,}",
+                           f"Basic DP-TT-DIS and GEO, {dims}-D, N = {g.n_points:,} "
+                           f"(thesis Fig. 6.{1 + dims})",
                            (_series("DP-TT-DIS", [p[0] for p in pairs], "radius"),
                             _series("GEO", [p[1] for p in pairs], "radius", True)),
                            r_axis, invert_x=True))
-    figs.append(Figure("fig6_04_dis_1d_vs_2d", "Basic DP-TT-DIS in 1-D and 2-D",
+    figs.append(Figure("fig6_04_dis_1d_vs_2d", "Basic DP-TT-DIS in 1-D and 2-D (thesis Fig. 6.4)",
                        tuple(_series(f"DP-TT-DIS {d}-D", [sweep.dis(d, "basic", r)[0]
                                                           for r in g.radii], "radius")
                              for d in g.dims), r_axis, invert_x=True))
@@ -98,15 +113,17 @@ def build_figures(sweep: Sweep) -> list[Figure]:
                 series.append(_series(f"DIS {v}", [p[0] for p in pairs], "radius"))
                 series.append(_series(f"GEO ({v})", [p[1] for p in pairs], "radius", True))
             figs.append(Figure(f"dis_{family.lower()}_{dims}d", f"DP-TT-DIS {family} and GEO "
-                               f"(fair release), {dims}-D", tuple(series), r_axis, True))
+                               f"(fair release), {dims}-D{_thesis('dis', family, dims)}",
+                               tuple(series), r_axis, True))
     for dims in g.dims:
         figs.append(Figure(f"fig6_{13 + dims}_dis_comparison_{dims}d",
-                           f"DP-TT-DIS variants compared, {dims}-D",
+                           f"DP-TT-DIS variants compared, {dims}-D (thesis Fig. 6.{13 + dims})",
                            tuple(_series(v, [sweep.dis(dims, v, r)[0] for r in g.radii],
                                          "radius") for v in g.dis_comparison), r_axis, True))
     # Fig. 6.17: CMP basic, and GEO on its own scale
     figs.append(Figure(
-        "fig6_17_cmp_vs_geo", "Basic DP-TT-CMP against final ε; GEO (ε* = 1) against ε*/Δ",
+        "fig6_17_cmp_vs_geo", "Basic DP-TT-CMP against final ε; GEO (ε* = 1) against ε*/Δ "
+        "(thesis Fig. 6.17)",
         tuple(_series(f"DP-TT-CMP {d}-D", [sweep.cmp(d, "basic", e) for e in g.cmp_epsilons],
                       "final_epsilon_br") for d in g.dims), e_axis,
         twin=tuple(_series(f"GEO {d}-D", [sweep.geo_alone(d, x) for x in g.geo_ratios],
@@ -120,12 +137,14 @@ def build_figures(sweep: Sweep) -> list[Figure]:
                                   "final_epsilon_br"))
             if n != g.n_points:
                 sweep.release(dims, n)
-    figs.append(Figure("fig6_18_cmp_sizes", "Basic DP-TT-CMP for two database sizes",
+    figs.append(Figure("fig6_18_cmp_sizes",
+                       "Basic DP-TT-CMP for two database sizes (thesis Fig. 6.18)",
                        tuple(series), e_axis))
     # Figs. 6.19-6.27: CMP families; 6.28/6.29: comparison (+ GEO at global sensitivity)
     for family, labels in g.families.items():
         for dims in g.dims:
-            figs.append(Figure(f"cmp_{family.lower()}_{dims}d", f"DP-TT-CMP {family}, {dims}-D",
+            figs.append(Figure(f"cmp_{family.lower()}_{dims}d",
+                               f"DP-TT-CMP {family}, {dims}-D{_thesis('cmp', family, dims)}",
                                tuple(_series(v, [sweep.cmp(dims, v, e) for e in g.cmp_epsilons],
                                              "final_epsilon_br") for v in labels), e_axis))
     for dims in g.dims:
@@ -135,7 +154,8 @@ def build_figures(sweep: Sweep) -> list[Figure]:
                               [sweep.cmp_geo_global(dims, "basic", e) for e in g.cmp_epsilons],
                               "final_epsilon_br", True))
         figs.append(Figure(f"fig6_{27 + dims}_cmp_comparison_{dims}d",
-                           f"DP-TT-CMP variants compared, {dims}-D", tuple(series), e_axis))
+                           f"DP-TT-CMP variants compared, {dims}-D (thesis Fig. 6.{27 + dims})",
+                           tuple(series), e_axis))
     return figs
 
 
