@@ -14,6 +14,11 @@ answers every pending decision of the batch. Per level the server
    child; a GS thread that still splits also starts a thread, which never
    splits, in the other child.
 
+E(s) stops at depth ``H - s`` for every thread. Algorithm 16 tests the
+node's *height* (``P.height > S``); in this tree the two agree except in a
+subtree that is one level short of the worst case, where the depth rule
+keeps the number of decisions at exactly ``H - s`` as §5.4 counts it.
+
 The number of rounds is public (``Variant.rounds(height)``): it depends on
 the tree and the variant only, never on a query, so the server can send
 an empty message at a level where no decision is pending.

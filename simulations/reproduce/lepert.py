@@ -284,9 +284,9 @@ def render(figures: Sequence[Figure], claims: Sequence[Claim], grid: Grid, *, he
         "count inside the KL term (`KL(cε)`); that is not Theorem 2.13, which it cites, and "
         "gives larger values -- its column is shown for comparison only.",
         "",
-        "| variant | compositions c | final ε at ε=1: bounded range / sum / §5.2 as printed "
-        "| at ε=10 |",
-        "| --- | ---: | --- | --- |",
+        "| variant | compositions c | rounds / messages | at most released "
+        "| final ε at ε=1: bounded range / sum / §5.2 as printed | at ε=10 |",
+        "| --- | ---: | ---: | ---: | --- | --- |",
     ]
     for label in ACCOUNT_VARIANTS:
         v = Variant.parse(label)
@@ -295,7 +295,9 @@ def render(figures: Sequence[Figure], claims: Sequence[Claim], grid: Grid, *, he
         a1 = v.account(height, epsilon=1.0, delta=g.delta)
         a10 = v.account(height, epsilon=10.0, delta=g.delta)
         p1 = printed_section_5_2_epsilon(a1.compositions, 1.0, g.delta) if a1.compositions else 0
-        lines.append(f"| {label} | {a1.compositions} | {a1.epsilon_br:.4g} / "
+        rounds = v.rounds(height)
+        lines.append(f"| {label} | {a1.compositions} | {rounds} / {2 * rounds + 2} | "
+                     f"{v.max_released(height)} | {a1.epsilon_br:.4g} / "
                      f"{a1.epsilon_sum:.4g} / {p1:.4g} | {a10.epsilon_br:.4g} / "
                      f"{a10.epsilon_sum:.4g} |")
     lines += ["", "## Claims beside measurements", "",

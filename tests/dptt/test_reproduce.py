@@ -23,7 +23,7 @@ def test_quick_reproduction_writes_figures_and_report(tmp_path):
         assert rows and all(0.0 <= float(r["nn_accuracy"]) <= float(r["top5_accuracy"]) <= 1.0
                             for r in rows)
     # the report's numbers are generated: the accounting table and the claims table
-    assert "| E8 | 9 | 9 / 9 / 9 | 90 / 90 |" in text
+    assert "| E8 | 9 | 9 / 20 | 256 | 9 / 9 / 9 | 90 / 90 |" in text
     claims = [line for line in text.splitlines() if line.startswith("| Fig.")
               or line.startswith("| §")]
     assert len(claims) >= 12
