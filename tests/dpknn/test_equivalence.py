@@ -22,12 +22,12 @@ def _data(seed, n=400, q=150, d=3, classes=3):
 
 
 def _sk_radius(X, y, xq, radii):
-    """scikit-learn's r-N with one radius per query (grouped by radius)."""
+    """scikit-learn's r-N with one radius per query (one fit, the radius set per group)."""
     out = np.empty(len(xq), dtype=np.int64)
+    clf = RadiusNeighborsClassifier(radius=1.0, algorithm="brute", outlier_label=0).fit(X, y)
     for r in np.unique(radii):
         rows = radii == r
-        clf = RadiusNeighborsClassifier(radius=float(r), algorithm="brute", outlier_label=0)
-        out[rows] = clf.fit(X, y).predict(xq[rows])
+        out[rows] = clf.set_params(radius=float(r)).predict(xq[rows])
     return out
 
 

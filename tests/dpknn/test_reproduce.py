@@ -1,0 +1,75 @@
+"""`ppknn reproduce gursoy --quick`: each figure as CSV + PNG; report numbers are the run's."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from simulations.reproduce import gursoy
+
+FIGURES = ["fig07_rn_eps0.5", "fig08_rn_eps1", "fig09_rn_eps2", "fig10_conversion_avre",
+           "fig11_conversion_rmse", "fig12_knn_eps0.5", "fig13_knn_eps1", "fig14_knn_eps2"]
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("gursoy")
+    report = gursoy.run(root / "out", quick=True, runtime="inprocess",
+                        report=root / "gursoy.md")
+    return root, report
+
+
+def _rows(path):
+    with path.open() as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_every_figure_has_a_csv_and_a_png(quick_run):
+    root, report = quick_run
+    for name in FIGURES:
+        assert (root / "out" / f"{name}.csv").stat().st_size > 0
+        png = root / "gursoy" / f"{name}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"](gursoy/{name}.png)" in report.read_text()
+    datasets = {r["dataset"] for r in _rows(root / "out" / "fig08_rn_eps1.csv")}
+    assert datasets == {"banana", "phoneme", "banknote", "thyroid"}
+
+
+def test_report_headline_numbers_are_computed_from_the_rows(quick_run):
+    root, report = quick_run
+    rows = _rows(root / "out" / "rows.csv")
+    text = report.read_text()
+
+    def acc(dataset, classifier, eps=None):
+        vals = [float(r["accuracy"]) for r in rows if r["figure"] == "rn"
+                and r["dataset"] == dataset and r["classifier"] == classifier
+                and (eps is None or float(r["epsilon"]) == eps)]
+        return np.mean(vals)
+
+    for dataset in ("banana", "banknote"):
+        loss = 100 * (acc(dataset, "non-private") - acc(dataset, "proposed", 1.0))
+        assert f"| {dataset} | {loss:.1f} |" in text
+    assert "ppknn reproduce gursoy --quick" in text
+    assert "stand-in" in text and "PrivBayes" in text
+
+
+def test_ledger_spent_exactly_what_was_asked(quick_run):
+    _, report = quick_run
+    setup = report.read_text().split("## r-N")[0]
+    spent_budget = [line.split("|")[-2].strip() for line in setup.splitlines()
+                    if line.startswith("| b") or line.startswith("| p") or line.startswith("| t")]
+    pairs = [tuple(x.strip() for x in v.split("/")) for v in spent_budget if "/" in v]
+    assert len(pairs) == 4 and all(a == b for a, b in pairs)
+
+
+def test_conversion_and_audit_tables(quick_run):
+    root, _ = quick_run
+    avre = _rows(root / "out" / "fig10_conversion_avre.csv")
+    assert {r["algorithm"] for r in avre} == {"interactive", "noninteractive"}
+    assert all(float(r["avre_mean"]) >= 0 for r in avre)
+    audit = _rows(root / "out" / "audit.csv")
+    assert [(r["algorithm"], r["calibration"]) for r in audit] == [
+        ("proposed", "claimed"), ("baseline-laplace", "claimed"),
+        ("baseline-exponential", "claimed"), ("proposed", "ignore-overlaps")]
