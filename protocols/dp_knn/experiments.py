@@ -50,7 +50,7 @@ from protocols.dp_knn.conversion import (
 )
 from protocols.dp_knn.driver import analyst_spec, ask, owner_spec
 from protocols.dp_knn.index import LabelIndex
-from protocols.dp_knn.protocol import Query
+from protocols.dp_knn.protocol import Answer, Query
 from protocols.dp_knn.rn import classify_rn
 
 PAPER_DATASETS = ("banana", "phoneme", "banknote", "thyroid")
@@ -170,8 +170,8 @@ def run_fold(data: ExperimentData, train: np.ndarray, test: np.ndarray, plan: Fo
     result = FoldResult(radius=calibrate_radius(Xtr, plan.radius_target, seed=seed))
     asks: list[tuple[dict[str, Any], Query]] = []
     # r-N (Figs. 7-9): accuracy vs the number of test instances
-    for size in plan.rn_sizes:
-        pick = np.sort(rng.permutation(len(Xte))[:min(size, len(Xte))])
+    for size in sorted({min(size, len(Xte)) for size in plan.rn_sizes}):
+        pick = np.sort(rng.permutation(len(Xte))[:size])
         for eps in plan.rn_epsilons:
             for rep in range(plan.repeats):
                 for alg in ("proposed", "baseline-laplace"):
@@ -204,7 +204,8 @@ def run_fold(data: ExperimentData, train: np.ndarray, test: np.ndarray, plan: Fo
     return result
 
 
-def _ask_all(data, Xtr, ytr, queries, budget, plan, runtime, seed, fold):
+def _ask_all(data: ExperimentData, Xtr: np.ndarray, ytr: np.ndarray, queries: list[Query],
+             budget: float, plan: FoldPlan, runtime: str, seed: int, fold: int) -> list[Answer]:
     run_id = f"gursoy-{data.name}-{fold}"
     rt = make_runtime(runtime)
     rt.start([owner_spec(party_id="owner", X=Xtr, y=ytr, classes=list(range(data.n_classes)),
@@ -219,7 +220,9 @@ def _ask_all(data, Xtr, ytr, queries, budget, plan, runtime, seed, fold):
         rt.shutdown()
 
 
-def _score(result, asks, answers, data, Xtr, ytr, Xte, yte, conv_pick, knn_pick, plan):
+def _score(result: FoldResult, asks: list[tuple[dict[str, Any], Query]], answers: list[Answer],
+           data: ExperimentData, Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray,
+           yte: np.ndarray, conv_pick: np.ndarray, knn_pick: np.ndarray, plan: FoldPlan) -> None:
     radius = result.radius
     rnc = RadiusNeighborsClassifier(radius=radius, outlier_label=0).fit(Xtr, ytr)
     nonprivate_rn: dict[int, float] = {}

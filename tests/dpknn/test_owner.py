@@ -165,3 +165,24 @@ def test_transcript_records_every_answer_with_its_price(tmp_path, queries):
     assert sorted(Answer.from_message(m).epsilon for m in replies) == [0.125, 0.25, 0.5]
     assert {m.receiver for m in replies} == {"alice", "bob"}
     assert [a.epsilon for a in answers] == [0.25, 0.5, 0.125]
+
+
+def test_conversion_queries_release_radii_only(make_owner, queries):
+    from protocols.dp_knn.conversion import convert_noninteractive
+
+    owner = make_owner(epsilon=1.0, seed=3)
+    alice = Analyst(party_id="alice", owner="owner", run_id="run")
+    ans = _ask(owner, alice, Query(task="convert", algorithm="noninteractive", x=queries, k=7,
+                                   epsilon=0.5))
+    ref = convert_noninteractive(owner._index, queries, 7, epsilon=0.5, bounds=owner.bounds,
+                                 rng=owner._policy.generator("dp-owner", "answer", "alice", 0))
+    np.testing.assert_array_equal(ans.radius, ref.radii)
+    assert np.all(ans.labels == -1) and ans.epsilon == 0.5
+    assert owner.ledger.entries[-1].label == "convert:noninteractive x40 (request 0)"
+
+
+def test_registered_as_a_reproduction():
+    from simulations import reproduce
+
+    assert reproduce.load("gursoy").run is not None
+    assert "Gursoy" in reproduce.REPRODUCTIONS["gursoy"]
