@@ -130,6 +130,11 @@ class NBConfig:
             self.calibration(1.0, self.delta)  # validates gamma, noise x mode
 
     @property
+    def randomness(self) -> RandomnessMode:
+        """The randomness mode as an enum."""
+        return RandomnessMode(self.mode)
+
+    @property
     def private(self) -> bool:
         """Whether noise is added (a DP method and a finite ε)."""
         return self.method != "non-private" and math.isfinite(self.epsilon)
@@ -141,7 +146,7 @@ class NBConfig:
             noise = "paper" if noise == "paper" else "cauchy"
         return SmoothCalibration(noise=noise, epsilon=epsilon,
                                  delta=delta if noise in APPROXIMATE else 0.0,
-                                 gamma=self.gamma, mode=self.mode)
+                                 gamma=self.gamma, mode=self.randomness)
 
 
 @dataclass(frozen=True)
@@ -251,11 +256,11 @@ def train(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray, *, n_clas
         if not private:
             return values
         if config.noise == "paper" and label == "class counts":  # Algorithm 1 line 23
-            cal = SmoothCalibration(noise="paper", epsilon=eps1, mode=config.mode)
+            cal = SmoothCalibration(noise="paper", epsilon=eps1, mode=config.randomness)
             out = np.asarray(cal.randomise(values, 1.0, rng).value, dtype=np.float64)
             records.append(ReleaseRecord(label, "cauchy-paper", eps1, 0.0, "histogram"))
             return out
-        rel = Laplace(epsilon=eps1, sensitivity=1.0, mode=config.mode).randomise(values, rng)
+        rel = Laplace(epsilon=eps1, sensitivity=1.0, mode=config.randomness).randomise(values, rng)
         records.append(ReleaseRecord(label, "laplace", eps1, 0.0, "histogram"))
         return np.asarray(rel.value, dtype=np.float64)
 
@@ -314,7 +319,7 @@ def train(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray, *, n_clas
             for t in range(2):
                 if config.method == "vaidya":
                     noisy[:, t] = [Laplace(epsilon=eps1, sensitivity=float(s),
-                                           mode=config.mode).randomise(v, rng).value
+                                           mode=config.randomness).randomise(v, rng).value
                                    for v, s in zip(stats_a[:, t], s_a[:, t])]
                     mech, delta_r = "laplace", 0.0
                 else:
