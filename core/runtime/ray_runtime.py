@@ -105,8 +105,15 @@ class RayRuntime(Runtime):
         self._dead: set[PartyId] = set()
         self._consumed: set[Any] = set()
 
+    # Runtimes in this process that use a Ray instance one of them started: Ray is shut
+    # down only when the last of them shuts down, not under the others' feet.
+    _users_of_started_ray = 0
+
     def _ensure_ray(self) -> None:
         if ray.is_initialized():
+            if RayRuntime._users_of_started_ray and not self._started_ray:
+                RayRuntime._users_of_started_ray += 1
+                self._started_ray = True
             return
         kwargs: dict[str, Any] = {
             "include_dashboard": False,
@@ -120,6 +127,7 @@ class RayRuntime(Runtime):
             kwargs["num_cpus"] = self.num_cpus
         ray.init(**kwargs)
         self._started_ray = True
+        RayRuntime._users_of_started_ray += 1
 
     def start(self, specs: Sequence[PartySpec], context: RunContext) -> None:  # noqa: D102
         self._ensure_ray()
@@ -332,15 +340,24 @@ class RayRuntime(Runtime):
     def close_transcript(self) -> dict[str, Any]:  # noqa: D102
         if self.recorder is None:
             return {}
-        flushes = {m[0]: self.hosts[m[0]].flush.remote() for m in self.host_members
-                   if m[0] not in self._dead}
+        flushes = {}
+        for m in self.host_members:
+            if m[0] in self._dead:
+                continue
+            try:
+                flushes[m[0]] = self.hosts[m[0]].flush.remote()
+            except Exception:  # noqa: BLE001 - the actor (or Ray) is gone: nothing to flush
+                self._dead.update(m)
         for party, ref in flushes.items():
             try:
                 ray.get(ref, timeout=10)
             except (RayActorError, GetTimeoutError):
                 self._dead.add(party)  # a dead host's unflushed batch is lost; the rest is kept
-        totals = ray.get(self.recorder.close.remote(), timeout=60)
-        return totals
+        try:
+            return ray.get(self.recorder.close.remote(), timeout=60)
+        except (RayActorError, GetTimeoutError) as exc:
+            raise PartyFailure("transcript-recorder", "transcript", 0,
+                               f"the recorder did not close: {exc}") from exc
 
     def shutdown(self) -> None:  # noqa: D102
         for h in {id(h): h for h in self.hosts.values()}.values():
@@ -358,8 +375,10 @@ class RayRuntime(Runtime):
                 pass
             self.recorder = None
         if self._started_ray:
-            ray.shutdown()
             self._started_ray = False
+            RayRuntime._users_of_started_ray -= 1
+            if RayRuntime._users_of_started_ray == 0:
+                ray.shutdown()
 
 
 def _describe(group: Sequence[Any]) -> str:
