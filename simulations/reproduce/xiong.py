@@ -153,13 +153,14 @@ class Xiong:
         for name in s.datasets:
             full = self.batch(name, s.n, s.splits)
             union = full.union_size()
-            per_split = len(full.queries) / full.splits
+            queries_per_split = len(full.queries) / full.splits
             for label in s.fig5_k:
                 k = union if label == "all" else union // 2 if label == "half" else int(label)
                 if k > union:
                     continue
                 # very large k: cap the vector values of the whole sweep point
-                splits = int(min(full.splits, max(5, s.large_k_budget // (k * per_split))))
+                splits = int(min(full.splits,
+                                 max(5, s.large_k_budget // (k * queries_per_split))))
                 b = full if splits == full.splits else full.subset(np.arange(splits))
                 out = run_split_batch(b, k=k, p0=1.0, d=0.5, rounds=1, runtime=self.runtime,
                                       seed=SEED)
@@ -307,14 +308,20 @@ class Xiong:
                               bytes_per_query=nbytes / len(b.queries), queries=len(b.queries))
         return t
 
-    def run_all(self, log=None) -> dict[str, Table]:
-        """Every experiment, timed; ``log(text)`` is told as each one ends."""
+    def run_all(self, log=None, output: Path | None = None) -> dict[str, Table]:
+        """Every experiment, timed.
+
+        ``log(text)`` is told as each one ends, and its table is written to
+        ``output`` at once.
+        """
         tables = {}
         for name in ("accuracy", "large_k", "disclosure", "bound", "collusion",
                      "communication"):
             t0 = time.perf_counter()
             tables[name] = getattr(self, name)()
             self.timings[name] = time.perf_counter() - t0
+            if output is not None:
+                tables[name].write_csv(output / f"{tables[name].name}.csv")
             if log is not None:
                 log(f"{name}: {self.timings[name]:.1f} s")
         return tables
@@ -353,9 +360,9 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path, log=None) -> P
     output.mkdir(parents=True, exist_ok=True)
     xp = Xiong(settings, runtime=runtime)
     t0 = time.perf_counter()
-    tables = xp.run_all(log)
+    tables = xp.run_all(log, output)
     total = time.perf_counter() - t0
-    for table in tables.values():
+    for table in tables.values():  # (also written as each experiment ends)
         table.write_csv(output / f"{table.name}.csv")
     return write_report(tables, settings, output=output, report=Path(report), quick=quick,
                         timings=xp.timings | {"total": total}, runtime=runtime)
