@@ -137,6 +137,8 @@ def reproduce(
                                           "(default results/reproduce/NAME)."),
     ray_runtime: bool = typer.Option(False, "--ray", help="Run the parties on Ray."),
     docs: Path = typer.Option(Path("."), help="Root under which docs/reproductions/ is written."),
+    option: list[str] = typer.Option([], "--set", help="Extra setting of the reproduction, "
+                                     "KEY=INTEGER (e.g. n_points=1000000 for lepert)."),
 ) -> None:
     """Re-run a paper's experiments: CSV + PNG per figure and a Markdown report."""
     from simulations import reproduce as registry
@@ -144,8 +146,20 @@ def reproduce(
     try:
         module = registry.load(name)
         folder = output or Path("results") / "reproduce" / name
-        kwargs = {}
-        if "log" in inspect.signature(module.run).parameters:
+        params = inspect.signature(module.run).parameters
+        kwargs: dict[str, object] = {}
+        for item in option:
+            key, _, value = item.partition("=")
+            fixed = ("output", "quick", "runtime", "report", "log")
+            if key not in params or key in fixed:
+                extra = [p for p in params if p not in fixed]
+                raise PpknnError(f"--set {item!r}: reproduction {name!r} has no setting {key!r};"
+                                 f" its settings: {extra}")
+            try:
+                kwargs[key] = int(value)
+            except ValueError:
+                raise PpknnError(f"--set {item!r}: value must be an integer") from None
+        if "log" in params:
             kwargs["log"] = lambda text: console.log(f"{name}: {text}")
         report = module.run(folder, quick=quick, runtime="ray" if ray_runtime else "inprocess",
                             report=registry.report_path(name, docs), **kwargs)
