@@ -1,7 +1,8 @@
 """The central DP owner: private training data, a privacy ledger, ε-DP labels on demand.
 
 A :class:`DPOwner` answers analysts' batches of test instances (r-N or
-k-NN, see :mod:`protocols.dp_knn`) with ε-DP labels. For every request it
+k-NN, see :mod:`protocols.dp_knn`) with ε-DP labels, or converts a k-NN
+batch to ε-DP radii alone (``"convert"`` queries). For every request it
 
 1. decodes and validates the query against public facts only (feature
    count, algorithm, ε finite and > 0, a fresh request id per analyst);
