@@ -45,7 +45,7 @@ from core.messages import Message, PartyId
 from core.rng import RandomnessMode, SeedPolicy
 from protocols.dp_nb.protocol import ModelRequest, ReleasedModel, model_message, read_model
 from protocols.dp_nb.schema import FeatureSchema
-from protocols.dp_nb.train import budget_split, check_trim, train
+from protocols.dp_nb.training import budget_split, check_trim, train
 
 
 class NBOwner:

@@ -51,7 +51,7 @@ from protocols.dp_nb.sensitivity import (
     smooth_sensitivity_direct,
     trimmed_statistics,
 )
-from protocols.dp_nb.train import METHODS, NBConfig, budget_split, train
+from protocols.dp_nb.training import METHODS, NBConfig, budget_split, train
 
 __all__ = [
     "METHODS",

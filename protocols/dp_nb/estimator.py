@@ -41,7 +41,7 @@ from core.dp import PrivacyLedger
 from core.errors import ConfigError, PrivacyLeakWarning
 from core.rng import RandomnessMode, SeedPolicy
 from protocols.dp_nb.schema import OUT_OF_BOUNDS, FeatureSchema
-from protocols.dp_nb.train import NBConfig, budget_split, check_trim, train
+from protocols.dp_nb.training import NBConfig, budget_split, check_trim, train
 
 
 class DPNaiveBayes(ClassifierMixin, BaseEstimator):
@@ -75,6 +75,9 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
     var_floor:
         Private models: released variances are at least this fraction of the
         feature's squared bound range.
+    neighbours:
+        ``"add-remove"`` (class sizes private) or ``"replace"`` (the paper's model:
+        class sizes public, one record's values change).
     density:
         ``"gaussian"`` or ``"truncated"`` (normal truncated to the bounds).
     out_of_bounds:
@@ -89,7 +92,8 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
                  categories: dict[int, Any] | None = None, classes: Any = None,
                  method: str = "smooth", noise: str = "polynomial", gamma: float = 4.0,
                  delta: float = 0.0, trim: Any = "auto", var_smoothing: float = 1e-9,
-                 var_floor: float = 1e-3, density: str = "gaussian", out_of_bounds: str = "clip",
+                 var_floor: float = 1e-3, neighbours: str = "add-remove",
+                 density: str = "gaussian", out_of_bounds: str = "clip",
                  random_state: Any = None, mode: str = "reproducible") -> None:
         self.epsilon = epsilon
         self.bounds = bounds
@@ -102,6 +106,7 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
         self.trim = trim
         self.var_smoothing = var_smoothing
         self.var_floor = var_floor
+        self.neighbours = neighbours
         self.density = density
         self.out_of_bounds = out_of_bounds
         self.random_state = random_state
@@ -112,6 +117,7 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
         return NBConfig(method=self.method, epsilon=self.epsilon, delta=self.delta,
                         noise=self.noise, gamma=self.gamma, trim=self.trim,
                         var_smoothing=self.var_smoothing, var_floor=self.var_floor,
+                        neighbours=self.neighbours,
                         density=self.density,
                         mode=self.mode)
 

@@ -4,7 +4,7 @@
 class counts, per class and numeric feature a mean and a variance, per class
 and categorical feature a table of (noisy) counts -- plus the public schema
 facts needed to use them (bounds, the variance floor, the density). It is
-built by :mod:`protocols.dp_nb.train`, travels as a message payload
+built by :mod:`protocols.dp_nb.training`, travels as a message payload
 (:meth:`NBParams.to_payload`), and predicts without the training data.
 
 Conventions (post-processing, so free of privacy cost):

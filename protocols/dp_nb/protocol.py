@@ -1,9 +1,10 @@
 """The model-release service as messages: an analyst asks, the owner publishes an ε-DP model.
 
 Request (kind ``"train"``)
-    ``request`` (id, fresh per analyst), ``method``, ``noise``, ``density``
-    (indices into :data:`~protocols.dp_nb.train.METHODS`,
-    :data:`~protocols.dp_nb.noise.NOISES`, :data:`~protocols.dp_nb.model.DENSITIES`),
+    ``request`` (id, fresh per analyst), ``method``, ``noise``, ``density``,
+    ``neighbours`` (indices into :data:`~protocols.dp_nb.training.METHODS`,
+    :data:`~protocols.dp_nb.noise.NOISES`, :data:`~protocols.dp_nb.model.DENSITIES`,
+    :data:`~protocols.dp_nb.sensitivity.NEIGHBOURS`),
     ``epsilon``, ``delta``, ``gamma``, ``trim`` (``-1`` = ``"auto"``, an
     integer, or a fraction flagged by ``trim_is_fraction``).
 Reply (kind ``"model"``)
@@ -36,7 +37,8 @@ from core.messages import Message, PartyId, uniform_provenance
 from protocols.dp_nb.model import DENSITIES, NBParams
 from protocols.dp_nb.noise import NOISES
 from protocols.dp_nb.schema import FeatureSchema
-from protocols.dp_nb.train import METHODS, NBConfig
+from protocols.dp_nb.sensitivity import NEIGHBOURS
+from protocols.dp_nb.training import METHODS, NBConfig
 
 PROTOCOL = "dp-nb"
 TRAIN = "train"
@@ -53,6 +55,7 @@ class ModelRequest:
     noise: str = "polynomial"
     gamma: float = 4.0
     trim: Any = "auto"
+    neighbours: str = "add-remove"
     density: str = "gaussian"
 
     def __post_init__(self) -> None:
@@ -64,7 +67,7 @@ class ModelRequest:
         """The training configuration (the owner supplies the randomness mode)."""
         return NBConfig(method=self.method, epsilon=self.epsilon, delta=self.delta,
                         noise=self.noise, gamma=self.gamma, trim=self.trim,
-                        density=self.density, mode=mode)
+                        neighbours=self.neighbours, density=self.density, mode=mode)
 
     def to_message(self, *, run_id: str, sender: PartyId, receiver: PartyId, request: int,
                    round: int = 1, provenance: int = 1) -> Message:
@@ -75,6 +78,7 @@ class ModelRequest:
                    "method": np.asarray(METHODS.index(self.method)),
                    "noise": np.asarray(NOISES.index(self.noise)),
                    "density": np.asarray(DENSITIES.index(self.density)),
+                   "neighbours": np.asarray(NEIGHBOURS.index(self.neighbours)),
                    "epsilon": np.asarray(float(self.epsilon)),
                    "delta": np.asarray(float(self.delta)),
                    "gamma": np.asarray(float(self.gamma)),
@@ -96,7 +100,9 @@ class ModelRequest:
                          else int(trim_value))
             req = cls(method=METHODS[int(p["method"])], epsilon=float(p["epsilon"]),
                       delta=float(p["delta"]), noise=NOISES[int(p["noise"])],
-                      gamma=float(p["gamma"]), trim=trim, density=DENSITIES[int(p["density"])])
+                      gamma=float(p["gamma"]), trim=trim,
+                      neighbours=NEIGHBOURS[int(p["neighbours"])],
+                      density=DENSITIES[int(p["density"])])
             return req, int(p["request"])
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise ProtocolError(f"malformed {PROTOCOL!r} request: {exc}") from exc

@@ -1,15 +1,24 @@
 r"""Smooth sensitivity of the trimmed mean and variance of bounded values, fast.
 
+Two neighbouring relations are supported (``neighbours``):
+
+``"add-remove"`` (default)
+    neighbouring multisets differ by adding or removing one value (one
+    record of one class; the class sizes are private);
+``"replace"``
+    the paper's model: one value is replaced and the class size ``n`` is
+    fixed (public) -- what the paper's Theorem 4 and Vaidya et al.'s
+    ``(U - L)/(n + 1)`` assume.
+
 Setting. ``x`` is a multiset of ``n`` values in ``[L, U]``, sorted
 ``x_(1) <= ... <= x_(n)``, with the conventions ``x_(i) = L`` for ``i <= 0``
 and ``x_(i) = U`` for ``i > n``. With a public trimming parameter ``m``
 (Definition 4.1 of Zafarani & Clifton) the *window* is
 ``x_(m+1), ..., x_(n-m)`` of size ``w = n - 2m``; the released statistics are
 its mean ``T`` and population variance ``V`` (``T = (L+U)/2`` and ``V = 0``
-when ``w <= 0``). **Neighbouring multisets differ by adding or removing one
-value** (one record of one class; see :mod:`protocols.dp_nb`).
+when ``w <= 0``).
 
-Local sensitivity bound. Adding a value ``v`` adds ``clip(v, x_(m),
+Local sensitivity bound, add/remove. Adding a value ``v`` adds ``clip(v, x_(m),
 x_(n-m+1))`` to the window; removing a value removes one window element.
 With the *extended spread* ``D(x) = x_(n-m+1) - x_(m)`` this gives, for
 ``w >= 2``,
@@ -35,6 +44,15 @@ attains the largest ``ℓ`` there, so
 and ``S = max_k exp(-kβ) A(k)``. This is the paper's procedure (Theorems 4
 and 7: push k values to the extremes); evaluating it for every k is
 quadratic.
+
+Replace. ``w`` is fixed; the window loses one element and gains one in
+``[x_(m), x_(n-m+1)]``, so ``|ΔT| <= D / w`` and ``|ΔV| <= D**2 (w + 1) / w**2``
+(``ΔV = s (v + u - 2T - s/w) / w`` with ``s = v - u``). Moving ``i`` window
+values to ``U`` and ``j`` to ``L`` costs ``i + j`` replacements, so
+``S = max_{i,j} exp(-(i+j)β) ℓ(P_i - B_j, w)`` -- the trimmed-mean formula of
+Bun & Steinke (2019) with a one-index looser spread, applied to the variance
+too. It is β-smooth because one replacement shifts the order statistics of
+one side by at most one position.
 
 The fast algorithm swaps the maxima. For fixed ``(i, j)``, ``k -> exp(-kβ)
 ℓ(D, w + 2a - k)`` is log-convex while ``ℓ`` is below its cap, so its
@@ -75,12 +93,15 @@ import numpy as np
 from core.errors import ConfigError
 
 STATISTICS = ("mean", "variance")
+NEIGHBOURS = ("add-remove", "replace")
 _END_CANDIDATES = 5
 """Window sizes 2..6 near the end of the k range (where the variance bound meets its cap)."""
 _BLOCK = 1 << 18
 """Pair evaluations per vectorised block (direct procedure)."""
 _LEAF = 16
 """Blocks of at most this many rows and columns are evaluated pair by pair."""
+_DENSE = 1 << 14
+"""Pair grids up to this size are evaluated whole, without branch and bound."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +147,8 @@ class SmoothSensitivity:
     ----------
     mean, variance:
         ``S`` of the mean and of the variance.
+    neighbours:
+        ``"add-remove"`` or ``"replace"``.
     local_mean, local_variance:
         The local bounds ``ℓ(D(x), w)`` (``S >= local``).
     beta:
@@ -144,6 +167,7 @@ class SmoothSensitivity:
     stop_mean: int
     stop_variance: int
     pairs: int
+    neighbours: str = "add-remove"
 
     def of(self, statistic: str) -> float:
         """``S`` of ``"mean"`` or ``"variance"``."""
@@ -210,9 +234,18 @@ def local_bound(statistic: str, spread, window, lower: float, upper: float):
     return np.where(w >= 2, np.minimum(val, c), c)
 
 
-def _pair_bound(statistic, d, a, w, beta, lower, upper):
+def local_bound_replace(statistic: str, spread, window: int, lower: float, upper: float):
+    """``ℓ(D, w)`` for the replace model: ``D / w`` or ``D**2 (w + 1) / w**2`` (vectorised)."""
+    d = np.asarray(spread, dtype=np.float64)
+    val = d / window if statistic == "mean" else d * d * (window + 1.0) / window**2
+    return np.minimum(val, cap(statistic, lower, upper))
+
+
+def _pair_bound(statistic, d, a, w, beta, lower, upper, neighbours="add-remove"):
     """Max over the candidate distances k of ``exp(-kβ) ℓ(d, w + 2a - k)`` (vectorised)."""
     a = np.asarray(a, dtype=np.float64)
+    if neighbours == "replace":
+        return np.exp(-a * beta) * local_bound_replace(statistic, d, w, lower, upper)
     best = np.exp(-a * beta) * local_bound(statistic, d, w + a, lower, upper)
     last = 1 if statistic == "mean" else _END_CANDIDATES
     for wp in range(2, 2 + last):  # k = w + 2a - wp, needs k >= a
@@ -222,31 +255,46 @@ def _pair_bound(statistic, d, a, w, beta, lower, upper):
     return best
 
 
-def _smooth_one(st: TrimmedStatistics, statistic: str,
-                beta: float) -> tuple[float, float, int, int]:
+def _smooth_one(st: TrimmedStatistics, statistic: str, beta: float,
+                neighbours: str) -> tuple[float, float, int, int]:
     m, w, lo, hi = st.trim, st.window, st.lower, st.upper
     c = cap(statistic, lo, hi)
-    local = float(local_bound(statistic, st.spread, w, lo, hi))
-    if w <= 1:
-        return c, local, 0, 0
-    s = c * math.exp(-(w - 1) * beta)  # shrink the window to one value: the cap
+    if neighbours == "replace":
+        if w <= 0:
+            raise ConfigError(f"the replace model needs a non-empty window: n = {st.n} values, "
+                              f"trim = {m} per side")
+        local = float(local_bound_replace(statistic, st.spread, w, lo, hi))
+        s = local
+    else:
+        local = float(local_bound(statistic, st.spread, w, lo, hi))
+        if w <= 1:
+            return c, local, 0, 0
+        s = c * math.exp(-(w - 1) * beta)  # shrink the window to one value: the cap
     a_all = np.arange(2 * m + 1)
     # a cheap lower bound from the border pairs (i, 0) and (0, j)
     border = np.maximum(st.top[np.minimum(a_all, m)] - st.bottom[0],
                         st.top[0] - st.bottom[np.minimum(a_all, m)])
-    s = max(s, float(np.max(_pair_bound(statistic, border, a_all, w, beta, lo, hi))))
+    s = max(s, float(np.max(_pair_bound(statistic, border, a_all, w, beta, lo, hi,
+                                        neighbours))))
     # early stop: pairs with i + j >= K cannot beat s even at the largest spread
-    ceiling = _pair_bound(statistic, hi - lo, a_all, w, beta, lo, hi)
+    ceiling = _pair_bound(statistic, hi - lo, a_all, w, beta, lo, hi, neighbours)
     above = np.flatnonzero(ceiling > s)
     stop = int(above[-1]) + 1 if above.size else 0
     if stop == 0:
         return s, local, 0, 0
-    s, pairs = _branch_and_bound(st, statistic, beta, s, stop)
+    side = min(m, stop - 1) + 1
+    if side * side <= _DENSE:  # small: every pair with i + j < stop in one vectorised call
+        i, j = np.divmod(np.arange(side * side), side)
+        keep = i + j < stop
+        vals = _pair_bound(statistic, st.top[i[keep]] - st.bottom[j[keep]], (i + j)[keep], w,
+                           beta, lo, hi, neighbours)
+        return max(s, float(vals.max())), local, stop, int(vals.size)
+    s, pairs = _branch_and_bound(st, statistic, beta, s, stop, neighbours)
     return s, local, stop, pairs
 
 
 def _branch_and_bound(st: TrimmedStatistics, statistic: str, beta: float, best: float,
-                      stop: int) -> tuple[float, int]:
+                      stop: int, neighbours: str) -> tuple[float, int]:
     """Exact max of the pair bound over ``i, j <= min(m, stop - 1)``, ``i + j < stop``.
 
     Blocks of pairs are bounded from above by the bound at their largest spread
@@ -265,7 +313,7 @@ def _branch_and_bound(st: TrimmedStatistics, statistic: str, beta: float, best: 
     pairs = 0
 
     def exact(i, j):
-        return _pair_bound(statistic, top[i] - bottom[j], i + j, w, beta, lo, hi)
+        return _pair_bound(statistic, top[i] - bottom[j], i + j, w, beta, lo, hi, neighbours)
 
     while i0.size:
         ok = i0 + j0 < stop
@@ -275,7 +323,7 @@ def _branch_and_bound(st: TrimmedStatistics, statistic: str, beta: float, best: 
             good = ci + cj < stop
             if good.any():
                 best = max(best, float(exact(ci[good], cj[good]).max()))
-        ub = _pair_bound(statistic, top[i1] - bottom[j1], i0 + j0, w, beta, lo, hi)
+        ub = _pair_bound(statistic, top[i1] - bottom[j1], i0 + j0, w, beta, lo, hi, neighbours)
         ok = ub > best
         i0, i1, j0, j1 = i0[ok], i1[ok], j0[ok], j1[ok]
         leaf = (i1 - i0 < _LEAF) & (j1 - j0 < _LEAF)
@@ -308,8 +356,14 @@ def _check_beta(beta: float) -> float:
     return b
 
 
-def smooth_sensitivity(values, *, trim: int, lower: float, upper: float,
-                       beta: float) -> SmoothSensitivity:
+def _check_neighbours(neighbours: str) -> str:
+    if neighbours not in NEIGHBOURS:
+        raise ConfigError(f"neighbours must be one of {list(NEIGHBOURS)}, got {neighbours!r}")
+    return neighbours
+
+
+def smooth_sensitivity(values, *, trim: int, lower: float, upper: float, beta: float,
+                       neighbours: str = "add-remove") -> SmoothSensitivity:
     """β-smooth sensitivities of the trimmed mean and variance (fast; see module docstring).
 
     Parameters
@@ -322,25 +376,31 @@ def smooth_sensitivity(values, *, trim: int, lower: float, upper: float,
         The declared (public) bounds.
     beta:
         Smoothness, ``> 0``; ``math.inf`` gives the local bound itself.
+    neighbours:
+        ``"add-remove"`` or ``"replace"`` (see the module docstring).
     """
     return smooth_from_statistics(trimmed_statistics(values, trim=trim, lower=lower,
-                                                     upper=upper), beta=beta)
+                                                     upper=upper), beta=beta,
+                                  neighbours=neighbours)
 
 
-def smooth_from_statistics(st: TrimmedStatistics, *, beta: float) -> SmoothSensitivity:
+def smooth_from_statistics(st: TrimmedStatistics, *, beta: float,
+                           neighbours: str = "add-remove") -> SmoothSensitivity:
     """Like :func:`smooth_sensitivity`, from precomputed :class:`TrimmedStatistics`."""
     b = _check_beta(beta)
+    nb = _check_neighbours(neighbours)
     if math.isinf(b):
-        lm = float(local_bound("mean", st.spread, st.window, st.lower, st.upper))
-        lv = float(local_bound("variance", st.spread, st.window, st.lower, st.upper))
-        return SmoothSensitivity(lm, lv, lm, lv, b, 0, 0, 0)
-    sm, lm, km, pm = _smooth_one(st, "mean", b)
-    sv, lv, kv, pv = _smooth_one(st, "variance", b)
-    return SmoothSensitivity(sm, sv, lm, lv, b, km, kv, pm + pv)
+        bound = local_bound_replace if nb == "replace" else local_bound
+        lm = float(bound("mean", st.spread, st.window, st.lower, st.upper))
+        lv = float(bound("variance", st.spread, st.window, st.lower, st.upper))
+        return SmoothSensitivity(lm, lv, lm, lv, b, 0, 0, 0, nb)
+    sm, lm, km, pm = _smooth_one(st, "mean", b, nb)
+    sv, lv, kv, pv = _smooth_one(st, "variance", b, nb)
+    return SmoothSensitivity(sm, sv, lm, lv, b, km, kv, pm + pv, nb)
 
 
-def smooth_sensitivity_direct(values, *, trim: int, lower: float, upper: float,
-                              beta: float) -> SmoothSensitivity:
+def smooth_sensitivity_direct(values, *, trim: int, lower: float, upper: float, beta: float,
+                              neighbours: str = "add-remove") -> SmoothSensitivity:
     """The quadratic procedure: ``A(k)`` for every ``k`` up to ``n + 2m``, no early stop.
 
     ``G(a) = max_{i+j=a} (P_i - B_j)`` is tabulated for every ``a <= 2m``, then
@@ -348,6 +408,7 @@ def smooth_sensitivity_direct(values, *, trim: int, lower: float, upper: float,
     cross-check and for the runtime comparison (Fig. 13).
     """
     b = _check_beta(beta)
+    nb = _check_neighbours(neighbours)
     st = trimmed_statistics(values, trim=trim, lower=lower, upper=upper)
     m, w, lo, hi = st.trim, st.window, st.lower, st.upper
     spread = st.top[:, None] - st.bottom[None, :]
@@ -355,6 +416,16 @@ def smooth_sensitivity_direct(values, *, trim: int, lower: float, upper: float,
     g = np.full(2 * m + 1, -np.inf)
     np.maximum.at(g, a_grid.ravel(), spread.ravel())
     a = np.arange(2 * m + 1)
+    if nb == "replace":  # A(k) = ℓ(G(k)) for k <= 2m, then constant
+        if w <= 0:
+            raise ConfigError(f"the replace model needs a non-empty window: n = {st.n} values, "
+                              f"trim = {m} per side")
+        decay = np.exp(-a * b) if math.isfinite(b) else (a == 0).astype(float)
+        res = [float(np.max(decay * local_bound_replace(stat, g, w, lo, hi)))
+               for stat in STATISTICS]
+        loc = [float(local_bound_replace(stat, st.spread, w, lo, hi)) for stat in STATISTICS]
+        return SmoothSensitivity(res[0], res[1], loc[0], loc[1], b, a.size, a.size,
+                                 2 * a.size, nb)
     ks = np.arange(st.n + 2 * m + 1)
     out = []
     for statistic in STATISTICS:
@@ -368,15 +439,17 @@ def smooth_sensitivity_direct(values, *, trim: int, lower: float, upper: float,
         out.append((best, float(local_bound(statistic, st.spread, w, lo, hi))))
     evaluated = ks.size * a.size
     return SmoothSensitivity(out[0][0], out[1][0], out[0][1], out[1][1], b,
-                             ks.size, ks.size, 2 * evaluated)
+                             ks.size, ks.size, 2 * evaluated, nb)
 
 
 __all__ = [
+    "NEIGHBOURS",
     "STATISTICS",
     "SmoothSensitivity",
     "TrimmedStatistics",
     "cap",
     "local_bound",
+    "local_bound_replace",
     "smooth_from_statistics",
     "smooth_sensitivity",
     "smooth_sensitivity_direct",

@@ -103,3 +103,66 @@ def true_local_sensitivity(values, m, lo, hi, statistic, grid=64):
     for i in range(len(x)):
         best = max(best, abs(trimmed(x[:i] + x[i + 1:], m, lo, hi)[idx] - base))
     return best
+
+
+# ----------------------------------------------------------------- replace model
+def proxy_local_replace(values, m, lo, hi, statistic):
+    """ℓ(y) for the replace model: D / w or D**2 (w + 1) / w**2, capped."""
+    xs = np.sort(np.asarray(values, dtype=float))
+    n = xs.size
+    w = n - 2 * m
+
+    def order(i):
+        return lo if i <= 0 else hi if i > n else xs[i - 1]
+
+    d = order(n - m + 1) - order(m)
+    c = (hi - lo) if statistic == "mean" else (hi - lo) ** 2 / 4
+    val = d / w if statistic == "mean" else d * d * (w + 1) / w**2
+    return min(val, c)
+
+
+def smooth_by_distance_replace(values, m, lo, hi, beta, statistic):
+    """For every k: the best split of k replacements (i values to U, j to L), literally."""
+    xs = sorted(values)
+    n = len(xs)
+    w = n - 2 * m
+    c = (hi - lo) if statistic == "mean" else (hi - lo) ** 2 / 4
+
+    def order(i):
+        return lo if i <= 0 else hi if i > n else xs[i - 1]
+
+    best = 0.0
+    for k in range(2 * m + 2):
+        for i in range(k + 1):
+            d = order(n - m + 1 + i) - order(m - (k - i))
+            val = d / w if statistic == "mean" else d * d * (w + 1) / w**2
+            best = max(best, math.exp(-beta * k) * min(val, c))
+    return best
+
+
+def smooth_by_enumeration_replace(values, m, lo, hi, beta, statistic):
+    """max over replacing any subset by copies of L and U of exp(-β r) ℓ(y)."""
+    x = list(values)
+    n = len(x)
+    best = 0.0
+    for r in range(n + 1):
+        for removed in itertools.combinations(range(n), r):
+            keep = [v for i, v in enumerate(x) if i not in removed]
+            for a_lo in range(r + 1):
+                y = keep + [lo] * a_lo + [hi] * (r - a_lo)
+                best = max(best, math.exp(-beta * r) * proxy_local_replace(y, m, lo, hi,
+                                                                           statistic))
+    return best
+
+
+def true_local_sensitivity_replace(values, m, lo, hi, statistic, grid=64):
+    """Exact local sensitivity of the trimmed statistic, replacing one value."""
+    x = list(values)
+    idx = 0 if statistic == "mean" else 1
+    base = trimmed(x, m, lo, hi)[idx]
+    news = set(np.linspace(lo, hi, grid)) | set(x) | {lo, hi}
+    best = 0.0
+    for i in range(len(x)):
+        for v in news:
+            best = max(best, abs(trimmed(x[:i] + [v] + x[i + 1:], m, lo, hi)[idx] - base))
+    return best
