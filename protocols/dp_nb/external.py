@@ -104,11 +104,12 @@ def run_diffprivlib(python: Path, jobs: list[dict], epsilons: list[float]
     A job is ``dict(name, X, y, lower, upper, splits=[(repetition, fold, train, test)])``.
     """
     with tempfile.TemporaryDirectory(prefix="ppknn-dpl-") as tmp:
-        spec = {"epsilons": [float(e) for e in epsilons], "datasets": []}
+        entries: list[dict] = []
+        spec = {"epsilons": [float(e) for e in epsilons], "datasets": entries}
         for i, job in enumerate(jobs):
             npz = Path(tmp) / f"data{i}.npz"
             np.savez(npz, X=np.asarray(job["X"], dtype=np.float64), y=np.asarray(job["y"]))
-            spec["datasets"].append({
+            entries.append({
                 "name": job["name"], "npz": str(npz),
                 "lower": [float(v) for v in job["lower"]],
                 "upper": [float(v) for v in job["upper"]],
