@@ -24,6 +24,7 @@ from core.errors import ConfigError
 REPRODUCTIONS: dict[str, str] = {
     "gursoy": "Gursoy, Inan, Nergiz & Saygin: DP r-N and k-NN classification (Figs. 7-14, audit)",
     "xiong": "Xiong, Chitti & Liu: PP-kNN over a ring (Figs. 2-6, bound, collusion, cost)",
+    "zafarani": "Zafarani & Clifton: DP Naive Bayes with smooth sensitivity (Figs. 4-7, 13, audit)",
     "mukherjee": "Mukherjee et al.: PCA + Laplace release, modified kNN, attacks (Figs. 5-11)",
     "lepert": "Lepert: DP-TT private kd-tree traversal vs geo-indistinguishability (Ch. 6)",
 }
