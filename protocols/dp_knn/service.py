@@ -73,6 +73,8 @@ class DPOwnerService:
                                         thread_name_prefix=f"dp-owner-{self.owner.party_id}")
         self._lock = threading.Lock()
         self._seq: dict[tuple[str, str], int] = {}
+        self._in_flight = 0
+        self._peak = 0
 
     def _record(self, message: Message) -> Message:
         with self._lock:
@@ -90,6 +92,9 @@ class DPOwnerService:
         """Answer one request; raises :class:`~core.errors.BudgetExhausted` when it does not fit."""
         self._record(request)
         loop = asyncio.get_running_loop()
+        with self._lock:
+            self._in_flight += 1
+            self._peak = max(self._peak, self._in_flight)
         try:
             reply = await loop.run_in_executor(self._pool, self.owner.answer, request)
         except BudgetExhausted:
@@ -100,7 +105,14 @@ class DPOwnerService:
                                        "epsilon": np.asarray(0.0)})
             self._record(refusal)
             raise
+        finally:
+            with self._lock:
+                self._in_flight -= 1
         return self._record(reply)
+
+    async def peak_concurrency(self) -> int:
+        """The most requests that were being answered at the same time."""
+        return self._peak
 
     async def remaining(self, analyst: str | None = None) -> PrivacyCost:
         """What the owner (or ``analyst``) can still spend."""

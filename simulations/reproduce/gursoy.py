@@ -304,7 +304,7 @@ def render(*, rows: list[dict[str, Any]], s: Settings, quick: bool, runtime: str
             "component) against the baseline's |X|, and the share of instances whose clique "
             f"size was exact (search limit {s.clique_time_limit_s:g} s per batch; otherwise a "
             "valid upper bound was used):", ""]
-    out += _table(("dataset", "|X|", "mean MCS", "MCS / |X|", "exact"),
+    out += _table(("dataset", "batch size", "mean MCS", "MCS / batch size", "exact"),
                   ((d, n, _f(m, 1), _f(m / n, 3), _f(exact[(d, n)][0], 2))
                    for (d, n), (m, _, _) in sorted(sens.items(),
                                                    key=lambda t: (str(t[0][0]), t[0][1]))))

@@ -100,6 +100,7 @@ async def test_asyncio_service_serves_eight_analysts_concurrently():
     flat = [e for r in results for e in r]
     assert flat.count(0.125) == 8 and flat.count(None) == 16
     assert (await service.spent()).epsilon == 1.0
+    assert await service.peak_concurrency() >= 2  # requests really overlapped
     table = await service.transcript()
     kinds = table.column("kind").to_pylist()
     assert kinds.count("answer") == 8 and kinds.count("refused") == 16

@@ -44,6 +44,7 @@ def test_async_owner_actor_serves_eight_concurrent_analysts(ray_local):
         assert (answered, refused) == (10, 14)
         assert ray.get(handle.spent.remote()).epsilon == pytest.approx(1.0)
         assert len(ray.get(handle.entries.remote())) == 10
+        assert ray.get(handle.peak_concurrency.remote()) >= 2
         assert ray.get(handle.close.remote())["messages"] == 48
     finally:
         ray.kill(handle)
