@@ -223,11 +223,13 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Posterior class probabilities ``(n, C)``; columns follow ``classes_``."""
-        return self.params_.predict_proba(*self._encode(X))
+        numeric, categorical = self._encode(X)
+        return self.params_.predict_proba(numeric, categorical)
 
     def predict(self, X: Any) -> np.ndarray:
         """The most probable class of each row (a value of ``classes_``)."""
-        return self.classes_[self.params_.predict(*self._encode(X))]
+        numeric, categorical = self._encode(X)
+        return self.classes_[self.params_.predict(numeric, categorical)]
 
 
 __all__ = ["DPNaiveBayes"]

@@ -158,9 +158,10 @@ class FeatureSchema:
             col = self.numeric[j]
             if out_of_bounds == "error":
                 raise ConfigError(
-                    f"column {col}: value {num[row, j]!r} (row {row}) is outside the declared "
-                    f"bounds [{self.lower[j]}, {self.upper[j]}]; {int((low | high).sum())} values "
-                    "in all (use out_of_bounds='clip' to clip them)")
+                    f"column {col}: value {float(num[row, j])!r} (row {row}) is outside the "
+                    f"declared bounds [{self.lower[j]}, {self.upper[j]}]; "
+                    f"{int((low | high).sum())} values in all (use out_of_bounds='clip' to "
+                    "clip them)")
             counts = (low | high).sum(axis=0)
             warnings.warn("values outside the declared bounds were clipped: "
                           + ", ".join(f"column {self.numeric[k]}: {int(c)}"
@@ -182,9 +183,10 @@ def _numeric_block(arr: np.ndarray, columns: tuple[int, ...]) -> np.ndarray:
     bad = ~np.isfinite(num)
     if bad.any():
         row, j = (int(v) for v in np.argwhere(bad)[0])
-        raise ConfigError(f"column {columns[j]}: missing or non-finite value {num[row, j]!r} at "
-                          f"row {row}; numeric features must be finite numbers (encode a missing "
-                          "value as a category of a categorical column)")
+        raise ConfigError(f"column {columns[j]}: missing or non-finite value "
+                          f"{float(num[row, j])!r} at row {row}; numeric features must be "
+                          "finite numbers (encode a missing value as a category of a "
+                          "categorical column)")
     return num
 
 
