@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from core.data import DomainBounds
 from core.messages import Message, decode_arrays
@@ -95,17 +96,44 @@ class ReleaseResult:
     noise_to_signal: tuple[float, float] | None = None
 
 
+class RoundReader:
+    """Reads one round's messages from a transcript without decoding the other rounds.
+
+    An index of (part, round) is built once from three small columns; a view
+    then reads only the Parquet parts holding its round.
+    """
+
+    def __init__(self, transcript: Transcript) -> None:
+        self.transcript = transcript
+        self.index: dict[int, list[Path]] = {}
+        for part in transcript.parts():
+            rounds = pq.read_table(part, columns=["round"])["round"].to_pylist()
+            for r in set(rounds):
+                self.index.setdefault(int(r), []).append(part)
+
+    def _tables(self, round: int):
+        if self.transcript.directory is None:  # in-memory transcript: scan it
+            yield from self.transcript.iter_tables()
+        else:
+            for part in self.index.get(round, []):
+                yield pq.read_table(part)
+
+    def view(self, party: str, round: int) -> View:
+        """The view of ``party`` restricted to ``round`` of the protocol."""
+        messages = []
+        for table in self._tables(round):
+            mask = pc.and_(pc.and_(pc.equal(table["round"], round),
+                                   pc.equal(table["protocol"], PROTOCOL)),
+                           pc.equal(table["receiver"], party))
+            for row in table.filter(mask).to_pylist():
+                messages.append(Message(**{c: row[c] for c in _HEADER},
+                                        payload=decode_arrays(row["payload"])))
+        return View.of(messages, party)
+
+
 def miner_view(transcript: Transcript, party: str, round: int) -> View:
-    """The view of ``party`` restricted to one round of the protocol (reads only those rows)."""
-    messages = []
-    for table in transcript.iter_tables():
-        mask = pc.and_(pc.and_(pc.equal(table["round"], round),
-                               pc.equal(table["protocol"], PROTOCOL)),
-                       pc.equal(table["receiver"], party))
-        for row in table.filter(mask).to_pylist():
-            messages.append(Message(**{c: row[c] for c in _HEADER},
-                                    payload=decode_arrays(row["payload"])))
-    return View.of(messages, party)
+    """The view of ``party`` restricted to one round of the protocol."""
+    return RoundReader(transcript).view(party, round)
 
 
 def measured_distortion(release: Message, Z_train: np.ndarray, Zq: np.ndarray, *,
@@ -146,12 +174,12 @@ def run_session(split: Split, jobs: Sequence[Job], *, make_runtime: Callable[[],
             variances = rt.state(SANITIZER, "fit").variances
         finally:
             rt.shutdown()
-        transcript = Transcript(Path(tmp))
+        reader = RoundReader(Transcript(Path(tmp)))
         Zq = normalise(split.X_test, split.bounds.lower, split.bounds.upper)
         results = []
         for job, out in zip(jobs, outputs):
             r = job.request.round
-            release = release_message(miner_view(transcript, MINER, r), r)
+            release = release_message(reader.view(MINER, r), r)
             p = release.payload
             arng = SeedPolicy(root=seed).generator("attack", r)
             outcome = attack(release, Z_train) if job.attack else None
@@ -174,4 +202,5 @@ def run_session(split: Split, jobs: Sequence[Job], *, make_runtime: Callable[[],
     return results
 
 
-__all__ = ["Job", "ReleaseResult", "Split", "measured_distortion", "miner_view", "run_session"]
+__all__ = ["Job", "ReleaseResult", "RoundReader", "Split", "measured_distortion", "miner_view",
+           "run_session"]

@@ -19,14 +19,17 @@ Examples
 from __future__ import annotations
 
 import math
+import multiprocessing
 import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from core.data import DomainBounds
 from core.rng import SeedPolicy
@@ -65,6 +68,8 @@ class Settings:
         Sizes of the execution-time sweeps.
     datasets:
         Which datasets to run.
+    workers:
+        Worker processes for the in-process sessions.
     seed:
         Root seed of everything.
     """
@@ -80,6 +85,7 @@ class Settings:
     timing_m: tuple[int, ...]
     timing_queries: int
     datasets: tuple[str, ...] = PAPER_DATASETS
+    workers: int = 1
     seed: int = 2008
 
 
@@ -91,7 +97,7 @@ QUICK = Settings(reps=2, reps_large=1, rows={"waveform": 1000, "synthetic-2": 30
 FULL = Settings(reps=20, reps_large=5, rows={}, max_queries=500, max_validation=500,
                 audit_samples=200_000, audit_confidence=1 - 1e-6,
                 timing_n=(20_000, 40_000, 60_000, 80_000, 100_000),
-                timing_m=(20, 40, 60, 80, 100), timing_queries=500)
+                timing_m=(20, 40, 60, 80, 100), timing_queries=500, workers=2)
 
 
 def _log(msg: str) -> None:
@@ -142,31 +148,64 @@ def _runtime_factory(kind: str) -> tuple[Callable[[], Runtime], Runtime | None]:
 
 
 # --------------------------------------------------------------------------- experiments
-def run_experiments(settings: Settings, runtime: str, workdir: Path
+def _load(name: str, settings: Settings) -> PaperDataset:
+    return load_paper_dataset(name, rng=SeedPolicy(root=settings.seed).generator("data", name),
+                              rows=settings.rows.get(name))
+
+
+def _session(ds: PaperDataset, rep: int, settings: Settings, factory: Callable[[], Runtime],
+             workdir: Path) -> list[dict]:
+    split = make_split(ds, SeedPolicy(root=settings.seed).generator("split", ds.name, rep),
+                       settings.max_queries)
+    results = run_session(split, paper_jobs(ds.X.shape[1], settings), make_runtime=factory,
+                          seed=settings.seed + rep, run_id=f"mukherjee-{ds.name}-{rep}",
+                          workdir=workdir)
+    return [_flatten(ds.name, rep, r) for r in results]
+
+
+def _worker_session(name: str, rep: int, settings: Settings, workdir: Path) -> list[dict]:
+    """One in-process session in a worker process (single-threaded BLAS)."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _session(_load(name, settings), rep, settings,
+                        lambda: make_runtime("inprocess"), workdir)
+
+
+def run_experiments(settings: Settings, runtime: str, workdir: Path, *, workers: int = 1
                     ) -> tuple[dict[str, PaperDataset], list[dict]]:
-    """Every (dataset, repetition) session; one flat row per release."""
-    factory, keeper = _runtime_factory(runtime)
-    policy = SeedPolicy(root=settings.seed)
-    datasets, rows = {}, []
-    try:
-        for name in settings.datasets:
-            ds = load_paper_dataset(name, rng=policy.generator("data", name),
-                                    rows=settings.rows.get(name))
-            datasets[name] = ds
-            reps = settings.reps_large if name in LARGE else settings.reps
-            t0 = time.perf_counter()
-            for rep in range(reps):
-                split = make_split(ds, policy.generator("split", name, rep),
-                                   settings.max_queries)
-                results = run_session(split, paper_jobs(ds.X.shape[1], settings),
-                                      make_runtime=factory, seed=settings.seed + rep,
-                                      run_id=f"mukherjee-{name}-{rep}", workdir=workdir)
-                rows += [_flatten(name, rep, r) for r in results]
-            _log(f"{name}: {reps} repetitions in {time.perf_counter() - t0:.1f} s")
-    finally:
-        if keeper is not None:
-            keeper.shutdown()
-    return datasets, rows
+    """Every (dataset, repetition) session; one flat row per release.
+
+    With the in-process runtime and ``workers > 1`` the sessions run in that
+    many worker processes; every session has its own seeds, so the rows are
+    the same whatever ``workers`` is. On Ray the sessions run one after the
+    other (the parties are Ray actors already).
+    """
+    datasets = {name: _load(name, settings) for name in settings.datasets}
+    tasks = [(name, rep) for name in settings.datasets
+             for rep in range(settings.reps_large if name in LARGE else settings.reps)]
+    results: dict[tuple[str, int], list[dict]] = {}
+    t0 = time.perf_counter()
+
+    def done(name: str, rep: int, rows: list[dict]) -> None:
+        results[(name, rep)] = rows
+        if all(key in results for key in tasks if key[0] == name):
+            _log(f"{name}: done after {time.perf_counter() - t0:.1f} s")
+
+    if runtime == "inprocess" and workers > 1:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            futures = {pool.submit(_worker_session, name, rep, settings, workdir): (name, rep)
+                       for name, rep in tasks}
+            for fut in as_completed(futures):
+                done(*futures[fut], fut.result())
+    else:
+        factory, keeper = _runtime_factory(runtime)
+        try:
+            for name, rep in tasks:
+                done(name, rep, _session(datasets[name], rep, settings, factory, workdir))
+        finally:
+            if keeper is not None:
+                keeper.shutdown()
+    return datasets, [row for key in tasks for row in results[key]]
 
 
 def _flatten(name: str, rep: int, r: ReleaseResult) -> dict:

@@ -54,15 +54,23 @@ def _sanitize(X: np.ndarray, b: float, s: int, rng: np.random.Generator):
     return fit, noisy, np.array([m.scale for m in mechs]), {"pca": t1 - t0, "noise": t2 - t1}
 
 
-def time_sanitize(n: int, m: int, *, b: float, rng: np.random.Generator) -> dict[str, float]:
-    """Seconds for (normalise + PCA + projection) and for the noise, keeping ``s = m // 2``."""
+def time_sanitize(n: int, m: int, *, b: float, rng: np.random.Generator, repeats: int = 3
+                  ) -> dict[str, float]:
+    """Seconds for (normalise + PCA + projection) and for the noise, keeping ``s = m // 2``.
+
+    Medians of ``repeats`` runs.
+    """
     X, _ = _data(n, m, rng)
-    return _sanitize(X, b, max(1, m // 2), rng)[3]
+    runs = [_sanitize(X, b, max(1, m // 2), rng)[3] for _ in range(repeats)]
+    return {key: float(np.median([r[key] for r in runs])) for key in runs[0]}
 
 
-def time_mining(n: int, m: int, *, b: float, queries: int, rng: np.random.Generator
-                ) -> dict[str, float]:
-    """Seconds per test point: modified kNN, our weighted kNN (k=5), scikit-learn kNN (k=5)."""
+def time_mining(n: int, m: int, *, b: float, queries: int, rng: np.random.Generator,
+                repeats: int = 3) -> dict[str, float]:
+    """Seconds per test point: modified kNN, our weighted kNN (k=5), scikit-learn kNN (k=5).
+
+    Medians of ``repeats`` interleaved runs.
+    """
     X, y = _data(n + queries, m, rng)
     perm = rng.permutation(len(X))
     tr, te = perm[queries:], perm[:queries]
@@ -72,18 +80,19 @@ def time_mining(n: int, m: int, *, b: float, queries: int, rng: np.random.Genera
     Q = fit.scores(Zq, s)
     stats = distortion_statistics(kept_variances=fit.variances[:s], scales=scales,
                                   dropped_variances=fit.variances[s:])
-    out = {}
-    t0 = time.perf_counter()
-    radius_knn(noisy, y[tr], Q, radius2=stats.radius2, n_classes=10)
-    out["radius"] = (time.perf_counter() - t0) / queries
-    t0 = time.perf_counter()
-    knn_predict(noisy, y[tr], Q, k=5, n_classes=10)
-    out["knn5"] = (time.perf_counter() - t0) / queries
-    t0 = time.perf_counter()
     clf = KNeighborsClassifier(n_neighbors=5, algorithm="brute").fit(noisy, y[tr])
-    clf.predict(Q)
-    out["sklearn5"] = (time.perf_counter() - t0) / queries
-    return out
+    runs = {
+        "radius": lambda: radius_knn(noisy, y[tr], Q, radius2=stats.radius2, n_classes=10),
+        "knn5": lambda: knn_predict(noisy, y[tr], Q, k=5, n_classes=10),
+        "sklearn5": lambda: clf.predict(Q),
+    }
+    out: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):  # interleaved, so load changes hit every method alike
+        for name, fn in runs.items():
+            t0 = time.perf_counter()
+            fn()
+            out[name].append((time.perf_counter() - t0) / queries)
+    return {name: float(np.median(ts)) for name, ts in out.items()}
 
 
 __all__ = ["time_mining", "time_sanitize"]

@@ -72,6 +72,19 @@ def test_filter_scan_matches_brute_force_reconstructions():
     assert scan.privacy == pytest.approx(average_privacy(rec, X), rel=1e-9)
 
 
+def test_privacy_on_a_row_stride():
+    X, _ = low_rank(500, 6, rank=3, noise=0.1, seed=2)
+    noisy = X + np.random.default_rng(3).laplace(0, 0.5, X.shape)
+    full = pca_filter(noisy, X, s2_values=range(1, 7))
+    strided = pca_filter(noisy, X, s2_values=range(1, 7), max_rows=100)
+    assert strided.best_s2 == full.best_s2 and strided.mse == full.mse
+    mean = noisy.mean(axis=0)
+    vals, vecs = np.linalg.eigh(np.cov((noisy - mean).T, bias=True))
+    basis = vecs[:, np.argsort(vals)[::-1]][:, : full.best_s2]
+    rec = mean + (noisy - mean) @ basis @ basis.T
+    assert strided.privacy == pytest.approx(average_privacy(rec[::5], X[::5]), rel=1e-9)
+
+
 def test_correlation_attack_gains_much_without_pca_and_little_with_it():
     """Strongly correlated data: filtering removes No-PCA noise, not PCA-radius noise."""
     X, y = low_rank(4000, 10, rank=2, noise=0.02, seed=4)

@@ -88,6 +88,14 @@ def test_average_privacy_exact_values():
     assert average_privacy(truth, truth) == 0.0
 
 
+@pytest.mark.parametrize("n", [1, 2, 7, 40, 1001])
+def test_interval_widths_equal_numpy_quantiles(n):
+    rng = np.random.default_rng(n)
+    est, tru = rng.laplace(size=(n, 3)), rng.random((n, 3))
+    lo, hi = np.quantile(est - tru, [0.025, 0.975], axis=0)
+    np.testing.assert_allclose(interval_widths(est, tru), hi - lo, rtol=1e-12, atol=1e-15)
+
+
 def test_average_privacy_is_shift_invariant_and_scales():
     rng = np.random.default_rng(1)
     truth = rng.random((500, 3))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 import re
 
 import pytest
 
+from protocols.pca_perturbation.experiments import QUICK, run_experiments
 from simulations.reproduce import REPRODUCTIONS, load
 from simulations.reproduce.mukherjee import run
 
@@ -64,3 +66,12 @@ def test_report_sets_claims_beside_measurements(quick_run):
     assert len(verdicts) >= 14
     assert "pendigits, magic04 (not available offline)" in text
     assert "nan" not in text.lower().replace("n/a", "")
+
+
+def test_sessions_in_worker_processes_give_the_same_rows(tmp_path):
+    settings = dataclasses.replace(QUICK, datasets=("iris",), reps=2)
+    _, serial = run_experiments(settings, "inprocess", tmp_path, workers=1)
+    _, parallel = run_experiments(settings, "inprocess", tmp_path, workers=2)
+    assert len(serial) == 2 * 16
+    assert [{k: repr(v) for k, v in r.items()} for r in serial] == \
+        [{k: repr(v) for k, v in r.items()} for r in parallel]
