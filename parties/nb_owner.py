@@ -134,6 +134,16 @@ class NBOwner:
         """What the owner (or ``analyst``) can still spend."""
         return self.ledger.remaining(analyst)
 
+    @property
+    def remaining_budget(self) -> PrivacyCost:
+        """The owner's remaining budget (a plain value: readable across processes)."""
+        return self.ledger.remaining()
+
+    @property
+    def ledger_entries(self) -> int:
+        """How many charges the ledger holds."""
+        return len(self.ledger.entries)
+
 
 class NBRequester:
     """An analyst asking the NB owner for models (request ids are consecutive)."""

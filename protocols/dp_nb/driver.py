@@ -19,7 +19,7 @@ Examples
 ...           requester_spec(party_id="alice", owner="owner", run_id="r", classes=[0, 1],
 ...                          schema=schema)], RunContext(run_id="r"))
 >>> models = ask(rt, [("alice", "owner", ModelRequest(epsilon=0.5))] * 2)
->>> [m.epsilon for m in models], rt.state("owner", "ledger").remaining().epsilon
+>>> [m.epsilon for m in models], rt.state("owner", "remaining_budget").epsilon
 ([0.5, 0.5], 0.0)
 """
 

@@ -231,8 +231,8 @@ def service(runtime_kind: str, data: dict[str, NBDataset]) -> dict:
             ask(rt, [("a1", "owner", ModelRequest(epsilon=0.5))], first_round=10)
         except Exception as exc:  # noqa: BLE001 - reported
             refused = type(exc).__name__
-        remaining = rt.state("owner", "ledger").remaining().epsilon
-        entries = len(rt.state("owner", "ledger").entries)
+        remaining = rt.state("owner", "remaining_budget").epsilon
+        entries = rt.state("owner", "ledger_entries")
     finally:
         rt.shutdown()
     accs = [float(np.mean(m.predict(ds.X[te]) == ds.classes[ds.y[te]])) for m in models]
