@@ -40,8 +40,29 @@ class Table:
             w.writeheader()
             w.writerows(self.rows)
 
+    @classmethod
+    def read_csv(cls, name: str, path: Path) -> Table:
+        """A table written by :meth:`write_csv` (numbers parsed back)."""
+        with Path(path).open(newline="") as fh:
+            reader = csv.DictReader(fh)
+            table = cls(name, list(reader.fieldnames or []))
+            for row in reader:
+                table.rows.append({k: _parse(v) for k, v in row.items()})
+        return table
+
     def __len__(self) -> int:
         return len(self.rows)
+
+
+def _parse(v: str) -> Any:
+    if v in ("True", "False"):
+        return v == "True"
+    for kind in (int, float):
+        try:
+            return kind(v)
+        except ValueError:
+            pass
+    return v
 
 
 def _plain(v: Any) -> Any:

@@ -351,6 +351,21 @@ def _exact_attribution(claims: Claims, msgs, party_index) -> float:
     return hits / rows if rows else float("nan")
 
 
+TABLES = {"accuracy": "accuracy", "large_k": "fig5_large_k", "disclosure": "fig6_disclosure",
+          "bound": "correctness_bound", "collusion": "collusion", "communication": "communication"}
+
+
+def report_from_tables(output: Path, *, quick: bool, runtime: str, report: Path,
+                       timings: dict[str, float]) -> Path:
+    """Rebuild plots and report from the CSV tables of an earlier run in ``output``."""
+    from simulations.reproduce.xiong_report import write_report
+
+    tables = {key: Table.read_csv(name, Path(output) / f"{name}.csv")
+              for key, name in TABLES.items()}
+    return write_report(tables, QUICK if quick else FULL, output=Path(output), report=report,
+                        quick=quick, timings=timings, runtime=runtime)
+
+
 def run(output: Path, *, quick: bool, runtime: str, report: Path, log=None) -> Path:
     """Run everything, write tables, plots and the report (see the package docstring)."""
     from simulations.reproduce.xiong_report import write_report
@@ -368,4 +383,4 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path, log=None) -> P
                         timings=xp.timings | {"total": total}, runtime=runtime)
 
 
-__all__ = ["FULL", "QUICK", "Settings", "Xiong", "run"]
+__all__ = ["FULL", "QUICK", "Settings", "Xiong", "report_from_tables", "run"]
