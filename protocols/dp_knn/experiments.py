@@ -18,7 +18,7 @@ are scikit-learn's classifiers on the same split.
 Examples
 --------
 >>> data = load_experiment_data("banana", seed=0, limit=200)
->>> data.X.shape, data.X.min(), data.X.max(), data.stand_in
+>>> data.X.shape, float(data.X.min()), float(data.X.max()), data.stand_in
 ((200, 2), 0.0, 1.0, True)
 """
 
