@@ -25,6 +25,7 @@ Neighbouring datasets: add or remove one training record.
 Examples
 --------
 >>> import numpy as np
+from numpy.typing import ArrayLike
 >>> from protocols.dp_knn.protocol import Answer, Query
 >>> owner = DPOwner(party_id="owner", X=np.array([[0.1], [0.2], [0.9]]), y=np.array([0, 0, 1]),
 ...                 classes=[0, 1], lower=[0.0], upper=[1.0], epsilon=1.0, run_id="r")
@@ -43,6 +44,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from core.data import DomainBounds
 from core.dp import PrivacyCost, PrivacyLedger
@@ -91,7 +93,7 @@ class DPOwner:
     """
 
     def __init__(self, *, party_id: PartyId, X: Any, y: Any, classes: Sequence[Any],
-                 lower: Sequence[float], upper: Sequence[float], epsilon: float,
+                 lower: ArrayLike, upper: ArrayLike, epsilon: float,
                  delta: float = 0.0, analyst_epsilon: float | None = None, run_id: str,
                  index: int = 0, seed: int = 0, mode: str = RandomnessMode.REPRODUCIBLE.value,
                  clique_time_limit_s: float = DEFAULT_CLIQUE_TIME_S,
