@@ -25,7 +25,6 @@ Neighbouring datasets: add or remove one training record.
 Examples
 --------
 >>> import numpy as np
-from numpy.typing import ArrayLike
 >>> from protocols.dp_knn.protocol import Answer, Query
 >>> owner = DPOwner(party_id="owner", X=np.array([[0.1], [0.2], [0.9]]), y=np.array([0, 0, 1]),
 ...                 classes=[0, 1], lower=[0.0], upper=[1.0], epsilon=1.0, run_id="r")
