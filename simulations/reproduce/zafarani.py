@@ -26,6 +26,7 @@ import json
 import shutil
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -318,8 +319,12 @@ def _plot_audit(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def run(output: Path, *, quick: bool, runtime: str, report: Path) -> Path:
-    """Run everything; write CSVs, PNGs and the report; return the report's path."""
+def run(output: Path, *, quick: bool, runtime: str, report: Path,
+        log: Callable[[str], None] | None = None) -> Path:
+    """Run everything; write CSVs, PNGs and the report; return the report's path.
+
+    ``log`` (optional) receives one line per experiment as it starts.
+    """
     s = QUICK if quick else FULL
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
@@ -329,6 +334,8 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path) -> Path:
     t_all = time.perf_counter()
 
     def timed(name, fn, *args):
+        if log is not None:
+            log(f"{name} ...")
         t0 = time.perf_counter()
         out = fn(*args)
         timings[name] = time.perf_counter() - t0
