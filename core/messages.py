@@ -135,7 +135,7 @@ def encode_arrays(arrays: Payload) -> bytes:
     metas = []
     blobs = []
     for name in names:
-        arr = np.ascontiguousarray(arrays[name])
+        arr = np.asarray(arrays[name], order="C")  # (ascontiguousarray would make 0-d 1-d)
         if arr.dtype.hasobject:
             raise ProtocolError(f"payload entry {name!r} has object dtype; only numeric arrays")
         metas.append([name, arr.dtype.str, list(arr.shape)])

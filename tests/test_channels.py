@@ -118,6 +118,12 @@ def test_payload_encoding_roundtrip(arr):
     assert out["a"].dtype == arr.dtype and out["a"].shape == arr.shape
 
 
+def test_zero_dimensional_payload_keeps_its_shape():
+    out = decode_arrays(encode_arrays({"x": np.float64(2.5), "n": np.array(3)}))
+    assert out["x"].shape == () and float(out["x"]) == 2.5
+    assert out["n"].shape == () and int(out["n"]) == 3
+
+
 def test_tampered_message_through_runtime_raises():
     """A party step that receives a forged envelope fails the run with IntegrityError."""
     from core.runtime import InProcessRuntime, PartySpec, RunContext
