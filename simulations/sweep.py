@@ -29,12 +29,13 @@ import itertools
 import math
 import os
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from core.errors import ConfigError
+from core.errors import ConfigError, PrivacyLeakWarning
 from core.runtime.pool import fan_out
 from simulations.scenario import Scenario, parse_scenario, tomllib
 
@@ -107,7 +108,9 @@ def run_one(job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
 
     point, scenario_data = job
     scenario = parse_scenario(scenario_data, source=f"sweep point {point}")
-    with tempfile.TemporaryDirectory(prefix="ppknn-sweep-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ppknn-sweep-") as tmp, \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PrivacyLeakWarning)
         outcome = execute(scenario, transcript_dir=Path(tmp) / "transcript")
     summary = summary_of(outcome)
     row = {**point}
@@ -117,6 +120,7 @@ def run_one(job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
     row["messages"] = summary["communication"]["messages"]
     row["bytes"] = summary["communication"]["bytes"]
     row["protocol_s"] = summary["timings_s"].get("protocol_s", math.nan)
+    row["privacy_warnings"] = "; ".join(sorted({str(w.message) for w in caught}))
     return row
 
 
