@@ -27,8 +27,9 @@ estimator
 protocol, driver
     The owner's model-release service as messages and a runtime driver
     (the party lives in :mod:`parties.nb_owner`).
-datasets, evaluation, external
-    The paper's datasets, cross-validation, and IBM diffprivlib side by side.
+datasets, evaluation, audit, external
+    The paper's datasets, cross-validation and timing, the exact loss and the
+    empirical auditor of one release, and IBM diffprivlib side by side.
 
 Examples
 --------

@@ -51,6 +51,7 @@ class MethodSpec:
     noise: str = "polynomial"
     delta: float | str = 0.0
     neighbours: str = "add-remove"
+    var_floor: float = 1e-3
 
     def config(self, epsilon: float, n_train: int) -> NBConfig:
         """The training configuration at ``epsilon`` for ``n_train`` training rows."""
@@ -58,7 +59,7 @@ class MethodSpec:
         if isinstance(delta, str):
             delta = {"1/n": 1.0 / n_train, "1/n^2": 1.0 / n_train**2}[delta]
         return NBConfig(method=self.method, epsilon=epsilon, noise=self.noise, delta=delta,
-                        neighbours=self.neighbours)
+                        neighbours=self.neighbours, var_floor=self.var_floor)
 
 
 PAPER_METHODS = (

@@ -86,6 +86,7 @@ True
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -241,12 +242,18 @@ def local_bound_replace(statistic: str, spread, window: int, lower: float, upper
     return np.minimum(val, cap(statistic, lower, upper))
 
 
-def _pair_bound(statistic, d, a, w, beta, lower, upper, neighbours="add-remove"):
-    """Max over the candidate distances k of ``exp(-kβ) ℓ(d, w + 2a - k)`` (vectorised)."""
+def _pair_bound(statistic, d, a, w, beta, lower, upper, neighbours="add-remove", ends=True):
+    """Max over the candidate distances k of ``exp(-kβ) ℓ(d, w + 2a - k)`` (vectorised).
+
+    ``ends=False`` skips the candidates near the end of the k range (window sizes
+    2..6); callers do so only when ``cap · e^{-(w-6)β}`` cannot beat the best value.
+    """
     a = np.asarray(a, dtype=np.float64)
     if neighbours == "replace":
         return np.exp(-a * beta) * local_bound_replace(statistic, d, w, lower, upper)
     best = np.exp(-a * beta) * local_bound(statistic, d, w + a, lower, upper)
+    if not ends:
+        return best
     last = 1 if statistic == "mean" else _END_CANDIDATES
     for wp in range(2, 2 + last):  # k = w + 2a - wp, needs k >= a
         k = w + 2 * a - wp
@@ -276,8 +283,14 @@ def _smooth_one(st: TrimmedStatistics, statistic: str, beta: float,
                         st.top[0] - st.bottom[np.minimum(a_all, m)])
     s = max(s, float(np.max(_pair_bound(statistic, border, a_all, w, beta, lo, hi,
                                         neighbours))))
+    # the end candidates are at distance >= w - 6: skip them when they cannot beat s
+    ends = c * math.exp(-max(w - 6, 0) * beta) > s
+
+    def bound(d, a):
+        return _pair_bound(statistic, d, a, w, beta, lo, hi, neighbours, ends)
+
     # early stop: pairs with i + j >= K cannot beat s even at the largest spread
-    ceiling = _pair_bound(statistic, hi - lo, a_all, w, beta, lo, hi, neighbours)
+    ceiling = bound(hi - lo, a_all)
     above = np.flatnonzero(ceiling > s)
     stop = int(above[-1]) + 1 if above.size else 0
     if stop == 0:
@@ -286,15 +299,14 @@ def _smooth_one(st: TrimmedStatistics, statistic: str, beta: float,
     if side * side <= _DENSE:  # small: every pair with i + j < stop in one vectorised call
         i, j = np.divmod(np.arange(side * side), side)
         keep = i + j < stop
-        vals = _pair_bound(statistic, st.top[i[keep]] - st.bottom[j[keep]], (i + j)[keep], w,
-                           beta, lo, hi, neighbours)
+        vals = bound(st.top[i[keep]] - st.bottom[j[keep]], (i + j)[keep])
         return max(s, float(vals.max())), local, stop, int(vals.size)
-    s, pairs = _branch_and_bound(st, statistic, beta, s, stop, neighbours)
+    s, pairs = _branch_and_bound(st, bound, s, stop)
     return s, local, stop, pairs
 
 
-def _branch_and_bound(st: TrimmedStatistics, statistic: str, beta: float, best: float,
-                      stop: int, neighbours: str) -> tuple[float, int]:
+def _branch_and_bound(st: TrimmedStatistics, bound: Callable, best: float,
+                      stop: int) -> tuple[float, int]:
     """Exact max of the pair bound over ``i, j <= min(m, stop - 1)``, ``i + j < stop``.
 
     Blocks of pairs are bounded from above by the bound at their largest spread
@@ -303,7 +315,7 @@ def _branch_and_bound(st: TrimmedStatistics, statistic: str, beta: float, best: 
     discarded when that is not above the best value found; the rest are split
     in four until they are small enough to evaluate pair by pair.
     """
-    w, lo, hi, top, bottom = st.window, st.lower, st.upper, st.top, st.bottom
+    top, bottom = st.top, st.bottom
     last = min(st.trim, stop - 1)
     i0 = np.zeros(1, dtype=np.int64)
     j0 = np.zeros(1, dtype=np.int64)
@@ -313,7 +325,7 @@ def _branch_and_bound(st: TrimmedStatistics, statistic: str, beta: float, best: 
     pairs = 0
 
     def exact(i, j):
-        return _pair_bound(statistic, top[i] - bottom[j], i + j, w, beta, lo, hi, neighbours)
+        return bound(top[i] - bottom[j], i + j)
 
     while i0.size:
         ok = i0 + j0 < stop
@@ -323,7 +335,7 @@ def _branch_and_bound(st: TrimmedStatistics, statistic: str, beta: float, best: 
             good = ci + cj < stop
             if good.any():
                 best = max(best, float(exact(ci[good], cj[good]).max()))
-        ub = _pair_bound(statistic, top[i1] - bottom[j1], i0 + j0, w, beta, lo, hi, neighbours)
+        ub = bound(top[i1] - bottom[j1], i0 + j0)
         ok = ub > best
         i0, i1, j0, j1 = i0[ok], i1[ok], j0[ok], j1[ok]
         leaf = (i1 - i0 < _LEAF) & (j1 - j0 < _LEAF)

@@ -223,3 +223,11 @@ def test_predicting_before_fitting_is_an_error():
 
     with pytest.raises(NotFittedError):
         DPNaiveBayes(bounds=(0.0, 1.0)).predict(np.zeros((1, 1)))
+
+
+def test_secure_mode_draws_from_os_entropy(mixed):
+    X, y, schema = mixed
+    a = DPNaiveBayes(epsilon=1.0, mode="secure", random_state=1, **schema).fit(X, y)
+    b = DPNaiveBayes(epsilon=1.0, mode="secure", random_state=1, **schema).fit(X, y)
+    assert not np.array_equal(a.theta_, b.theta_)  # the seed is ignored in secure mode
+    assert a.ledger_.spent().epsilon == 1.0
