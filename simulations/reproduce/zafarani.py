@@ -37,6 +37,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from core.errors import BudgetExhausted  # noqa: E402
 from core.rng import SeedPolicy  # noqa: E402
 from core.runtime import RunContext, make_runtime  # noqa: E402
 from protocols.dp_nb.audit import audit_mean, worst_pair  # noqa: E402
@@ -238,8 +239,9 @@ def service(runtime_kind: str, data: dict[str, NBDataset]) -> dict:
         refused = ""
         try:
             ask(rt, [("a1", "owner", ModelRequest(epsilon=0.5))], first_round=10)
-        except Exception as exc:  # noqa: BLE001 - reported
-            refused = type(exc).__name__
+        except Exception as exc:  # noqa: BLE001 - reported (Ray wraps the party's error)
+            refused = ("BudgetExhausted" if isinstance(exc, BudgetExhausted)
+                       else type(exc).__name__)
         remaining = rt.state("owner", "remaining_budget").epsilon
         entries = rt.state("owner", "ledger_entries")
     finally:
