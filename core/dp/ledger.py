@@ -207,6 +207,17 @@ class PrivacyLedger:
         self._used: dict[str | None, list[Fraction]] = {}  # committed + held, per analyst
         self._total = [Fraction(0), Fraction(0)]
 
+    def __getstate__(self) -> dict:
+        """A snapshot for pickling (e.g. returned from a Ray actor); the lock is not copied."""
+        with self._lock:
+            state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     # ----------------------------------------------------------- inspection
     @property
     def budget(self) -> PrivacyCost:

@@ -248,3 +248,16 @@ async def test_concurrent_asyncio_tasks_never_double_spend():
     )
     assert sum(outcomes) == 10 == len(ledger.entries)
     assert ledger.spent_exact()[0] == 1
+
+
+def test_ledger_pickles_as_a_snapshot():
+    import pickle
+
+    from core.dp import PrivacyCost, PrivacyLedger
+
+    ledger = PrivacyLedger(owner="o", epsilon=1.0)
+    ledger.charge(PrivacyCost(0.25))
+    copy = pickle.loads(pickle.dumps(ledger))
+    assert copy.remaining().epsilon == 0.75
+    copy.charge(PrivacyCost(0.5))  # the copy has a working lock of its own
+    assert ledger.remaining().epsilon == 0.75
