@@ -19,7 +19,6 @@ the report, whose every number comes from this run.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import shutil
@@ -48,22 +47,14 @@ from protocols.pca_perturbation.experiments import (  # noqa: E402
     timing,
     worst_case,
 )
+from simulations.reproduce.table import write_rows_csv  # noqa: E402
 
 Tables = dict[str, list[dict]]
 METHOD_OF = {"pca-laplace": "PCA-radius", "rand-p": "Rand-P", "rand-u": "Rand-U",
              "rand-n": "Rand-N"}
 
 
-def write_csv(path: Path, rows: list[dict]) -> None:
-    """Write dict rows (union of keys, first-seen order) as CSV."""
-    keys: list[str] = []
-    for r in rows:
-        keys += [k for k in r if k not in keys]
-    with path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+write_csv = write_rows_csv
 
 
 def _m(stats: dict, key: str) -> float:

@@ -54,6 +54,18 @@ class Table:
         return len(self.rows)
 
 
+def write_rows_csv(path: Path, rows: list[dict]) -> None:
+    """Dict rows as CSV: the union of keys in first-seen order, floats to 6 significant digits."""
+    keys: list[str] = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    with Path(path).open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=keys)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+
+
 def _parse(v: str) -> Any:
     if v in ("True", "False"):
         return v == "True"
@@ -73,4 +85,4 @@ def _plain(v: Any) -> Any:
     return v
 
 
-__all__ = ["Table"]
+__all__ = ["Table", "write_rows_csv"]

@@ -21,7 +21,6 @@ from this run):
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import shutil
@@ -61,6 +60,7 @@ from protocols.dp_nb.external import ensure_venv, run_diffprivlib  # noqa: E402
 from protocols.dp_nb.noise import SmoothCalibration  # noqa: E402
 from protocols.dp_nb.protocol import ModelRequest  # noqa: E402
 from protocols.dp_nb.training import AUTO_FRACTION, AUTO_RATIO  # noqa: E402
+from simulations.reproduce.table import write_rows_csv  # noqa: E402
 
 SEED = 2020
 SMOOTH = "smooth"
@@ -253,16 +253,7 @@ def service(runtime_kind: str, data: dict[str, NBDataset]) -> dict:
 
 
 # ----------------------------------------------------------------------------- output
-def write_csv(path: Path, rows: list[dict]) -> None:
-    """Dict rows as CSV (union of keys in first-seen order)."""
-    keys: list[str] = []
-    for r in rows:
-        keys += [k for k in r if k not in keys]
-    with path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+write_csv = write_rows_csv
 
 
 def _plot_accuracy(summary: list[dict], dataset: str, path: Path) -> None:
