@@ -51,6 +51,22 @@ from core.errors import ConfigError
 from core.rng import RandomnessMode
 
 
+class PureDP:
+    """Pure ε-DP mechanisms: δ is 0 and one release costs ``PrivacyCost(epsilon, 0)``."""
+
+    epsilon: float
+
+    @property
+    def delta(self) -> float:
+        """Always 0 (pure ε-DP)."""
+        return 0.0
+
+    @property
+    def cost(self) -> PrivacyCost:
+        """``PrivacyCost(epsilon, 0)``."""
+        return PrivacyCost(self.epsilon, 0.0)
+
+
 @dataclass(frozen=True)
 class Release:
     """The output of one mechanism call.
@@ -94,7 +110,7 @@ def _set(obj: object, **values: Any) -> None:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Laplace:
+class Laplace(PureDP):
     """The Laplace mechanism: ``value + Laplace(sensitivity / epsilon)``; ε-DP.
 
     Parameters
@@ -127,16 +143,6 @@ class Laplace:
             _grid=k,
             _steps=samplers.grid_steps(sens, k),
         )
-
-    @property
-    def delta(self) -> float:
-        """Always 0 (pure ε-DP)."""
-        return 0.0
-
-    @property
-    def cost(self) -> PrivacyCost:
-        """``PrivacyCost(epsilon, 0)``."""
-        return PrivacyCost(self.epsilon, 0.0)
 
     @property
     def scale(self) -> float:
@@ -173,7 +179,7 @@ class Laplace:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Geometric:
+class Geometric(PureDP):
     """The geometric mechanism: integer value + discrete Laplace noise; ε-DP.
 
     Noise has ``P(z) ∝ exp(-epsilon |z| / sensitivity)`` on the integers
@@ -212,16 +218,6 @@ class Geometric:
             sensitivity=check_integer_sensitivity(self.sensitivity),
             mode=check_mode(self.mode),
         )
-
-    @property
-    def delta(self) -> float:
-        """Always 0 (pure ε-DP)."""
-        return 0.0
-
-    @property
-    def cost(self) -> PrivacyCost:
-        """``PrivacyCost(epsilon, 0)``."""
-        return PrivacyCost(self.epsilon, 0.0)
 
     @property
     def scale(self) -> float:

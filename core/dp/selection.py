@@ -40,9 +40,8 @@ import numpy as np
 from scipy import special
 
 from core.dp import samplers
-from core.dp.accounting import PrivacyCost
 from core.dp.exact import exponential_mechanism_index, permute_and_flip_index
-from core.dp.mechanisms import Release
+from core.dp.mechanisms import PureDP, Release
 from core.dp.validation import (
     check_epsilon,
     check_finite_array,
@@ -69,7 +68,7 @@ def _finish(arr: np.ndarray, chosen: np.ndarray) -> Any:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ExponentialMechanism:
+class ExponentialMechanism(PureDP):
     """Choose candidate i with probability ∝ ``exp(eta * u_i)``; ε-DP and ε-bounded-range.
 
     ``eta = epsilon / (2 sensitivity)``, or ``epsilon / sensitivity`` when the
@@ -103,16 +102,6 @@ class ExponentialMechanism:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity))
         object.__setattr__(self, "mode", check_mode(self.mode))
-
-    @property
-    def delta(self) -> float:
-        """Always 0."""
-        return 0.0
-
-    @property
-    def cost(self) -> PrivacyCost:
-        """``PrivacyCost(epsilon, 0)`` per query."""
-        return PrivacyCost(self.epsilon, 0.0)
 
     @property
     def bounded_range(self) -> float:
@@ -158,7 +147,7 @@ class ExponentialMechanism:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ReportNoisyMax:
+class ReportNoisyMax(PureDP):
     """Release ``argmax_i (u_i + noise_i)``; ε-DP.
 
     Noise scale ``b = 2 sensitivity / epsilon`` (``sensitivity / epsilon`` for
@@ -198,16 +187,6 @@ class ReportNoisyMax:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity))
         object.__setattr__(self, "mode", mode)
-
-    @property
-    def delta(self) -> float:
-        """Always 0."""
-        return 0.0
-
-    @property
-    def cost(self) -> PrivacyCost:
-        """``PrivacyCost(epsilon, 0)`` per query."""
-        return PrivacyCost(self.epsilon, 0.0)
 
     @property
     def scale(self) -> float:
