@@ -145,13 +145,13 @@ def serve_on_ray(owner: Mapping[str, Any], *, max_concurrency: int = 16,
 
     Call ``handle.submit.remote(message)`` from any number of analysts.
     """
-    import ray  # lazily: only this entry point needs Ray
+    from core.runtime.actors import start_actor
 
-    options = {"num_cpus": 0, "max_concurrency": int(max_concurrency), **actor_options}
-    actor = ray.remote(**options)(DPOwnerService)
-    return actor.remote(owner=dict(owner),
-                        transcript_dir=str(transcript_dir) if transcript_dir else None,
-                        workers=workers)
+    return start_actor(DPOwnerService, max_concurrency=max_concurrency,
+                       kwargs={"owner": dict(owner),
+                               "transcript_dir": str(transcript_dir) if transcript_dir else None,
+                               "workers": workers},
+                       **actor_options)
 
 
 __all__ = ["DPOwnerService", "serve_on_ray"]
