@@ -112,8 +112,11 @@ class PlainEndpoint(_Endpoint):
 
     enabled = False
 
-    def seal(self, message: Message) -> Message:
-        """Stamp the sequence number; the message itself is the wire form."""
+    def seal(self, message: Message, plaintext: bytes | None = None) -> Message:
+        """Stamp the sequence number; the message itself is the wire form.
+
+        ``plaintext`` (the encoded payload, when the caller has it) is not needed here.
+        """
         return message.with_seq(self.next_seq(message.receiver))
 
     def open(self, wire: Message | Envelope) -> Message:
@@ -179,11 +182,16 @@ class SecureEndpoint(_Endpoint):
         direction = 0 if header.sender < header.receiver else 1
         return struct.pack("<IQ", direction, header.seq)
 
-    def seal(self, message: Message) -> Envelope:
-        """Encrypt and authenticate ``message`` for its receiver."""
+    def seal(self, message: Message, plaintext: bytes | None = None) -> Envelope:
+        """Encrypt and authenticate ``message`` for its receiver.
+
+        ``plaintext`` is ``encode_arrays(message.payload)`` when the caller has
+        already encoded it (the host does, for the transcript).
+        """
         stamped = message.with_seq(self.next_seq(message.receiver))
         header = dataclasses.replace(stamped, payload={}, provenance={})
-        plaintext = encode_arrays(message.payload)
+        if plaintext is None:
+            plaintext = encode_arrays(message.payload)
         ciphertext = self._cipher(message.receiver).encrypt(
             self._nonce(header), plaintext, header.associated_data()
         )

@@ -219,8 +219,13 @@ class RingDataOwner:
         return votes
 
     # -- ring secure sum (Algorithm 3) --------------------------------------
-    def ring_sum_start(self) -> Message:
-        """Start node: send a uniformly random mask to the successor."""
+    def ring_sum_start(self, incoming: None = None) -> Message:
+        """Start node: send a uniformly random mask to the successor.
+
+        ``incoming`` is ``None``: the start begins the ring chain with no message.
+        """
+        if incoming is not None:
+            raise ProtocolError(f"{self.party_id}: the ring sum starts with no incoming message")
         assert self.last_votes is not None
         self._mask = self._masks.uint64(self.last_votes.shape)
         return self._sum_message(self._mask, self.successor, "partial-sum", MASK)

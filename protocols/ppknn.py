@@ -107,30 +107,28 @@ def run_ppknn(runtime: Runtime, queries: np.ndarray, config: PPKNNConfig, *,
     order = _from_start(ring, start)
     others = order[1:]
     n = len(order)
-    setup = RingSetup(ring=ring, start=start, params=config.params, weighting=config.weighting)
-    dims = runtime.fetch(runtime.map([Call(p, "configure", (setup,), "setup") for p in order]))
-    if len(set(dims)) != 1:
-        detail = ", ".join(f"{p}: {d}" for p, d in zip(order, dims))
-        raise ConfigError(f"parties' feature dimensions differ ({detail}); all must be equal")
     queries = np.asarray(queries, dtype=np.float64)
-    if queries.ndim != 2 or queries.shape[1] != dims[0]:
-        raise ConfigError(f"queries must have shape (Q, {dims[0]}), got {queries.shape}")
-    runtime.map([Call(p, "load_queries", (queries, query_block), "setup") for p in order])
+    if queries.ndim != 2:
+        raise ConfigError(f"queries must be a 2-D array (Q, D), got shape {queries.shape}")
+    setup = RingSetup(ring=ring, start=start, params=config.params, weighting=config.weighting)
+    # set-up and distances in one call per host; a party whose feature count differs from
+    # the queries' raises ConfigError naming itself (no round trip through the driver)
+    runtime.map([Call(p, "configure", (setup,), "setup") for p in order]
+                + [Call(p, "load_queries", (queries, query_block), "setup") for p in order])
 
-    # PP-TopK: rounds x ring, then the start node broadcasts the final vector
+    # PP-TopK: rounds x ring, then the start node sends the final vector to every other node
     rounds = config.params.rounds
     msg = runtime.chain([Step(p, "topk_step", (r,), TOPK, r)
                          for r in range(1, rounds + 1) for p in order])
-    finals = runtime.call(start, "topk_finish", msg, protocol=TOPK, round=rounds,
-                          num_returns=n - 1)
-    runtime.map([Call(p, "receive_final", (f,), TOPK, rounds) for p, f in zip(others, finals)])
+    runtime.scatter(Step(start, "topk_finish", (), TOPK, rounds), msg,
+                    [Call(p, "receive_final", (), TOPK, rounds) for p in others])
 
-    # secure sum of the local vote vectors
+    # secure sum of the local vote vectors; the start node sends the total to every other node
+    receive = [Call(p, "receive_total", (), "result") for p in others]
     if config.secure_sum == "ring":
-        s = runtime.call(start, "ring_sum_start", protocol=RING_PROTOCOL, round=1)
-        s = runtime.chain([Step(p, "ring_sum_step", (), RING_PROTOCOL, 1) for p in others], s)
-        results = runtime.call(start, "ring_sum_finish", s, protocol=RING_PROTOCOL, round=2,
-                               num_returns=n - 1)
+        s = runtime.chain([Step(start, "ring_sum_start", (), RING_PROTOCOL, 1)]
+                          + [Step(p, "ring_sum_step", (), RING_PROTOCOL, 1) for p in others])
+        preds = runtime.scatter(Step(start, "ring_sum_finish", (), RING_PROTOCOL, 2), s, receive)
     else:
         outs = {p: runtime.call(p, "share_out", protocol=SHARED_PROTOCOL, round=1,
                                 num_returns=n - 1) for p in order}
@@ -141,8 +139,8 @@ def run_ppknn(runtime: Runtime, queries: np.ndarray, config: PPKNNConfig, *,
         partials = dict(zip(order, runtime.map(shares_in)))
         results = runtime.call(start, "aggregate", *[partials[j] for j in others],
                                protocol=SHARED_PROTOCOL, round=3, num_returns=n - 1)
-    preds = runtime.map([Call(p, "receive_total", (res,), "result")
-                         for p, res in zip(others, results)])
+        preds = runtime.map([Call(p, "receive_total", (res,), "result")
+                             for p, res in zip(others, results)])
     start_out = runtime.call(start, "result", protocol="result")
     values = runtime.fetch([start_out, *preds], progress=progress)
     (start_values, final_g, totals), node_preds = values[0], values[1:]

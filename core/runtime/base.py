@@ -165,6 +165,24 @@ class Runtime(abc.ABC):
         return [self.call(c.party, c.method, *c.args, protocol=c.protocol, round=c.round)
                 for c in calls]
 
+    def scatter(self, source: Step, incoming: Any, targets: Sequence[Call]) -> list[Any]:
+        """One party sends a message to each of ``targets``; returns one reference per target.
+
+        ``source.party.source.method(incoming, *source.args)`` returns a
+        sequence with one output per target, in order; target ``i`` then
+        runs ``party.method(output_i, *args)``. Runtimes that host several
+        parties per process deliver all outputs bound for one host in one
+        call, and run the targets that share the sender's host in the
+        sender's call.
+        """
+        if not targets:
+            raise ConfigError(f"scatter from {source.party!r} needs at least one target")
+        outs = self.call(source.party, source.method, incoming, *source.args,
+                         protocol=source.protocol, round=source.round, num_returns=len(targets))
+        outs = outs if len(targets) > 1 else [outs]
+        return self.map([Call(t.party, t.method, (o, *t.args), t.protocol, t.round)
+                         for t, o in zip(targets, outs)])
+
     @abc.abstractmethod
     def fetch(self, refs: Any, *, progress: Progress | None = None) -> Any:
         """Wait for all pending calls; return the values of ``refs`` (same nesting)."""

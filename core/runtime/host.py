@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from core.channels import Envelope, SecureEndpoint, make_endpoint
-from core.errors import ConfigError
+from core.errors import ConfigError, ProtocolError
 from core.messages import Message, PartyId, encode_arrays
 from core.transcript import make_record
 
@@ -180,6 +180,45 @@ class PartyHost:
             i += nargs
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def run_scatter(self, source: tuple[PartyId, str, tuple], incoming: Any, n_targets: int,
+                    local: list[tuple[int, PartyId, str, int]], remote: list[list[int]],
+                    *values: Any) -> Any:
+        """A sender hosted here sends one output per target (see ``Runtime.scatter``).
+
+        ``local`` lists the targets hosted here as (output position, party,
+        method, number of arguments), their arguments flattened in
+        ``values``; they run now. ``remote`` groups the other targets'
+        output positions by host. Returns the local targets' results, then
+        one tuple of outputs per remote host (a single value when that makes one).
+        """
+        party_id, method, args = source
+        outs = self.invoke(party_id, method, incoming, *args)
+        if not isinstance(outs, (list, tuple)) or len(outs) != n_targets:
+            got = len(outs) if isinstance(outs, (list, tuple)) else type(outs).__name__
+            raise ProtocolError(f"{party_id}.{method} must return {n_targets} outputs "
+                                f"(one per target), got {got}")
+        results, i = [], 0
+        for pos, target, target_method, nargs in local:
+            results.append(self.invoke(target, target_method, outs[pos], *values[i : i + nargs]))
+            i += nargs
+        grouped = [tuple(outs[p] for p in group) for group in remote]
+        everything = [*results, *grouped]
+        return everything[0] if len(everything) == 1 else tuple(everything)
+
+    def invoke_scattered(self, calls: list[tuple[PartyId, str, int]], firsts: tuple,
+                         *values: Any) -> Any:
+        """Targets hosted here receive their outputs of a scatter (``firsts``, in order).
+
+        ``calls`` lists (party, method, number of further arguments); those
+        arguments follow flattened in ``values``. A single output when there
+        is one call.
+        """
+        outs, i = [], 0
+        for (party_id, method, nargs), first in zip(calls, firsts, strict=True):
+            outs.append(self.invoke(party_id, method, first, *values[i : i + nargs]))
+            i += nargs
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
     def state(self, party_id: PartyId, attribute: str) -> Any:
         """Simulation-only access to a party attribute (ground truth for scorers)."""
         return getattr(self.parties[party_id], attribute)
@@ -219,7 +258,7 @@ class PartyHost:
         if not getattr(self.recorder, "enabled", True) and not self.secure_channels:
             return endpoint.seal(message)  # nothing to record, nothing to encrypt
         plaintext = encode_arrays(message.payload)
-        wire = endpoint.seal(message)
+        wire = endpoint.seal(message, plaintext)
         stamped = wire.header if isinstance(wire, Envelope) else wire
         self._records.append(
             make_record(

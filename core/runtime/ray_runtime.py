@@ -255,6 +255,52 @@ class RayRuntime(Runtime):
                                             group[0].protocol, group[0].round))
         return refs
 
+    def scatter(self, source: Step, incoming: Any, targets: Sequence[Call]) -> list[Any]:
+        """One actor call on the sender's host (running the targets it also hosts),
+        then one per other host holding targets (see the class)."""
+        if not targets:
+            raise ConfigError(f"scatter from {source.party!r} needs at least one target")
+        self._check_party(source.party)
+        src = self._host_index[source.party]
+        by_host: dict[int, list[int]] = {}
+        for k, t in enumerate(targets):
+            self._check_party(t.party)
+            by_host.setdefault(self._host_index[t.party], []).append(k)
+        local = by_host.pop(src, [])
+        remote = list(by_host.values())
+        local_spec = [(k, targets[k].party, targets[k].method, len(targets[k].args))
+                      for k in local]
+        local_args = [a for k in local for a in targets[k].args]
+        remote_args = [a for k in [k for g in remote for k in g] for a in targets[k].args]
+        if isinstance(incoming, ray.ObjectRef):
+            self._consumed.add(incoming)
+        self._consumed.update(a for a in (*source.args, *local_args, *remote_args)
+                              if isinstance(a, ray.ObjectRef))
+        n_out = len(local) + len(remote)
+        host = self.hosts[source.party]
+        out = host.run_scatter.options(num_returns=n_out).remote(
+            (source.party, source.method, source.args), incoming, len(targets),
+            local_spec, remote, *local_args)
+        outs = [out] if n_out == 1 else list(out)
+        self._pending.append(CallRecord(outs, source.party, source.method, source.protocol,
+                                        source.round))
+        refs: list[Any] = [None] * len(targets)
+        for k, r in zip(local, outs):
+            refs[k] = r
+        for group, grouped in zip(remote, outs[len(local):]):
+            self._consumed.add(grouped)
+            calls = [targets[k] for k in group]
+            spec = [(c.party, c.method, len(c.args)) for c in calls]
+            flat = [a for c in calls for a in c.args]
+            got = self.hosts[calls[0].party].invoke_scattered.options(
+                num_returns=len(calls)).remote(spec, grouped, *flat)
+            got = [got] if len(calls) == 1 else list(got)
+            for k, r in zip(group, got):
+                refs[k] = r
+            self._pending.append(CallRecord(got, calls[0].party, _describe(calls),
+                                            calls[0].protocol, calls[0].round))
+        return refs
+
     def fetch(self, refs: Any, *, progress: Progress | None = None) -> Any:  # noqa: D102
         pending, self._pending = self._pending, []
         timeout = self.context.party_timeout_s if self.context else 60.0
