@@ -27,7 +27,7 @@ from core.data import DomainBounds, load_dataset, partition
 from core.runtime import PartySpec, RunContext, make_runtime
 from parties.ring_owner import RingDataOwner
 from protocols.pp_topk import TopKParams
-from protocols.ppknn import PPKNNConfig, random_ring, run_ppknn
+from protocols.ppknn import PPKNNConfig, random_ring, ring_from_start, run_ppknn
 
 
 def peak_mb() -> float:
@@ -46,7 +46,8 @@ def setup(dataset: str, n: int, n_queries: int, seed: int = 0):
         "party_id": nm, "index": i, "X": ds.X[train][p], "y": ds.y[train][p],
         "n_classes": ds.n_classes, "run_id": "scale", "seed": seed})
         for i, (nm, p) in enumerate(zip(names, parts))}
-    specs = [by_name[p] for p in ring]  # ring order: consecutive parties share a host
+    # ring order from the start node: in the hosted layout neighbours share a host
+    specs = [by_name[p] for p in ring_from_start(ring, start)]
     config = PPKNNConfig(params=TopKParams(k=5, p0=1.0, d=0.5, rounds=2,
                                            max_distance=DomainBounds.from_data(
                                                ds.X, warn=False).diameter))
@@ -87,23 +88,63 @@ class Timing:
 
 
 def part_layouts(args) -> None:
+    """Layouts side by side, repeats interleaved so machine noise hits all alike.
+
+    Two phases: in-process with both hosted layouts, then in-process with one
+    actor per party (64 idle Ray workers slow everything on a 2-core machine, so
+    that layout is compared with in-process runs made while its actors are up).
+    """
     q, specs, ring, start, config = setup("abalone", 64, args.queries)
     cpus = int(ray.cluster_resources().get("CPU", 1))
-    t_in, _, p_in, _ = timed_run("inprocess", q, specs, ring, start, config, args.repeats)
-    t_h, s_h, p_h, _ = timed_run("ray", q, specs, ring, start, config, args.repeats,
-                                 layout="hosted", hosts=cpus)
-    t_a, s_a, p_a, _ = timed_run("ray", q, specs, ring, start, config, args.repeats,
-                                 layout="actor-per-party")
-    assert np.array_equal(p_in, p_h) and np.array_equal(p_in, p_a), "layouts disagree"
-    print(f"\n1. n=64, {len(q)} abalone queries, k=5, r=2, channels on; first run (owners "
-          f"compute distances) and median of {args.repeats} repeats of the batch (distances "
-          f"cached); Ray: {cpus} CPUs")
-    print(f"   in-process                {t_in}")
-    print(f"   Ray hosted ({cpus} hosts)      {t_h}   ratio to in-process: {t_h.ratio(t_in)}"
-          f"   (start-up {s_h:.1f} s)")
-    print(f"   Ray actor per party       {t_a}   ratio to in-process: {t_a.ratio(t_in)}"
-          f"   (start-up {s_a:.1f} s)")
-    print(f"   hosted / actor-per-party  {t_h.ratio(t_a)}")
+    phases = [[(f"Ray hosted ({cpus} hosts)", {"layout": "hosted", "hosts": cpus}),
+               ("Ray hosted (1 host)", {"layout": "hosted", "hosts": 1})],
+              [("Ray actor per party", {"layout": "actor-per-party"})]]
+    print(f"\n1. n=64, {len(q)} abalone queries, k=5, r=2, channels on; Ray: {cpus} CPUs. "
+          f"First run (owners compute distances), then median of {args.repeats} repeats of "
+          "the batch (distances cached), layouts interleaved with in-process")
+    context = RunContext(run_id="scale", secure_channels=True, record_batch=1 << 14,
+                         flush_every=1 << 16, party_timeout_s=600)
+    summary = {}
+    for phase in phases:
+        runtimes = {"in-process": make_runtime("inprocess")}
+        runtimes["in-process"].start(specs, context)
+        startup = {}
+        for name, options in phase:
+            runtimes[name] = make_runtime("ray", **options)
+            t0 = time.perf_counter()
+            runtimes[name].start(specs, context)
+            startup[name] = time.perf_counter() - t0
+        first, repeat, preds = {}, {name: [] for name in runtimes}, {}
+
+        def once(name: str) -> float:
+            t0 = time.perf_counter()
+            preds[name] = run_ppknn(runtimes[name], q, config, ring=ring,
+                                    start=start).predictions
+            return time.perf_counter() - t0
+
+        for name in runtimes:  # the first run computes the owners' distances to the batch
+            first[name] = once(name)
+        for _ in range(args.repeats):  # repeats of the batch reuse them (the owners' cache)
+            for name in runtimes:
+                repeat[name].append(once(name))
+        for rt in runtimes.values():
+            rt.close_transcript()
+            rt.shutdown()
+        assert all(np.array_equal(preds["in-process"], p) for p in preds.values()), \
+            "layouts disagree"
+        med = {name: statistics.median(ts) for name, ts in repeat.items()}
+        for name in runtimes:
+            line = f"   {name:<24} first {first[name]:7.3f} s   repeat {med[name]:7.3f} s"
+            if name in startup:
+                r_first, r_rep = first[name] / first["in-process"], med[name] / med["in-process"]
+                summary[name] = (r_first, r_rep)
+                line += (f"   ratio to in-process: first {r_first:5.2f}, repeat {r_rep:5.2f}"
+                         f"   (start-up {startup[name]:.1f} s)")
+            print(line)
+    hosted, apa = phases[0][0][0], phases[1][0][0]
+    print(f"   hosted / actor-per-party (ratios to in-process divided): first "
+          f"{summary[hosted][0] / summary[apa][0]:5.2f}, "
+          f"repeat {summary[hosted][1] / summary[apa][1]:5.2f}")
 
 
 def part_large(args) -> None:
@@ -154,7 +195,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes")
     ap.add_argument("--queries", type=int, default=1000)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--parts", default="123", help="which parts to run, e.g. 13")
     args = ap.parse_args()
     ray.init(include_dashboard=False, logging_level="ERROR", log_to_driver=False)

@@ -74,9 +74,18 @@ def random_ring(parties: Sequence[PartyId], rng: np.random.Generator
     return order, order[int(rng.integers(len(order)))]
 
 
-def _from_start(ring: Sequence[PartyId], start: PartyId) -> list[PartyId]:
+def ring_from_start(ring: Sequence[PartyId], start: PartyId) -> list[PartyId]:
+    """The ring read from its start node.
+
+    Give parties to a hosted runtime in this order: each host then holds a
+    contiguous stretch of the ring and the first starts at the start node,
+    so a round crosses as few hosts as possible.
+    """
     i = list(ring).index(start)
     return list(ring[i:]) + list(ring[:i])
+
+
+_from_start = ring_from_start
 
 
 def run_ppknn(runtime: Runtime, queries: np.ndarray, config: PPKNNConfig, *,
@@ -166,4 +175,5 @@ def ties_at_kth(distances: np.ndarray, k: int, rtol: float = 1e-9) -> np.ndarray
     return np.abs(nxt - kth) <= rtol * np.maximum(np.abs(kth), 1e-300)
 
 
-__all__ = ["MIN_PARTIES", "PPKNNConfig", "PPKNNResult", "random_ring", "run_ppknn", "ties_at_kth"]
+__all__ = ["MIN_PARTIES", "PPKNNConfig", "PPKNNResult", "random_ring", "ring_from_start",
+           "run_ppknn", "ties_at_kth"]

@@ -28,7 +28,7 @@ from core.runtime import PartySpec, RunContext, make_runtime
 from core.transcript import Transcript
 from parties.ring_owner import RingDataOwner
 from protocols.pp_topk import TopKParams, euclidean_distances
-from protocols.ppknn import PPKNNConfig, random_ring, run_ppknn, ties_at_kth
+from protocols.ppknn import PPKNNConfig, random_ring, ring_from_start, run_ppknn, ties_at_kth
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,8 @@ class SplitSession:
         self.transcript_dir = transcript_dir
         self.runtime = make_runtime(runtime, **({"layout": layout} if runtime == "ray" else {}))
         by_name = {spec.party_id: spec for spec in specs}
-        specs = [by_name[p] for p in self.ring]  # ring order: neighbours share a host
+        # ring order from the start node: in the hosted layout neighbours share a host
+        specs = [by_name[p] for p in ring_from_start(self.ring, self.start)]
         self.runtime.start(specs, RunContext(run_id=self.run_id, transcript_dir=transcript_dir,
                                              record=record, secure_channels=channels,
                                              record_batch=1 << 16, flush_every=1 << 16))

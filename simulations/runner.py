@@ -28,7 +28,7 @@ from core.runtime import PartySpec, RunContext, Runtime, make_runtime
 from core.transcript import Transcript
 from parties.ring_owner import RingDataOwner
 from protocols.pp_topk import TopKParams, euclidean_distances, local_topk
-from protocols.ppknn import PPKNNConfig, random_ring, run_ppknn, ties_at_kth
+from protocols.ppknn import PPKNNConfig, random_ring, ring_from_start, run_ppknn, ties_at_kth
 from simulations.disclosure import measure_disclosure
 from simulations.scenario import Scenario
 
@@ -226,9 +226,9 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
     report = (lambda done, total: progress("protocol", done, total)) if progress else None
     try:
         t0 = time.perf_counter()
-        # ring order: in the hosted layout consecutive ring parties share a host
+        # ring order from the start node: in the hosted layout neighbours share a host
         specs = {spec.party_id: spec for spec in prepared.party_specs()}
-        rt.start([specs[p] for p in prepared.ring], context)
+        rt.start([specs[p] for p in ring_from_start(prepared.ring, prepared.start)], context)
         timings["startup_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         result = run_ppknn(rt, prepared.queries, prepared.config, ring=prepared.ring,
