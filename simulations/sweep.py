@@ -15,10 +15,12 @@ A sweep file holds a base scenario, a grid and the seeds::
     "protocol.k" = [1, 5, 9]
     "parties.n" = [4, 8]
 
-Every grid point and seed is one run. With ``parallel = "ray"`` each run is
-a Ray task (one CPU) that runs the scenario with the in-process runtime, so
-all cores of the cluster are busy; results come back in grid order and the
-combined table is identical to a sequential run's (timings excepted).
+Every grid point and seed is one run. With ``parallel = "ray"`` the runs go
+out as Ray tasks (one CPU each, ``chunk_size`` runs per task, by default
+about four tasks per CPU) that run the scenario with the in-process
+runtime, so all cores of the cluster are busy; results come back in grid
+order and the combined table is identical to a sequential run's (timings
+excepted).
 Output: ``sweep.csv`` and ``sweep.parquet`` (one row per run) and
 ``sweep.png`` (accuracy and disclosure per grid point, mean over seeds).
 """
@@ -54,6 +56,8 @@ class SweepSection(BaseModel):
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     parallel: Literal["ray", "sequential"] = "ray"
     address: str | None = None
+    chunk_size: int | None = Field(default=None, ge=1)
+    """Runs per Ray task (``None``: about four tasks per CPU of the cluster)."""
 
 
 class Sweep(BaseModel):
@@ -130,7 +134,7 @@ def run_sweep(sweep: Sweep, *, parallel: str | None = None, output: Path | None 
     mode = parallel or sweep.sweep.parallel
     jobs = [(point, scenario.model_dump()) for point, scenario in sweep.runs()]
     rows = fan_out(run_one, jobs, use_ray=mode == "ray", address=sweep.sweep.address,
-                   progress=progress)
+                   chunk_size=sweep.sweep.chunk_size, progress=progress)
     folder = Path(output or sweep.sweep.output)
     write_table(rows, folder, grid=sorted(sweep.grid))
     return rows

@@ -195,3 +195,83 @@ def test_hosted_layout_chain_runs_in_hosts_and_fails_with_cohosted_names(ray_loc
         assert "also held" in err.value.reason
     finally:
         rt.shutdown()
+
+
+class Caster:
+    """Sends one message per other party; receivers return what they got plus their name."""
+
+    def __init__(self, *, me, names, wrong_count=False):
+        self.me, self.names, self.wrong_count = me, names, wrong_count
+
+    def cast(self, incoming, scale):
+        from core.messages import Message
+
+        base = 0.0 if incoming is None else float(incoming)
+        others = [n for n in self.names if n != self.me]
+        if self.wrong_count:
+            others = others[:-1]
+        return [Message("r", "cast", 1, -1, self.me, o, "v", {"v": np.array([base + scale * i])})
+                for i, o in enumerate(others)]
+
+    def take(self, msg, tag):
+        return (self.me, tag, float(msg.payload["v"][0]), msg.sender)
+
+
+def _scatter_runtime(kind, wrong_count=False, **options):
+    names = [f"p{i}" for i in range(7)]
+    specs = [PartySpec(n, Caster, {"me": n, "names": names, "wrong_count": wrong_count})
+             for n in names]
+    rt = make_runtime(kind, **options)
+    rt.start(specs, RunContext(run_id="r", secure_channels=True, party_timeout_s=30))
+    return rt, names
+
+
+@pytest.mark.parametrize("kind, options", [
+    ("inprocess", {}),
+    ("ray", {"layout": "actor-per-party"}),
+    ("ray", {"layout": "hosted", "hosts": 1}),
+    ("ray", {"layout": "hosted", "hosts": 3}),
+])
+@pytest.mark.parametrize("source", ["p0", "p4"])
+def test_scatter_delivers_each_output_to_its_target_in_order(ray_local, tmp_path, kind, options,
+                                                             source):
+    from core.runtime import Call, Step
+
+    rt, names = _scatter_runtime(kind, **options)
+    targets = [n for n in names if n != source]
+    refs = rt.scatter(Step(source, "cast", (10.0,), "cast", 1), 5.0,
+                      [Call(t, "take", (f"tag-{t}",), "cast", 1) for t in targets])
+    try:
+        got = rt.fetch(refs)
+    finally:
+        rt.shutdown()
+    # the sealed messages were opened by their own receivers: sender is the source
+    assert got == [(t, f"tag-{t}", 5.0 + 10.0 * i, source) for i, t in enumerate(targets)]
+
+
+@pytest.mark.parametrize("kind, options", [
+    ("inprocess", {}),
+    ("ray", {"layout": "hosted", "hosts": 2}),
+    ("ray", {"layout": "actor-per-party"}),
+])
+def test_scatter_with_wrong_output_count_is_a_protocol_error(ray_local, kind, options):
+    from core.errors import ProtocolError
+    from core.runtime import Call, Step
+
+    rt, names = _scatter_runtime(kind, wrong_count=True, **options)
+    try:
+        refs = rt.scatter(Step("p1", "cast", (1.0,)), None,
+                          [Call(t, "take", ("x",)) for t in names if t != "p1"])
+        with pytest.raises(ProtocolError, match=r"returned 5 values|must return 6 outputs"):
+            rt.fetch(refs)
+    finally:
+        rt.shutdown()
+
+
+def test_scatter_needs_targets():
+    from core.errors import ConfigError
+    from core.runtime import Step
+
+    rt, _ = _scatter_runtime("inprocess")
+    with pytest.raises(ConfigError, match="at least one target"):
+        rt.scatter(Step("p0", "cast", (1.0,)), None, [])

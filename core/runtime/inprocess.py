@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import PartyFailure
+from core.errors import PartyFailure, ProtocolError
 from core.messages import PartyId
 from core.runtime.base import CallRecord, Progress, RunContext, Runtime
 from core.runtime.host import NullRecorder, PartyHost, PartySpec
@@ -86,9 +86,10 @@ class InProcessRuntime(Runtime):
             if num_returns == 1:
                 refs[0].value = out
             else:
-                if len(out) != num_returns:
-                    raise ValueError(
-                        f"{party}.{method} returned {len(out)} values, expected {num_returns}"
+                if not isinstance(out, (list, tuple)) or len(out) != num_returns:
+                    got = len(out) if isinstance(out, (list, tuple)) else type(out).__name__
+                    raise ProtocolError(
+                        f"{party}.{method} returned {got} values, expected {num_returns}"
                     )
                 for r, v in zip(refs, out):
                     r.value = v
