@@ -221,17 +221,23 @@ def run_split_batch(batch: SplitBatch, *, k: int, p0: float, d: float, rounds: i
 
 def sklearn_split_predictions(batch: SplitBatch, *, k: int, weighting: str = "uniform"
                               ) -> np.ndarray:
-    """scikit-learn's brute-force kNN, fitted on each split's training set independently."""
+    """scikit-learn's brute-force kNN, fitted on each split's training set independently.
+
+    One BLAS/OpenMP thread, as :func:`simulations.runner.sklearn_knn` (results
+    must not depend on the process's thread count).
+    """
     from sklearn.neighbors import KNeighborsClassifier
+    from threadpoolctl import threadpool_limits
 
     out = np.empty(len(batch.queries), dtype=np.int64)
     ds = batch.dataset
-    for s in range(batch.splits):
-        q = batch.query_block == s
-        train = batch.train_index[s]
-        knn = KNeighborsClassifier(n_neighbors=min(k, len(train)), algorithm="brute",
-                                   weights=weighting)
-        out[q] = knn.fit(ds.X[train], ds.y[train]).predict(batch.queries[q])
+    with threadpool_limits(limits=1):
+        for s in range(batch.splits):
+            q = batch.query_block == s
+            train = batch.train_index[s]
+            knn = KNeighborsClassifier(n_neighbors=min(k, len(train)), algorithm="brute",
+                                       weights=weighting)
+            out[q] = knn.fit(ds.X[train], ds.y[train]).predict(batch.queries[q])
     return out
 
 

@@ -188,13 +188,21 @@ def _placement(s: Scenario, prepared: PreparedRun) -> dict[str, dict[str, float]
 
 
 def sklearn_knn(prepared: PreparedRun) -> np.ndarray:
-    """scikit-learn's non-private brute-force kNN on the union of the parties' data."""
+    """scikit-learn's non-private brute-force kNN on the union of the parties' data.
+
+    Runs on one BLAS/OpenMP thread: scikit-learn's distances (dot-product
+    expansion) differ in the last bits with the thread count, which flips
+    near-ties, so the baseline would differ between a sweep's Ray workers
+    (one thread each) and a run here.
+    """
     from sklearn.neighbors import KNeighborsClassifier
+    from threadpoolctl import threadpool_limits
 
     p = prepared.config
     knn = KNeighborsClassifier(n_neighbors=p.params.k, algorithm="brute", weights=p.weighting)
     knn.fit(prepared.union_X, prepared.union_y)
-    return knn.predict(prepared.queries)
+    with threadpool_limits(limits=1):
+        return knn.predict(prepared.queries)
 
 
 def execute(scenario: Scenario, *, transcript_dir: Path | None = None,

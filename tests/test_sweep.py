@@ -58,3 +58,22 @@ def test_ray_fan_out_equals_sequential(ray_local, tmp_path):
         assert len(list(csv.DictReader(fh))) == 12
     assert (tmp_path / "ray" / "sweep.png").is_file()
     assert (tmp_path / "ray" / "sweep.parquet").is_file()
+
+
+@pytest.mark.ray
+def test_knn_baseline_equal_in_a_ray_worker_and_here(ray_local):
+    """A run whose scikit-learn baseline flips a near-tie with the BLAS thread count
+    (abalone, n = 4, k = 9, seed 9): a Ray worker (one thread) and this process agree."""
+    from core.runtime.pool import fan_out
+    from simulations.sweep import run_one
+
+    spec = Sweep.model_validate({
+        "sweep": {"seeds": [9]},
+        "base": {"data": {"dataset": "abalone"}, "runtime": {"channels": False}},
+        "grid": {"protocol.k": [9], "parties.n": [4]},
+    })
+    jobs = [(point, scenario.model_dump()) for point, scenario in spec.runs()]
+    here = run_one(jobs[0])
+    (there,) = fan_out(run_one, jobs, use_ray=True)
+    for key in ("accuracy_knn", "agreement_with_knn", "accuracy_ppknn"):
+        assert here[key] == there[key], key
