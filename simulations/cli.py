@@ -175,12 +175,17 @@ def sweep(
     file: Path = typer.Argument(..., help="Sweep TOML file (base scenario, grid, seeds)."),
     sequential: bool = typer.Option(False, "--sequential", help="Run here, one by one."),
     output: Optional[Path] = typer.Option(None, help="Overrides [sweep].output."),  # noqa: UP007
+    chunk_size: Optional[int] = typer.Option(  # noqa: UP007
+        None, min=1, help="Runs per Ray task; overrides [sweep].chunk_size."),
 ) -> None:
     """Run a grid of scenarios x seeds, fanned out over Ray; one combined table."""
     from simulations.sweep import load_sweep, run_sweep
 
     try:
         spec = load_sweep(file)
+        if chunk_size is not None:
+            spec = spec.model_copy(update={
+                "sweep": spec.sweep.model_copy(update={"chunk_size": chunk_size})})
         n_runs = len(spec.runs())
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=console) as bar:

@@ -77,3 +77,23 @@ def test_knn_baseline_equal_in_a_ray_worker_and_here(ray_local):
     (there,) = fan_out(run_one, jobs, use_ray=True)
     for key in ("accuracy_knn", "agreement_with_knn", "accuracy_ppknn"):
         assert here[key] == there[key], key
+
+
+def test_cli_sweep_sequential_and_bad_chunk_size(tmp_path):
+    from typer.testing import CliRunner
+
+    from simulations.cli import app
+
+    f = tmp_path / "s.toml"
+    f.write_text('[sweep]\nseeds = [0]\nparallel = "sequential"\n'
+                 '[base.data]\ndataset = "glass"\n[base.runtime]\nchannels = false\n'
+                 '[grid]\n"protocol.k" = [1, 3]\n')
+    runner = CliRunner()
+    res = runner.invoke(app, ["sweep", str(f), "--sequential", "--output", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    with (tmp_path / "o" / "sweep.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["protocol.k"] for r in rows] == ["1", "3"]
+    bad = runner.invoke(app, ["sweep", str(f), "--chunk-size", "0"])
+    assert bad.exit_code == 2
+    assert "greater than or equal to 1" in bad.output
