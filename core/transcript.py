@@ -126,18 +126,24 @@ class TranscriptRecorder:
         only (for quick experiments and tests).
     flush_every:
         Write a part file once this many records are buffered.
+    flush_bytes:
+        ... or once their payloads and provenance reach this many bytes.
     """
 
     def __init__(self, directory: str | os.PathLike[str] | None, *,
-                 flush_every: int = 4096) -> None:
+                 flush_every: int = 4096, flush_bytes: int = 64 << 20) -> None:
         if flush_every < 1:
             raise ConfigError(f"flush_every must be >= 1, got {flush_every}")
+        if flush_bytes < 1:
+            raise ConfigError(f"flush_bytes must be >= 1, got {flush_bytes}")
         self.directory = Path(directory) if directory is not None else None
         if self.directory is not None:
             self.directory.mkdir(parents=True, exist_ok=True)
             for old in self.directory.glob("part-*.parquet"):
                 old.unlink()
         self.flush_every = flush_every
+        self.flush_bytes = flush_bytes
+        self._buffer_bytes = 0
         self._buffer: list[dict[str, Any]] = []
         self._memory: list[pa.Table] = []
         self._parts = 0
@@ -154,7 +160,8 @@ class TranscriptRecorder:
         self._count += len(batch)
         self.totals.add([r["sender"] for r in batch], [r["receiver"] for r in batch],
                         [r["protocol"] for r in batch], [r["wire_bytes"] for r in batch])
-        if len(self._buffer) >= self.flush_every:
+        self._buffer_bytes += sum(len(r["payload"]) + len(r["provenance"]) for r in batch)
+        if len(self._buffer) >= self.flush_every or self._buffer_bytes >= self.flush_bytes:
             self.flush()
         return self._count
 
@@ -163,7 +170,7 @@ class TranscriptRecorder:
         if not self._buffer:
             return
         table = pa.Table.from_pylist(self._buffer, schema=SCHEMA)
-        self._buffer = []
+        self._buffer, self._buffer_bytes = [], 0
         if self.directory is None:
             self._memory.append(table)
             return
@@ -225,6 +232,22 @@ class View:
             sent=tuple(m.without_provenance() for m in messages if m.sender in members),
         )
 
+    @classmethod
+    def per_party(cls, messages: Sequence[Message], parties: Iterable[PartyId]
+                  ) -> dict[PartyId, View]:
+        """Every party's own view, in one pass over ``messages`` (provenance dropped)."""
+        received: dict[PartyId, list[Message]] = {p: [] for p in parties}
+        sent: dict[PartyId, list[Message]] = {p: [] for p in received}
+        for m in messages:
+            stripped = None
+            if m.receiver in received:
+                stripped = m.without_provenance()
+                received[m.receiver].append(stripped)
+            if m.sender in sent:
+                sent[m.sender].append(stripped or m.without_provenance())
+        return {p: cls(parties=(p,), received=tuple(received[p]), sent=tuple(sent[p]))
+                for p in received}
+
     def merge(self, other: View) -> View:
         """The pooled view of a coalition."""
         return View(
@@ -278,13 +301,21 @@ class Transcript:
             return empty.select(list(columns)) if columns else empty
         return pa.concat_tables([pq.read_table(p, columns=columns) for p in parts])
 
-    def iter_tables(self, columns: Sequence[str] | None = None) -> Iterator[pa.Table]:
-        """Part by part (bounded memory)."""
+    def iter_tables(self, columns: Sequence[str] | None = None, *,
+                    protocol: str | None = None) -> Iterator[pa.Table]:
+        """Part by part (bounded memory); only ``protocol``'s rows when given (the
+        filter is pushed into the Parquet reader, so other rows are never decoded)."""
         if self._table is not None:
-            yield self.table(columns)
+            table = self.table(columns)
+            if protocol is not None:
+                import pyarrow.compute as pc
+
+                table = table.filter(pc.equal(self._table["protocol"], protocol))
+            yield table
             return
+        filters = [("protocol", "=", protocol)] if protocol is not None else None
         for p in self.parts():
-            yield pq.read_table(p, columns=columns)
+            yield pq.read_table(p, columns=columns, filters=filters)
 
     def __len__(self) -> int:
         return sum(t.num_rows for t in self.iter_tables(["seq"]))
@@ -301,11 +332,8 @@ class Transcript:
                  ) -> list[Message]:
         """All messages in canonical order (protocol, round, sender, receiver, seq)."""
         out = []
-        for t in self.iter_tables():
-            rows = t.to_pylist()
-            for row in rows:
-                if protocol is not None and row["protocol"] != protocol:
-                    continue
+        for t in self.iter_tables(protocol=protocol):
+            for row in t.to_pylist():
                 out.append(
                     Message(
                         **{c: row[c] for c in _HEADER_COLUMNS},

@@ -21,8 +21,7 @@ def measure_disclosure(transcript: Transcript, public: Mapping[str, Any]) -> Dis
     """Run the successor-attribution attack for every node and score it."""
     with_truth = transcript.messages(with_provenance=True, protocol=PROTOCOL)
     claims = Claims(ADVERSARY)
-    for party in public["party_index"]:
-        view = View.of(with_truth, party)
+    for view in View.per_party(with_truth, public["party_index"]).values():
         claims.items.extend(
             successor_attribution(view, max_distance=float(public["max_distance"])).items
         )

@@ -205,6 +205,23 @@ def sklearn_knn(prepared: PreparedRun) -> np.ndarray:
         return knn.predict(prepared.queries)
 
 
+def union_topk_and_ties(queries: np.ndarray, X: np.ndarray, k: int, *,
+                        block_bytes: int = 128 << 20) -> tuple[np.ndarray, np.ndarray]:
+    """The union's true top-k distances and ties at the k-th, per query.
+
+    Computed over blocks of queries so the distance matrix held at once
+    stays under ``block_bytes`` (a large run's full matrix would not fit).
+    """
+    rows = max(1, block_bytes // (8 * max(1, len(X))))
+    topk = np.empty((len(queries), k))
+    ties = np.empty(len(queries), dtype=bool)
+    for i in range(0, len(queries), rows):
+        d = euclidean_distances(queries[i : i + rows], X)
+        topk[i : i + rows] = local_topk(d, k)
+        ties[i : i + rows] = ties_at_kth(d, k)
+    return topk, ties
+
+
 def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
             runtime: Runtime | None = None, progress: PhaseProgress | None = None) -> RunOutcome:
     """Run ``scenario`` and measure it.
@@ -256,8 +273,8 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
     t0 = time.perf_counter()
     knn_pred = sklearn_knn(prepared)
     timings["sklearn_s"] = time.perf_counter() - t0
-    distances = euclidean_distances(prepared.queries, prepared.union_X)
     k = prepared.config.params.k
+    true_topk, ties = union_topk_and_ties(prepared.queries, prepared.union_X, k)
     if progress:
         progress("leakage", 0, 1)
     transcript = Transcript(transcript_dir)
@@ -267,10 +284,11 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
     return RunOutcome(
         prepared=prepared, runtime=rt.name, predictions=result.predictions,
         knn_predictions=knn_pred, final_vector=result.final_vector,
-        true_topk=local_topk(distances, k), ties=ties_at_kth(distances, k),
+        true_topk=true_topk, ties=ties,
         disclosure=disclosure, communication=communication, timings=timings,
         transcript_dir=transcript_dir,
     )
 
 
-__all__ = ["PreparedRun", "RunOutcome", "execute", "prepare", "sklearn_knn"]
+__all__ = ["PreparedRun", "RunOutcome", "execute", "prepare", "sklearn_knn",
+           "union_topk_and_ties"]

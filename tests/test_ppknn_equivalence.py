@@ -78,3 +78,19 @@ def test_distance_cache_does_not_change_results(cache_limit):
         np.testing.assert_array_equal(pa, pb)
         np.testing.assert_array_equal(fa, fb)
         np.testing.assert_array_equal(ta, tb)
+
+
+def test_union_topk_and_ties_blocks_equal_whole():
+    from protocols.pp_topk import euclidean_distances, local_topk
+    from protocols.ppknn import ties_at_kth
+    from simulations.runner import union_topk_and_ties
+
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 4, size=(300, 3)).astype(float)  # many ties
+    q = rng.integers(0, 4, size=(57, 3)).astype(float)
+    d = euclidean_distances(q, X)
+    for block_bytes in (1, 8 * 300 * 5, 1 << 30):  # one query per block, 5, all at once
+        topk, ties = union_topk_and_ties(q, X, 7, block_bytes=block_bytes)
+        np.testing.assert_array_equal(topk, local_topk(d, 7))
+        np.testing.assert_array_equal(ties, ties_at_kth(d, 7))
+    assert ties.any() and not ties.all()

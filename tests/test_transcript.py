@@ -56,3 +56,78 @@ def test_views_strip_provenance_and_pool(tmp_path):
     assert isinstance(View.of(full, "a"), View)
     assert [m.round for m in t.by_round(2)] == [2]
     assert [m.sender for m in t.by_receiver("a")] == ["c"]
+
+
+def test_large_payloads_flush_by_bytes(tmp_path):
+    """Records of 120 KB each (payload and provenance): a 300 KB byte bound writes a
+    part every 3 records, whatever the record-count bound."""
+    one = _record(0, size=10_000)
+    size = len(one["payload"]) + len(one["provenance"])
+    assert size * 2 < 300_000 < size * 3
+    rec = TranscriptRecorder(tmp_path, flush_every=10_000, flush_bytes=300_000)
+    for i in range(7):
+        rec.append([_record(i, size=10_000)])
+    assert len(list(tmp_path.glob("part-*.parquet"))) == 2  # 6 written, 1 buffered
+    rec.close()
+    assert len(Transcript(tmp_path)) == 7
+
+
+def test_host_sends_batches_by_bytes():
+    from core.channels import make_endpoint
+    from core.runtime.host import PartyHost
+
+    class Collect:
+        def __init__(self):
+            self.batches = []
+
+        def append(self, records):
+            self.batches.append(len(records))
+
+        append_sync = append
+
+    sink = Collect()
+    host = PartyHost(run_id="r", recorder=sink, secure_channels=False, record_batch=1000,
+                     record_batch_bytes=100_000)
+    endpoint = make_endpoint("a", "r", secure=False)
+    for i in range(7):
+        host._seal(endpoint, Message("r", "demo", 1, -1, "a", "b", "v",
+                                     {"v": np.zeros(5_000)}))  # 40 KB each
+    assert sink.batches == [3, 3]  # sent at 120 KB and 240 KB; one record still buffered
+    assert host.flush() == 1 and sink.batches == [3, 3, 1]
+
+
+def test_bad_byte_bounds():
+    import pytest
+
+    from core.errors import ConfigError
+    from core.runtime import RunContext
+
+    with pytest.raises(ConfigError, match="flush_bytes must be >= 1, got 0"):
+        TranscriptRecorder(None, flush_bytes=0)
+    with pytest.raises(ConfigError, match="record_batch_bytes must be >= 1, got -5"):
+        RunContext(run_id="r", record_batch_bytes=-5)
+
+
+def test_per_party_views_equal_one_by_one_and_protocol_filter(tmp_path):
+    msgs = []
+    for i in range(12):
+        sender, receiver = ["a", "b", "c"][i % 3], ["b", "c", "a"][i % 3]
+        msgs.append(Message("r", "topk" if i % 2 else "sum", 1 + i // 3, i, sender, receiver,
+                            "v", {"v": np.full(2, float(i))}, {"v": np.full(2, i, np.int32)}))
+    views = View.per_party(msgs, ["a", "b", "c", "d"])
+    for p in "abcd":
+        assert views[p] == View.of(msgs, p)
+    assert views["d"].received == () and views["d"].sent == ()
+    assert all(not m.provenance for v in views.values() for m in v.received + v.sent)
+
+    rec = TranscriptRecorder(tmp_path, flush_every=5)
+    for m in msgs:
+        payload = encode_arrays(m.payload)
+        rec.append([make_record(m, payload=payload, wire_bytes=len(payload))])
+    rec.close()
+    on_disk = Transcript(tmp_path)
+    in_memory = Transcript(on_disk.table())
+    for t in (on_disk, in_memory):
+        topk = t.messages(protocol="topk")
+        assert [m.seq for m in topk] == sorted(m.seq for m in msgs if m.protocol == "topk")
+        assert len(t.messages()) == 12

@@ -38,10 +38,13 @@ class RunContext:
         Where the transcript's Parquet parts go; ``None`` keeps it in memory.
     secure_channels:
         Encrypt and authenticate every message.
-    record_batch:
-        Records a host buffers before sending them to the recorder.
-    flush_every:
-        Records the recorder buffers before writing a Parquet part.
+    record_batch, record_batch_bytes:
+        A host in another process (Ray) sends its buffered records to the
+        recorder once it holds this many, or this many payload bytes
+        (in-process hosts hand each record to the recorder at once).
+    flush_every, flush_bytes:
+        The recorder writes a Parquet part once it buffers this many records,
+        or this many payload bytes (so memory stays bounded for large payloads).
     party_timeout_s:
         A fetch fails with ``PartyFailure`` when no call completes for this long.
     startup_timeout_s:
@@ -58,6 +61,8 @@ class RunContext:
     secure_channels: bool = False
     record_batch: int = 256
     flush_every: int = 4096
+    record_batch_bytes: int = 8 << 20
+    flush_bytes: int = 64 << 20
     party_timeout_s: float = 60.0
     startup_timeout_s: float = 180.0
     fault: FaultPlan | None = None
@@ -68,6 +73,9 @@ class RunContext:
             raise ConfigError("run_id must be a non-empty string")
         if self.party_timeout_s <= 0:
             raise ConfigError(f"party_timeout_s must be > 0, got {self.party_timeout_s}")
+        for name in ("record_batch", "flush_every", "record_batch_bytes", "flush_bytes"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.startup_timeout_s <= 0:
             raise ConfigError(f"startup_timeout_s must be > 0, got {self.startup_timeout_s}")
 

@@ -90,14 +90,19 @@ class PartyHost:
         recorder: RecorderClient,
         secure_channels: bool,
         record_batch: int = 256,
+        record_batch_bytes: int = 8 << 20,
         fault: FaultPlan | None = None,
     ) -> None:
         if record_batch < 1:
             raise ConfigError(f"record_batch must be >= 1, got {record_batch}")
+        if record_batch_bytes < 1:
+            raise ConfigError(f"record_batch_bytes must be >= 1, got {record_batch_bytes}")
         self.run_id = run_id
         self.recorder = recorder
         self.secure_channels = secure_channels
         self.record_batch = record_batch
+        self.record_batch_bytes = record_batch_bytes
+        self._record_bytes = 0
         self.fault = fault
         self._fault_count = 0
         self.parties: dict[PartyId, Any] = {}
@@ -225,7 +230,7 @@ class PartyHost:
 
     def flush(self) -> int:
         """Send buffered records to the recorder and wait until it has them."""
-        batch, self._records = self._records, []
+        batch, self._records, self._record_bytes = self._records, [], 0
         if batch:
             self.recorder.append_sync(batch)
         return len(batch)
@@ -268,8 +273,10 @@ class PartyHost:
                 wire_bytes=endpoint.wire_bytes(wire, len(plaintext)),
             )
         )
-        if len(self._records) >= self.record_batch:
-            batch, self._records = self._records, []
+        self._record_bytes += len(plaintext)
+        if (len(self._records) >= self.record_batch
+                or self._record_bytes >= self.record_batch_bytes):
+            batch, self._records, self._record_bytes = self._records, [], 0
             self.recorder.append(batch)
         return wire
 

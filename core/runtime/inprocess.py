@@ -50,13 +50,17 @@ class InProcessRuntime(Runtime):
 
     def start(self, specs: Sequence[PartySpec], context: RunContext) -> None:  # noqa: D102
         self.context = context
-        self.recorder = TranscriptRecorder(context.transcript_dir, flush_every=context.flush_every)
+        self.recorder = TranscriptRecorder(context.transcript_dir, flush_every=context.flush_every,
+                                           flush_bytes=context.flush_bytes)
         client = _DirectRecorder(self.recorder) if context.record else NullRecorder()
         keys = {}
         for spec in specs:
             host = PartyHost(run_id=context.run_id, recorder=client,
                              secure_channels=context.secure_channels,
-                             record_batch=context.record_batch, fault=None)
+                             # the recorder is in this process: hand records straight to
+                             # it (it bounds its buffer), so thousands of parties don't each
+                             # hold a batch
+                             record_batch=1, fault=None)
             keys[spec.party_id] = host.add_party(spec)
             self.hosts[spec.party_id] = host
             self._parties.append(spec.party_id)
@@ -69,11 +73,16 @@ class InProcessRuntime(Runtime):
         """See :meth:`core.runtime.base.Runtime.call`."""
         self._check_party(party)
         refs = [LocalRef() for _ in range(num_returns)]
-        self._pending.append(CallRecord(refs, party, method, protocol, round))
+        # the record keeps the references only when the call failed: a successful call's
+        # outputs live as long as the driver holds them (a long chain's intermediate
+        # messages are freed as it goes)
+        record = CallRecord((), party, method, protocol, round)
+        self._pending.append(record)
         upstream = next((a.error for a in args if isinstance(a, LocalRef) and a.error), None)
         if upstream is not None:
             for r in refs:
                 r.error = upstream
+            record.refs = refs
             return refs if num_returns > 1 else refs[0]
         try:
             if party in self._dead:
@@ -96,6 +105,7 @@ class InProcessRuntime(Runtime):
         except BaseException as exc:  # kept and raised at fetch, as on Ray
             for r in refs:
                 r.error = exc
+            record.refs = refs
         return refs if num_returns > 1 else refs[0]
 
     def fetch(self, refs: Any, *, progress: Progress | None = None) -> Any:  # noqa: D102

@@ -135,7 +135,7 @@ class RayRuntime(Runtime):
         recorder_cls = ray.remote(num_cpus=0, max_restarts=0)(TranscriptRecorder)
         self.recorder = recorder_cls.remote(
             str(context.transcript_dir) if context.transcript_dir else None,
-            flush_every=context.flush_every,
+            flush_every=context.flush_every, flush_bytes=context.flush_bytes,
         )
         client = RayRecorderClient(self.recorder) if context.record else NullRecorder()
         host_cls = ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)(PartyHost)
@@ -154,7 +154,8 @@ class RayRuntime(Runtime):
             host = host_cls.options(**options).remote(
                 run_id=context.run_id, recorder=client,
                 secure_channels=context.secure_channels,
-                record_batch=context.record_batch, fault=fault,
+                record_batch=context.record_batch,
+                record_batch_bytes=context.record_batch_bytes, fault=fault,
             )
             index = len(self.host_members)
             self.host_members.append(names)
