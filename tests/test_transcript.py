@@ -131,3 +131,19 @@ def test_per_party_views_equal_one_by_one_and_protocol_filter(tmp_path):
         topk = t.messages(protocol="topk")
         assert [m.seq for m in topk] == sorted(m.seq for m in msgs if m.protocol == "topk")
         assert len(t.messages()) == 12
+
+
+def test_records_to_table_equals_from_pylist_and_chunks_binary(monkeypatch):
+    import pyarrow as pa
+
+    import core.transcript as tr
+    from core.transcript import SCHEMA, records_to_table
+
+    recs = [_record(i, size=1 + 37 * i) for i in range(25)] + [_record(99, size=0)]
+    expected = pa.Table.from_pylist(recs, schema=SCHEMA)
+    assert records_to_table(recs).equals(expected)
+    monkeypatch.setattr(tr, "_MAX_BINARY_CHUNK", 2_000)  # force several chunks
+    chunked = records_to_table(recs)
+    assert chunked["payload"].num_chunks > 3
+    assert chunked.equals(expected)
+    assert records_to_table([]).num_rows == 0
