@@ -3,8 +3,9 @@
 Run:  python benchmarks/bench_ppknn.py [--parties 4 16 64] [--queries 1000] [--repeats 3]
 
 For a batch of queries on abalone split over n parties it prints, per n:
-the RayRuntime / InProcessRuntime wall-time ratio of the protocol (actors
-already started; start-up reported separately) and the in-process PP-kNN /
+the RayRuntime / InProcessRuntime wall-time ratio of the protocol with one
+actor per party and with the hosted layout (one host actor per CPU; actors
+already started, start-up reported separately) and the in-process PP-kNN /
 scikit-learn non-private brute-force kNN ratio. Every figure is the median of
 ``--repeats`` runs made in this process, one after the other.
 """
@@ -24,7 +25,7 @@ from core.data import DomainBounds, load_dataset, partition
 from core.runtime import PartySpec, RunContext, make_runtime
 from parties.ring_owner import RingDataOwner
 from protocols.pp_topk import TopKParams
-from protocols.ppknn import PPKNNConfig, random_ring, run_ppknn
+from protocols.ppknn import PPKNNConfig, random_ring, ring_from_start, run_ppknn
 
 
 def build(n, n_queries, seed=0):
@@ -40,11 +41,13 @@ def build(n, n_queries, seed=0):
              for i, (nm, p) in enumerate(zip(names, parts))]
     bounds = DomainBounds.from_data(ds.X, warn=False)
     ring, start = random_ring(names, rng)
+    by_name = {s.party_id: s for s in specs}
+    specs = [by_name[p] for p in ring_from_start(ring, start)]  # hosted: neighbours share a host
     return ds, train, test, specs, ring, start, bounds
 
 
-def time_protocol(kind, specs, ring, start, queries, config, repeats, channels):
-    rt = make_runtime(kind)
+def time_protocol(kind, specs, ring, start, queries, config, repeats, channels, **options):
+    rt = make_runtime(kind, **options)
     t0 = time.perf_counter()
     rt.start(specs, RunContext(run_id="bench", secure_channels=channels,
                                record_batch=4096, flush_every=1 << 20))
@@ -72,8 +75,9 @@ def main() -> None:
     args = ap.parse_args()
     ray.init(include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     rows = []
-    header = (f"{'n':>4} {'inproc s':>9} {'ray s':>8} {'ray/inproc':>10} {'sklearn s':>10} "
-              f"{'ppknn/sklearn':>13} {'ray startup s':>13}")
+    header = (f"{'n':>4} {'inproc s':>9} {'ray s':>8} {'ray/inproc':>10} {'hosted s':>9} "
+              f"{'hosted/inproc':>13} {'sklearn s':>10} {'ppknn/sklearn':>13} "
+              f"{'ray startup s':>13}")
     print(f"abalone, {args.queries} queries, k={args.k}, r={args.rounds}, P0=1, d=0.5, "
           f"channels {args.channels}, median of {args.repeats}")
     print(header)
@@ -87,7 +91,10 @@ def main() -> None:
                                             args.repeats, channels)
         startup, t_ray, p_ray = time_protocol("ray", specs, ring, start, queries, config,
                                               args.repeats, channels)
+        _, t_hosted, p_hosted = time_protocol("ray", specs, ring, start, queries, config,
+                                              args.repeats, channels, layout="hosted")
         assert np.array_equal(p_local, p_ray), "runtimes disagree"
+        assert np.array_equal(p_local, p_hosted), "layouts disagree"
         sk = []
         for _ in range(args.repeats):
             t0 = time.perf_counter()
@@ -96,10 +103,12 @@ def main() -> None:
             sk.append(time.perf_counter() - t0)
         t_sk = statistics.median(sk)
         row = {"n": n, "inprocess_s": t_local, "ray_s": t_ray, "ray_over_inprocess":
-               t_ray / t_local, "sklearn_s": t_sk, "ppknn_over_sklearn": t_local / t_sk,
+               t_ray / t_local, "hosted_s": t_hosted, "hosted_over_inprocess":
+               t_hosted / t_local, "sklearn_s": t_sk, "ppknn_over_sklearn": t_local / t_sk,
                "ray_startup_s": startup}
         rows.append(row)
-        print(f"{n:>4} {t_local:>9.3f} {t_ray:>8.3f} {t_ray / t_local:>10.2f} {t_sk:>10.4f} "
+        print(f"{n:>4} {t_local:>9.3f} {t_ray:>8.3f} {t_ray / t_local:>10.2f} "
+              f"{t_hosted:>9.3f} {t_hosted / t_local:>13.2f} {t_sk:>10.4f} "
               f"{t_local / t_sk:>13.1f} {startup:>13.1f}", flush=True)
     if args.json:
         with open(args.json, "w") as fh:

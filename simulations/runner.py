@@ -246,6 +246,8 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
     context = RunContext(run_id=prepared.run_id, transcript_dir=transcript_dir,
                          secure_channels=s.runtime.channels, record_batch=s.runtime.record_batch,
                          flush_every=s.runtime.flush_every,
+                         record_batch_bytes=s.runtime.record_batch_bytes,
+                         flush_bytes=s.runtime.flush_bytes,
                          party_timeout_s=s.runtime.party_timeout_s)
     timings: dict[str, float] = {}
     report = (lambda done, total: progress("protocol", done, total)) if progress else None

@@ -129,6 +129,8 @@ class RuntimeSection(_Section):
     party_timeout_s: float = Field(60.0, gt=0)
     record_batch: int = Field(256, ge=1)
     flush_every: int = Field(4096, ge=1)
+    record_batch_bytes: int = Field(8 << 20, ge=1)
+    flush_bytes: int = Field(64 << 20, ge=1)
 
 
 class Scenario(_Section):

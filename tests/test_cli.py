@@ -87,3 +87,18 @@ def test_quickstart_runs_on_ray(ray_local, tmp_path):
     summary = json.loads((tmp_path / "q" / "summary.json").read_text())
     assert summary["runtime"] == "ray" and summary["channels"] == "on"
     assert summary["accuracy_ppknn"] > 0.8
+
+
+def test_readme_scenario_example_is_valid():
+    """The annotated scenario in the README parses with the real schema."""
+    import re
+    from pathlib import Path
+
+    from simulations.scenario import parse_scenario, tomllib
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = re.search(r"```toml\n(.*?)```", text, re.S)
+    assert block, "README has no toml block"
+    scenario = parse_scenario(tomllib.loads(block.group(1)), source="README")
+    assert scenario.runtime.flush_bytes == 64 << 20
+    assert scenario.runtime.layout == "actor-per-party"
