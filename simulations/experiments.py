@@ -177,7 +177,7 @@ class SplitSession:
                 return None
             if self.transcript_dir is not None:
                 return Transcript(self.transcript_dir)
-            return Transcript(self.runtime.transcript_table())  # type: ignore[attr-defined]
+            return Transcript(self.runtime.transcript_table())
         finally:
             self.runtime.shutdown()
 

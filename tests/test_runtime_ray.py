@@ -275,3 +275,30 @@ def test_scatter_needs_targets():
     rt, _ = _scatter_runtime("inprocess")
     with pytest.raises(ConfigError, match="at least one target"):
         rt.scatter(Step("p0", "cast", (1.0,)), None, [])
+
+
+@pytest.mark.parametrize("layout", ["actor-per-party", "hosted"])
+def test_in_memory_transcript_on_ray_equals_in_process(ray_local, layout):
+    """No transcript directory: the table comes back from the recorder actor."""
+    from core.runtime import Step
+
+    tables = {}
+    for kind, options in (("inprocess", {}), ("ray", {"layout": layout, "hosts": 2})):
+        names = ["p0", "p1", "p2"]
+        specs = [PartySpec(n, Relay, {"me": n, "to": names[(i + 1) % 3]})
+                 for i, n in enumerate(names)]
+        rt = make_runtime(kind, **options)
+        rt.start(specs, RunContext(run_id="r", secure_channels=True, party_timeout_s=30))
+        try:
+            rt.fetch(rt.chain([Step(n, "step", (r,), "relay", r)
+                               for r in (1, 2) for n in names]))
+            rt.close_transcript()
+            tables[kind] = Transcript(rt.transcript_table()).canonical_rows()
+        finally:
+            rt.shutdown()
+    assert len(tables["ray"]) == 6
+    assert tables["ray"] == tables["inprocess"]
+    from core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="not started"):
+        make_runtime("ray").transcript_table()

@@ -134,6 +134,13 @@ class Runtime(abc.ABC):
         """Flush every live host and close the recorder; returns communication totals."""
 
     @abc.abstractmethod
+    def transcript_table(self) -> Any:
+        """Everything recorded so far as one Arrow table (in memory or from disk).
+
+        Call after :meth:`close_transcript` to get the whole run.
+        """
+
+    @abc.abstractmethod
     def shutdown(self) -> None:
         """Release everything this runtime created."""
 

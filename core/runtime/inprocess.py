@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import PartyFailure, ProtocolError
+from core.errors import ConfigError, PartyFailure, ProtocolError
 from core.messages import PartyId
 from core.runtime.base import CallRecord, Progress, RunContext, Runtime
 from core.runtime.host import NullRecorder, PartyHost, PartySpec
@@ -134,9 +134,9 @@ class InProcessRuntime(Runtime):
                 host.flush()
         return self.recorder.close()
 
-    def transcript_table(self):
-        """The recorded table (in-memory or on disk)."""
-        assert self.recorder is not None
+    def transcript_table(self):  # noqa: D102
+        if self.recorder is None:
+            raise ConfigError("no transcript: the runtime was not started")
         return self.recorder.table()
 
     def shutdown(self) -> None:  # noqa: D102

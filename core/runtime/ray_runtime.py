@@ -406,6 +406,15 @@ class RayRuntime(Runtime):
             raise PartyFailure("transcript-recorder", "transcript", 0,
                                f"the recorder did not close: {exc}") from exc
 
+    def transcript_table(self) -> Any:  # noqa: D102
+        if self.recorder is None:
+            raise ConfigError("no transcript: the runtime was not started (or was shut down)")
+        try:
+            return ray.get(self.recorder.table.remote(), timeout=120)
+        except (RayActorError, GetTimeoutError) as exc:
+            raise PartyFailure("transcript-recorder", "transcript", 0,
+                               f"the recorder did not answer: {exc}") from exc
+
     def shutdown(self) -> None:  # noqa: D102
         for h in {id(h): h for h in self.hosts.values()}.values():
             try:

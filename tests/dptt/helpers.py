@@ -23,7 +23,7 @@ def run_recorded(points, queries, setup: DPTTSetup, *, seed: int = 0, kind: str 
         result = run_dptt(rt, queries, setup)
         rt.close_transcript()
         table = (Transcript(transcript_dir).table() if transcript_dir is not None
-                 else rt.transcript_table())  # type: ignore[attr-defined]
+                 else rt.transcript_table())
     finally:
         rt.shutdown()
     return result, Transcript(table).messages(with_provenance=True)
