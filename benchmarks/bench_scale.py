@@ -10,12 +10,16 @@ Prints, each measured in this run:
    wall time and peak memory (driver, and the sum of the host actors' peaks).
 3. A sweep of 100 scenario runs fanned out over the local Ray cluster vs the same runs one
    by one: speed-up, CPUs, and whether the combined tables are equal.
+
+Writes the figures to ``--out`` (default ``results/bench/scale``): ``scale.json`` and a
+plot, ``scale.png``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 import resource
 import statistics
 import time
@@ -87,7 +91,7 @@ class Timing:
         return f"first {self.first:7.3f} s, repeat {self.repeat:7.3f} s"
 
 
-def part_layouts(args) -> None:
+def part_layouts(args) -> dict:
     """Layouts side by side, repeats interleaved so machine noise hits all alike.
 
     Two phases: in-process with both hosted layouts, then in-process with one
@@ -104,7 +108,7 @@ def part_layouts(args) -> None:
           "the batch (distances cached), layouts interleaved with in-process")
     context = RunContext(run_id="scale", secure_channels=True, record_batch=1 << 14,
                          flush_every=1 << 16, party_timeout_s=600)
-    summary = {}
+    summary, rows = {}, []
     for phase in phases:
         runtimes = {"in-process": make_runtime("inprocess")}
         runtimes["in-process"].start(specs, context)
@@ -134,6 +138,9 @@ def part_layouts(args) -> None:
             "layouts disagree"
         med = {name: statistics.median(ts) for name, ts in repeat.items()}
         for name in runtimes:
+            rows.append({"phase": phases.index(phase) + 1, "layout": name,
+                         "first_s": first[name], "repeat_s": med[name],
+                         "startup_s": startup.get(name)})
             line = f"   {name:<24} first {first[name]:7.3f} s   repeat {med[name]:7.3f} s"
             if name in startup:
                 r_first, r_rep = first[name] / first["in-process"], med[name] / med["in-process"]
@@ -145,9 +152,12 @@ def part_layouts(args) -> None:
     print(f"   hosted / actor-per-party (ratios to in-process divided): first "
           f"{summary[hosted][0] / summary[apa][0]:5.2f}, "
           f"repeat {summary[hosted][1] / summary[apa][1]:5.2f}")
+    return {"n": 64, "queries": len(q), "cpus": cpus, "runs": rows,
+            "ratio_to_inprocess": {k: {"first": v[0], "repeat": v[1]}
+                                   for k, v in summary.items()}}
 
 
-def part_large(args) -> None:
+def part_large(args) -> dict:
     n_ray, n_local = (200, 1000) if args.quick else (1000, 10000)
     rows = 60_000 if not args.quick else 8_000
     data = f"synthetic:classification?rows={rows}&features=8&classes=3&seed=1"
@@ -156,14 +166,20 @@ def part_large(args) -> None:
     before = peak_mb()
     t_r, s_r, _, hosts_peak = timed_run("ray", q, specs, ring, start, config, 0,
                                         layout="hosted", hosts=cpus)
+    driver_ray = peak_mb()
     print(f"\n2. synthetic {rows} rows, 200 queries, k=5, r=2, channels on")
     print(f"   Ray hosted, n={n_ray:>6}: {t_r.first:8.2f} s protocol, {s_r:.1f} s start-up; "
-          f"peak memory: driver {peak_mb():.0f} MiB, {cpus} hosts {hosts_peak:.0f} MiB in all")
+          f"peak memory: driver {driver_ray:.0f} MiB, {cpus} hosts {hosts_peak:.0f} MiB in all")
     q, specs, ring, start, config = setup(data, n_local, 200)
     t_l, s_l, _, _ = timed_run("inprocess", q, specs, ring, start, config, 0)
     print(f"   in-process, n={n_local:>6}: {t_l.first:8.2f} s protocol, {s_l:.1f} s start-up; "
           f"peak memory (driver, whole benchmark so far) {peak_mb():.0f} MiB "
           f"(was {before:.0f} MiB before the Ray run)")
+    return {"rows": rows, "queries": 200,
+            "ray_hosted": {"n": n_ray, "protocol_s": t_r.first, "startup_s": s_r,
+                           "driver_peak_mib": driver_ray, "hosts_peak_mib": hosts_peak},
+            "inprocess": {"n": n_local, "protocol_s": t_l.first, "startup_s": s_l,
+                          "driver_peak_mib": peak_mb()}}
 
 
 def cpu_busy_s() -> float:
@@ -174,9 +190,7 @@ def cpu_busy_s() -> float:
     return (sum(fields) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def part_sweep(args) -> None:
-    from pathlib import Path
-
+def part_sweep(args) -> dict:
     from simulations.sweep import Sweep, run_sweep
 
     dataset, seeds = ("pima", list(range(5))) if args.quick else ("abalone", list(range(25)))
@@ -186,7 +200,7 @@ def part_sweep(args) -> None:
         "grid": {"protocol.k": [1, 9], "parties.n": [4, 8]},
     })
     n_runs = len(spec.runs())
-    out = Path("/tmp/ppknn-bench-sweep")
+    out = args.out / "sweep"
     cpus = int(ray.cluster_resources().get("CPU", 1))
     busy0, t0 = cpu_busy_s(), time.perf_counter()
     par = run_sweep(spec, parallel="ray", output=out / "ray")
@@ -203,6 +217,52 @@ def part_sweep(args) -> None:
     print(f"   fanned out over Ray: {t_par:7.1f} s, machine busy {busy_par:4.2f} of {cpus} CPUs")
     print(f"   one by one:          {t_seq:7.1f} s, machine busy {busy_seq:4.2f} of {cpus} CPUs")
     print(f"   speed-up {t_seq / t_par:4.2f}; combined tables equal (timings excepted): {equal}")
+    return {"runs": n_runs, "dataset": dataset, "cpus": cpus, "ray_s": t_par,
+            "sequential_s": t_seq, "busy_cpus_ray": busy_par, "busy_cpus_sequential": busy_seq,
+            "speedup": t_seq / t_par, "tables_equal": equal}
+
+
+def write_results(results: dict, out: Path) -> None:
+    """``scale.json`` and ``scale.png`` (one panel per part that ran) in ``out``."""
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "scale.json").write_text(json.dumps(results, indent=1))
+    panels = [k for k in ("layouts", "large", "sweep") if k in results]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
+    for ax, key in zip(axes[0], panels):
+        r = results[key]
+        if key == "layouts":
+            names = list(r["ratio_to_inprocess"])
+            x = np.arange(len(names))
+            for off, which in ((-0.2, "first"), (0.2, "repeat")):
+                ax.bar(x + off, [r["ratio_to_inprocess"][nm][which] for nm in names], 0.4,
+                       label=which)
+            ax.axhline(1.0, color="grey", lw=0.8)
+            ax.axhline(1.5, color="red", lw=0.8, ls="--", label="1.5x")
+            ax.set_yscale("log")
+            ax.set_xticks(x, names, rotation=15, fontsize=8)
+            ax.set_title(f"n = {r['n']}, {r['queries']} queries: Ray / in-process")
+            ax.legend(fontsize=8)
+        elif key == "large":
+            labels = [f"Ray hosted\nn = {r['ray_hosted']['n']:,}",
+                      f"in-process\nn = {r['inprocess']['n']:,}"]
+            ax.bar(labels, [r["ray_hosted"]["protocol_s"], r["inprocess"]["protocol_s"]])
+            ax.set_ylabel("protocol wall time (s)")
+            ax.set_title(f"large n ({r['queries']} queries)")
+        else:
+            ax.bar(["Ray fan-out", "one by one"], [r["ray_s"], r["sequential_s"]])
+            ax.set_ylabel("wall time (s)")
+            ax.set_title(f"sweep of {r['runs']} runs: speed-up {r['speedup']:.2f}, "
+                         f"busy {r['busy_cpus_ray']:.2f}/{r['cpus']} CPUs", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out / "scale.png", dpi=100)
+    plt.close(fig)
 
 
 def main() -> None:
@@ -211,16 +271,21 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--parts", default="123", help="which parts to run, e.g. 13")
+    ap.add_argument("--out", type=Path, default=Path("results/bench/scale"),
+                    help="folder for scale.json and scale.png")
     args = ap.parse_args()
     ray.init(include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     print(f"machine: {os.cpu_count()} CPUs")
+    results: dict = {"cpus": os.cpu_count()}
     if "1" in args.parts:
-        part_layouts(args)
+        results["layouts"] = part_layouts(args)
     if "2" in args.parts:
-        part_large(args)
+        results["large"] = part_large(args)
     if "3" in args.parts:
-        part_sweep(args)
+        results["sweep"] = part_sweep(args)
     ray.shutdown()
+    write_results(results, args.out)
+    print(f"\nresults in {args.out}/scale.json and scale.png")
 
 
 if __name__ == "__main__":
