@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 import resource
 import statistics
 import time
+from pathlib import Path
 
 import numpy as np
 import ray
@@ -120,7 +120,7 @@ def part_layouts(args) -> dict:
             startup[name] = time.perf_counter() - t0
         first, repeat, preds = {}, {name: [] for name in runtimes}, {}
 
-        def once(name: str) -> float:
+        def once(name: str, runtimes=runtimes, preds=preds) -> float:
             t0 = time.perf_counter()
             preds[name] = run_ppknn(runtimes[name], q, config, ring=ring,
                                     start=start).predictions

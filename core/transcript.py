@@ -341,8 +341,11 @@ class Transcript:
 
     def iter_tables(self, columns: Sequence[str] | None = None, *,
                     protocol: str | None = None) -> Iterator[pa.Table]:
-        """Part by part (bounded memory); only ``protocol``'s rows when given (the
-        filter is pushed into the Parquet reader, so other rows are never decoded)."""
+        """Part by part (bounded memory).
+
+        Only ``protocol``'s rows when given: the filter is pushed into the
+        Parquet reader, so other rows are never decoded.
+        """
         if self._table is not None:
             table = self.table(columns)
             if protocol is not None:

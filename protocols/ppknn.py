@@ -85,8 +85,6 @@ def ring_from_start(ring: Sequence[PartyId], start: PartyId) -> list[PartyId]:
     return list(ring[i:]) + list(ring[:i])
 
 
-_from_start = ring_from_start
-
 
 def run_ppknn(runtime: Runtime, queries: np.ndarray, config: PPKNNConfig, *,
               ring: Sequence[PartyId], start: PartyId,
@@ -113,7 +111,7 @@ def run_ppknn(runtime: Runtime, queries: np.ndarray, config: PPKNNConfig, *,
     ring = tuple(ring)
     if len(ring) < MIN_PARTIES:
         raise ConfigError(f"PP-kNN needs at least {MIN_PARTIES} parties, got {len(ring)}")
-    order = _from_start(ring, start)
+    order = ring_from_start(ring, start)
     others = order[1:]
     n = len(order)
     queries = np.asarray(queries, dtype=np.float64)
@@ -143,7 +141,8 @@ def run_ppknn(runtime: Runtime, queries: np.ndarray, config: PPKNNConfig, *,
                                 num_returns=n - 1) for p in order}
         shares_in = []
         for j in order:
-            incoming = tuple(outs[i][_from_start(ring, i)[1:].index(j)] for i in order if i != j)
+            incoming = tuple(outs[i][ring_from_start(ring, i)[1:].index(j)]
+                             for i in order if i != j)
             shares_in.append(Call(j, "share_in", incoming, SHARED_PROTOCOL, 2))
         partials = dict(zip(order, runtime.map(shares_in)))
         results = runtime.call(start, "aggregate", *[partials[j] for j in others],

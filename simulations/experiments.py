@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -143,7 +144,8 @@ class SplitSession:
             for i, nm in enumerate(names)]
         self.ring, self.start = random_ring(names, SeedPolicy(root=seed).generator("ring", tag))
         self.transcript_dir = transcript_dir
-        self.runtime = make_runtime(runtime, **({"layout": layout} if runtime == "ray" else {}))
+        options: dict[str, Any] = {"layout": layout} if runtime == "ray" else {}
+        self.runtime = make_runtime(runtime, **options)
         by_name = {spec.party_id: spec for spec in specs}
         # ring order from the start node: in the hosted layout neighbours share a host
         specs = [by_name[p] for p in ring_from_start(self.ring, self.start)]

@@ -18,8 +18,14 @@ from core.transcript import View
 from protocols.pp_topk import PROTOCOL as TOPK
 from protocols.pp_topk_attacks import coalition_attribution, successor_attribution
 from protocols.secure_sum_attacks import recovery_rate, ring_sum_estimate, shared_sum_estimate
-from simulations.experiments import (SplitSession, make_split_batch, per_split,
-                                     run_split_batch, sklearn_split_predictions, split_truth)
+from simulations.experiments import (
+    SplitSession,
+    make_split_batch,
+    per_split,
+    run_split_batch,
+    sklearn_split_predictions,
+    split_truth,
+)
 
 
 def test_quick_reproduction_writes_every_figure(tmp_path):

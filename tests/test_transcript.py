@@ -89,7 +89,7 @@ def test_host_sends_batches_by_bytes():
     host = PartyHost(run_id="r", recorder=sink, secure_channels=False, record_batch=1000,
                      record_batch_bytes=100_000)
     endpoint = make_endpoint("a", "r", secure=False)
-    for i in range(7):
+    for _ in range(7):
         host._seal(endpoint, Message("r", "demo", 1, -1, "a", "b", "v",
                                      {"v": np.zeros(5_000)}))  # 40 KB each
     assert sink.batches == [3, 3]  # sent at 120 KB and 240 KB; one record still buffered

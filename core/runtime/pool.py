@@ -10,6 +10,7 @@ task per job would spend as much time scheduling as working.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -60,14 +61,14 @@ def fan_out(fn: Callable[[T], R], items: Sequence[T], *, use_ray: bool,
     import ray
 
     if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, logging_level="WARNING",
+        ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING,
                  log_to_driver=False)
     if not total:
         return []
     size = chunk_size or chunk_size_for(total, ray.cluster_resources().get("CPU", 1),
                                         num_cpus_per_job)
     chunks = [list(items[i : i + size]) for i in range(0, total, size)]
-    task = ray.remote(num_cpus=num_cpus_per_job, max_retries=0)(_run_chunk)
+    task: Any = ray.remote(num_cpus=num_cpus_per_job, max_retries=0)(_run_chunk)
     fn_ref = ray.put(fn)
     refs = [task.remote(fn_ref, chunk) for chunk in chunks]
     index = {ref: i for i, ref in enumerate(refs)}

@@ -257,8 +257,10 @@ class RayRuntime(Runtime):
         return refs
 
     def scatter(self, source: Step, incoming: Any, targets: Sequence[Call]) -> list[Any]:
-        """One actor call on the sender's host (running the targets it also hosts),
-        then one per other host holding targets (see the class)."""
+        """One actor call on the sender's host, then one per other host holding targets.
+
+        The sender's call also runs the targets its host holds (see the class).
+        """
         if not targets:
             raise ConfigError(f"scatter from {source.party!r} needs at least one target")
         self._check_party(source.party)

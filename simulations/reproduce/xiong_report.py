@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -173,6 +174,8 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
 def write_report(tables: dict[str, Table], settings, *, output: Path, report: Path,
                  quick: bool, timings: dict[str, float], runtime: str) -> Path:
     """Plots into ``output``, copies them beside ``report``, writes the Markdown."""
+    r: Any  # table rows (dicts) and Markdown rows (lists) reuse these names below
+    ks: Any
     files = plot_all(tables, output)
     figdir = report.parent / "xiong"
     figdir.mkdir(parents=True, exist_ok=True)
