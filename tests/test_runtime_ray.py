@@ -302,3 +302,16 @@ def test_in_memory_transcript_on_ray_equals_in_process(ray_local, layout):
 
     with pytest.raises(ConfigError, match="not started"):
         make_runtime("ray").transcript_table()
+
+
+def test_pack_ships_each_shared_argument_once():
+    from core.runtime.ray_runtime import _pack
+
+    setup, queries = ("ring",), np.zeros((2, 2))
+    positions, values = _pack([(setup,), (setup,), (queries, None), (queries, None), (), (7,)])
+    assert positions == [(0,), (0,), (1, 2), (1, 2), (), (3,)]
+    assert values[0] is setup and values[1] is queries and values[2] is None
+    assert values[3] == 7
+    equal_but_distinct = [np.zeros(2), np.zeros(2)]  # identity, not equality, decides
+    positions, values = _pack([(equal_but_distinct[0],), (equal_but_distinct[1],)])
+    assert positions == [(0,), (1,)] and len(values) == 2

@@ -172,29 +172,29 @@ class PartyHost:
             out = self.invoke(party_id, method, out, *args)
         return out
 
-    def invoke_many(self, calls: list[tuple[PartyId, str, int]], *values: Any) -> Any:
+    def invoke_many(self, calls: list[tuple[PartyId, str, tuple[int, ...]]],
+                    *values: Any) -> Any:
         """Independent calls on parties hosted here, in one go.
 
-        ``calls`` lists (party, method, number of arguments); the arguments
-        follow flattened in ``values``. Returns the outputs in order (a
-        single output when there is one call).
+        ``calls`` lists (party, method, argument positions in ``values``): a
+        value shared by many calls (the ring set-up, the query batch) is
+        shipped once. Returns the outputs in order (a single output when
+        there is one call).
         """
-        outs, i = [], 0
-        for party_id, method, nargs in calls:
-            outs.append(self.invoke(party_id, method, *values[i : i + nargs]))
-            i += nargs
+        outs = [self.invoke(party_id, method, *(values[j] for j in idx))
+                for party_id, method, idx in calls]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def run_scatter(self, source: tuple[PartyId, str, tuple], incoming: Any, n_targets: int,
-                    local: list[tuple[int, PartyId, str, int]], remote: list[list[int]],
-                    *values: Any) -> Any:
+                    local: list[tuple[int, PartyId, str, tuple[int, ...]]],
+                    remote: list[list[int]], *values: Any) -> Any:
         """A sender hosted here sends one output per target (see ``Runtime.scatter``).
 
         ``local`` lists the targets hosted here as (output position, party,
-        method, number of arguments), their arguments flattened in
-        ``values``; they run now. ``remote`` groups the other targets'
-        output positions by host. Returns the local targets' results, then
-        one tuple of outputs per remote host (a single value when that makes one).
+        method, positions of their further arguments in ``values``); they
+        run now. ``remote`` groups the other targets' output positions by
+        host. Returns the local targets' results, then one tuple of outputs
+        per remote host (a single value when that makes one).
         """
         party_id, method, args = source
         outs = self.invoke(party_id, method, incoming, *args)
@@ -202,26 +202,21 @@ class PartyHost:
             got = len(outs) if isinstance(outs, (list, tuple)) else type(outs).__name__
             raise ProtocolError(f"{party_id}.{method} must return {n_targets} outputs "
                                 f"(one per target), got {got}")
-        results, i = [], 0
-        for pos, target, target_method, nargs in local:
-            results.append(self.invoke(target, target_method, outs[pos], *values[i : i + nargs]))
-            i += nargs
+        results = [self.invoke(target, target_method, outs[pos], *(values[j] for j in idx))
+                   for pos, target, target_method, idx in local]
         grouped = [tuple(outs[p] for p in group) for group in remote]
         everything = [*results, *grouped]
         return everything[0] if len(everything) == 1 else tuple(everything)
 
-    def invoke_scattered(self, calls: list[tuple[PartyId, str, int]], firsts: tuple,
-                         *values: Any) -> Any:
+    def invoke_scattered(self, calls: list[tuple[PartyId, str, tuple[int, ...]]],
+                         firsts: tuple, *values: Any) -> Any:
         """Targets hosted here receive their outputs of a scatter (``firsts``, in order).
 
-        ``calls`` lists (party, method, number of further arguments); those
-        arguments follow flattened in ``values``. A single output when there
-        is one call.
+        ``calls`` lists (party, method, positions of further arguments in
+        ``values``). A single output when there is one call.
         """
-        outs, i = [], 0
-        for (party_id, method, nargs), first in zip(calls, firsts, strict=True):
-            outs.append(self.invoke(party_id, method, first, *values[i : i + nargs]))
-            i += nargs
+        outs = [self.invoke(party_id, method, first, *(values[j] for j in idx))
+                for (party_id, method, idx), first in zip(calls, firsts, strict=True)]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def state(self, party_id: PartyId, attribute: str) -> Any:

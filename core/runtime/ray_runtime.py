@@ -244,11 +244,11 @@ class RayRuntime(Runtime):
         refs: list[Any] = [None] * len(calls)
         for members in by_host.values():
             group = [calls[k] for k in members]
-            flat = [a for c in group for a in c.args]
-            self._consumed.update(a for a in flat if isinstance(a, ray.ObjectRef))
-            spec = [(c.party, c.method, len(c.args)) for c in group]
+            positions, values = _pack([c.args for c in group])
+            self._consumed.update(a for a in values if isinstance(a, ray.ObjectRef))
+            spec = [(c.party, c.method, idx) for c, idx in zip(group, positions)]
             host = self.hosts[group[0].party]
-            out = host.invoke_many.options(num_returns=len(group)).remote(spec, *flat)
+            out = host.invoke_many.options(num_returns=len(group)).remote(spec, *values)
             outs = [out] if len(group) == 1 else list(out)
             for k, r in zip(members, outs):
                 refs[k] = r
@@ -271,19 +271,18 @@ class RayRuntime(Runtime):
             by_host.setdefault(self._host_index[t.party], []).append(k)
         local = by_host.pop(src, [])
         remote = list(by_host.values())
-        local_spec = [(k, targets[k].party, targets[k].method, len(targets[k].args))
-                      for k in local]
-        local_args = [a for k in local for a in targets[k].args]
-        remote_args = [a for k in [k for g in remote for k in g] for a in targets[k].args]
+        positions, local_values = _pack([targets[k].args for k in local])
+        local_spec = [(k, targets[k].party, targets[k].method, idx)
+                      for k, idx in zip(local, positions)]
         if isinstance(incoming, ray.ObjectRef):
             self._consumed.add(incoming)
-        self._consumed.update(a for a in (*source.args, *local_args, *remote_args)
+        self._consumed.update(a for a in (*source.args, *local_values)
                               if isinstance(a, ray.ObjectRef))
         n_out = len(local) + len(remote)
         host = self.hosts[source.party]
         out = host.run_scatter.options(num_returns=n_out).remote(
             (source.party, source.method, source.args), incoming, len(targets),
-            local_spec, remote, *local_args)
+            local_spec, remote, *local_values)
         outs = [out] if n_out == 1 else list(out)
         self._pending.append(CallRecord(outs, source.party, source.method, source.protocol,
                                         source.round))
@@ -293,10 +292,11 @@ class RayRuntime(Runtime):
         for group, grouped in zip(remote, outs[len(local):]):
             self._consumed.add(grouped)
             calls = [targets[k] for k in group]
-            spec = [(c.party, c.method, len(c.args)) for c in calls]
-            flat = [a for c in calls for a in c.args]
+            positions, values = _pack([c.args for c in calls])
+            self._consumed.update(a for a in values if isinstance(a, ray.ObjectRef))
+            spec = [(c.party, c.method, idx) for c, idx in zip(calls, positions)]
             got = self.hosts[calls[0].party].invoke_scattered.options(
-                num_returns=len(calls)).remote(spec, grouped, *flat)
+                num_returns=len(calls)).remote(spec, grouped, *values)
             got = [got] if len(calls) == 1 else list(got)
             for k, r in zip(group, got):
                 refs[k] = r
@@ -437,6 +437,28 @@ class RayRuntime(Runtime):
             RayRuntime._users_of_started_ray -= 1
             if RayRuntime._users_of_started_ray == 0:
                 ray.shutdown()
+
+
+def _pack(arg_lists: Sequence[Sequence[Any]]) -> tuple[list[tuple[int, ...]], list[Any]]:
+    """Each distinct argument object once, and each call's argument positions.
+
+    A host call carrying thousands of parties' calls ships a value they
+    share (the ring set-up, the query batch) once instead of once per party
+    (Ray serialises every argument separately).
+    """
+    values: list[Any] = []
+    index: dict[int, int] = {}
+    positions = []
+    for args in arg_lists:
+        idx = []
+        for a in args:
+            j = index.get(id(a))
+            if j is None:
+                j = index[id(a)] = len(values)
+                values.append(a)
+            idx.append(j)
+        positions.append(tuple(idx))
+    return positions, values
 
 
 def _describe(group: Sequence[Any]) -> str:
