@@ -91,6 +91,7 @@ class RingDataOwner:
         self._rng_topk = policy.generator("party", self.index, TOPK)
         self._masks = policy.source("party", self.index, "secure-sum")
         self.ring: tuple[PartyId, ...] = ()
+        self._position = -1  # my index in the ring, set by configure()
         self.start: PartyId = ""
         self.params: TopKParams | None = None
         self.weighting = "uniform"
@@ -104,19 +105,19 @@ class RingDataOwner:
         if weighting not in WEIGHTINGS:
             raise ConfigError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
         self.ring, self.start, self.params, self.weighting = tuple(ring), start, params, weighting
+        self._position = self.ring.index(self.party_id)  # O(n) once, not on every step
         return int(self.X.shape[1])
 
     @property
     def others(self) -> list[PartyId]:
         """The other nodes in ring order, starting with the successor."""
-        i = self.ring.index(self.party_id)
+        i = self._position
         return list(self.ring[i + 1 :] + self.ring[:i])
 
     @property
     def successor(self) -> PartyId:
         """Next node on the ring."""
-        i = self.ring.index(self.party_id)
-        return self.ring[(i + 1) % len(self.ring)]
+        return self.ring[(self._position + 1) % len(self.ring)]
 
     def load_queries(self, queries: np.ndarray, query_block: np.ndarray | None = None) -> int:
         """Compute distances to the (public) query batch and the local top-k ``V``.
