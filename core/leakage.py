@@ -53,7 +53,11 @@ def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tu
     denom = 1 + z * z / trials
     centre = (p + z * z / (2 * trials)) / denom
     half = z * np.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
-    return (max(0.0, float(centre - half)), min(1.0, float(centre + half)))
+    # the interval always holds p; rounding must not push an end past it (at p = 0 or 1
+    # the end is exactly 0 or 1)
+    low = 0.0 if successes == 0 else min(p, max(0.0, float(centre - half)))
+    high = 1.0 if successes == trials else max(p, min(1.0, float(centre + half)))
+    return (low, high)
 
 
 @dataclass(frozen=True)

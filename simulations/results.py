@@ -24,6 +24,9 @@ import numpy as np
 from core.leakage import DisclosureReport
 from simulations.runner import RunOutcome
 
+MAX_LABELLED_PARTIES = 40
+"""Up to this many parties the summary plot labels each one; beyond, it plots sorted curves."""
+
 
 def summary_of(outcome: RunOutcome) -> dict[str, Any]:
     """The run's headline figures as plain JSON."""
@@ -119,32 +122,48 @@ def plot_summary(outcome: RunOutcome, path: Path) -> None:
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("accuracy")
     params = p.config.params
-    ax.set_title(f"{p.dataset.name}: k={params.k}, r={params.rounds}, "
-                 f"P0={params.p0}, d={params.d}")
+    name = p.dataset.name if len(p.dataset.name) <= 48 else p.dataset.name[:47] + "…"
+    ax.set_title(f"{name}\nk={params.k}, r={params.rounds}, P0={params.p0}, d={params.d}",
+                 fontsize=10)
 
     ax = axes[1]
     d = outcome.disclosure.parties
     probs = np.array([x.probability for x in d])
-    ci = np.array([x.interval for x in d])
-    x = np.arange(len(d))
-    ax.errorbar(x, probs, yerr=[probs - ci[:, 0], ci[:, 1] - probs], fmt="o", capsize=3)
+    ci = np.array([x.interval for x in d]).reshape(len(d), 2)
+    if len(d) <= MAX_LABELLED_PARTIES:  # one labelled point per node
+        x = np.arange(len(d))
+        ax.errorbar(x, probs, yerr=[np.maximum(probs - ci[:, 0], 0),
+                                    np.maximum(ci[:, 1] - probs, 0)], fmt="o", capsize=3)
+        ax.set_xticks(x, [x.party for x in d], rotation=60, fontsize=7)
+        ax.set_title("successor attribution per node")
+    else:  # thousands of nodes: the sorted curve with its band
+        order = np.argsort(probs, kind="stable")
+        x = np.arange(len(d))
+        ax.plot(x, probs[order], lw=1)
+        ax.fill_between(x, ci[order, 0], ci[order, 1], alpha=0.3, lw=0)
+        ax.set_xlabel(f"{len(d):,} nodes, sorted by disclosure")
+        ax.set_title("successor attribution, every node (sorted)")
     ax.axhline(outcome.disclosure.mean_probability, color="tab:red", ls="--",
                label=f"mean {outcome.disclosure.mean_probability:.3f}")
-    ax.set_xticks(x, [x.party for x in d], rotation=60, fontsize=7)
     ax.set_ylim(0, 1)
     ax.set_ylabel("disclosure probability (95% CI)")
-    ax.set_title("successor attribution per node")
     ax.legend()
 
     ax = axes[2]
     per = outcome.communication.get("per_party", {})
     names = list(per)
-    sent = [per[n]["sent_bytes"] / 1024 for n in names]
-    recv = [per[n]["received_bytes"] / 1024 for n in names]
+    sent = np.array([per[n]["sent_bytes"] / 1024 for n in names])
+    recv = np.array([per[n]["received_bytes"] / 1024 for n in names])
     x = np.arange(len(names))
-    ax.bar(x - 0.2, sent, 0.4, label="sent")
-    ax.bar(x + 0.2, recv, 0.4, label="received")
-    ax.set_xticks(x, names, rotation=60, fontsize=7)
+    if len(names) <= MAX_LABELLED_PARTIES:
+        ax.bar(x - 0.2, sent, 0.4, label="sent")
+        ax.bar(x + 0.2, recv, 0.4, label="received")
+        ax.set_xticks(x, names, rotation=60, fontsize=7)
+    else:
+        ax.plot(x, np.sort(sent), label="sent")
+        ax.plot(x, np.sort(recv), label="received")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"{len(names):,} parties, each curve sorted")
     ax.set_ylabel("KiB on the wire")
     ax.set_title(f"communication: {outcome.communication.get('messages')} messages")
     ax.legend()

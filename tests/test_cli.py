@@ -102,3 +102,21 @@ def test_readme_scenario_example_is_valid():
     scenario = parse_scenario(tomllib.loads(block.group(1)), source="README")
     assert scenario.runtime.flush_bytes == 64 << 20
     assert scenario.runtime.layout == "actor-per-party"
+
+
+@pytest.mark.parametrize("n", [5, 60])
+def test_summary_plot_for_few_and_many_parties(tmp_path, n):
+    """Up to 40 parties each is labelled; beyond, sorted curves (a 10,000-party run's
+    plot stays readable and quick)."""
+    from simulations.results import MAX_LABELLED_PARTIES, write_results
+    from simulations.runner import execute
+    from simulations.scenario import parse_scenario
+
+    sc = parse_scenario({"run": {"name": "plot", "seed": 1}, "data": {"dataset": "pima",
+                                                                      "max_queries": 30},
+                         "parties": {"n": n}, "protocol": {"k": 3},
+                         "runtime": {"kind": "inprocess", "channels": False}})
+    outcome = execute(sc, transcript_dir=tmp_path / "t")
+    assert (len(outcome.disclosure.parties) > MAX_LABELLED_PARTIES) == (n > 40)
+    write_results(outcome, tmp_path / "out")
+    assert (tmp_path / "out" / "summary.png").stat().st_size > 10_000

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.leakage import wilson_interval
 from core.transcript import Transcript, View
@@ -70,3 +72,15 @@ def test_adversary_sees_no_provenance(tmp_path):
 def test_wilson_interval_values(s, n, lo, hi):
     a, b = wilson_interval(s, n)
     assert a == pytest.approx(lo, abs=1e-4) and b == pytest.approx(hi, abs=1e-4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 100_000).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
+def test_wilson_interval_always_holds_the_estimate(sn):
+    s, n = sn
+    lo, hi = wilson_interval(s, n)
+    assert 0.0 <= lo <= s / n <= hi <= 1.0
+    if s == 0:
+        assert lo == 0.0
+    if s == n:
+        assert hi == 1.0
