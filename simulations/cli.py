@@ -101,7 +101,9 @@ def run(
 
 
 @app.command()
-def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `ppknn run`.")
+def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `ppknn run`."),
+            top: int = typer.Option(20, min=1, help="With more parties than this, show the "
+                                    "this many most disclosed (all are in disclosure.csv)."),
             ) -> None:
     """Recompute per-node disclosure from a saved transcript."""
     from core.transcript import Transcript
@@ -117,16 +119,26 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
     except PpknnError as exc:
         _fail(exc, 2)
     write_disclosure_csv(report, results_dir / "disclosure.csv")
-    table = Table(title=f"disclosure ({report.adversary}) from {results_dir}/transcript")
+    shown = list(report.parties)
+    title = f"disclosure ({report.adversary}) from {results_dir}/transcript"
+    if len(shown) > top:
+        shown = sorted(shown, key=lambda d: -d.probability)[:top]
+        title += f"\nthe {top} most disclosed of {len(report.parties):,} parties"
+    table = Table(title=title)
     for col in ("party", "probability", "95% CI", "precision"):
         table.add_column(col, justify="right")
-    for d in report.parties:
+    for d in shown:
         lo, hi = d.interval
         table.add_row(d.party, f"{d.probability:.3f}", f"[{lo:.3f}, {hi:.3f}]",
                       f"{d.precision:.3f}")
     lo, hi = report.pooled_interval
     table.add_row("mean", f"{report.mean_probability:.3f}", f"[{lo:.3f}, {hi:.3f}]", "")
     out.print(table)
+    if len(report.parties) > top:
+        probs = sorted(d.probability for d in report.parties)
+        q = [probs[int(f * (len(probs) - 1))] for f in (0.0, 0.25, 0.5, 0.75, 1.0)]
+        out.print("per-party probability: min {:.3f}, quartiles {:.3f} / {:.3f} / {:.3f}, "
+                  "max {:.3f}; every party in {}".format(*q, results_dir / "disclosure.csv"))
 
 
 @app.command()

@@ -52,6 +52,14 @@ def test_run_writes_results_and_leakage_recomputes(tmp_path):
     again = runner.invoke(app, ["leakage", str(out)])
     assert again.exit_code == 0, again.output
     assert (out / "disclosure.csv").read_text() == before
+    assert all(f"owner-0{i}" in again.output for i in range(4))  # 4 parties: all shown
+    top = runner.invoke(app, ["leakage", str(out), "--top", "2"])
+    assert top.exit_code == 0, top.output
+    assert "the 2 most disclosed of 4 parties" in top.output
+    assert "quartiles" in top.output
+    with (out / "disclosure.csv").open() as fh:
+        most = sorted(csv.DictReader(fh), key=lambda r: -float(r["probability"]))
+    assert most[0]["party"] in top.output
     with (out / "predictions.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == summary["queries"]
