@@ -315,3 +315,20 @@ def test_pack_ships_each_shared_argument_once():
     equal_but_distinct = [np.zeros(2), np.zeros(2)]  # identity, not equality, decides
     positions, values = _pack([(equal_but_distinct[0],), (equal_but_distinct[1],)])
     assert positions == [(0,), (1,)] and len(values) == 2
+
+
+def test_actor_per_party_refuses_more_parties_than_memory_holds(ray_local):
+    import ray
+
+    from core.errors import ConfigError
+    from core.runtime.ray_runtime import ACTOR_MEMORY_MIB, RayRuntime
+
+    memory = ray.cluster_resources()["memory"]
+    n = int(memory / (ACTOR_MEMORY_MIB * 2**20)) + 5
+    specs = [PartySpec(f"p{i}", Relay, {"me": f"p{i}", "to": "p0"}) for i in range(n)]
+    rt = RayRuntime(layout="actor-per-party")
+    with pytest.raises(ConfigError, match=rf"{n:,} parties need about .* GiB.*use layout "
+                                          "'hosted'"):
+        rt.start(specs, RunContext(run_id="r"))
+    assert rt.hosts == {}  # refused before any actor was created
+    rt.shutdown()
