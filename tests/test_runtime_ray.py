@@ -262,7 +262,7 @@ def test_scatter_with_wrong_output_count_is_a_protocol_error(ray_local, kind, op
     try:
         refs = rt.scatter(Step("p1", "cast", (1.0,)), None,
                           [Call(t, "take", ("x",)) for t in names if t != "p1"])
-        with pytest.raises(ProtocolError, match=r"returned 5 values|must return 6 outputs"):
+        with pytest.raises(ProtocolError, match=r"p1\.cast returned 5 values, expected 6"):
             rt.fetch(refs)
     finally:
         rt.shutdown()

@@ -80,6 +80,14 @@ class FaultPlan:
     occurrence: int = 1
 
 
+def check_outputs(party: PartyId, method: str, out: Any, expected: int) -> Any:
+    """``out`` when it is a list or tuple of ``expected`` outputs; else ProtocolError."""
+    if not isinstance(out, (list, tuple)) or len(out) != expected:
+        got = len(out) if isinstance(out, (list, tuple)) else type(out).__name__
+        raise ProtocolError(f"{party}.{method} returned {got} values, expected {expected}")
+    return out
+
+
 class PartyHost:
     """Hosts logical parties and does their messaging (see module docstring)."""
 
@@ -197,11 +205,8 @@ class PartyHost:
         per remote host (a single value when that makes one).
         """
         party_id, method, args = source
-        outs = self.invoke(party_id, method, incoming, *args)
-        if not isinstance(outs, (list, tuple)) or len(outs) != n_targets:
-            got = len(outs) if isinstance(outs, (list, tuple)) else type(outs).__name__
-            raise ProtocolError(f"{party_id}.{method} must return {n_targets} outputs "
-                                f"(one per target), got {got}")
+        outs = check_outputs(party_id, method, self.invoke(party_id, method, incoming, *args),
+                             n_targets)
         results = [self.invoke(target, target_method, outs[pos], *(values[j] for j in idx))
                    for pos, target, target_method, idx in local]
         grouped = [tuple(outs[p] for p in group) for group in remote]
@@ -276,4 +281,5 @@ class PartyHost:
         return wire
 
 
-__all__ = ["FaultPlan", "NullRecorder", "PartyHost", "PartySpec", "RecorderClient"]
+__all__ = ["FaultPlan", "NullRecorder", "PartyHost", "PartySpec", "RecorderClient",
+           "check_outputs"]

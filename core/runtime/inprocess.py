@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import ConfigError, PartyFailure, ProtocolError
+from core.errors import ConfigError, PartyFailure
 from core.messages import PartyId
 from core.runtime.base import CallRecord, Progress, RunContext, Runtime
-from core.runtime.host import NullRecorder, PartyHost, PartySpec
+from core.runtime.host import NullRecorder, PartyHost, PartySpec, check_outputs
 from core.transcript import TranscriptRecorder
 
 
@@ -95,12 +95,7 @@ class InProcessRuntime(Runtime):
             if num_returns == 1:
                 refs[0].value = out
             else:
-                if not isinstance(out, (list, tuple)) or len(out) != num_returns:
-                    got = len(out) if isinstance(out, (list, tuple)) else type(out).__name__
-                    raise ProtocolError(
-                        f"{party}.{method} returned {got} values, expected {num_returns}"
-                    )
-                for r, v in zip(refs, out):
+                for r, v in zip(refs, check_outputs(party, method, out, num_returns)):
                     r.value = v
         except BaseException as exc:  # kept and raised at fetch, as on Ray
             for r in refs:

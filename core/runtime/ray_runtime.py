@@ -261,24 +261,38 @@ class RayRuntime(Runtime):
 
     def map(self, calls: Sequence[Call]) -> list[Any]:
         """Calls on the same host go out as one actor call (see the class)."""
+        refs: list[Any] = [None] * len(calls)
+        for members in self._by_host(calls).values():
+            self._group_call("invoke_many", calls, members, refs)
+        return refs
+
+    def _by_host(self, calls: Sequence[Call]) -> dict[int, list[int]]:
+        """Positions of ``calls`` grouped by the host actor of their party."""
         by_host: dict[int, list[int]] = {}
         for k, c in enumerate(calls):
             self._check_party(c.party)
             by_host.setdefault(self._host_index[c.party], []).append(k)
-        refs: list[Any] = [None] * len(calls)
-        for members in by_host.values():
-            group = [calls[k] for k in members]
-            positions, values = _pack([c.args for c in group])
-            self._consumed.update(a for a in values if isinstance(a, ray.ObjectRef))
-            spec = [(c.party, c.method, idx) for c, idx in zip(group, positions)]
-            host = self.hosts[group[0].party]
-            out = host.invoke_many.options(num_returns=len(group)).remote(spec, *values)
-            outs = [out] if len(group) == 1 else list(out)
-            for k, r in zip(members, outs):
-                refs[k] = r
-            self._pending.append(CallRecord(outs, group[0].party, _describe(group),
-                                            group[0].protocol, group[0].round))
-        return refs
+        return by_host
+
+    def _group_call(self, method: str, calls: Sequence[Call], members: list[int],
+                    refs: list[Any], *leading: Any) -> None:
+        """One actor call running ``calls[members]`` on their shared host.
+
+        ``method`` is the host's ``invoke_many`` or ``invoke_scattered``
+        (``leading``: the scattered outputs); shared arguments are shipped once.
+        Fills ``refs`` at ``members`` and records the call for :meth:`fetch`.
+        """
+        group = [calls[k] for k in members]
+        positions, values = _pack([c.args for c in group])
+        self._consumed.update(a for a in values if isinstance(a, ray.ObjectRef))
+        spec = [(c.party, c.method, idx) for c, idx in zip(group, positions)]
+        host_method = getattr(self.hosts[group[0].party], method)
+        out = host_method.options(num_returns=len(group)).remote(spec, *leading, *values)
+        outs = [out] if len(group) == 1 else list(out)
+        for k, r in zip(members, outs):
+            refs[k] = r
+        self._pending.append(CallRecord(outs, group[0].party, _describe(group),
+                                        group[0].protocol, group[0].round))
 
     def scatter(self, source: Step, incoming: Any, targets: Sequence[Call]) -> list[Any]:
         """One actor call on the sender's host, then one per other host holding targets.
@@ -288,12 +302,8 @@ class RayRuntime(Runtime):
         if not targets:
             raise ConfigError(f"scatter from {source.party!r} needs at least one target")
         self._check_party(source.party)
-        src = self._host_index[source.party]
-        by_host: dict[int, list[int]] = {}
-        for k, t in enumerate(targets):
-            self._check_party(t.party)
-            by_host.setdefault(self._host_index[t.party], []).append(k)
-        local = by_host.pop(src, [])
+        by_host = self._by_host(targets)
+        local = by_host.pop(self._host_index[source.party], [])
         remote = list(by_host.values())
         positions, local_values = _pack([targets[k].args for k in local])
         local_spec = [(k, targets[k].party, targets[k].method, idx)
@@ -315,17 +325,7 @@ class RayRuntime(Runtime):
             refs[k] = r
         for group, grouped in zip(remote, outs[len(local):]):
             self._consumed.add(grouped)
-            calls = [targets[k] for k in group]
-            positions, values = _pack([c.args for c in calls])
-            self._consumed.update(a for a in values if isinstance(a, ray.ObjectRef))
-            spec = [(c.party, c.method, idx) for c, idx in zip(calls, positions)]
-            got = self.hosts[calls[0].party].invoke_scattered.options(
-                num_returns=len(calls)).remote(spec, grouped, *values)
-            got = [got] if len(calls) == 1 else list(got)
-            for k, r in zip(group, got):
-                refs[k] = r
-            self._pending.append(CallRecord(got, calls[0].party, _describe(calls),
-                                            calls[0].protocol, calls[0].round))
+            self._group_call("invoke_scattered", targets, group, refs, grouped)
         return refs
 
     def fetch(self, refs: Any, *, progress: Progress | None = None) -> Any:  # noqa: D102
