@@ -179,8 +179,12 @@ def perturb(values: np.ndarray, mechanisms: list[Laplace], rng: object) -> np.nd
 
 
 def amplification(ranges: np.ndarray, scales: np.ndarray) -> np.ndarray:
-    """Per-column amplification ``exp(range_i / b_i)`` of Laplace noise (eqs. 7-8)."""
-    return np.exp(np.asarray(ranges, dtype=np.float64) / np.asarray(scales, dtype=np.float64))
+    """Per-column amplification ``exp(range_i / b_i)`` of Laplace noise (eqs. 7-8).
+
+    ``inf`` (without a warning) where a tiny ``b`` makes it overflow.
+    """
+    with np.errstate(over="ignore"):
+        return np.exp(np.asarray(ranges, dtype=np.float64) / np.asarray(scales, dtype=np.float64))
 
 
 @dataclass(frozen=True, kw_only=True)

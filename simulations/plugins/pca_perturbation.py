@@ -1,0 +1,338 @@
+"""``pca-perturbation``: PCA + Laplace data release and the modified kNN (Mukherjee et al.).
+
+Scenario table::
+
+    [protocol]
+    name = "pca-perturbation"
+    scheme = "pca-laplace"     # or pca-no-noise, laplace, rand-p, rand-u, rand-n
+    components = 3             # s kept components (rand-p: the projection's dimension)
+    b = 0.2                    # Laplace scale factor: b_i = b * range_i (amplification e^(1/b))
+    method = "radius"          # or "best-k", "fixed-k"
+    k = 5                      # fixed-k's k, and the baseline's
+
+Parties: one ``sanitizer`` holding the union of the training rows (whatever
+``[parties].n`` is) and one ``miner`` holding the query rows as its
+instances. The sanitizer normalises with the scenario's public bounds
+(``[data.bounds]``, or ``scale = "minmax"``), releases once; the miner
+classifies locally. Baseline: scikit-learn's brute-force kNN with the same
+k and the miner's weights (``1/d²``, zero-distance points take all the
+weight) on the clean union. Leakage: the transform and correlation attacks
+over the miner's view, scored against the sanitizer's normalised rows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from core.errors import ConfigError
+from core.runtime import PartySpec
+from core.transcript import Transcript
+from parties.miner import Miner
+from parties.sanitizer import Sanitizer
+from protocols.pca_perturbation.attacks import AttackOutcome, attack, release_message
+from protocols.pca_perturbation.driver import (
+    LAPLACE_SCHEMES,
+    PCAPerturbationResult,
+    ReleaseSetup,
+    drive,
+    safe_exp,
+)
+from protocols.pca_perturbation.knn import DEFAULT_KS
+from protocols.pca_perturbation.protocol import PROTOCOL, MiningPlan
+from protocols.pca_perturbation.sanitize import normalise
+from protocols.pca_perturbation.schemes import ReleaseRequest
+from simulations.prepare import PreparedData
+from simulations.registry import (
+    Baseline,
+    Measured,
+    Plan,
+    ProtocolConfig,
+    ProtocolPlugin,
+    Role,
+    register,
+)
+from simulations.scenario import Scenario
+
+NAME = "pca-perturbation"
+SANITIZER, MINER = "sanitizer", "miner"
+PCA_SCHEMES = ("pca-laplace", "pca-no-noise")
+STATS_SCHEMES = ("pca-laplace", "pca-no-noise", "laplace")
+"""Schemes that publish the distortion statistics the radius method needs."""
+
+PositiveInt = Annotated[int, Field(ge=1, strict=True)]
+
+
+class PCAPerturbationConfig(ProtocolConfig):
+    """``[protocol]`` of ``pca-perturbation``.
+
+    ``b`` is used by the Laplace schemes (``pca-laplace``, ``laplace``),
+    ``sd`` by ``rand-u`` and ``rand-n``, ``components`` by the PCA schemes
+    (``s``) and ``rand-p`` (the projection's dimension); a scheme ignores the
+    others, so one table can be swept over schemes.
+    """
+
+    name: Literal["pca-perturbation"] = "pca-perturbation"
+    scheme: Literal["pca-laplace", "pca-no-noise", "laplace", "rand-p", "rand-u",
+                    "rand-n"] = "pca-laplace"
+    components: int = Field(3, ge=1, strict=True)
+    b: float = Field(0.2, allow_inf_nan=False, strict=True)
+    sd: float = Field(0.1, allow_inf_nan=False, strict=True)
+    n_sd: float = Field(2.0, ge=0, allow_inf_nan=False, strict=True)
+    method: Literal["radius", "best-k", "fixed-k"] = "radius"
+    k: int = Field(5, ge=1, strict=True)
+    fallback_k: int = Field(5, ge=1, strict=True)
+    ks: tuple[PositiveInt, ...] = Field(DEFAULT_KS, min_length=1)
+    folds: int = Field(5, ge=2, strict=True)
+    max_validation: int = Field(1000, ge=2, strict=True)
+    rho1: float = Field(0.001, gt=0, lt=1, allow_inf_nan=False, strict=True)
+    attacks: bool = Field(True, strict=True)
+
+    @field_validator("b", "sd")
+    @classmethod
+    def _positive(cls, v: float, info: Any) -> float:
+        if not v > 0:
+            hint = (" (a release without noise is scheme = \"pca-no-noise\")"
+                    if info.field_name == "b" else "")
+            raise ValueError(f"must be a finite number > 0{hint}")
+        return v
+
+
+def _refuse(key: str, value: Any, why: str, source: str | None = None) -> ConfigError:
+    head = f"invalid scenario {source}:\n  " if source else ""
+    return ConfigError(f"{head}protocol.{key} = {value!r}: {why}")
+
+
+def released_columns(config: PCAPerturbationConfig, m: int) -> int:
+    """Columns the release carries: ``s``, the projection's dimension, or every attribute."""
+    return config.components if config.scheme in (*PCA_SCHEMES, "rand-p") else m
+
+
+def release_request(config: PCAPerturbationConfig) -> ReleaseRequest:
+    """The sanitizer's request (round 1) for the configured scheme."""
+    by_scheme: dict[str, dict[str, Any]] = {
+        "pca-laplace": {"b": config.b, "s": config.components},
+        "pca-no-noise": {"s": config.components},
+        "laplace": {"b": config.b},
+        "rand-p": {"k": config.components},
+        "rand-u": {"sd": config.sd},
+        "rand-n": {"sd": config.sd},
+    }
+    return ReleaseRequest(scheme=config.scheme, round=1, n_sd=config.n_sd,
+                          **by_scheme[config.scheme])
+
+
+def check_against_data(config: PCAPerturbationConfig, data: PreparedData) -> None:
+    """Plan-time checks that need the data (feature and row counts, bounds)."""
+    n, m = data.train_X.shape
+    ds = data.dataset.name
+    limit = m - 1 if config.scheme == "rand-p" else m
+    if config.scheme in (*PCA_SCHEMES, "rand-p") and config.components > limit:
+        what = ("fewer than the" if config.scheme == "rand-p" else "at most the")
+        raise _refuse("components", config.components,
+                      f"scheme {config.scheme!r} needs components in [1, {limit}] ({what} "
+                      f"{m} features of dataset {ds!r})")
+    for key in ("k", "fallback_k", "folds"):
+        value = getattr(config, key)
+        if value > n:
+            raise _refuse(key, value, f"larger than the {n} training rows the sanitizer holds; "
+                          f"choose {key} <= {n}")
+    if config.method == "best-k":
+        smallest_fold = n - math.ceil(n / config.folds)
+        if not any(k <= smallest_fold for k in config.ks):
+            raise _refuse("ks", list(config.ks),
+                          f"no k fits a cross-validation training fold of {smallest_fold} rows "
+                          f"({n} rows, {config.folds} folds)")
+    flat = np.flatnonzero(data.bounds.upper <= data.bounds.lower)
+    if flat.size:
+        j = int(flat[0])
+        raise ConfigError(f"data.bounds: attribute {j} of dataset {ds!r} has zero width "
+                          f"([{data.bounds.lower[j]}, {data.bounds.upper[j]}]); the sanitizer "
+                          "normalises every attribute to [0, 1] and needs upper > lower")
+    span = data.train_X.max(axis=0) - data.train_X.min(axis=0)
+    constant = np.flatnonzero(span == 0)
+    if constant.size:
+        raise ConfigError(f"dataset {ds!r}: training column(s) {constant.tolist()[:10]} are "
+                          "constant; the sanitizer refuses constant columns (drop them)")
+
+
+def _inverse_square(dist: np.ndarray) -> np.ndarray:
+    """The miner's weights for scikit-learn: ``1/d²``; a row with a zero distance: its zeros."""
+    dist = np.asarray(dist, dtype=np.float64)
+    zero = dist == 0
+    w = np.zeros_like(dist)
+    np.divide(1.0, dist**2, out=w, where=~zero)
+    rows = zero.any(axis=1)
+    w[rows] = zero[rows]
+    return w
+
+
+def baseline_knn(X: np.ndarray, y: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
+    """scikit-learn's brute-force kNN with the miner's weights, on one BLAS thread."""
+    from sklearn.neighbors import KNeighborsClassifier
+    from threadpoolctl import threadpool_limits
+
+    knn = KNeighborsClassifier(n_neighbors=k, algorithm="brute", weights=_inverse_square)
+    knn.fit(X, y)
+    with threadpool_limits(limits=1):
+        return knn.predict(queries)
+
+
+@register
+class PCAPerturbation(ProtocolPlugin):
+    """A sanitizer releases PCA + Laplace perturbed data; a miner classifies with it."""
+
+    name = NAME
+    title = ("PCA + Laplace perturbation and the modified kNN (Mukherjee, Banerjee, Chen & "
+             "Gangopadhyay)")
+    config_model = PCAPerturbationConfig
+    roles = (
+        Role("sanitizer", Sanitizer, "1",
+             "holds the union of the training rows; publishes one sanitised release"),
+        Role("miner", Miner, "1", "holds the query rows as its instances; classifies locally"),
+    )
+    metrics = ("scheme", "components", "b", "method", "k", "amplification",
+               "log_amplification", "domain_amplification", "rho2_bound", "radius2",
+               "mean_in_radius", "fallback_fraction", "best_k", "privacy_transform_attack",
+               "privacy_correlation_attack", "correlation_attack_s2")
+    guarantee = ("no ε-DP: per-column amplification e^(1/b) of the Laplace release (ρ1→ρ2 "
+                 "bound) and average privacy under the transform and correlation attacks")
+    adversaries = ("transform-attack", "correlation-attack")
+    driver = staticmethod(drive)
+
+    def check_scenario(self, config: ProtocolConfig, scenario: Scenario, *, source: str
+                       ) -> None:
+        """Cross-checks between keys (those needing the data wait for :meth:`plan`)."""
+        assert isinstance(config, PCAPerturbationConfig)
+        if config.method == "radius" and config.scheme not in STATS_SCHEMES:
+            raise _refuse("method", config.method,
+                          f"the radius method needs the distortion statistics, which scheme "
+                          f"{config.scheme!r} does not publish; use method = \"best-k\" or "
+                          f"\"fixed-k\", or a scheme in {list(STATS_SCHEMES)}", source)
+        if config.max_validation < config.folds:
+            raise _refuse("max_validation", config.max_validation,
+                          f"must be >= folds ({config.folds})", source)
+
+    def plan(self, config: ProtocolConfig, data: PreparedData) -> Plan:
+        """The sanitizer (union of the training rows) and the miner (the query rows)."""
+        assert isinstance(config, PCAPerturbationConfig)
+        check_against_data(config, data)
+        s = data.scenario
+        mining = MiningPlan(methods=(config.method,), k=config.k, ks=tuple(config.ks),
+                            folds=config.folds, max_validation=config.max_validation,
+                            fallback_k=config.fallback_k)
+        setup = ReleaseSetup(request=release_request(config), mining=mining,
+                             method=config.method, rho1=config.rho1)
+        common = {"run_id": data.run_id, "seed": s.run.seed, "mode": s.run.mode,
+                  "n_classes": data.n_classes}
+        specs = (
+            PartySpec(SANITIZER, Sanitizer, {
+                "party_id": SANITIZER, "index": 0, "X": data.train_X, "y": data.train_y,
+                "bounds": data.bounds, "miner": MINER, **common}),
+            PartySpec(MINER, Miner, {"party_id": MINER, "index": 1, "X": data.queries,
+                                     **common}),
+        )
+        n, m = data.train_X.shape
+        public = {
+            "run_id": data.run_id, "scheme": config.scheme, "method": config.method,
+            "features": m, "released_columns": released_columns(config, m),
+            "training_rows": n, "n_queries": int(len(data.queries)),
+            "bounds": {"lower": data.bounds.lower.tolist(), "upper": data.bounds.upper.tolist()},
+            "classes": [str(c) for c in data.dataset.classes],
+        }
+        return Plan(specs=specs, roles={"sanitizer": (SANITIZER,), "miner": (MINER,)},
+                    config=setup, queries=data.queries, query_labels=data.query_labels,
+                    public=public)
+
+    def baseline(self, config: ProtocolConfig, data: PreparedData) -> Baseline:
+        """scikit-learn kNN, k = ``protocol.k``, the miner's ``1/d²`` weights, clean union."""
+        assert isinstance(config, PCAPerturbationConfig)
+        Z = normalise(data.train_X, data.bounds.lower, data.bounds.upper)
+        Zq = normalise(data.queries, data.bounds.lower, data.bounds.upper)
+        return Baseline(f"kNN k={config.k}, 1/d² weights (union, non-private)",
+                        baseline_knn(Z, data.train_y, Zq, config.k))
+
+    def measure(self, config: ProtocolConfig, data: PreparedData, plan: Plan,
+                result: Any, baseline: Baseline, transcript: Transcript | None) -> Measured:
+        """The configuration's figures and the attacks over the miner's view."""
+        assert isinstance(config, PCAPerturbationConfig)
+        detail: PCAPerturbationResult = result.detail
+        m = data.train_X.shape[1]
+        metrics: dict[str, Any] = {
+            "scheme": config.scheme, "components": released_columns(config, m),
+            "b": config.b if config.scheme in LAPLACE_SCHEMES else None,
+            "sd": config.sd if config.scheme in ("rand-u", "rand-n") else None,
+            "method": config.method,
+            "k": config.k,
+            "amplification_bound": (safe_exp(1.0 / config.b) if config.scheme in
+                                    LAPLACE_SCHEMES else None),
+            "privacy_transform_attack": None, "privacy_correlation_attack": None,
+            "correlation_attack_s2": None,
+        }
+        outcome: AttackOutcome | None = None
+        if config.attacks and transcript is not None:
+            view = transcript.view(MINER, protocol=PROTOCOL)
+            release = release_message(view, detail.request.round)
+            truth = normalise(data.train_X, data.bounds.lower, data.bounds.upper)
+            outcome = attack(release, truth)
+            metrics["privacy_transform_attack"] = outcome.no_filter
+            if outcome.best_s2:
+                metrics["privacy_correlation_attack"] = outcome.filtered
+                metrics["correlation_attack_s2"] = outcome.best_s2
+            metrics["attack_definition"] = (
+                "average privacy: mean over attributes of the width of the central 95% of "
+                "(estimate - truth) on the normalised rows; transform attack = reverse the "
+                "released transform, correlation attack = PCA filtering with the attacker's "
+                "best s2 (oracle)")
+        return Measured(metrics=metrics, leakage=outcome)
+
+    def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """Amplification and the attacks' average privacy."""
+        lines = []
+        if summary.get("amplification") is not None:
+            lines.append(("amplification e^(1/b) per column / over the domain",
+                          f"{summary['amplification']:.4g} / "
+                          f"{summary['domain_amplification']:.4g}"))
+            lines.append((f"largest ρ2 from ρ1 = {summary['rho1']:g}",
+                          f"{summary['rho2_bound']:.4f}"))
+        if summary.get("radius2") is not None:
+            lines.append(("radius² / mean points inside / empty-radius fallback",
+                          f"{summary['radius2']:.4f} / {summary['mean_in_radius']:.1f} / "
+                          f"{summary['fallback_fraction']:.3f}"))
+        if summary.get("best_k") is not None:
+            lines.append(("k chosen by cross-validation", str(summary["best_k"])))
+        if summary.get("privacy_transform_attack") is not None:
+            filtered = summary.get("privacy_correlation_attack")
+            lines.append(("average privacy: transform / correlation attack",
+                          f"{summary['privacy_transform_attack']:.3f} / "
+                          + ("n/a" if filtered is None else
+                             f"{filtered:.3f} (s2 = {summary['correlation_attack_s2']})")))
+        return lines
+
+    def plot(self, ax: Any, outcome: Any) -> bool:
+        """Average privacy under the two attacks (higher: more private)."""
+        attacked: AttackOutcome | None = outcome.leakage
+        if attacked is None:
+            return False
+        names = ["transform attack"]
+        values = [attacked.no_filter]
+        if attacked.best_s2:
+            names.append(f"correlation attack\n(s2 = {attacked.best_s2})")
+            values.append(attacked.filtered)
+        bars = ax.bar(np.arange(len(values)), values, color="tab:purple")
+        ax.bar_label(bars, fmt="%.3f")
+        ax.set_xticks(np.arange(len(values)), names, fontsize=8)
+        ax.set_ylabel("average privacy (95% interval width / range)")
+        amp = outcome.result.metrics.get("amplification")
+        ax.set_title(f"{outcome.config.scheme}: attacks on the miner's view"
+                     + ("" if amp is None else f"\namplification {amp:.4g} per column"),
+                     fontsize=10)
+        return True
+
+
+__all__ = ["NAME", "PCAPerturbation", "PCAPerturbationConfig", "baseline_knn",
+           "check_against_data", "release_request", "released_columns"]
