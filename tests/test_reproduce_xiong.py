@@ -29,7 +29,9 @@ from simulations.experiments import (
 
 
 def test_quick_reproduction_writes_every_figure(tmp_path):
+    from simulations.reporting import Table
     from simulations.reproduce import xiong
+    from simulations.reproduce.xiong_report import build_report
 
     report = xiong.run(tmp_path / "out", quick=True, runtime="inprocess",
                        report=tmp_path / "docs" / "xiong.md")
@@ -38,13 +40,27 @@ def test_quick_reproduction_writes_every_figure(tmp_path):
                  "collusion", "communication"):
         rows = list(csv.DictReader((tmp_path / "out" / f"{name}.csv").open()))
         assert rows, name
+        assert (tmp_path / "docs" / "xiong" / f"{name}.csv").is_file(), name
+    # the report rebuilt from the run's CSVs: the same claims, figures and numbers
+    tables = {key: Table.read_csv(tmp_path / "out" / f"{name}.csv")
+              for key, name in xiong.TABLES.items()}
+    rebuilt = build_report(tables, xiong.QUICK, quick=True, timings={"total": 1.0},
+                           runtime="inprocess")
     pngs = sorted(p.name for p in (tmp_path / "docs" / "xiong").glob("*.png"))
-    assert len(pngs) == 8
+    assert pngs == sorted(f.png for f in rebuilt.figures) and len(pngs) == 9
     for png in pngs:
         assert f"xiong/{png}" in text
-    assert "**0** non-tied queries differ from scikit-learn (holds)" in text
-    assert "Measured counts equal the formulas everywhere" in text
-    assert "the bound holds at every point" in text
+    for figure in rebuilt.figures:
+        assert (tmp_path / "docs" / "xiong" / figure.csv).is_file(), figure.name
+    claims = {c.id: c for c in rebuilt.claims}
+    assert claims["exact-knn"].measured == 0 and claims["exact-knn"].verdict == "reproduced"
+    assert claims["messages"].measured == 1.0 and claims["messages"].verdict == "reproduced"
+    assert claims["bound"].measured == 1.0 and claims["bound"].verdict == "reproduced"
+    assert all(c.verdict != "not measured" for c in rebuilt.claims)
+    for c in rebuilt.claims:
+        assert f"{c.where}: {c.statement}" in text and f"**{c.verdict}**" in text
+    assert len(rebuilt.deviations) == 5 and "## Where this differs from the paper" in text
+    assert text.split("\n")[4].startswith("Claims: ")
 
 
 def test_batched_splits_equal_independent_runs():

@@ -43,7 +43,7 @@ from simulations.experiments import (
     sklearn_split_predictions,
     split_truth,
 )
-from simulations.reproduce.table import Table
+from simulations.reporting import Table
 
 
 @dataclass(frozen=True)
@@ -109,9 +109,10 @@ class Xiong:
     def accuracy(self) -> Table:
         """Figs. 2-4 (and the sklearn / exact-kNN check) in one sweep per dataset."""
         s = self.s
-        t = Table("accuracy", ["dataset", "figure", "k", "rounds", "p0", "d", "acc_ppknn",
-                               "acc_knn", "abs_diff", "abs_diff_lo", "abs_diff_hi", "diff",
-                               "diff_lo", "diff_hi", "exact_knn_mismatch_non_tied", "tied"])
+        t = Table(name="accuracy", columns=(
+            "dataset", "figure", "k", "rounds", "p0", "d", "acc_ppknn", "acc_knn", "abs_diff",
+            "abs_diff_lo", "abs_diff_hi", "diff", "diff_lo", "diff_hi",
+            "exact_knn_mismatch_non_tied", "tied"))
         for name in s.datasets:
             b = self.batch(name, s.n, s.splits)
             cache: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
@@ -148,8 +149,9 @@ class Xiong:
     def large_k(self) -> Table:
         """Fig. 5: accuracy vs k up to the whole union (r = 1, P0 = 1, d = 0.5)."""
         s = self.s
-        t = Table("fig5_large_k", ["dataset", "k", "k_label", "splits", "acc_ppknn",
-                                   "acc_knn", "acc_ppknn_lo", "acc_ppknn_hi"])
+        t = Table(name="fig5_large_k", columns=("dataset", "k", "k_label", "splits",
+                                                "acc_ppknn", "acc_knn", "acc_ppknn_lo",
+                                                "acc_ppknn_hi"))
         for name in s.datasets:
             full = self.batch(name, s.n, s.splits)
             union = full.union_size()
@@ -176,9 +178,9 @@ class Xiong:
     def disclosure(self) -> Table:
         """Fig. 6: per-node disclosure vs n and k (r = 2, P0 = 1, d = 0.5), two adversaries."""
         s = self.s
-        t = Table("fig6_disclosure", ["dataset", "n", "k", "adversary", "mean_probability",
-                                      "ci_low", "ci_high", "min_node", "max_node", "precision",
-                                      "exact_attribution"])
+        t = Table(name="fig6_disclosure", columns=(
+            "dataset", "n", "k", "adversary", "mean_probability", "ci_low", "ci_high",
+            "min_node", "max_node", "precision", "exact_attribution"))
         for n in s.fig6_n:
             b = self.batch(s.leak_dataset, n, s.leak_splits)
             for k in s.fig6_k:
@@ -213,8 +215,8 @@ class Xiong:
     def bound(self) -> Table:
         """P(final vector = true top-k) vs the paper's bound, over r and k."""
         s = self.s
-        t = Table("correctness_bound", ["dataset", "rounds", "k", "measured", "ci_low",
-                                        "ci_high", "bound", "holds"])
+        t = Table(name="correctness_bound", columns=("dataset", "rounds", "k", "measured",
+                                                     "ci_low", "ci_high", "bound", "holds"))
         b = self.batch(s.leak_dataset, s.n, s.splits)
         with self.session(b) as sess:
             for k in s.bound_k:
@@ -234,8 +236,8 @@ class Xiong:
         """Coalitions of c = 1, 2, 3 around each node or at random: PP-TopK and both sums."""
         s = self.s
         n = s.coalition_n
-        t = Table("collusion", ["protocol", "placement", "c", "adversary", "disclosure",
-                                "ci_low", "ci_high", "precision"])
+        t = Table(name="collusion", columns=("protocol", "placement", "c", "adversary",
+                                             "disclosure", "ci_low", "ci_high", "precision"))
         b = self.batch(s.leak_dataset, n, s.leak_splits)
         rng = np.random.default_rng(SEED)
         runs = {}
@@ -288,8 +290,9 @@ class Xiong:
     def communication(self) -> Table:
         """Messages and bytes per query vs n and r, against Θ(n) per round and 2n for the sum."""
         s = self.s
-        t = Table("communication", ["n", "rounds", "protocol", "messages", "expected_messages",
-                                    "bytes_per_query", "queries"])
+        t = Table(name="communication", columns=("n", "rounds", "protocol", "messages",
+                                                 "expected_messages", "bytes_per_query",
+                                                 "queries"))
         n_sweep_r = 8 if 8 in s.comm_n else s.comm_n[0]
         pairs = [(n, 2) for n in s.comm_n] + [(n_sweep_r, r) for r in s.comm_r if r != 2]
         for n, r in pairs:
@@ -360,7 +363,7 @@ def report_from_tables(output: Path, *, quick: bool, runtime: str, report: Path,
     """Rebuild plots and report from the CSV tables of an earlier run in ``output``."""
     from simulations.reproduce.xiong_report import write_report
 
-    tables = {key: Table.read_csv(name, Path(output) / f"{name}.csv")
+    tables = {key: Table.read_csv(Path(output) / f"{name}.csv")
               for key, name in TABLES.items()}
     return write_report(tables, QUICK if quick else FULL, output=Path(output), report=report,
                         quick=quick, timings=timings, runtime=runtime)
