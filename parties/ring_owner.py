@@ -4,6 +4,14 @@ A :class:`RingDataOwner` holds its rows ``(X, y)`` and its random streams.
 Its methods are the party-side steps of PP-kNN; a runtime calls them and
 delivers the :class:`~core.messages.Message` objects they return. The
 query batch is public input given to every owner by the querier.
+
+The same owners also run the ring Naive Bayes building block
+(:mod:`protocols.ring_nb`): :meth:`RingDataOwner.nb_statistics` computes the
+owner's sufficient statistics, the ``vector_*`` methods add any named vector
+with the ring or the secret-shared secure sum (the total stays with the start
+node), and :meth:`RingDataOwner.nb_release` noises the total once and
+broadcasts the model. Their state and random streams are separate from
+PP-kNN's, so running both on the same owners changes neither.
 """
 
 from __future__ import annotations
@@ -13,24 +21,25 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.data import check_finite
+from core.dp import PrivacyCost, PrivacyLedger
 from core.errors import ConfigError, ProtocolError
 from core.messages import MASK, MIXED, PROVENANCE_DTYPE, Message, PartyId, uniform_provenance
-from core.rng import RandomnessMode, SeedPolicy
-from protocols import secure_sum as ss
-from protocols.pp_topk import PROTOCOL as TOPK
-from protocols.pp_topk import TopKParams, euclidean_distances, initial_vector, local_topk, topk_step
+from core.rng import RandomnessMode, RandomSource, SeedPolicy
+from protocols.ppknn import secure_sum as ss
+from protocols.ppknn.config import RingSetup
+from protocols.ppknn.pp_topk import PROTOCOL as TOPK
+from protocols.ppknn.pp_topk import (
+    TopKParams,
+    euclidean_distances,
+    initial_vector,
+    local_topk,
+    topk_step,
+)
+from protocols.ring_nb import steps as nb
+from protocols.ring_nb.config import GROUPS, RingNBSetup
+from protocols.ring_nb.config import PROTOCOL as NB_PROTOCOL
 
 WEIGHTINGS = ("uniform", "distance")
-
-
-@dataclass(frozen=True)
-class RingSetup:
-    """Public set-up every owner learns: the ring, its start node, parameters."""
-
-    ring: tuple[PartyId, ...]
-    start: PartyId
-    params: TopKParams
-    weighting: str = "uniform"
 
 
 class RingDataOwner:
@@ -90,6 +99,11 @@ class RingDataOwner:
         policy = SeedPolicy(root=seed, mode=RandomnessMode(mode))
         self._rng_topk = policy.generator("party", self.index, TOPK)
         self._masks = policy.source("party", self.index, "secure-sum")
+        self._policy = policy
+        self._vectors: dict[str, _NamedSum] = {}  # named secure sums (ring Naive Bayes)
+        self._nb: dict[str, _NBState] = {}
+        self.nb_ledgers: dict[str, PrivacyLedger] = {}
+        """The start node's ledger per ring Naive Bayes release (charged before noising)."""
         self.ring: tuple[PartyId, ...] = ()
         self._position = -1  # my index in the ring, set by configure()
         self.start: PartyId = ""
@@ -305,6 +319,210 @@ class RingDataOwner:
         return self.predictions, self.final_g, self.total
 
 
+    # -- named secure sums (any per-owner vector; the total stays with the start) --
+    def _put_vector(self, name: str, vector: np.ndarray, ring: tuple[PartyId, ...],
+                    start: PartyId, protocol: str) -> None:
+        """Hold ``vector`` (uint64, Z_(2^64)) to be added under ``name`` over ``ring``."""
+        if self.party_id not in ring or start not in ring:
+            raise ConfigError(f"{self.party_id}: ring {list(ring)} must contain me and {start!r}")
+        old = self._vectors.get(name)
+        masks = old.masks if old is not None else self._policy.source(
+            "party", self.index, "vector-sum", name)  # one stream per name, kept across runs
+        self._vectors[name] = _NamedSum(np.asarray(vector, dtype=np.uint64), tuple(ring),
+                                        tuple(ring).index(self.party_id), start, protocol,
+                                        masks)
+
+    def _vector(self, name: str) -> _NamedSum:
+        v = self._vectors.get(name)
+        if v is None:
+            raise ProtocolError(f"{self.party_id}: no vector named {name!r} to add")
+        return v
+
+    def _vector_message(self, v: _NamedSum, s: np.ndarray, receiver: PartyId, kind: str,
+                        round: int) -> Message:
+        return Message(self.run_id, v.protocol, round, -1, self.party_id, receiver, kind,
+                       {"s": s}, {"s": uniform_provenance(MASK)})
+
+    def vector_ring_start(self, incoming: None, name: str) -> Message:
+        """Start node: send a uniformly random mask to the successor (ring sum of ``name``)."""
+        if incoming is not None:
+            raise ProtocolError(f"{self.party_id}: the ring sum starts with no incoming message")
+        v = self._vector(name)
+        if self.party_id != v.start:
+            raise ProtocolError(f"{self.party_id}: only the start node {v.start!r} begins "
+                                f"the sum of {name!r}")
+        v.mask = v.masks.uint64(v.vector.shape)
+        return self._vector_message(v, v.mask, v.successor, "partial-sum", 1)
+
+    def vector_ring_step(self, incoming: Message, name: str) -> Message:
+        """Add this owner's vector to the running masked sum; pass it on."""
+        v = self._vector(name)
+        return self._vector_message(v, ss.add(incoming.payload["s"], v.vector), v.successor,
+                                    "partial-sum", 1)
+
+    def vector_ring_finish(self, incoming: Message, name: str) -> None:
+        """Start node: unmask and add its own vector; it keeps the total (nothing is sent)."""
+        v = self._vector(name)
+        if v.mask is None:
+            raise ProtocolError(f"{self.party_id}: the sum of {name!r} was not started here")
+        v.total = ss.add(ss.sub(incoming.payload["s"], v.mask), v.vector)
+        v.mask = None
+
+    def vector_share_out(self, name: str) -> list[Message]:
+        """Split the vector into n additive shares; one message per other node (ring order)."""
+        v = self._vector(name)
+        n = len(v.ring)
+        shares = ss.split_shares(v.vector, n, v.masks.uint64((n - 1,) + v.vector.shape))
+        v.kept = shares[-1]
+        return [self._vector_message(v, shares[i], other, "share", 1)
+                for i, other in enumerate(v.others)]
+
+    def vector_share_in(self, name: str, *shares: Message) -> Message | None:
+        """Add the received shares to the kept one; send the partial to the start node."""
+        v = self._vector(name)
+        if len(shares) != len(v.ring) - 1 or v.kept is None:
+            raise ProtocolError(f"{self.party_id}: expected {len(v.ring) - 1} shares of "
+                                f"{name!r} after share-out, got {len(shares)}")
+        partial = v.kept
+        for m in shares:
+            partial = ss.add(partial, m.payload["s"])
+        v.kept = None
+        if self.party_id == v.start:
+            v.partial = partial
+            return None
+        return self._vector_message(v, partial, v.start, "partial-sum", 2)
+
+    def vector_aggregate(self, name: str, *partials: Message) -> None:
+        """Start node: add every partial sum; it keeps the total (nothing is sent)."""
+        v = self._vector(name)
+        if v.partial is None or len(partials) != len(v.ring) - 1:
+            raise ProtocolError(f"{self.party_id}: aggregate of {name!r} needs its own partial "
+                                f"and {len(v.ring) - 1} others, got {len(partials)}")
+        total = v.partial
+        for m in partials:
+            total = ss.add(total, m.payload["s"])
+        v.total, v.partial = total, None
+
+    # -- ring Naive Bayes (protocols.ring_nb) ---------------------------------
+    def nb_statistics(self, setup: RingNBSetup) -> int:
+        """Compute this owner's Naive Bayes statistics (clipped to the public bounds).
+
+        They are held, fixed-point encoded, as the vector ``setup.name`` for the
+        secure sum. Returns the feature count.
+        """
+        d = len(setup.lower)
+        if self.X.shape[1] != d or np.shape(setup.queries)[1:] != (d,):
+            raise ConfigError(f"{self.party_id}: {self.X.shape[1]} features, but the bounds "
+                              f"have {d} and the queries {np.shape(setup.queries)[1:]}")
+        stats = nb.local_statistics(self.X, self.y, self.n_classes, setup.lower, setup.upper)
+        self._put_vector(setup.name, nb.encode_signed(stats), setup.ring, setup.start,
+                         NB_PROTOCOL)
+        old = self._nb.get(setup.name)
+        self._nb[setup.name] = _NBState(setup, noise_rng=old.noise_rng if old else None)
+        return d
+
+    def nb_release(self, incoming: None, name: str, round: int) -> list[Message]:
+        """Start node: charge its ledger, noise the exact total once, broadcast the model.
+
+        The start node sees the exact summed statistics before noising: it is
+        trusted for this step (see :mod:`protocols.ring_nb`).
+        """
+        state, v = self._nb_state(name), self._vector(name)
+        if self.party_id != v.start or v.total is None:
+            raise ProtocolError(f"{self.party_id}: only the start node {v.start!r} releases "
+                                f"{name!r}, after the secure sum")
+        setup = state.setup
+        cfg = setup.config
+        c, d = self.n_classes, len(setup.lower)
+        ledger = self.nb_ledgers.get(name)
+        if ledger is None:
+            ledger = self.nb_ledgers[name] = PrivacyLedger(owner=self.party_id,
+                                                           epsilon=cfg.ledger_budget)
+        if state.noise_rng is None:  # one stream per release name, kept across runs
+            state.noise_rng = self._policy.generator("party", self.index, name, "noise")
+        epsilons = cfg.group_epsilons()
+        label = (f"{name}: Laplace on {', '.join(GROUPS)} "
+                 f"(epsilon {' + '.join(f'{e:.6g}' for e in epsilons)})")
+        with ledger.reserve(PrivacyCost(cfg.epsilon, 0.0), label=label):
+            noisy = nb.add_noise(nb.decode_signed(v.total), n_classes=c, n_features=d,
+                                 epsilons=epsilons, mode=cfg.mode, rng=state.noise_rng)
+        v.total = None  # the exact total is not kept once noised
+        state.release = noisy
+        model = nb.fit(noisy.vector, n_classes=c, n_features=d, var_floor=cfg.var_floor,
+                       var_smoothing=cfg.var_smoothing)
+        self._nb_set_model(state, model)
+        return [nb.model_message(model, run_id=self.run_id, protocol=NB_PROTOCOL,
+                                 round=round, sender=self.party_id, receiver=other)
+                for other in v.others]
+
+    def nb_receive_model(self, message: Message, name: str) -> np.ndarray:
+        """Non-start node: keep the released model; returns its predictions of the queries."""
+        state = self._nb_state(name)
+        if message.kind != nb.MODEL:
+            raise ProtocolError(f"{self.party_id}: expected a {nb.MODEL!r} message, got "
+                                f"{message.kind!r}")
+        return self._nb_set_model(state, nb.GaussianModel.from_payload(message.payload))
+
+    def nb_result(self, name: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """This node's predictions and the released model's parameters."""
+        state = self._nb_state(name)
+        if state.model is None or state.predictions is None:
+            raise ProtocolError(f"{self.party_id}: no model released under {name!r} yet")
+        return state.predictions, state.model.payload()
+
+    def _nb_state(self, name: str) -> _NBState:
+        state = self._nb.get(name)
+        if state is None:
+            raise ProtocolError(f"{self.party_id}: nb_statistics for {name!r} first")
+        return state
+
+    @staticmethod
+    def _nb_set_model(state: _NBState, model: nb.GaussianModel) -> np.ndarray:
+        setup = state.setup
+        state.model = model
+        state.predictions = nb.predict(model, nb.normalise(setup.queries, setup.lower,
+                                                           setup.upper))
+        return state.predictions
+
+
+@dataclass
+class _NamedSum:
+    """One owner's state for the secure sum of a named vector."""
+
+    vector: np.ndarray
+    ring: tuple[PartyId, ...]
+    position: int
+    start: PartyId
+    protocol: str
+    masks: RandomSource
+    mask: np.ndarray | None = None
+    kept: np.ndarray | None = None
+    partial: np.ndarray | None = None
+    total: np.ndarray | None = None
+
+    @property
+    def successor(self) -> PartyId:
+        """Next node on this sum's ring."""
+        return self.ring[(self.position + 1) % len(self.ring)]
+
+    @property
+    def others(self) -> list[PartyId]:
+        """The other nodes in ring order, starting with the successor."""
+        i = self.position
+        return list(self.ring[i + 1:] + self.ring[:i])
+
+
+@dataclass
+class _NBState:
+    """One owner's state for a ring Naive Bayes release."""
+
+    setup: RingNBSetup
+    model: nb.GaussianModel | None = None
+    predictions: np.ndarray | None = None
+    release: nb.NoisyStatistics | None = None
+    noise_rng: np.random.Generator | None = None
+
+
 class NeighbourBlocks:
     """An owner's distances to a query batch, per block, as sorted prefixes.
 
@@ -313,7 +531,7 @@ class NeighbourBlocks:
     ``cache_limit`` values, at most 256). ``topk(k)`` and the voters within a
     radius then read the prefix; when ``k`` or a radius reaches past it, the
     block's distances are recomputed in full. Distances come from
-    :func:`~protocols.pp_topk.euclidean_distances` either way, so results do
+    :func:`~protocols.ppknn.pp_topk.euclidean_distances` either way, so results do
     not depend on the cache.
     """
 
@@ -382,4 +600,4 @@ def _fingerprint(queries: np.ndarray, query_block: np.ndarray | None) -> tuple:
     return (queries.shape, h.hexdigest())
 
 
-__all__ = ["WEIGHTINGS", "RingDataOwner", "RingSetup"]
+__all__ = ["WEIGHTINGS", "RingDataOwner"]
