@@ -1,8 +1,9 @@
 """An analyst (querier): holds test instances, asks the DP owner, keeps the answers.
 
 The analyst's test instances are its own input; it learns only the owner's
-ε-DP answers. Request ids are consecutive per analyst (the owner refuses a
-reused id, because it derives the noise stream from it).
+ε-DP answers (or that a batch was refused: its budget did not allow it).
+Request ids are consecutive per analyst (the owner refuses a reused id,
+because it derives the noise stream from it).
 
 Two ways of asking (Gursoy et al. §7, "availability of test data in a batch"):
 
@@ -30,6 +31,7 @@ import dataclasses
 
 from core.messages import Message, PartyId
 from protocols.dp_knn.protocol import Answer, Query
+from protocols.service import REFUSED, Refused, read_refusal
 
 
 class Analyst:
@@ -54,6 +56,7 @@ class Analyst:
         self.index = int(index)
         self._next = 0
         self.answers: dict[int, Answer] = {}
+        self.refused: dict[int, Refused] = {}
 
     def request(self, query: Query, round: int = 0) -> Message:
         """The message asking the owner to answer ``query`` (a fresh request id)."""
@@ -61,8 +64,12 @@ class Analyst:
         return query.to_message(run_id=self.run_id, sender=self.party_id, receiver=self.owner,
                                 request=rid, round=round, provenance=self.index)
 
-    def receive(self, reply: Message) -> Answer:
-        """Keep the owner's answer and return it."""
+    def receive(self, reply: Message) -> Answer | Refused:
+        """Keep the owner's answer (or refusal) and return it."""
+        if reply.kind == REFUSED:
+            refused = read_refusal(reply)
+            self.refused[refused.request] = refused
+            return refused
         answer = Answer.from_message(reply)
         self.answers[answer.request] = answer
         return answer

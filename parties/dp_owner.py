@@ -17,8 +17,18 @@ batch to ε-DP radii alone (``"convert"`` queries). For every request it
    and a run repeats whatever the interleaving), and
 5. answers with one message that carries the labels and the ε charged.
 
-The ledger is thread-safe, so one owner can serve many analysts at once
-(threads, or :mod:`protocols.dp_knn.service` on asyncio / a Ray async actor).
+The ledger is thread-safe, so one owner can serve many analysts at once:
+from threads, or as a runtime party with ``max_concurrency > 1`` in its
+:class:`~core.runtime.PartySpec` (on Ray, a threaded actor whose calls run
+concurrently; :attr:`DPOwner.peak_concurrency` tells how many overlapped).
+Since the noise of a request depends only on (analyst, request id), an
+answered request's labels do not depend on the interleaving; which requests
+the ledger refuses when the budget runs out does (first come, first served).
+
+:meth:`DPOwner.answer` raises :class:`~core.errors.BudgetExhausted` on a
+refused request; :meth:`DPOwner.reply` -- the step the driver calls --
+returns a ``"refused"`` message to the analyst instead (see
+:mod:`protocols.service`), so the refusal is in the transcript.
 
 Neighbouring datasets: add or remove one training record.
 
@@ -32,6 +42,9 @@ Examples
 >>> reply = owner.answer(q.to_message(run_id="r", sender="alice", receiver="owner", request=0))
 >>> Answer.from_message(reply).epsilon, owner.ledger.remaining("alice").epsilon
 (0.25, 0.75)
+>>> big = Query(task="rn", algorithm="proposed", x=np.array([[0.15]]), radius=0.1, epsilon=0.9)
+>>> owner.reply(big.to_message(run_id="r", sender="alice", receiver="owner", request=1)).kind
+'refused'
 """
 
 from __future__ import annotations
@@ -57,6 +70,7 @@ from protocols.dp_knn.knn import classify_knn
 from protocols.dp_knn.protocol import Answer, Query
 from protocols.dp_knn.rn import DEFAULT_CLIQUE_TIME_S, RNPlan, classify_rn, plan_rn
 from protocols.dp_knn.validation import encode_labels
+from protocols.service import answer_or_refuse
 
 PLAN_CACHE = 32
 """Overlap-graph plans kept (least recently used dropped)."""
@@ -122,6 +136,8 @@ class DPOwner:
         self._lock = threading.Lock()
         self._seen: set[tuple[str, int]] = set()
         self._plans: OrderedDict[str, RNPlan] = OrderedDict()
+        self._in_flight = 0
+        self._peak = 0
 
     @property
     def n_features(self) -> int:
@@ -159,9 +175,28 @@ class DPOwner:
         with self._lock:
             self._seen.discard((analyst, request))
 
+    @property
+    def peak_concurrency(self) -> int:
+        """The most :meth:`answer` calls that have run at the same time."""
+        return self._peak
+
     # -- the protocol step -----------------------------------------------------
+    def reply(self, request: Message) -> Message:
+        """:meth:`answer`, or a ``"refused"`` message when the ledger refuses the batch."""
+        return answer_or_refuse(self.answer, request)
+
     def answer(self, request: Message) -> Message:
         """Answer one batch (module docstring); ``BudgetExhausted`` if it does not fit."""
+        with self._lock:
+            self._in_flight += 1
+            self._peak = max(self._peak, self._in_flight)
+        try:
+            return self._answer(request)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def _answer(self, request: Message) -> Message:
         if request.receiver != self.party_id:
             raise ProtocolError(f"{self.party_id}: got a message for {request.receiver!r}")
         query, rid = Query.from_message(request)

@@ -17,6 +17,14 @@ The training rows are checked against the public schema once, at
 construction (values outside the declared bounds are rejected here, not
 clipped). :class:`NBRequester` is the analyst's side.
 
+:meth:`NBOwner.train` raises :class:`~core.errors.BudgetExhausted` on a
+refused request; :meth:`NBOwner.reply` -- the step the driver calls --
+returns a ``"refused"`` message instead (see :mod:`protocols.service`). The
+ledger and the request-id check are thread-safe, so the owner can serve
+analysts concurrently (``max_concurrency > 1`` in its
+:class:`~core.runtime.PartySpec`); a model depends only on (analyst, request
+id), not on the interleaving.
+
 Examples
 --------
 >>> import numpy as np
@@ -29,6 +37,8 @@ Examples
 >>> model = alice.receive(owner.train(alice.request(ModelRequest(epsilon=0.5))))
 >>> model.epsilon, owner.ledger.remaining("alice").epsilon, model.predict([[1.0]]).tolist()
 (0.5, 0.5, [0])
+>>> alice.receive(owner.reply(alice.request(ModelRequest(epsilon=0.75)))).request
+1
 """
 
 from __future__ import annotations
@@ -46,6 +56,7 @@ from core.rng import RandomnessMode, SeedPolicy
 from protocols.dp_nb.protocol import ModelRequest, ReleasedModel, model_message, read_model
 from protocols.dp_nb.schema import FeatureSchema
 from protocols.dp_nb.training import budget_split, check_trim, train
+from protocols.service import REFUSED, Refused, answer_or_refuse, read_refusal
 
 
 class NBOwner:
@@ -110,6 +121,10 @@ class NBOwner:
                                     "request needs a fresh id (it addresses the noise stream)")
             self._seen.add((analyst, request))
 
+    def reply(self, message: Message) -> Message:
+        """:meth:`train`, or a ``"refused"`` message when the ledger refuses the request."""
+        return answer_or_refuse(self.train, message)
+
     def train(self, message: Message) -> Message:
         """Answer one request with a model (see the module docstring)."""
         request, rid = ModelRequest.from_message(message)
@@ -158,6 +173,7 @@ class NBRequester:
         self.index = int(index)
         self._next = 0
         self.models: dict[int, ReleasedModel] = {}
+        self.refused: dict[int, Refused] = {}
 
     def request(self, request: ModelRequest, round: int = 1) -> Message:
         """The message asking for one model (a fresh request id)."""
@@ -165,8 +181,12 @@ class NBRequester:
         return request.to_message(run_id=self.run_id, sender=self.party_id, receiver=self.owner,
                                   request=rid, round=round, provenance=self.index)
 
-    def receive(self, reply: Message) -> ReleasedModel:
-        """Keep and return the published model."""
+    def receive(self, reply: Message) -> ReleasedModel | Refused:
+        """Keep and return the published model (or the owner's refusal)."""
+        if reply.kind == REFUSED:
+            refused = read_refusal(reply)
+            self.refused[refused.request] = refused
+            return refused
         model = read_model(reply, classes=self.classes, schema=self.schema)
         self.models[model.request] = model
         return model

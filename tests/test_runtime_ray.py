@@ -41,12 +41,13 @@ def test_ray_and_inprocess_give_identical_transcripts(ray_local, tmp_path, proto
     local = execute(_scenario("inprocess", **protocol), transcript_dir=tmp_path / "local")
     on_ray = execute(_scenario("ray", layout, hosts, **protocol), transcript_dir=tmp_path / "ray")
     np.testing.assert_array_equal(local.predictions, on_ray.predictions)
-    np.testing.assert_array_equal(local.final_vector, on_ray.final_vector)
+    np.testing.assert_array_equal(local.outcome.result.detail.final_vector,
+                                  on_ray.outcome.result.detail.final_vector)
     rows_local = Transcript(tmp_path / "local").canonical_rows()
     rows_ray = Transcript(tmp_path / "ray").canonical_rows()
     assert len(rows_local) == len(rows_ray) > 0
     assert rows_local == rows_ray
-    assert local.disclosure == on_ray.disclosure
+    assert local.outcome.leakage == on_ray.outcome.leakage
     assert local.communication == on_ray.communication
 
 
@@ -99,7 +100,7 @@ def test_crashed_party_fails_run_promptly(ray_local, tmp_path):
     from simulations import runner
 
     prepared = runner.prepare(sc)
-    victim = prepared.ring[2]
+    victim = prepared.plan.public["ring"][2]
     rt = make_runtime("ray")
     original_start = rt.start
 
@@ -332,3 +333,145 @@ def test_actor_per_party_refuses_more_parties_than_memory_holds(ray_local):
         rt.start(specs, RunContext(run_id="r"))
     assert rt.hosts == {}  # refused before any actor was created
     rt.shutdown()
+
+
+# --------------------------------------------------------------------------- concurrent parties
+class Server:
+    """Answers each request after sleeping as long as it asks; counts overlapping calls."""
+
+    def __init__(self, *, me):
+        self.me = me
+        self.in_flight = self.peak = 0
+        self.lock = threading.Lock()
+
+    def serve(self, msg):
+        from core.messages import Message
+
+        with self.lock:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+        try:
+            time.sleep(float(msg.payload["sleep"]))
+            return Message("r", "serve", msg.round, -1, self.me, msg.sender, "reply",
+                           {"v": msg.payload["v"] * 2})
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+    def broadcast(self, incoming, names):
+        from core.messages import Message
+
+        return [Message("r", "serve", 9, -1, self.me, n, "news", {"v": np.array([float(i)])})
+                for i, n in enumerate(names)]
+
+
+class Client:
+    def __init__(self, *, me, server):
+        self.me, self.server = me, server
+
+    def ask(self, v, sleep, round):
+        from core.messages import Message
+
+        return Message("r", "serve", round, -1, self.me, self.server, "ask",
+                       {"v": np.array([float(v)]), "sleep": np.array(sleep)})
+
+    def start(self, incoming, v, sleep, round):
+        """``ask`` as the first step of a chain (which passes ``incoming``, here None)."""
+        return self.ask(v, sleep, round)
+
+    def take(self, msg):
+        return (self.me, msg.sender, float(msg.payload["v"][0]), int(msg.seq))
+
+
+def _serving(kind, max_concurrency=4, **options):
+    from core.runtime import PartySpec
+
+    clients = ["c0", "c1", "c2"]
+    specs = [PartySpec(c, Client, {"me": c, "server": "srv"}) for c in clients[:2]]
+    specs += [PartySpec("srv", Server, {"me": "srv"}, max_concurrency=max_concurrency)]
+    specs += [PartySpec("c2", Client, {"me": "c2", "server": "srv"})]
+    rt = make_runtime(kind, **options)
+    rt.start(specs, RunContext(run_id="r", secure_channels=True, party_timeout_s=30))
+    return rt, clients
+
+
+def _drive(rt, clients):
+    """Requests whose answers finish in reverse order, through call, map, chain and scatter."""
+    from core.runtime import Call, Step
+
+    sleeps = [0.6, 0.45, 0.3, 0.15]
+    asks = [rt.call("c0", "ask", i, s, 1) for i, s in enumerate(sleeps)]
+    replies = rt.map([Call("srv", "serve", (a,)) for a in asks])
+    taken = [rt.call("c0", "take", r) for r in replies]
+    taken.append(rt.chain([Step("c1", "start", (5, 0.2, 2)), Step("srv", "serve"),
+                           Step("c1", "take")]))
+    taken.append(rt.call("c2", "take", rt.call("srv", "serve", rt.call("c2", "ask", 7, 0.0, 3))))
+    taken += rt.scatter(Step("srv", "broadcast", (clients,)), None,
+                        [Call(c, "take") for c in clients])
+    return rt.fetch(taken)
+
+
+@pytest.mark.parametrize("max_concurrency", [0, -2, 1.5, True, "4", None])
+def test_max_concurrency_must_be_a_positive_integer(max_concurrency):
+    from core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=rf"max_concurrency of party 'srv' must be an integer "
+                                          rf">= 1, got {max_concurrency!r}"):
+        PartySpec("srv", Server, {"me": "srv"}, max_concurrency=max_concurrency)
+
+
+@pytest.mark.parametrize("options", [{"layout": "actor-per-party"},
+                                     {"layout": "hosted", "hosts": 1}])
+def test_concurrent_party_overlaps_calls_and_keeps_the_transcript(ray_local, tmp_path, options):
+    from core.runtime.concurrency import SEQ_STRIDE
+
+    out, peaks, rows = {}, {}, {}
+    for kind, opts in (("inprocess", {}), ("ray", options)):
+        rt, clients = _serving(kind, **opts)
+        try:
+            if kind == "ray" and options["layout"] == "hosted":
+                # alone in its (threaded) host; the others grouped around it
+                assert rt.host_members == [["c0", "c1"], ["srv"], ["c2"]]
+            t0 = time.monotonic()
+            out[kind] = _drive(rt, clients)
+            elapsed = time.monotonic() - t0
+            peaks[kind] = rt.state("srv", "peak")
+            rt.close_transcript()
+            rows[kind] = Transcript(rt.transcript_table()).canonical_rows()
+        finally:
+            rt.shutdown()
+    assert peaks == {"inprocess": 1, "ray": 4}  # the four map calls were all in flight
+    assert elapsed < 1.5  # sequentially the sleeps alone take 1.7 s
+    assert out["ray"] == out["inprocess"]
+    # the server's messages are numbered from the driver's call order (tickets), not from
+    # the order its calls finished in (the reverse, here)
+    assert [t[3] for t in out["ray"][:4]] == [k * SEQ_STRIDE for k in range(4)]
+    assert out["ray"][4][1:] == ("srv", 10.0, 4 * SEQ_STRIDE)
+    assert [t[3] for t in out["ray"][6:]] == [6 * SEQ_STRIDE] * 3  # one message to each
+    assert rows["ray"] == rows["inprocess"] and len(rows["ray"]) == 15
+
+
+def test_concurrent_party_refuses_replays_and_unnumbered_calls():
+    from core.errors import ConfigError
+
+    rt, _ = _serving("inprocess")
+    try:
+        env = rt.fetch(rt.call("c0", "ask", 1, 0.0, 1))
+        rt.fetch(rt.call("srv", "serve", env))
+        rt.call("srv", "serve", env)
+        with pytest.raises(IntegrityError, match="seq 0 was already accepted"):
+            rt.fetch(None)
+        with pytest.raises(ConfigError, match="serves calls concurrently"):
+            rt.hosts["srv"].invoke_many([("srv", "serve", (0,))], env)
+    finally:
+        rt.shutdown()
+
+
+def test_max_concurrency_is_set_on_the_spec_not_the_actor_options(ray_local):
+    from core.errors import ConfigError
+    from core.runtime.ray_runtime import RayRuntime
+
+    rt = RayRuntime(actor_options={"srv": {"max_concurrency": 4}})
+    with pytest.raises(ConfigError, match="set it on the party's PartySpec"):
+        rt.start([PartySpec("srv", Server, {"me": "srv"})], RunContext(run_id="r"))
+    assert rt.hosts == {}

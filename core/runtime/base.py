@@ -8,6 +8,18 @@ waits for everything called since the last fetch and returns the values
 asked for. A party that dies or stops making progress fails the run with
 :class:`~core.errors.PartyFailure` naming it; an exception raised inside a
 party step (e.g. :class:`~core.errors.IntegrityError`) is re-raised as is.
+
+Ordering. A party with ``PartySpec.max_concurrency == 1`` (the default)
+runs its calls one at a time in the order the driver made them, on both
+runtimes. A party with ``max_concurrency > 1`` runs independent calls at
+the same time on Ray (in-process they still run one at a time, in order:
+the deterministic reference); the runtime numbers the calls to such a
+party in the driver's order (its *tickets*), and its messages' sequence
+numbers come from those tickets, so the transcript is the same on both
+runtimes whatever the interleaving -- only the order in which records
+reach the recorder may differ (compare with
+:meth:`~core.transcript.Transcript.canonical_rows`). See
+:mod:`core.runtime.concurrency`.
 """
 
 from __future__ import annotations
@@ -123,6 +135,8 @@ class Runtime(abc.ABC):
         self._pending: list[CallRecord] = []
         self._parties: list[PartyId] = []
         self._party_set: set[PartyId] = set()
+        self._concurrency: dict[PartyId, int] = {}
+        self._tickets: dict[PartyId, int] = {}
 
     # -- lifecycle --------------------------------------------------------
     @abc.abstractmethod
@@ -209,6 +223,20 @@ class Runtime(abc.ABC):
     @abc.abstractmethod
     def kill(self, party: PartyId) -> None:
         """Kill the process hosting ``party`` (failure tests)."""
+
+    def _note_concurrency(self, specs: Sequence[PartySpec]) -> None:
+        """Remember which parties serve calls concurrently (called by :meth:`start`)."""
+        self._concurrency = {s.party_id: s.max_concurrency for s in specs
+                             if s.max_concurrency > 1}
+        self._tickets = {}
+
+    def _ticket(self, party: PartyId) -> int | None:
+        """The next call number of a concurrent party (``None`` for the others)."""
+        if party not in self._concurrency:
+            return None
+        ticket = self._tickets.get(party, 0)
+        self._tickets[party] = ticket + 1
+        return ticket
 
     def _check_party(self, party: PartyId) -> None:
         if party not in self._party_set:

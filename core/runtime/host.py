@@ -11,11 +11,21 @@ a Ray actor. For every call it
 
 Records go to the transcript recorder through a *recorder client* in
 batches; the client hides whether the recorder is local or a Ray actor.
+
+A party whose :class:`PartySpec` has ``max_concurrency > 1`` may have
+several calls running at once (on Ray its host is a threaded actor of its
+own). The host's messaging state -- the endpoints' sequence numbers and
+replay checks, the record buffer, the fault counter -- is guarded by one
+lock, held only while a message is opened, stamped and sealed, or buffered
+(never while a step runs). Such a party stamps its messages from the
+call's ticket and accepts a sender's messages in any order (each once):
+see :mod:`core.runtime.concurrency`.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -23,6 +33,7 @@ from typing import Any, Protocol
 from core.channels import Envelope, SecureEndpoint, make_endpoint
 from core.errors import ConfigError, ProtocolError
 from core.messages import Message, PartyId, encode_arrays
+from core.runtime.concurrency import CallStamps, make_concurrent_endpoint
 from core.transcript import make_record
 
 
@@ -60,11 +71,29 @@ class PartySpec:
         A module-level callable (usually the party class) called with ``kwargs``.
     kwargs:
         Keyword arguments: the party's private data and parameters.
+    max_concurrency:
+        How many calls to this party may run at the same time. ``1`` (the
+        default): one at a time, in the order the driver made them. More: on
+        Ray the party gets a threaded host actor of its own (also in the
+        hosted layout) that runs up to this many independent calls at once;
+        the party's steps must then be thread-safe, and should not depend on
+        the order calls arrive in if runs are to repeat. In-process, calls
+        always run one at a time in the driver's order (the deterministic
+        reference). Either way the party's messages are numbered from the
+        driver's call order (see :mod:`core.runtime.concurrency`), so both
+        runtimes give the same transcript.
     """
 
     party_id: PartyId
     factory: Callable[..., Any]
     kwargs: Mapping[str, Any] = field(default_factory=dict)
+    max_concurrency: int = 1
+
+    def __post_init__(self) -> None:
+        n = self.max_concurrency
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ConfigError(f"max_concurrency of party {self.party_id!r} must be an integer "
+                              f">= 1, got {n!r}")
 
 
 @dataclass(frozen=True)
@@ -116,6 +145,8 @@ class PartyHost:
         self.parties: dict[PartyId, Any] = {}
         self.endpoints: dict[PartyId, Any] = {}
         self._records: list[dict[str, Any]] = []
+        self._concurrent: set[PartyId] = set()
+        self._lock = threading.Lock()  # messaging state (see the module docstring)
 
     # -- set-up ---------------------------------------------------------
     def add_party(self, spec: PartySpec) -> bytes:
@@ -123,7 +154,12 @@ class PartyHost:
         if spec.party_id in self.parties:
             raise ConfigError(f"party {spec.party_id!r} is already hosted here")
         self.parties[spec.party_id] = spec.factory(**dict(spec.kwargs))
-        endpoint = make_endpoint(spec.party_id, self.run_id, secure=self.secure_channels)
+        if spec.max_concurrency > 1:
+            self._concurrent.add(spec.party_id)
+            endpoint: Any = make_concurrent_endpoint(spec.party_id, self.run_id,
+                                                     secure=self.secure_channels)
+        else:
+            endpoint = make_endpoint(spec.party_id, self.run_id, secure=self.secure_channels)
         self.endpoints[spec.party_id] = endpoint
         return endpoint.public_key if isinstance(endpoint, SecureEndpoint) else b""
 
@@ -157,17 +193,30 @@ class PartyHost:
             return "local"
 
     # -- calls ----------------------------------------------------------
-    def invoke(self, party_id: PartyId, method: str, *args: Any) -> Any:
-        """Run ``party.method(*args)`` with messages opened and sealed."""
+    def invoke(self, party_id: PartyId, method: str, *args: Any, ticket: int | None = None) -> Any:
+        """Run ``party.method(*args)`` with messages opened and sealed.
+
+        ``ticket`` numbers the call among the calls to a party with
+        ``max_concurrency > 1`` (the runtime gives it; required for such a
+        party, ignored for the others).
+        """
         party = self.parties[party_id]
         if self.fault is not None and self.fault.party == party_id and self.fault.method == method:
-            self._fault_count += 1
-            if self._fault_count >= self.fault.occurrence:
+            with self._lock:
+                self._fault_count += 1
+                crash = self._fault_count >= self.fault.occurrence
+            if crash:
                 os._exit(17)  # simulate a crash: the process dies without cleanup
+        stamps = None
+        if party_id in self._concurrent:
+            if ticket is None:
+                raise ConfigError(f"party {party_id!r} serves calls concurrently: call it through "
+                                  "Runtime.call (which numbers its calls), not in a host group")
+            stamps = CallStamps(ticket)
         endpoint = self.endpoints[party_id]
         opened = [self._open(endpoint, a) for a in args]
         result = getattr(party, method)(*opened)
-        return self._send(endpoint, result)
+        return self._send(endpoint, result, stamps)
 
     def run_chain(self, steps: list[tuple[PartyId, str, tuple]], incoming: Any) -> Any:
         """Consecutive steps of a chain hosted here: each step's output is the next one's input.
@@ -230,53 +279,67 @@ class PartyHost:
 
     def flush(self) -> int:
         """Send buffered records to the recorder and wait until it has them."""
-        batch, self._records, self._record_bytes = self._records, [], 0
+        with self._lock:
+            batch, self._records, self._record_bytes = self._records, [], 0
         if batch:
             self.recorder.append_sync(batch)
         return len(batch)
 
     # -- messaging ------------------------------------------------------
-    @staticmethod
-    def _open(endpoint: Any, arg: Any) -> Any:
+    def _open(self, endpoint: Any, arg: Any) -> Any:
         if isinstance(arg, (Message, Envelope)):
-            return endpoint.open(arg)
+            with self._lock:
+                return endpoint.open(arg)
         if isinstance(arg, (list, tuple)) and arg and all(
             isinstance(a, (Message, Envelope)) for a in arg
         ):
-            return type(arg)(endpoint.open(a) for a in arg)
+            with self._lock:
+                return type(arg)(endpoint.open(a) for a in arg)
         return arg
 
-    def _send(self, endpoint: Any, result: Any) -> Any:
+    def _send(self, endpoint: Any, result: Any, stamps: CallStamps | None) -> Any:
         if isinstance(result, Message):
-            return self._seal(endpoint, result)
+            return self._seal(endpoint, result, stamps)
         if isinstance(result, (list, tuple)) and result and all(
             isinstance(r, Message) for r in result
         ):
-            return type(result)(self._seal(endpoint, r) for r in result)
+            return type(result)(self._seal(endpoint, r, stamps) for r in result)
         return result
 
-    def _seal(self, endpoint: Any, message: Message) -> Any:
+    @staticmethod
+    def _stamp(endpoint: Any, message: Message, plaintext: bytes | None,
+               stamps: CallStamps | None) -> Any:
+        """Number and seal ``message`` (the caller holds the lock)."""
+        if stamps is None:
+            return endpoint.seal(message, plaintext)
+        return endpoint.seal_as(stamps.next(message.receiver), message, plaintext)
+
+    def _seal(self, endpoint: Any, message: Message, stamps: CallStamps | None = None) -> Any:
         if message.sender != endpoint.party:
             raise ConfigError(
                 f"party {endpoint.party!r} tried to send as {message.sender!r}"
             )
         if not getattr(self.recorder, "enabled", True) and not self.secure_channels:
-            return endpoint.seal(message)  # nothing to record, nothing to encrypt
+            with self._lock:  # nothing to record, nothing to encrypt
+                return self._stamp(endpoint, message, None, stamps)
         plaintext = encode_arrays(message.payload)
-        wire = endpoint.seal(message, plaintext)
+        with self._lock:
+            wire = self._stamp(endpoint, message, plaintext, stamps)
         stamped = wire.header if isinstance(wire, Envelope) else wire
-        self._records.append(
-            make_record(
-                stamped.__class__(**{**stamped.header(), "payload": {}},
-                                  provenance=message.provenance),
-                payload=plaintext,
-                wire_bytes=endpoint.wire_bytes(wire, len(plaintext)),
-            )
+        record = make_record(
+            stamped.__class__(**{**stamped.header(), "payload": {}},
+                              provenance=message.provenance),
+            payload=plaintext,
+            wire_bytes=endpoint.wire_bytes(wire, len(plaintext)),
         )
-        self._record_bytes += len(plaintext)
-        if (len(self._records) >= self.record_batch
-                or self._record_bytes >= self.record_batch_bytes):
-            batch, self._records, self._record_bytes = self._records, [], 0
+        batch = None
+        with self._lock:
+            self._records.append(record)
+            self._record_bytes += len(plaintext)
+            if (len(self._records) >= self.record_batch
+                    or self._record_bytes >= self.record_batch_bytes):
+                batch, self._records, self._record_bytes = self._records, [], 0
+        if batch is not None:
             self.recorder.append(batch)
         return wire
 

@@ -37,7 +37,11 @@ class InProcessRuntime(Runtime):
 
     Calls run eagerly, in the order the driver makes them; an exception is
     kept in the returned reference and raised by :meth:`fetch`, and calls
-    depending on a failed one do not run (as on Ray).
+    depending on a failed one do not run (as on Ray). A party with
+    ``max_concurrency > 1`` also runs its calls one at a time here, in the
+    driver's order: this runtime is the deterministic reference, and the
+    party's messages are numbered exactly as on Ray (see
+    :mod:`core.runtime.concurrency`).
     """
 
     name = "inprocess"
@@ -50,6 +54,7 @@ class InProcessRuntime(Runtime):
 
     def start(self, specs: Sequence[PartySpec], context: RunContext) -> None:  # noqa: D102
         self.context = context
+        self._note_concurrency(specs)
         self.recorder = TranscriptRecorder(context.transcript_dir, flush_every=context.flush_every,
                                            flush_bytes=context.flush_bytes)
         client = _DirectRecorder(self.recorder) if context.record else NullRecorder()
@@ -72,6 +77,7 @@ class InProcessRuntime(Runtime):
              round: int = 0, num_returns: int = 1) -> Any:
         """See :meth:`core.runtime.base.Runtime.call`."""
         self._check_party(party)
+        ticket = self._ticket(party)  # numbered when called, run or not (as on Ray)
         refs = [LocalRef() for _ in range(num_returns)]
         # the record keeps the references only when the call failed: a successful call's
         # outputs live as long as the driver holds them (a long chain's intermediate
@@ -91,7 +97,7 @@ class InProcessRuntime(Runtime):
                 self._dead.add(party)
                 raise PartyFailure(party, protocol, round, "party crashed (fault injection)")
             values = [a.value if isinstance(a, LocalRef) else a for a in args]
-            out = self.hosts[party].invoke(party, method, *values)
+            out = self.hosts[party].invoke(party, method, *values, ticket=ticket)
             if num_returns == 1:
                 refs[0].value = out
             else:

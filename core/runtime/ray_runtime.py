@@ -14,6 +14,15 @@ call order to find the first failed call: a dead actor becomes
 :class:`~core.errors.PartyFailure` naming the party, an exception raised
 by a step is re-raised as is, and a chain with no progress for
 ``party_timeout_s`` fails naming the party it is stuck on.
+
+A party whose spec has ``max_concurrency > 1`` gets a host actor of its own
+in either layout, created as a *threaded* actor with that
+``max_concurrency``: independent calls to it (several analysts' requests,
+say) run at the same time. Its calls are never bundled into host-group
+calls (``chain``, ``map``, ``scatter`` send each one separately), and each
+carries its ticket (see :mod:`core.runtime.concurrency`). Ray runs a
+sequential actor's calls from one caller in submission order, so every
+other party still runs its calls in the driver's order.
 """
 
 from __future__ import annotations
@@ -133,10 +142,15 @@ class RayRuntime(Runtime):
         RayRuntime._users_of_started_ray += 1
 
     def start(self, specs: Sequence[PartySpec], context: RunContext) -> None:  # noqa: D102
+        for party, options in self.actor_options.items():
+            if "max_concurrency" in options:
+                raise ConfigError(f"actor_options of {party!r} set max_concurrency: set it on the "
+                                  "party's PartySpec (the host then numbers its calls)")
         self._ensure_ray()
         if self.layout == "actor-per-party":
             self._check_actor_memory(len(specs))
         self.context = context
+        self._note_concurrency(specs)
         recorder_cls = ray.remote(num_cpus=0, max_restarts=0)(TranscriptRecorder)
         self.recorder = recorder_cls.remote(
             str(context.transcript_dir) if context.transcript_dir else None,
@@ -154,6 +168,8 @@ class RayRuntime(Runtime):
                 options.setdefault("resources", self.placement[first])
             else:
                 options.setdefault("scheduling_strategy", "SPREAD")
+            if members[0].max_concurrency > 1:  # a threaded actor of its own (see _groups)
+                options["max_concurrency"] = members[0].max_concurrency
             names = [m.party_id for m in members]
             fault = context.fault if context.fault and context.fault.party in names else None
             host = host_cls.options(**options).remote(
@@ -194,19 +210,29 @@ class RayRuntime(Runtime):
                 "cluster")
 
     def _groups(self, specs: Sequence[PartySpec]) -> list[list[PartySpec]]:
-        """Contiguous groups of parties, one per host actor."""
+        """Contiguous groups of parties, one per host actor.
+
+        A party with ``max_concurrency > 1`` is always alone in its group.
+        """
         if self.layout == "actor-per-party":
             return [[s] for s in specs]
         n_hosts = self.n_hosts or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        size = max(1, -(-len(specs) // n_hosts))  # ceil
+        n_grouped = sum(1 for s in specs if s.max_concurrency == 1)
+        size = max(1, -(-n_grouped // n_hosts))  # ceil
         groups: list[list[PartySpec]] = []
+        alone = False  # the last group holds a concurrent party
         for spec in specs:
+            if spec.max_concurrency > 1:
+                groups.append([spec])
+                alone = True
+                continue
             key = tuple(sorted(self.placement.get(spec.party_id, {}).items()))
-            if (groups and len(groups[-1]) < size and
+            if (groups and not alone and len(groups[-1]) < size and
                     tuple(sorted(self.placement.get(groups[-1][0].party_id, {}).items())) == key):
                 groups[-1].append(spec)
             else:
                 groups.append([spec])
+            alone = False
         return groups
 
     def _get_setup(self, refs: Mapping[PartyId, Any], phase: str) -> dict[PartyId, Any]:
@@ -227,11 +253,13 @@ class RayRuntime(Runtime):
         self._check_party(party)
         host = self.hosts[party]
         self._consumed.update(a for a in args if isinstance(a, ray.ObjectRef))
+        ticket = self._ticket(party)
+        kwargs = {} if ticket is None else {"ticket": ticket}
         if num_returns == 1:
-            ref = host.invoke.remote(party, method, *args)
+            ref = host.invoke.remote(party, method, *args, **kwargs)
             self._pending.append(CallRecord([ref], party, method, protocol, round))
             return ref
-        refs = host.invoke.options(num_returns=num_returns).remote(party, method, *args)
+        refs = host.invoke.options(num_returns=num_returns).remote(party, method, *args, **kwargs)
         self._pending.append(CallRecord(list(refs), party, method, protocol, round))
         return list(refs)
 
@@ -242,7 +270,13 @@ class RayRuntime(Runtime):
         out = incoming
         i = 0
         while i < len(steps):
-            host_i = self._host_index[steps[i].party]
+            s0 = steps[i]
+            if s0.party in self._concurrency:  # a call of its own (with its ticket)
+                out = self.call(s0.party, s0.method, out, *s0.args, protocol=s0.protocol,
+                                round=s0.round)
+                i += 1
+                continue
+            host_i = self._host_index[s0.party]
             j = i
             while j < len(steps) and self._host_index[steps[j].party] == host_i:
                 self._check_party(steps[j].party)
@@ -263,7 +297,13 @@ class RayRuntime(Runtime):
         """Calls on the same host go out as one actor call (see the class)."""
         refs: list[Any] = [None] * len(calls)
         for members in self._by_host(calls).values():
-            self._group_call("invoke_many", calls, members, refs)
+            if calls[members[0]].party in self._concurrency:  # each call on its own, concurrently
+                for k in members:
+                    c = calls[k]
+                    refs[k] = self.call(c.party, c.method, *c.args, protocol=c.protocol,
+                                        round=c.round)
+            else:
+                self._group_call("invoke_many", calls, members, refs)
         return refs
 
     def _by_host(self, calls: Sequence[Call]) -> dict[int, list[int]]:
@@ -302,6 +342,9 @@ class RayRuntime(Runtime):
         if not targets:
             raise ConfigError(f"scatter from {source.party!r} needs at least one target")
         self._check_party(source.party)
+        if self._concurrency and (source.party in self._concurrency
+                                  or any(t.party in self._concurrency for t in targets)):
+            return Runtime.scatter(self, source, incoming, targets)  # calls of their own
         by_host = self._by_host(targets)
         local = by_host.pop(self._host_index[source.party], [])
         remote = list(by_host.values())
