@@ -32,12 +32,12 @@ from core.data import DomainBounds
 from parties.analyst import Analyst
 from parties.dp_owner import DPOwner
 from protocols.dp_knn.cliques import clique_bounds
-from protocols.dp_knn.experiments import calibrate_radius, kfold, load_experiment_data
 from protocols.dp_knn.index import LabelIndex
 from protocols.dp_knn.knn import classify_knn
 from protocols.dp_knn.overlap import overlap_edges, overlap_graph
 from protocols.dp_knn.protocol import Query
 from protocols.dp_knn.rn import classify_rn, plan_rn, release_rn
+from simulations.experiments.dp_knn import calibrate_radius, kfold, load_experiment_data
 
 
 def median_time(fn: Callable[[], object], repeats: int) -> float:

@@ -22,9 +22,9 @@ from scipy.spatial import cKDTree
 
 from protocols.dptt.config import DPTTSetup
 from protocols.dptt.data import synthetic_points
-from protocols.dptt.driver import DPTTSession
 from protocols.dptt.tree import ModifiedKDTree
 from protocols.dptt.utility import Utility
+from simulations.experiments.dptt_session import DPTTSession
 
 
 def best(fn, repeat):

@@ -24,8 +24,8 @@ from sklearn.neighbors import KNeighborsClassifier
 from core.data import DomainBounds, load_dataset, partition
 from core.runtime import PartySpec, RunContext, make_runtime
 from parties.ring_owner import RingDataOwner
-from protocols.pp_topk import TopKParams
 from protocols.ppknn import PPKNNConfig, random_ring, ring_from_start, run_ppknn
+from protocols.ppknn.pp_topk import TopKParams
 
 
 def build(n, n_queries, seed=0):

@@ -14,44 +14,14 @@ composition over the worst-case height), before the first bit is drawn.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from core.dp import ExponentialMechanism, PrivacyLedger
 from core.errors import ConfigError, ProtocolError
 from core.messages import Message, PartyId, uniform_provenance
 from core.rng import RandomnessMode, SeedPolicy
-from protocols.dptt.config import PROTOCOL, DPTTSetup, ServerInfo
+from protocols.dptt.config import PROTOCOL, ClientOutcome, DPTTSetup, ServerInfo
 from protocols.dptt.neighbours import counts_per_slot, dedupe_pairs
-
-
-@dataclass(frozen=True)
-class ClientOutcome:
-    """What the client holds after a batch.
-
-    Attributes
-    ----------
-    slots, ids, points:
-        The released ``(slot, data index)`` pairs (sorted by slot) and the points.
-    found:
-        ``(Q,)`` points the traversal itself reached, before neighbourhoods.
-    released:
-        ``(Q,)`` distinct points released per query.
-    seen:
-        ``(Q,)`` distinct data points the client received per query (node
-        values during the traversal and the released points).
-    decisions:
-        Exponential mechanisms drawn (all queries, all levels).
-    """
-
-    slots: np.ndarray
-    ids: np.ndarray
-    points: np.ndarray
-    found: np.ndarray
-    released: np.ndarray
-    seen: np.ndarray
-    decisions: int
 
 
 class DPTTClient:
@@ -170,4 +140,4 @@ class DPTTClient:
                        payload, {k: uniform_provenance(self.index) for k in payload})
 
 
-__all__ = ["ClientOutcome", "DPTTClient"]
+__all__ = ["DPTTClient"]

@@ -1,6 +1,6 @@
 """Per-node disclosure probability of PP-TopK, computed from a transcript alone.
 
-See :mod:`protocols.pp_topk_attacks` for the adversary and the exact
+See :mod:`protocols.ppknn.pp_topk_attacks` for the adversary and the exact
 definition. The public facts an adversary may use (ring, start node,
 maximum distance) come from the run's ``public.json``; ground truth comes
 only from the transcript's provenance, and only the scorer reads it.
@@ -13,8 +13,8 @@ from typing import Any
 
 from core.leakage import Claims, DisclosureReport, score_attribution
 from core.transcript import Transcript, View
-from protocols.pp_topk import PROTOCOL
-from protocols.pp_topk_attacks import ADVERSARY, successor_attribution
+from protocols.ppknn.pp_topk import PROTOCOL
+from protocols.ppknn.pp_topk_attacks import ADVERSARY, successor_attribution
 
 
 def measure_disclosure(transcript: Transcript, public: Mapping[str, Any]) -> DisclosureReport:

@@ -27,8 +27,8 @@ from core.rng import RandomnessMode, SeedPolicy
 from core.runtime import PartySpec, RunContext, Runtime, make_runtime
 from core.transcript import Transcript
 from parties.ring_owner import RingDataOwner
-from protocols.pp_topk import TopKParams, euclidean_distances, local_topk
 from protocols.ppknn import PPKNNConfig, random_ring, ring_from_start, run_ppknn, ties_at_kth
+from protocols.ppknn.pp_topk import TopKParams, euclidean_distances, local_topk
 from simulations.disclosure import measure_disclosure
 from simulations.scenario import Scenario
 

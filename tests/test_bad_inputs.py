@@ -9,8 +9,8 @@ from core.data import DomainBounds, load_dataset, partition
 from core.errors import ConfigError, DataError
 from core.runtime import InProcessRuntime, PartySpec, RunContext
 from parties.ring_owner import RingDataOwner
-from protocols.pp_topk import TopKParams
 from protocols.ppknn import PPKNNConfig, run_ppknn
+from protocols.ppknn.pp_topk import TopKParams
 from simulations.runner import prepare
 from simulations.scenario import load_scenario, parse_scenario
 

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from core.leakage import wilson_interval
 from core.transcript import Transcript, View
-from protocols.pp_topk import PROTOCOL
-from protocols.pp_topk_attacks import successor_attribution
+from protocols.ppknn.pp_topk import PROTOCOL
+from protocols.ppknn.pp_topk_attacks import successor_attribution
 from simulations.disclosure import measure_disclosure
 from simulations.runner import execute
 from simulations.scenario import parse_scenario

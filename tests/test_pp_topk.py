@@ -10,7 +10,7 @@ from hypothesis.extra.numpy import arrays
 
 from core.errors import ConfigError
 from core.messages import PUBLIC, RANDOM_FILL
-from protocols.pp_topk import TopKParams, initial_vector, local_topk, topk_step
+from protocols.ppknn.pp_topk import TopKParams, initial_vector, local_topk, topk_step
 
 
 def _step(g, v, p_r, inserted=None, own=7, seed=0, delta=0.01):

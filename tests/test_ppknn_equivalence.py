@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.neighbors import KNeighborsClassifier
 
-from protocols.pp_topk import euclidean_distances
 from protocols.ppknn import ties_at_kth
+from protocols.ppknn.pp_topk import euclidean_distances
 from tests.helpers import run_on, split_dataset
 
 
@@ -56,8 +56,8 @@ def test_distance_cache_does_not_change_results(cache_limit):
     """Sorted-prefix caching (any width, or none) gives the same run as full recomputation."""
     from core.runtime import InProcessRuntime, PartySpec, RunContext
     from parties.ring_owner import RingDataOwner
-    from protocols.pp_topk import TopKParams
     from protocols.ppknn import PPKNNConfig, run_ppknn
+    from protocols.ppknn.pp_topk import TopKParams
 
     ds, parts_X, parts_y, queries, _ = split_dataset("pima", 3)
     outputs = []
@@ -81,8 +81,8 @@ def test_distance_cache_does_not_change_results(cache_limit):
 
 
 def test_union_topk_and_ties_blocks_equal_whole():
-    from protocols.pp_topk import euclidean_distances, local_topk
     from protocols.ppknn import ties_at_kth
+    from protocols.ppknn.pp_topk import euclidean_distances, local_topk
     from simulations.runner import union_topk_and_ties
 
     rng = np.random.default_rng(3)

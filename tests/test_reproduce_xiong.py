@@ -15,10 +15,10 @@ from core.data import load_dataset
 from core.leakage import multiset_new
 from core.messages import RANDOM_FILL
 from core.transcript import View
-from protocols.pp_topk import PROTOCOL as TOPK
-from protocols.pp_topk_attacks import coalition_attribution, successor_attribution
-from protocols.secure_sum_attacks import recovery_rate, ring_sum_estimate, shared_sum_estimate
-from simulations.experiments import (
+from protocols.ppknn.pp_topk import PROTOCOL as TOPK
+from protocols.ppknn.pp_topk_attacks import coalition_attribution, successor_attribution
+from protocols.ppknn.secure_sum_attacks import recovery_rate, ring_sum_estimate, shared_sum_estimate
+from simulations.experiments.ring import (
     SplitSession,
     make_split_batch,
     per_split,

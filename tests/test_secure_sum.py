@@ -11,15 +11,16 @@ from hypothesis.extra.numpy import arrays
 from core.messages import Message
 from core.runtime import InProcessRuntime, PartySpec, RunContext
 from core.transcript import Transcript
-from protocols import secure_sum as ss
+from protocols.ppknn import secure_sum as ss
 
 
 class VectorNode:
     """A minimal party holding a fixed uint64 vector, driving the ring-owner sum steps."""
 
     def __init__(self, *, party_id, vector, ring, start, seed=0):
-        from parties.ring_owner import RingDataOwner, RingSetup
-        from protocols.pp_topk import TopKParams
+        from parties.ring_owner import RingDataOwner
+        from protocols.ppknn.config import RingSetup
+        from protocols.ppknn.pp_topk import TopKParams
 
         self.inner = RingDataOwner(party_id=party_id, index=ring.index(party_id),
                                    X=np.zeros((1, 1)), y=np.zeros(1, int), n_classes=1,

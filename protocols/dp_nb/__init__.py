@@ -27,9 +27,10 @@ estimator
 protocol, driver
     The owner's model-release service as messages and a runtime driver
     (the party lives in :mod:`parties.nb_owner`).
-datasets, evaluation, audit, external
-    The paper's datasets, cross-validation and timing, the exact loss and the
-    empirical auditor of one release, and IBM diffprivlib side by side.
+datasets, audit, external
+    The paper's datasets, the exact loss and the empirical auditor of one
+    release, and IBM diffprivlib side by side (cross-validation and timing:
+    :mod:`simulations.experiments.dp_nb`).
 
 Examples
 --------

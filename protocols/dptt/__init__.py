@@ -16,32 +16,20 @@ utility, variants, config
     the public :class:`DPTTSetup`.
 traversal, driver
     The server's level-synchronous walk; :func:`run_dptt` over a runtime
-    hosting :class:`~parties.dptt_client.DPTTClient` and
-    :class:`~parties.dptt_server.DPTTServer`; :class:`DPTTSession`.
+    hosting a client and a server (their classes are bound to the roles in
+    :mod:`parties.specs`).
 geo, metrics, neighbours
     The GEO baseline and its fairness rules; raw and top-5 accuracy.
 data
     Synthetic data of §6.1; SNAP check-ins and the thesis's quantisation.
-evaluation, sweeps, claims
-    Rows of the reproduction's figures, the experiment grid, the thesis's
-    claims checked (``ppknn reproduce lepert``).
 
-Examples
---------
->>> import numpy as np
->>> from protocols.dptt import DPTTSession, DPTTSetup, Utility
->>> rng = np.random.default_rng(0)
->>> with DPTTSession(points=rng.uniform(0, 1, (1000, 2)), seed=1) as session:
-...     result = session.run(rng.uniform(0, 1, (5, 2)),
-...                          DPTTSetup(variant="E4", utility=Utility.cmp(), epsilon=2.0))
->>> result.account.compositions, result.rounds, int(result.outcome.released.max()) <= 16
-(6, 6, True)
+The reproduction's session, measurements, sweeps and claims live in
+:mod:`simulations.experiments` (``dptt_session``, ``dptt_evaluation``,
+``dptt_sweeps``) and :mod:`simulations.reproduce.lepert_claims`.
 """
 
-import importlib
-from typing import Any
-
-from protocols.dptt.config import PROTOCOL, DPTTSetup, ServerInfo
+from protocols.dptt.config import PROTOCOL, ClientOutcome, DPTTSetup, ServerInfo
+from protocols.dptt.driver import DPTTResult, run_dptt
 from protocols.dptt.geo import Geo, geo_fairness
 from protocols.dptt.metrics import Truth, hits
 from protocols.dptt.neighbours import NeighbourIndex
@@ -49,20 +37,10 @@ from protocols.dptt.tree import ModifiedKDTree
 from protocols.dptt.utility import Utility
 from protocols.dptt.variants import PrivacyAccount, Variant
 
-_DRIVER = ("DPTTResult", "DPTTSession", "dptt_specs", "run_batch", "run_dptt")
-
-
-def __getattr__(name: str) -> Any:
-    """The driver's names, imported on first use (the parties import this package)."""
-    if name in _DRIVER:
-        return getattr(importlib.import_module("protocols.dptt.driver"), name)
-    raise AttributeError(f"module 'protocols.dptt' has no attribute {name!r}")
-
-
 __all__ = [
     "PROTOCOL",
+    "ClientOutcome",
     "DPTTResult",
-    "DPTTSession",
     "DPTTSetup",
     "Geo",
     "ModifiedKDTree",
@@ -72,9 +50,7 @@ __all__ = [
     "Truth",
     "Utility",
     "Variant",
-    "dptt_specs",
     "geo_fairness",
     "hits",
-    "run_batch",
     "run_dptt",
 ]

@@ -1,4 +1,4 @@
-"""Public configuration of a DP-TT run, shared by the client, the server and the driver.
+"""Public configuration of a DP-TT run and the results client, server and driver share.
 
 Examples
 --------
@@ -16,6 +16,8 @@ core.errors.ConfigError: epsilon must be a finite number > 0, got 0.0
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from core.dp.validation import check_delta, check_epsilon
 from core.errors import ConfigError
@@ -74,4 +76,32 @@ class ServerInfo:
     height: int
 
 
-__all__ = ["PROTOCOL", "DPTTSetup", "ServerInfo"]
+@dataclass(frozen=True)
+class ClientOutcome:
+    """What the client holds after a batch.
+
+    Attributes
+    ----------
+    slots, ids, points:
+        The released ``(slot, data index)`` pairs (sorted by slot) and the points.
+    found:
+        ``(Q,)`` points the traversal itself reached, before neighbourhoods.
+    released:
+        ``(Q,)`` distinct points released per query.
+    seen:
+        ``(Q,)`` distinct data points the client received per query (node
+        values during the traversal and the released points).
+    decisions:
+        Exponential mechanisms drawn (all queries, all levels).
+    """
+
+    slots: np.ndarray
+    ids: np.ndarray
+    points: np.ndarray
+    found: np.ndarray
+    released: np.ndarray
+    seen: np.ndarray
+    decisions: int
+
+
+__all__ = ["PROTOCOL", "ClientOutcome", "DPTTSetup", "ServerInfo"]

@@ -14,18 +14,8 @@ The driver only builds the call chain; on Ray every message goes from actor
 to actor by reference and is recorded by the host, so the server's view in
 the transcript is exactly what it received: the batch size and the bits.
 
-Examples
---------
->>> import numpy as np
->>> from core.runtime import make_runtime
->>> from protocols.dptt.utility import Utility
->>> rt = make_runtime("inprocess")
->>> rt.start(dptt_specs(points=np.arange(16.0), run_id="doc"), RunContext(run_id="doc"))
->>> setup = DPTTSetup(variant="basic", utility=Utility.cmp(), epsilon=40.0)
->>> result = run_dptt(rt, np.array([[3.2], [11.7]]), setup)
->>> result.outcome.ids.tolist(), result.rounds, result.messages
-([3, 11], 4, 10)
->>> rt.shutdown()
+The client and server classes are bound to their roles in
+:mod:`parties.specs` (``dptt_specs``), whose examples run this driver.
 """
 
 from __future__ import annotations
@@ -38,12 +28,8 @@ import numpy as np
 
 from core.errors import ConfigError, ProtocolError
 from core.messages import PartyId
-from core.runtime import PartySpec, RunContext, make_runtime
 from core.runtime.base import Progress, Runtime
-from parties.dptt_client import ClientOutcome, DPTTClient
-from parties.dptt_server import DPTTServer
-from protocols.dptt.config import PROTOCOL, DPTTSetup, ServerInfo
-from protocols.dptt.tree import ModifiedKDTree
+from protocols.dptt.config import PROTOCOL, ClientOutcome, DPTTSetup, ServerInfo
 from protocols.dptt.variants import PrivacyAccount
 
 
@@ -75,19 +61,6 @@ class DPTTResult:
     messages: int
 
 
-def dptt_specs(*, run_id: str, points: Any = None, tree: ModifiedKDTree | None = None,
-               seed: int = 0, mode: str = "reproducible", budget: float | None = None,
-               client: PartyId = "client", server: PartyId = "server") -> list[PartySpec]:
-    """Party specs for one client (index 0) and one server (index 1)."""
-    return [
-        PartySpec(client, DPTTClient, {"party_id": client, "server": server, "run_id": run_id,
-                                       "index": 0, "seed": seed, "mode": mode,
-                                       "budget": budget}),
-        PartySpec(server, DPTTServer, {"party_id": server, "client": client, "run_id": run_id,
-                                       "index": 1, "points": points, "tree": tree}),
-    ]
-
-
 def run_dptt(runtime: Runtime, queries: Any, setup: DPTTSetup, *, client: PartyId = "client",
              server: PartyId = "server", progress: Progress | None = None) -> DPTTResult:
     """Run one batch of private queries ``(Q, k)`` on a started runtime (module docstring)."""
@@ -117,73 +90,6 @@ def run_dptt(runtime: Runtime, queries: Any, setup: DPTTSetup, *, client: PartyI
                       setup=setup, rounds=n_rounds, messages=2 * n_rounds + 2)
 
 
-class DPTTSession:
-    """A runtime hosting one client and one server for many batches (sweeps, benchmarks).
-
-    Parameters
-    ----------
-    tree, points:
-        The server's data: a prebuilt tree or the points to build it from.
-    runtime:
-        ``"inprocess"`` or ``"ray"``.
-    seed:
-        Root seed (the client's exponential-mechanism stream).
-    record:
-        Record the transcript (off for sweeps that only need the outputs).
-    transcript_dir:
-        Where the transcript goes (``None``: memory).
-    secure_channels:
-        Encrypt and authenticate every message.
-    run_id:
-        Bound into every message.
-    """
-
-    def __init__(self, *, tree: ModifiedKDTree | None = None, points: Any = None,
-                 runtime: str = "inprocess", seed: int = 0, record: bool = True,
-                 transcript_dir: Any = None, secure_channels: bool = False,
-                 run_id: str = "dptt") -> None:
-        self.runtime = make_runtime(runtime)
-        try:
-            self.runtime.start(dptt_specs(run_id=run_id, points=points, tree=tree, seed=seed),
-                               RunContext(run_id=run_id, transcript_dir=transcript_dir,
-                                          secure_channels=secure_channels, record=record))
-        except BaseException:
-            self.runtime.shutdown()
-            raise
-        self.totals: dict[str, Any] = {}
-
-    def run(self, queries: Any, setup: DPTTSetup) -> DPTTResult:
-        """Run one batch (see :func:`run_dptt`)."""
-        return run_dptt(self.runtime, queries, setup)
-
-    def close(self) -> dict[str, Any]:
-        """Close the transcript and shut the runtime down; returns the communication totals."""
-        try:
-            self.totals = self.runtime.close_transcript()
-        finally:
-            self.runtime.shutdown()
-        return self.totals
-
-    def __enter__(self) -> DPTTSession:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def run_batch(queries: Any, setup: DPTTSetup, *, tree: ModifiedKDTree | None = None,
-              points: Any = None, runtime: str = "inprocess", seed: int = 0,
-              run_id: str = "dptt", transcript_dir: Any = None,
-              secure_channels: bool = False) -> tuple[DPTTResult, dict[str, Any]]:
-    """Start a fresh runtime, run one batch, close it; returns the result and the totals."""
-    session = DPTTSession(tree=tree, points=points, runtime=runtime, seed=seed,
-                          transcript_dir=transcript_dir, secure_channels=secure_channels,
-                          run_id=run_id)
-    with session:
-        result = session.run(queries, setup)
-    return result, session.totals
-
-
 def server_view_bits(messages: Sequence[Any], server: PartyId = "server") -> list[np.ndarray]:
     """The bits the server received, one array per round (from transcript messages)."""
     got = sorted((m for m in messages if m.receiver == server and m.kind == "bits"),
@@ -191,4 +97,4 @@ def server_view_bits(messages: Sequence[Any], server: PartyId = "server") -> lis
     return [np.asarray(m.payload["bits"]) for m in got]
 
 
-__all__ = ["DPTTResult", "DPTTSession", "dptt_specs", "run_batch", "run_dptt", "server_view_bits"]
+__all__ = ["DPTTResult", "run_dptt", "server_view_bits"]

@@ -16,8 +16,13 @@ protocol
     The two-party driver (sanitizer -> miner) and the miner's plan.
 datasets
     The paper's datasets: waveform-21 and 10-cluster generators, constant-column handling.
-evaluation
-    One repetition of the paper's experiments through parties and the transcript.
+timing
+    Execution time of sanitisation and mining (Figs. 10-11).
+
+The paper's experiments (one repetition through the parties and the
+transcript, and the whole grid) live in :mod:`simulations.experiments.pca_evaluation`
+and :mod:`simulations.experiments.pca`; the claims in
+:mod:`simulations.reproduce.mukherjee_claims`.
 """
 
 from protocols.pca_perturbation.attacks import AttackOutcome, attack, pca_filter, reconstruct

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from core.rng import SeedPolicy
-from protocols.dp_knn.experiments import (
+from simulations.experiments.dp_knn import (
     PAPER_DATASETS,
     STAND_INS,
     FoldPlan,

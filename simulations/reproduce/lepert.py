@@ -10,7 +10,7 @@ The thesis uses 100,000 points and, for Fig. 6.18, also 1,000,000; the
 default run uses 100,000 (Fig. 6.18 compares 10,000 and 100,000) and
 ``python -m simulations.reproduce.lepert --points 1000000`` runs everything
 on 1,000,000 points (Fig. 6.18 then compares 100,000 and 1,000,000).
-Settings and readings: :mod:`protocols.dptt.sweeps`, :mod:`protocols.dptt.data`.
+Settings and readings: :mod:`simulations.experiments.dptt_sweeps`, :mod:`protocols.dptt.data`.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from protocols.dptt.claims import Claim, check_claims
-from protocols.dptt.evaluation import Row
-from protocols.dptt.sweeps import Grid, Sweep
 from protocols.dptt.variants import Variant, printed_section_5_2_epsilon
+from simulations.experiments.dptt_evaluation import Row
+from simulations.experiments.dptt_sweeps import Grid, Sweep
+from simulations.reproduce.lepert_claims import Claim, check_claims
 
 FIG_DIR = "lepert"
 """Figures go to ``<report dir>/lepert/``."""

@@ -1,6 +1,6 @@
 """Reproduction of Mukherjee, Banerjee, Chen & Gangopadhyay (2008): ``ppknn reproduce mukherjee``.
 
-The experiments are :mod:`protocols.pca_perturbation.experiments` (every
+The experiments are :mod:`simulations.experiments.pca` (every
 release through a sanitizer and a miner party, the attacks over the miner's
 view from the transcript). This module turns their results into one CSV
 table and one PNG per figure in ``output``,
@@ -32,9 +32,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from protocols.pca_perturbation.claims import check_claims  # noqa: E402
 from protocols.pca_perturbation.datasets import UNAVAILABLE, PaperDataset  # noqa: E402
-from protocols.pca_perturbation.experiments import (  # noqa: E402
+from simulations.experiments.pca import (  # noqa: E402
     BS,
     FULL,
     LARGE,
@@ -47,6 +46,7 @@ from protocols.pca_perturbation.experiments import (  # noqa: E402
     timing,
     worst_case,
 )
+from simulations.reproduce.mukherjee_claims import check_claims  # noqa: E402
 from simulations.reproduce.table import write_rows_csv  # noqa: E402
 
 Tables = dict[str, list[dict]]

@@ -8,7 +8,7 @@ Setting (paper §6.1): random splits, 2/3 training and 1/3 test, the
 training rows partitioned IID over ``n`` owners (the paper does not give
 ``n`` for Figs. 2-5; 4 is used), Euclidean distance on the raw features,
 unweighted votes. All splits of a setting run as one batched protocol run
-(:mod:`simulations.experiments`), so 100 splits cost about one run.
+(:mod:`simulations.experiments.ring`), so 100 splits cost about one run.
 Non-private accuracy is scikit-learn's brute-force kNN fitted on each
 split independently; the framework's own exact distributed kNN (P0 = 0)
 is checked against it on the same splits.
@@ -25,15 +25,19 @@ import numpy as np
 from core.data import load_dataset
 from core.leakage import Claims, score_attribution, wilson_interval
 from core.transcript import View
-from protocols.pp_topk import PROTOCOL as TOPK
-from protocols.pp_topk import TopKParams
-from protocols.pp_topk_attacks import (
+from protocols.ppknn.pp_topk import PROTOCOL as TOPK
+from protocols.ppknn.pp_topk import TopKParams
+from protocols.ppknn.pp_topk_attacks import (
     coalition_attribution,
     informed_successor,
     successor_attribution,
 )
-from protocols.secure_sum_attacks import recovery_rate, ring_sum_estimate, shared_sum_estimate
-from simulations.experiments import (
+from protocols.ppknn.secure_sum_attacks import (
+    recovery_rate,
+    ring_sum_estimate,
+    shared_sum_estimate,
+)
+from simulations.experiments.ring import (
     SplitBatch,
     SplitSession,
     make_split_batch,

@@ -39,6 +39,8 @@ import numpy as np  # noqa: E402
 from core.errors import BudgetExhausted  # noqa: E402
 from core.rng import SeedPolicy  # noqa: E402
 from core.runtime import RunContext, make_runtime  # noqa: E402
+from parties.specs import nb_owner_spec as owner_spec  # noqa: E402
+from parties.specs import nb_requester_spec as requester_spec  # noqa: E402
 from protocols.dp_nb.audit import audit_mean, worst_pair  # noqa: E402
 from protocols.dp_nb.datasets import (  # noqa: E402
     PAPER_DATASETS,
@@ -47,8 +49,12 @@ from protocols.dp_nb.datasets import (  # noqa: E402
     load_nb_dataset,
     synthetic_bounded,
 )
-from protocols.dp_nb.driver import ask, owner_spec, requester_spec  # noqa: E402
-from protocols.dp_nb.evaluation import (  # noqa: E402
+from protocols.dp_nb.driver import ask  # noqa: E402
+from protocols.dp_nb.external import ensure_venv, run_diffprivlib  # noqa: E402
+from protocols.dp_nb.noise import SmoothCalibration  # noqa: E402
+from protocols.dp_nb.protocol import ModelRequest  # noqa: E402
+from protocols.dp_nb.training import AUTO_FRACTION, AUTO_RATIO  # noqa: E402
+from simulations.experiments.dp_nb import (  # noqa: E402
     MethodSpec,
     cross_validate,
     encode,
@@ -56,10 +62,6 @@ from protocols.dp_nb.evaluation import (  # noqa: E402
     summarise,
     time_training,
 )
-from protocols.dp_nb.external import ensure_venv, run_diffprivlib  # noqa: E402
-from protocols.dp_nb.noise import SmoothCalibration  # noqa: E402
-from protocols.dp_nb.protocol import ModelRequest  # noqa: E402
-from protocols.dp_nb.training import AUTO_FRACTION, AUTO_RATIO  # noqa: E402
 from simulations.reproduce.table import write_rows_csv  # noqa: E402
 
 SEED = 2020

@@ -11,7 +11,8 @@ from core.errors import BudgetExhausted, ProtocolError
 from core.runtime import RunContext, make_runtime
 from core.transcript import Transcript
 from parties.analyst import Analyst, one_at_a_time
-from protocols.dp_knn.driver import analyst_spec, ask, owner_spec
+from parties.specs import analyst_spec, dp_owner_spec
+from protocols.dp_knn.driver import ask
 from protocols.dp_knn.index import LabelIndex
 from protocols.dp_knn.protocol import Answer, Query
 from protocols.dp_knn.rn import classify_rn
@@ -145,8 +146,8 @@ def test_secure_mode_answers(make_owner, queries):
 
 def test_transcript_records_every_answer_with_its_price(tmp_path, queries):
     rt = make_runtime("inprocess")
-    rt.start([owner_spec(**{k: v for k, v in owner_kwargs(epsilon=1.0).items()
-                            if k != "party_id"}, party_id="owner"),
+    rt.start([dp_owner_spec(**{k: v for k, v in owner_kwargs(epsilon=1.0).items()
+                               if k != "party_id"}, party_id="owner"),
               analyst_spec(party_id="alice", owner="owner", run_id="run"),
               analyst_spec(party_id="bob", owner="owner", run_id="run", index=2)],
              RunContext(run_id="run", transcript_dir=tmp_path / "t", secure_channels=True))

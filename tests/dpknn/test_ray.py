@@ -8,7 +8,8 @@ import pytest
 from core.errors import BudgetExhausted
 from core.runtime import RunContext, make_runtime
 from core.transcript import Transcript
-from protocols.dp_knn.driver import analyst_spec, ask, owner_spec
+from parties.specs import analyst_spec, dp_owner_spec
+from protocols.dp_knn.driver import ask
 from protocols.dp_knn.protocol import Query
 from tests.dpknn.conftest import owner_kwargs
 
@@ -53,7 +54,7 @@ def test_async_owner_actor_serves_eight_concurrent_analysts(ray_local):
 def _run(kind, transcript_dir):
     kw = {k: v for k, v in owner_kwargs(epsilon=2.0, seed=5).items() if k != "party_id"}
     rt = make_runtime(kind)
-    rt.start([owner_spec(party_id="owner", **kw),
+    rt.start([dp_owner_spec(party_id="owner", **kw),
               analyst_spec(party_id="alice", owner="owner", run_id="run"),
               analyst_spec(party_id="bob", owner="owner", run_id="run", index=2)],
              RunContext(run_id="run", transcript_dir=transcript_dir, secure_channels=True))

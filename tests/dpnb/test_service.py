@@ -11,7 +11,8 @@ from core.errors import BudgetExhausted, ConfigError, ProtocolError
 from core.rng import SeedPolicy
 from core.runtime import RunContext, make_runtime
 from parties.nb_owner import NBOwner, NBRequester
-from protocols.dp_nb.driver import ask, owner_spec, requester_spec
+from parties.specs import nb_owner_spec, nb_requester_spec
+from protocols.dp_nb.driver import ask
 from protocols.dp_nb.protocol import ModelRequest
 from protocols.dp_nb.schema import FeatureSchema
 from protocols.dp_nb.training import NBConfig, train
@@ -122,10 +123,10 @@ def test_bad_requests_are_rejected():
 def _run(kind, ray=None):
     rt = make_runtime(kind)
     schema = FeatureSchema.build(2, **SCHEMA)
-    specs = [owner_spec(party_id="owner", X=X, y=LABELS, classes=CLASSES, epsilon=2.0,
-                        run_id="r", seed=5, **SCHEMA)]
-    specs += [requester_spec(party_id=a, owner="owner", run_id="r", classes=CLASSES,
-                             schema=schema, index=i + 1) for i, a in enumerate(("a", "b"))]
+    specs = [nb_owner_spec(party_id="owner", X=X, y=LABELS, classes=CLASSES, epsilon=2.0,
+                           run_id="r", seed=5, **SCHEMA)]
+    specs += [nb_requester_spec(party_id=a, owner="owner", run_id="r", classes=CLASSES,
+                                schema=schema, index=i + 1) for i, a in enumerate(("a", "b"))]
     try:
         rt.start(specs, RunContext(run_id="r"))
         models = ask(rt, [("a", "owner", ModelRequest(epsilon=0.5)),

@@ -6,8 +6,9 @@ import numpy as np
 
 from core.runtime import RunContext, make_runtime
 from core.transcript import Transcript
+from parties.specs import dptt_specs
 from protocols.dptt.config import DPTTSetup
-from protocols.dptt.driver import dptt_specs, run_dptt
+from protocols.dptt.driver import run_dptt
 
 
 def run_recorded(points, queries, setup: DPTTSetup, *, seed: int = 0, kind: str = "inprocess",

@@ -9,12 +9,12 @@ from core.errors import ConfigError, ProtocolError
 from parties.dptt_server import DPTTServer
 from protocols.dptt.config import DPTTSetup
 from protocols.dptt.data import AUSTIN, quantise, synthetic_points
-from protocols.dptt.driver import DPTTSession
 from protocols.dptt.geo import Geo
 from protocols.dptt.traversal import ServerTraversal
 from protocols.dptt.tree import ModifiedKDTree
 from protocols.dptt.utility import Utility
 from protocols.dptt.variants import Variant
+from simulations.experiments.dptt_session import DPTTSession
 
 POINTS = np.random.default_rng(0).normal(size=(100, 2))  # height 7
 

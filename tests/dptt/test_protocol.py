@@ -13,11 +13,13 @@ from core.messages import Message
 from core.runtime import RunContext, make_runtime
 from core.transcript import Transcript
 from parties.dptt_client import DPTTClient
+from parties.specs import dptt_specs
 from protocols.dptt.config import DPTTSetup, ServerInfo
-from protocols.dptt.driver import DPTTSession, dptt_specs, run_dptt
+from protocols.dptt.driver import run_dptt
 from protocols.dptt.neighbours import NeighbourIndex
 from protocols.dptt.tree import ModifiedKDTree
 from protocols.dptt.utility import Utility
+from simulations.experiments.dptt_session import DPTTSession
 
 from .helpers import run_recorded
 

@@ -11,10 +11,10 @@ from core.transcript import Transcript
 from parties.miner import Miner
 from parties.sanitizer import Sanitizer
 from protocols.pca_perturbation.attacks import attack
-from protocols.pca_perturbation.evaluation import Job, Split, miner_view, run_session
 from protocols.pca_perturbation.protocol import MiningPlan, run_releases
 from protocols.pca_perturbation.sanitize import normalise
 from protocols.pca_perturbation.schemes import ReleaseRequest
+from simulations.experiments.pca_evaluation import Job, Split, miner_view, run_session
 from tests.pca.conftest import unit_bounds
 
 

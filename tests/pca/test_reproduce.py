@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from protocols.pca_perturbation.experiments import QUICK, run_experiments
+from simulations.experiments.pca import QUICK, run_experiments
 from simulations.reproduce import REPRODUCTIONS, load
 from simulations.reproduce.mukherjee import run
 
@@ -68,7 +68,8 @@ def test_report_sets_claims_beside_measurements(quick_run):
     assert "nan" not in text.lower().replace("n/a", "")
 
 
-def test_sessions_in_worker_processes_give_the_same_rows(tmp_path):
+@pytest.mark.ray
+def test_sessions_fanned_out_on_ray_give_the_same_rows(ray_local, tmp_path):
     settings = dataclasses.replace(QUICK, datasets=("iris",), reps=2)
     _, serial = run_experiments(settings, "inprocess", tmp_path, workers=1)
     _, parallel = run_experiments(settings, "inprocess", tmp_path, workers=2)

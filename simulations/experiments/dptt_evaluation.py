@@ -29,13 +29,13 @@ import numpy as np
 
 from core.rng import SeedPolicy
 from protocols.dptt.config import DPTTSetup
-from protocols.dptt.driver import DPTTSession
 from protocols.dptt.geo import Geo, geo_fairness
 from protocols.dptt.metrics import Truth, hits
 from protocols.dptt.neighbours import NeighbourIndex, counts_per_slot
 from protocols.dptt.tree import ModifiedKDTree
 from protocols.dptt.utility import Utility
 from protocols.dptt.variants import DEFAULT_DELTA, Variant
+from simulations.experiments.dptt_session import DPTTSession
 
 NAN = float("nan")
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.transcript import View
-from protocols import secure_sum as ss
+from protocols.ppknn import secure_sum as ss
 
 
 def _between(ring: list[str], a: str, b: str) -> list[str]:

@@ -7,7 +7,7 @@ log(final ε) between measured grid points.
 
 Examples
 --------
->>> from protocols.dptt.evaluation import Row
+>>> from simulations.experiments.dptt_evaluation import Row
 >>> rows = [Row(method="DP-TT", dims=1, n_points=10, n_queries=1, utility="cmp",
 ...             variant="E8", epsilon=e, radius=0.0, compositions=9, final_epsilon_br=9 * e,
 ...             final_epsilon_sum=9 * e, geo_per_unit=0.0, nn_accuracy=a, top5_accuracy=a,
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.dptt.evaluation import Row, binomial_se
-from protocols.dptt.sweeps import Sweep
+from simulations.experiments.dptt_evaluation import Row, binomial_se
+from simulations.experiments.dptt_sweeps import Sweep
 
 LIMIT_EPSILON = 200.0
 """ε per decision at which CMP is deterministic in practice (a wrong side has chance e^-100)."""

@@ -28,28 +28,9 @@ import numpy as np
 from core.errors import ConfigError, ProtocolError
 from core.messages import PartyId
 from core.runtime.base import Call, Progress, Runtime, Step
-from parties.ring_owner import RingSetup
-from protocols.pp_topk import PROTOCOL as TOPK
-from protocols.pp_topk import TopKParams
-from protocols.secure_sum import RING_PROTOCOL, SHARED_PROTOCOL, SUM_KINDS
-
-MIN_PARTIES = 3
-
-
-@dataclass(frozen=True, kw_only=True)
-class PPKNNConfig:
-    """Public configuration of one PP-kNN run."""
-
-    params: TopKParams
-    weighting: str = "uniform"
-    secure_sum: str = "ring"
-
-    def __post_init__(self) -> None:
-        if self.weighting not in ("uniform", "distance"):
-            raise ConfigError(f"weighting must be 'uniform' or 'distance', got {self.weighting!r}")
-        if self.secure_sum not in SUM_KINDS:
-            raise ConfigError(f"secure_sum must be one of {list(SUM_KINDS)}, "
-                              f"got {self.secure_sum!r}")
+from protocols.ppknn.config import MIN_PARTIES, PPKNNConfig, RingSetup
+from protocols.ppknn.pp_topk import PROTOCOL as TOPK
+from protocols.ppknn.secure_sum import RING_PROTOCOL, SHARED_PROTOCOL
 
 
 @dataclass(frozen=True)
@@ -83,7 +64,6 @@ def ring_from_start(ring: Sequence[PartyId], start: PartyId) -> list[PartyId]:
     """
     i = list(ring).index(start)
     return list(ring[i:]) + list(ring[:i])
-
 
 
 def run_ppknn(runtime: Runtime, queries: np.ndarray, config: PPKNNConfig, *,
@@ -174,5 +154,4 @@ def ties_at_kth(distances: np.ndarray, k: int, rtol: float = 1e-9) -> np.ndarray
     return np.abs(nxt - kth) <= rtol * np.maximum(np.abs(kth), 1e-300)
 
 
-__all__ = ["MIN_PARTIES", "PPKNNConfig", "PPKNNResult", "random_ring", "ring_from_start",
-           "run_ppknn", "ties_at_kth"]
+__all__ = ["PPKNNResult", "random_ring", "ring_from_start", "run_ppknn", "ties_at_kth"]

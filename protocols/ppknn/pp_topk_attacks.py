@@ -24,7 +24,7 @@ import numpy as np
 
 from core.leakage import Claim, Claims, message_key, multiset_new
 from core.transcript import View
-from protocols.pp_topk import PROTOCOL
+from protocols.ppknn.pp_topk import PROTOCOL
 
 ADVERSARY = "successor-attribution"
 

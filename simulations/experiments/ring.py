@@ -28,8 +28,8 @@ from core.rng import SeedPolicy
 from core.runtime import PartySpec, RunContext, make_runtime
 from core.transcript import Transcript
 from parties.ring_owner import RingDataOwner
-from protocols.pp_topk import TopKParams, euclidean_distances
 from protocols.ppknn import PPKNNConfig, random_ring, ring_from_start, run_ppknn, ties_at_kth
+from protocols.ppknn.pp_topk import TopKParams, euclidean_distances
 
 
 @dataclass(frozen=True)

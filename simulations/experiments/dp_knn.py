@@ -39,6 +39,7 @@ from core.data import DomainBounds, load_dataset
 from core.errors import ConfigError
 from core.rng import SeedPolicy
 from core.runtime import RunContext, make_runtime
+from parties.specs import analyst_spec, dp_owner_spec
 from protocols.dp_knn.audit import audit_rn, overlap_scenario
 from protocols.dp_knn.conversion import (
     MAX_CELLS,
@@ -48,7 +49,7 @@ from protocols.dp_knn.conversion import (
     grid_cells_per_axis,
     rmse_k,
 )
-from protocols.dp_knn.driver import analyst_spec, ask, owner_spec
+from protocols.dp_knn.driver import ask
 from protocols.dp_knn.index import LabelIndex
 from protocols.dp_knn.protocol import Answer, Query
 from protocols.dp_knn.rn import classify_rn
@@ -208,10 +209,11 @@ def _ask_all(data: ExperimentData, Xtr: np.ndarray, ytr: np.ndarray, queries: li
              budget: float, plan: FoldPlan, runtime: str, seed: int, fold: int) -> list[Answer]:
     run_id = f"gursoy-{data.name}-{fold}"
     rt = make_runtime(runtime)
-    rt.start([owner_spec(party_id="owner", X=Xtr, y=ytr, classes=list(range(data.n_classes)),
-                         lower=np.zeros(Xtr.shape[1]), upper=np.ones(Xtr.shape[1]),
-                         epsilon=budget, run_id=run_id, seed=seed,
-                         clique_time_limit_s=plan.clique_time_limit_s),
+    rt.start([dp_owner_spec(party_id="owner", X=Xtr, y=ytr,
+                            classes=list(range(data.n_classes)),
+                            lower=np.zeros(Xtr.shape[1]), upper=np.ones(Xtr.shape[1]),
+                            epsilon=budget, run_id=run_id, seed=seed,
+                            clique_time_limit_s=plan.clique_time_limit_s),
               analyst_spec(party_id="analyst", owner="owner", run_id=run_id)],
              RunContext(run_id=run_id, record=False, party_timeout_s=600))
     try:

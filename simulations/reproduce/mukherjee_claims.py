@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.pca_perturbation.experiments import RHO1
+from simulations.experiments.pca import RHO1
 
 REAL = ("wine", "iris", "ionosphere", "wdbc", "waveform")
 SYNTHETIC = ("synthetic-2", "synthetic-8")

@@ -4,7 +4,7 @@ For every dataset and repetition, a sanitizer party (90% of the rows) and a
 miner party (the other 10%, at most ``max_queries`` of them classified) run
 the release protocol once per scheme and parameter (:func:`paper_jobs`);
 the miner classifies its rows and the attacks run over its view read back
-from the transcript (:func:`~protocols.pca_perturbation.evaluation.run_session`).
+from the transcript (:func:`~simulations.experiments.pca_evaluation.run_session`).
 :func:`worst_case` and :func:`additive_audit` measure the worst-case
 privacy (Fig. 6) and :func:`timing` the execution time (Figs. 10-11).
 ``simulations.reproduce.mukherjee`` turns the results into tables, plots
@@ -19,13 +19,12 @@ Examples
 from __future__ import annotations
 
 import math
-import multiprocessing
 import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -33,14 +32,15 @@ from threadpoolctl import threadpool_limits
 
 from core.data import DomainBounds
 from core.rng import SeedPolicy
-from core.runtime import RunContext, Runtime, make_runtime
+from core.runtime import Runtime, make_runtime
+from core.runtime.pool import fan_out
 from parties.sanitizer import Sanitizer
 from protocols.pca_perturbation.datasets import PAPER_DATASETS, PaperDataset, load_paper_dataset
-from protocols.pca_perturbation.evaluation import Job, ReleaseResult, Split, run_session
 from protocols.pca_perturbation.privacy import audit_column, rho2_bound
 from protocols.pca_perturbation.protocol import MiningPlan
 from protocols.pca_perturbation.schemes import ReleaseRequest
 from protocols.pca_perturbation.timing import time_mining, time_sanitize
+from simulations.experiments.pca_evaluation import Job, ReleaseResult, Split, run_session
 
 BS = (0.1, 0.2, 0.3)
 SDS = (0.1, 0.25, 0.5)
@@ -69,7 +69,9 @@ class Settings:
     datasets:
         Which datasets to run.
     workers:
-        Worker processes for the in-process sessions.
+        With the in-process runtime, ``> 1`` fans the sessions out over Ray
+        tasks (:func:`core.runtime.pool.fan_out`, one CPU each); ``1`` runs
+        them one after the other here.
     seed:
         Root seed of everything.
     """
@@ -139,14 +141,6 @@ def make_split(ds: PaperDataset, rng: np.random.Generator, max_queries: int) -> 
                  y_test=ds.y[test], n_classes=ds.n_classes, bounds=bounds)
 
 
-def _runtime_factory(kind: str) -> tuple[Callable[[], Runtime], Runtime | None]:
-    if kind == "inprocess":
-        return (lambda: make_runtime("inprocess")), None
-    keeper = make_runtime("ray")  # keeps one Ray instance alive across sessions
-    keeper.start([], RunContext(run_id="mukherjee-keeper"))
-    return (lambda: make_runtime("ray")), keeper
-
-
 # --------------------------------------------------------------------------- experiments
 def _load(name: str, settings: Settings) -> PaperDataset:
     return load_paper_dataset(name, rng=SeedPolicy(root=settings.seed).generator("data", name),
@@ -163,49 +157,65 @@ def _session(ds: PaperDataset, rep: int, settings: Settings, factory: Callable[[
     return [_flatten(ds.name, rep, r) for r in results]
 
 
-def _worker_session(name: str, rep: int, settings: Settings, workdir: Path) -> list[dict]:
-    """One in-process session in a worker process (single-threaded BLAS)."""
+@dataclass(frozen=True)
+class SessionJob:
+    """One (dataset, repetition) session: what a worker needs to run it.
+
+    ``dataset`` is the loaded dataset when the job runs here; ``None`` makes
+    the job load it itself (same seed, same rows), so a job sent to a Ray
+    task carries only names and sizes.
+    """
+
+    name: str
+    rep: int
+    settings: Settings
+    workdir: Path
+    runtime: str = "inprocess"
+    dataset: PaperDataset | None = None
+
+
+def run_session_job(job: SessionJob) -> list[dict]:
+    """Run one session with single-threaded BLAS; one flat row per release.
+
+    Every seed derives from the settings, the dataset and the repetition, so
+    the rows do not depend on where or in which order the job runs.
+    """
+    ds = job.dataset if job.dataset is not None else _load(job.name, job.settings)
     with threadpool_limits(limits=1, user_api="blas"):
-        return _session(_load(name, settings), rep, settings,
-                        lambda: make_runtime("inprocess"), workdir)
+        return _session(ds, job.rep, job.settings, partial(make_runtime, job.runtime),
+                        job.workdir)
 
 
 def run_experiments(settings: Settings, runtime: str, workdir: Path, *, workers: int = 1
                     ) -> tuple[dict[str, PaperDataset], list[dict]]:
     """Every (dataset, repetition) session; one flat row per release.
 
-    With the in-process runtime and ``workers > 1`` the sessions run in that
-    many worker processes; every session has its own seeds, so the rows are
-    the same whatever ``workers`` is. On Ray the sessions run one after the
-    other (the parties are Ray actors already).
+    With the in-process runtime and ``workers > 1`` the sessions are fanned
+    out over Ray tasks (:func:`core.runtime.pool.fan_out`); otherwise they
+    run one after the other here (on Ray the parties are Ray actors
+    already). Every session has its own seeds, so the rows are the same
+    whatever ``workers`` is.
+
+    Ray's lifetime belongs to the caller: the fan-out starts Ray if it is
+    not running and leaves it running.
     """
     datasets = {name: _load(name, settings) for name in settings.datasets}
     tasks = [(name, rep) for name in settings.datasets
              for rep in range(settings.reps_large if name in LARGE else settings.reps)]
-    results: dict[tuple[str, int], list[dict]] = {}
+    use_ray = runtime == "inprocess" and workers > 1
+    # TODO(runtime lifetime): with runtime="ray" every session starts its own RayRuntime, and
+    # RayRuntime.shutdown() calls ray.shutdown() when it is the last runtime using the Ray
+    # instance it started, so Ray restarts between sessions. core/runtime/ray_runtime.py has
+    # no option to leave Ray running; once it has one, the caller should own one Ray lifetime
+    # for all sessions.
+    jobs = [SessionJob(name=name, rep=rep, settings=settings, workdir=workdir,
+                       runtime=runtime, dataset=None if use_ray else datasets[name])
+            for name, rep in tasks]
     t0 = time.perf_counter()
-
-    def done(name: str, rep: int, rows: list[dict]) -> None:
-        results[(name, rep)] = rows
-        if all(key in results for key in tasks if key[0] == name):
-            _log(f"{name}: done after {time.perf_counter() - t0:.1f} s")
-
-    if runtime == "inprocess" and workers > 1:
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = {pool.submit(_worker_session, name, rep, settings, workdir): (name, rep)
-                       for name, rep in tasks}
-            for fut in as_completed(futures):
-                done(*futures[fut], fut.result())
-    else:
-        factory, keeper = _runtime_factory(runtime)
-        try:
-            for name, rep in tasks:
-                done(name, rep, _session(datasets[name], rep, settings, factory, workdir))
-        finally:
-            if keeper is not None:
-                keeper.shutdown()
-    return datasets, [row for key in tasks for row in results[key]]
+    results = fan_out(run_session_job, jobs, use_ray=use_ray, chunk_size=1,
+                      progress=lambda done, total: _log(
+                          f"{done}/{total} sessions done after {time.perf_counter() - t0:.1f} s"))
+    return datasets, [row for rows in results for row in rows]
 
 
 def _flatten(name: str, rep: int, r: ReleaseResult) -> dict:
@@ -317,12 +327,14 @@ __all__ = [
     "QUICK",
     "RHO1",
     "SDS",
+    "SessionJob",
     "Settings",
     "additive_audit",
     "aggregate",
     "make_split",
     "paper_jobs",
     "run_experiments",
+    "run_session_job",
     "timing",
     "worst_case",
 ]

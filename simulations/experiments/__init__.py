@@ -1,0 +1,20 @@
+"""Experiment code behind the reproductions and benchmarks (one module per protocol).
+
+Modules
+-------
+ring
+    PP-kNN: many random splits of a dataset in one protocol run.
+dp_knn
+    DP r-N / k-NN (Gursoy et al.): datasets and one cross-validation fold through a runtime.
+dp_nb
+    DP Naive Bayes (Zafarani & Clifton): cross-validated accuracy and training time.
+dptt_session, dptt_evaluation, dptt_sweeps
+    DP-TT (Lepert): a runtime for many batches, the measured rows and the experiment grid.
+pca, pca_evaluation
+    PCA + Laplace perturbation (Mukherjee et al.): the paper's experiments and one repetition
+    through the parties and the transcript.
+
+Protocol packages (:mod:`protocols`) hold the protocols themselves; the
+claims checked against these measurements sit with the reproductions
+(:mod:`simulations.reproduce`).
+"""
