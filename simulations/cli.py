@@ -6,7 +6,7 @@ import inspect
 import json
 import warnings
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
@@ -30,9 +30,38 @@ console = Console(stderr=True, soft_wrap=True)
 out = Console()
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            out.print(f"ppknn {version('ppknn')}")
+        except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+            out.print("ppknn (not installed)")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Multi-party simulations of privacy-preserving nearest-neighbour classification."""
+
+
 def _fail(exc: Exception, code: int) -> None:
     console.print(f"[bold red]error:[/] {escape(str(exc))}")
     raise typer.Exit(code)
+
+
+def _apply_sets(scenario: Any, sets: list[str]) -> Any:
+    """``--set key=value`` (typed: TOML literals) applied in order."""
+    from simulations.scenario import parse_value
+
+    for item in sets:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise PpknnError(f"--set {item!r}: write KEY=VALUE, e.g. protocol.epsilon=0.5")
+        scenario = scenario.set_key(key.strip(), parse_value(value.strip()))
+    return scenario
 
 
 @app.command()
@@ -43,8 +72,14 @@ def run(
     runtime: Optional[str] = typer.Option(None, help="'ray' or 'inprocess' (overrides [runtime].kind)."),  # noqa: UP007,E501
     address: Optional[str] = typer.Option(None, help="Ray address, e.g. 'auto' (overrides [runtime].address)."),  # noqa: UP007,E501
     seed: Optional[int] = typer.Option(None, help="Root seed (overrides [run].seed)."),  # noqa: UP007
+    sets: list[str] = typer.Option([], "--set", help="Any scenario key, typed: "
+                                   "--set protocol.epsilon=0.5 --set data.dataset=pima "
+                                   "(protocol[1].k with several protocols)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing results "
+                                   "folder (only once the new run is complete)."),
 ) -> None:
-    """Run a PP-kNN scenario and write its results folder."""
+    """Run a scenario (any registered protocol, or several) and write its results folder."""
+    from simulations.output import staged
     from simulations.results import summary_of, write_results
     from simulations.runner import execute
     from simulations.scenario import Scenario, load_scenario
@@ -61,8 +96,10 @@ def run(
             overrides.setdefault("run", {})["seed"] = seed
         if overrides:
             sc = sc.with_overrides(**overrides)
+        sc = _apply_sets(sc, sets)
         folder = Path(output or sc.run.output)
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, \
+                staged(folder, overwrite=overwrite) as stage:
             warnings.simplefilter("always", PrivacyLeakWarning)
             with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=console, transient=False) as bar:
@@ -73,26 +110,30 @@ def run(
                         tasks[phase] = bar.add_task(phase, total=total)
                     bar.update(tasks[phase], completed=done, total=total)
 
-                outcome = execute(sc, transcript_dir=folder / "transcript", progress=progress)
+                outcome = execute(sc, transcript_dir=stage / "transcript", progress=progress)
+            write_results(outcome, stage)
         for w in caught:
             console.print(f"[yellow]warning:[/] {escape(str(w.message))}")
-        write_results(outcome, folder)
     except PartyFailure as exc:
         _fail(exc, 3)
     except PpknnError as exc:
         _fail(exc, 2)
     s = summary_of(outcome)
-    table = Table(title=f"PP-kNN on {s['dataset']} - {s['parties']} parties, "
-                        f"{s['queries']} queries ({s['runtime']} runtime)")
+    table = Table(title=f"{', '.join(s['protocols'])} on {s['dataset']} - {s['parties']} "
+                        f"parties, {s['queries']} queries ({s['runtime']} runtime)")
     table.add_column("measure")
     table.add_column("value", justify="right")
-    table.add_row("accuracy PP-kNN", f"{s['accuracy_ppknn']:.4f}")
-    table.add_row("accuracy kNN on the union (non-private)", f"{s['accuracy_knn']:.4f}")
-    table.add_row("exact top-k fraction / paper bound",
-                  f"{s['topk_exact_fraction']:.3f} / {s['topk_correctness_bound']:.3f}")
-    lo, hi = s["disclosure"]["pooled_ci95"]
-    table.add_row("mean per-node disclosure [95% CI]",
-                  f"{s['disclosure']['mean_probability']:.3f} [{lo:.3f}, {hi:.3f}]")
+    from simulations import registry
+
+    for o in outcome.outcomes:
+        r = s["results"][o.name]
+        table.add_row(f"[bold]{o.name}[/] accuracy", f"{r['accuracy']:.4f}")
+        table.add_row(f"  {r['baseline']['name']}", f"{r['baseline']['accuracy']:.4f}")
+        eps = r["privacy"]["epsilon"]
+        table.add_row("  privacy", r["privacy"]["guarantee"] if eps is None else
+                      f"ε = {eps:.4g}, δ = {r['privacy']['delta']:.3g}")
+        for label, value in registry.get(o.name).headline(r):
+            table.add_row(f"  {label}", value)
     table.add_row("messages / bytes", f"{s['communication']['messages']} / "
                                       f"{s['communication']['bytes']:,}")
     table.add_row("randomness / channels", f"{s['randomness_mode']} / {s['channels']}")
@@ -105,20 +146,35 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
             top: int = typer.Option(20, min=1, help="With more parties than this, show the "
                                     "this many most disclosed (all are in disclosure.csv)."),
             ) -> None:
-    """Recompute per-node disclosure from a saved transcript."""
+    """Recompute each protocol's leakage from a saved transcript."""
+    from core.leakage import DisclosureReport
     from core.transcript import Transcript
-    from simulations.disclosure import measure_disclosure
+    from simulations import registry
+    from simulations.output import check_complete
     from simulations.results import write_disclosure_csv
 
     try:
         public_path = results_dir / "public.json"
         if not public_path.is_file():
             raise PpknnError(f"{str(results_dir)!r} is not a results folder (no public.json)")
+        check_complete(results_dir)
         public = json.loads(public_path.read_text())
-        report = measure_disclosure(Transcript(results_dir / "transcript"), public)
+        # results folders written before the protocol registry hold the ring's facts alone
+        per_protocol = public.get("protocols", {"ppknn-ring": public})
+        transcript = Transcript(results_dir / "transcript")
+        reports = {name: registry.get(name).leakage(transcript, facts)
+                   for name, facts in per_protocol.items()}
     except PpknnError as exc:
         _fail(exc, 2)
-    write_disclosure_csv(report, results_dir / "disclosure.csv")
+    if not any(r is not None for r in reports.values()):
+        out.print(f"no leakage measure is registered for {sorted(reports)}")
+    for report in reports.values():
+        if isinstance(report, DisclosureReport):
+            write_disclosure_csv(report, results_dir / "disclosure.csv")
+            _print_disclosure(report, results_dir, top)
+
+
+def _print_disclosure(report: Any, results_dir: Path, top: int) -> None:
     shown = list(report.parties)
     title = f"disclosure ({report.adversary}) from {results_dir}/transcript"
     if len(shown) > top:
@@ -142,18 +198,92 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
 
 
 @app.command()
+def show(results_dir: Path = typer.Argument(..., help="A results folder of `ppknn run` or "
+                                            "`ppknn sweep`.")) -> None:
+    """Print a run's (or a sweep's) summary in the terminal."""
+    try:
+        if (results_dir / "summary.json").is_file():
+            s = json.loads((results_dir / "summary.json").read_text())
+            table = Table(title=f"{results_dir}: {', '.join(s.get('protocols', ['?']))} on "
+                                f"{s['dataset']} ({s['parties']} parties, {s['queries']} "
+                                f"queries, {s['runtime']})")
+            for col in ("protocol", "accuracy", "baseline", "privacy", "hops"):
+                table.add_column(col, justify="right")
+            for name, r in s.get("results", {}).items():
+                eps = r["privacy"]["epsilon"]
+                table.add_row(name, f"{r['accuracy']:.4f}",
+                              f"{r['baseline']['accuracy']:.4f} ({r['baseline']['name']})",
+                              r["privacy"]["guarantee"] if eps is None else f"ε = {eps:.4g}",
+                              str(r["hops"]))
+            out.print(table)
+            out.print(f"messages {s['communication']['messages']}, bytes "
+                      f"{s['communication']['bytes']:,}; timings (s) "
+                      + ", ".join(f"{k} {v:.2f}" for k, v in s["timings_s"].items()))
+        elif (results_dir / "sweep.csv").is_file():
+            from simulations.reporting.csvio import read_rows
+
+            _print_sweep(read_rows(results_dir / "sweep.csv"), str(results_dir))
+        else:
+            raise PpknnError(f"{str(results_dir)!r} is not a results folder (no summary.json "
+                             "or sweep.csv)")
+    except PpknnError as exc:
+        _fail(exc, 2)
+
+
+def _print_sweep(rows: list[dict[str, Any]], title: str) -> None:
+    """Mean accuracy (and baseline) per grid point over seeds."""
+    if not rows:
+        out.print(f"{title}: no runs")
+        return
+    acc = next(k for k in rows[0] if k == "accuracy" or k.endswith(":accuracy"))
+    base = acc.replace("accuracy", "baseline_accuracy")
+    grid = [k for k in rows[0] if "." in k and ":" not in k]
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r[k] for k in grid), []).append(r)
+    table = Table(title=f"{title}: {len(rows)} runs, mean over seeds")
+    for col in (*grid, "runs", acc, base):
+        table.add_column(col, justify="right")
+    for point, group in groups.items():
+        mean = sum(float(g[acc]) for g in group) / len(group)
+        mean_b = sum(float(g[base]) for g in group) / len(group)
+        table.add_row(*(str(v) for v in point), str(len(group)), f"{mean:.4f}", f"{mean_b:.4f}")
+    out.print(table)
+
+
+@app.command()
+def protocols() -> None:
+    """List the registered protocols, their roles and privacy guarantees."""
+    from simulations import registry
+
+    table = Table(title="registered protocols ([protocol] name = ...)")
+    for col in ("name", "protocol", "roles", "guarantee"):
+        table.add_column(col)
+    for plugin in registry.plugins():
+        roles = "; ".join(f"{r.name} x {r.count}" for r in plugin.roles)
+        table.add_row(plugin.name, plugin.title, roles, plugin.guarantee)
+    out.print(table)
+
+
+@app.command()
 def reproduce(
-    name: str = typer.Argument(..., help="Which paper: see `ppknn reproduce --help`."),
+    name: str = typer.Argument(..., help="Which paper: gursoy (DP r-N/k-NN), lepert (DP-TT), "
+                                         "mukherjee (PCA + Laplace), xiong (PP-kNN ring) or "
+                                         "zafarani (DP Naive Bayes)."),
     quick: bool = typer.Option(False, "--quick", help="Small settings (under two minutes)."),
     output: Optional[Path] = typer.Option(None, help="Tables and plots folder "  # noqa: UP007
                                           "(default results/reproduce/NAME)."),
     ray_runtime: bool = typer.Option(False, "--ray", help="Run the parties on Ray."),
-    docs: Path = typer.Option(Path("."), help="Root under which docs/reproductions/ is written."),
+    docs: Optional[Path] = typer.Option(  # noqa: UP007
+        None, "--docs", help="Write the report as ROOT/docs/reproductions/NAME.md (the "
+        "committed reports: e.g. --docs .); by default it goes into the output folder and "
+        "nothing outside it is touched."),
     option: list[str] = typer.Option([], "--set", help="Extra setting of the reproduction, "
-                                     "KEY=INTEGER (e.g. n_points=1000000 for lepert)."),
+                                     "KEY=VALUE, typed (e.g. n_points=1000000 for lepert)."),
 ) -> None:
     """Re-run a paper's experiments: CSV + PNG per figure and a Markdown report."""
     from simulations import reproduce as registry
+    from simulations.scenario import parse_value
 
     try:
         module = registry.load(name)
@@ -167,14 +297,13 @@ def reproduce(
                 extra = [p for p in params if p not in fixed]
                 raise PpknnError(f"--set {item!r}: reproduction {name!r} has no setting {key!r};"
                                  f" its settings: {extra}")
-            try:
-                kwargs[key] = int(value)
-            except ValueError:
-                raise PpknnError(f"--set {item!r}: value must be an integer") from None
+            kwargs[key] = parse_value(value)
         if "log" in params:
             kwargs["log"] = lambda text: console.log(f"{name}: {text}")
+        report_path = (registry.report_path(name, docs) if docs is not None
+                       else Path(folder) / f"{name}.md")
         report = module.run(folder, quick=quick, runtime="ray" if ray_runtime else "inprocess",
-                            report=registry.report_path(name, docs), **kwargs)
+                            report=report_path, **kwargs)
     except PartyFailure as exc:
         _fail(exc, 3)
     except PpknnError as exc:
@@ -189,12 +318,22 @@ def sweep(
     output: Optional[Path] = typer.Option(None, help="Overrides [sweep].output."),  # noqa: UP007
     chunk_size: Optional[int] = typer.Option(  # noqa: UP007
         None, min=1, help="Runs per Ray task; overrides [sweep].chunk_size."),
+    sets: list[str] = typer.Option([], "--set", help="A base-scenario key, typed: "
+                                   "--set protocol.epsilon=0.5."),
 ) -> None:
-    """Run a grid of scenarios x seeds, fanned out over Ray; one combined table."""
+    """Run a grid of scenarios x seeds (any protocol), fanned out over Ray; one table."""
+    from simulations.scenario import parse_value, set_dotted
     from simulations.sweep import load_sweep, run_sweep
 
     try:
         spec = load_sweep(file)
+        base = spec.base
+        for item in sets:
+            key, eq, value = item.partition("=")
+            if not eq or not key:
+                raise PpknnError(f"--set {item!r}: write KEY=VALUE, e.g. protocol.k=5")
+            base = set_dotted(base, key.strip(), parse_value(value.strip()))
+        spec = spec.model_copy(update={"base": base})
         if chunk_size is not None:
             spec = spec.model_copy(update={
                 "sweep": spec.sweep.model_copy(update={"chunk_size": chunk_size})})
@@ -209,6 +348,7 @@ def sweep(
     except PpknnError as exc:
         _fail(exc, 2)
     folder = output or Path(spec.sweep.output)
+    _print_sweep(rows, f"sweep {spec.sweep.name}")
     out.print(f"{len(rows)} runs; table [bold]{folder}/sweep.csv[/] "
               f"(+ sweep.parquet, sweep.png)")
 
@@ -221,6 +361,7 @@ def datasets() -> None:
     out.print(f"data directory: {data_dir()}")
     for name in available_datasets():
         out.print(f"  {name}")
+    out.print("  synthetic:classification?rows=N&features=D&classes=C  (generated, any size)")
 
 
 def main() -> None:

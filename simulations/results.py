@@ -1,20 +1,26 @@
-"""The results folder of a run: tables, summary, transcript and a plot.
+"""The results folder of a run, the same shape for every protocol.
 
 Layout::
 
     OUTPUT/
       scenario.json      the resolved scenario (every default filled in)
-      public.json        public facts of the run (ring, start node, max distance, ...)
-      predictions.csv    per query: label, PP-kNN, non-private kNN, tie at k-th, exact top-k
-      disclosure.csv     per node: disclosure probability, 95% interval, claim precision
-      summary.json       accuracies, disclosure, communication, timings, randomness mode
-      summary.png        accuracy, per-node disclosure with intervals, communication
+      public.json        public facts of the run, per protocol (ring order, tree height, ...)
+      predictions.csv    per query: label, then per protocol its prediction, its
+                         non-private baseline's, and its own per-query columns
+      parties.csv        per party: role, messages and bytes sent/received, privacy
+                         spent, the protocol's per-party measures (e.g. disclosure)
+      summary.json       per protocol: accuracy, baseline, privacy spent, metrics;
+                         communication, timings, randomness mode
+      summary.png        accuracy vs baseline, the protocol's own panel, bytes per party
       transcript/        every message (Parquet parts) and totals.json
+      disclosure.csv     (ppknn-ring) per node: disclosure probability, 95% interval
+
+With one protocol, its figures are also at the top level of ``summary.json``
+(``accuracy_ppknn``, ``topk_exact_fraction``, ...).
 """
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -22,135 +28,192 @@ from typing import Any
 import numpy as np
 
 from core.leakage import DisclosureReport
-from simulations.runner import RunOutcome
+from simulations.reporting.csvio import write_rows
+from simulations.runner import ProtocolOutcome, RunResult
 
 MAX_LABELLED_PARTIES = 40
 """Up to this many parties the summary plot labels each one; beyond, it plots sorted curves."""
 
 
-def summary_of(outcome: RunOutcome) -> dict[str, Any]:
+def _parties_count(result: RunResult) -> int:
+    return len(result.prepared.specs())
+
+
+def summary_of(result: RunResult) -> dict[str, Any]:
     """The run's headline figures as plain JSON."""
-    p = outcome.prepared
+    p = result.prepared
     s = p.scenario
-    q = len(p.queries)
-    n = len(p.party_names)
-    non_tie = ~outcome.ties
-    lo, hi = outcome.disclosure.pooled_interval
-    params = p.config.params
-    return {
+    out: dict[str, Any] = {
         "run_id": p.run_id,
-        "runtime": outcome.runtime,
+        "protocols": [o.name for o in result.outcomes],
+        "runtime": result.runtime,
         "randomness_mode": s.run.mode,
         "channels": "on" if s.runtime.channels else "off",
-        "dataset": p.dataset.name,
-        "parties": n,
-        "queries": q,
-        "k": params.k, "p0": params.p0, "d": params.d, "rounds": params.rounds,
-        "delta": params.delta, "weighting": p.config.weighting,
-        "secure_sum": p.config.secure_sum,
-        "accuracy_ppknn": outcome.accuracy,
-        "accuracy_knn": outcome.knn_accuracy,
-        "agreement_with_knn": float(np.mean(outcome.predictions == outcome.knn_predictions)),
-        "agreement_with_knn_excluding_ties": float(
-            np.mean((outcome.predictions == outcome.knn_predictions)[non_tie])
-        ) if non_tie.any() else float("nan"),
-        "queries_with_tie_at_kth": int(outcome.ties.sum()),
-        "topk_exact_fraction": float(outcome.topk_exact.mean()),
-        "topk_correctness_bound": params.correctness_bound(),
-        "disclosure": {
-            "adversary": outcome.disclosure.adversary,
-            "definition": "fraction of queries where the node's successor correctly attributes "
-                          "at least one value of the vector it received from the node to it",
-            "mean_probability": outcome.disclosure.mean_probability,
-            "pooled_ci95": [lo, hi],
-        },
+        "dataset": p.data.dataset.name,
+        "parties": _parties_count(result),
+        "queries": int(len(p.data.queries)),
+        "results": {o.name: o.summary() for o in result.outcomes},
         "communication": {
-            "messages": outcome.communication.get("messages"),
-            "bytes": outcome.communication.get("bytes"),
-            "messages_per_query_batch": outcome.communication.get("messages"),
-            "by_protocol": outcome.communication.get("by_protocol"),
-            "direction_note": outcome.communication.get("direction_note"),
+            "messages": result.communication.get("messages"),
+            "bytes": result.communication.get("bytes"),
+            "by_protocol": result.communication.get("by_protocol"),
+            "direction_note": result.communication.get("direction_note"),
         },
-        "timings_s": outcome.timings,
+        "timings_s": dict(result.timings),
     }
+    if len(result.outcomes) == 1:  # one protocol: its figures at the top level too
+        for key, value in result.outcome.summary().items():
+            out.setdefault(key, value)
+    return out
 
 
-def write_results(outcome: RunOutcome, output: str | Path) -> Path:
+def _class_names(result: RunResult, values: np.ndarray) -> list[str]:
+    classes = result.prepared.data.dataset.classes
+    return [str(classes[v]) if v >= 0 else "" for v in values]
+
+
+def prediction_rows(result: RunResult) -> list[dict[str, Any]]:
+    """One row per query: label, then each protocol's prediction, baseline and extras."""
+    data = result.prepared.data
+    columns: dict[str, list[Any]] = {"query": list(range(len(data.queries))),
+                                     "label": _class_names(result, data.query_labels)}
+    for o in result.outcomes:
+        columns[o.name] = _class_names(result, o.predictions)
+        columns[f"{o.name}:baseline"] = _class_names(result, o.baseline.predictions)
+        for name, col in {**o.result.per_query, **o.measured.per_query}.items():
+            columns[f"{o.name}:{name}"] = np.asarray(col).tolist()
+    keys = list(columns)
+    return [{k: columns[k][i] for k in keys} for i in range(len(data.queries))]
+
+
+def party_rows(result: RunResult) -> list[dict[str, Any]]:
+    """One row per party: roles, communication, privacy spent, per-party measures."""
+    per = result.communication.get("per_party", {})
+    rows: dict[str, dict[str, Any]] = {}
+    for spec in result.prepared.specs():
+        rows[spec.party_id] = {"party": spec.party_id, "roles": "", "protocols": ""}
+    for o in result.outcomes:
+        for role, names in o.plan.roles.items():
+            for name in names:
+                row = rows.setdefault(name, {"party": name, "roles": "", "protocols": ""})
+                tag = f"{o.name}:{role}"
+                row["roles"] = ";".join(x for x in (row["roles"], tag) if x)
+                if o.name not in row["protocols"].split(";"):
+                    row["protocols"] = ";".join(x for x in (row["protocols"], o.name) if x)
+    for name, row in rows.items():
+        c = per.get(name, {})
+        for key in ("sent_messages", "sent_bytes", "received_messages", "received_bytes"):
+            row[key] = int(c.get(key, 0))
+    several = len(result.outcomes) > 1
+    for o in result.outcomes:
+        prefix = f"{o.name}:" if several else ""
+        for party, (eps, delta) in o.result.privacy.per_party.items():
+            row = rows.setdefault(party, {"party": party})
+            row[f"{prefix}epsilon_spent"], row[f"{prefix}delta_spent"] = eps, delta
+        for source in (o.result.per_party, o.measured.per_party):
+            for party, values in source.items():
+                row = rows.setdefault(party, {"party": party})
+                row.update({f"{prefix}{k}": v for k, v in values.items()})
+    return list(rows.values())
+
+
+def write_results(result: RunResult, output: str | Path) -> Path:
     """Write the results folder (see module docstring); returns its path."""
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
-    p = outcome.prepared
+    p = result.prepared
     (out / "scenario.json").write_text(json.dumps(p.scenario.model_dump(), indent=1))
     (out / "public.json").write_text(json.dumps(p.public(), indent=1))
-    classes = p.dataset.classes
-    with (out / "predictions.csv").open("w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["query", "label", "ppknn", "knn", "tie_at_kth", "topk_exact"])
-        for i in range(len(p.queries)):
-            w.writerow([i, classes[p.query_labels[i]], classes[outcome.predictions[i]],
-                        classes[outcome.knn_predictions[i]], int(outcome.ties[i]),
-                        int(outcome.topk_exact[i])])
-    write_disclosure_csv(outcome.disclosure, out / "disclosure.csv")
-    summary = summary_of(outcome)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    plot_summary(outcome, out / "summary.png")
+    write_rows(out / "predictions.csv", prediction_rows(result))
+    write_rows(out / "parties.csv", party_rows(result))
+    for o in result.outcomes:
+        if isinstance(o.leakage, DisclosureReport):
+            write_disclosure_csv(o.leakage, out / "disclosure.csv")
+    (out / "summary.json").write_text(json.dumps(summary_of(result), indent=1, default=float))
+    plot_summary(result, out / "summary.png")
     return out
 
 
 def write_disclosure_csv(report: DisclosureReport, path: Path) -> None:
     """One row per node."""
     rows = report.as_rows()
-    with path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["party"])
-        w.writeheader()
-        w.writerows(rows)
+    write_rows(path, rows, columns=list(rows[0]) if rows else ["party"])
 
 
-def plot_summary(outcome: RunOutcome, path: Path) -> None:
-    """Accuracy, per-node disclosure with 95% intervals, and communication per node."""
+def plot_disclosure(ax: Any, report: DisclosureReport) -> None:
+    """Per-node disclosure with 95% intervals; sorted curves beyond 40 nodes."""
+    d = report.parties
+    probs = np.array([x.probability for x in d])
+    ci = np.array([x.interval for x in d]).reshape(len(d), 2)
+    x = np.arange(len(d))
+    if len(d) <= MAX_LABELLED_PARTIES:  # one labelled point per node
+        ax.errorbar(x, probs, yerr=[np.maximum(probs - ci[:, 0], 0),
+                                    np.maximum(ci[:, 1] - probs, 0)], fmt="o", capsize=3,
+                    label="per node")
+        ax.set_xticks(x, [x.party for x in d], rotation=60, fontsize=7)
+        ax.set_title("successor attribution per node")
+    else:  # thousands of nodes: the sorted curve with its band
+        order = np.argsort(probs, kind="stable")
+        ax.plot(x, probs[order], lw=1, label="per node (sorted)")
+        ax.fill_between(x, ci[order, 0], ci[order, 1], alpha=0.3, lw=0)
+        ax.set_xlabel(f"{len(d):,} nodes, sorted by disclosure")
+        ax.set_title("successor attribution, every node (sorted)")
+    ax.axhline(report.mean_probability, color="tab:red", ls="--",
+               label=f"mean {report.mean_probability:.3f}")
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("disclosure probability (95% CI)")
+    ax.legend()
+
+
+def _plot_privacy(ax: Any, outcomes: tuple[ProtocolOutcome, ...]) -> bool:
+    spent = [(f"{o.name}:{p}", e) for o in outcomes
+             for p, (e, _) in o.result.privacy.per_party.items()]
+    if not spent:
+        return False
+    x = np.arange(len(spent))
+    ax.bar(x, [e for _, e in spent], label="ε spent")
+    ax.set_xticks(x, [n for n, _ in spent], rotation=60, fontsize=7)
+    ax.set_ylabel("ε spent")
+    ax.set_title("privacy spent per ledger")
+    ax.legend()
+    return True
+
+
+def plot_summary(result: RunResult, path: Path) -> None:
+    """Accuracy vs baseline, the protocol's own panel, communication per party."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    p = outcome.prepared
+    p = result.prepared
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     ax = axes[0]
-    bars = ax.bar(["PP-kNN", "kNN (union)"], [outcome.accuracy, outcome.knn_accuracy],
-                  color=["tab:blue", "tab:gray"])
+    labels, values, colours = [], [], []
+    for o in result.outcomes:
+        labels += [o.name, f"{o.baseline.name}"]
+        values += [o.accuracy, o.baseline_accuracy]
+        colours += ["tab:blue", "tab:gray"]
+    bars = ax.bar(np.arange(len(values)), values, color=colours)
+    ax.set_xticks(np.arange(len(values)), [lb.replace(" (", "\n(") for lb in labels],
+                  fontsize=7)
     ax.bar_label(bars, fmt="%.3f")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("accuracy")
-    params = p.config.params
-    name = p.dataset.name if len(p.dataset.name) <= 48 else p.dataset.name[:47] + "…"
-    ax.set_title(f"{name}\nk={params.k}, r={params.rounds}, P0={params.p0}, d={params.d}",
+    name = p.data.dataset.name if len(p.data.dataset.name) <= 48 else \
+        p.data.dataset.name[:47] + "…"
+    ax.set_title(f"{p.run_id}: {name}\n{', '.join(o.name for o in result.outcomes)}",
                  fontsize=10)
 
     ax = axes[1]
-    d = outcome.disclosure.parties
-    probs = np.array([x.probability for x in d])
-    ci = np.array([x.interval for x in d]).reshape(len(d), 2)
-    if len(d) <= MAX_LABELLED_PARTIES:  # one labelled point per node
-        x = np.arange(len(d))
-        ax.errorbar(x, probs, yerr=[np.maximum(probs - ci[:, 0], 0),
-                                    np.maximum(ci[:, 1] - probs, 0)], fmt="o", capsize=3)
-        ax.set_xticks(x, [x.party for x in d], rotation=60, fontsize=7)
-        ax.set_title("successor attribution per node")
-    else:  # thousands of nodes: the sorted curve with its band
-        order = np.argsort(probs, kind="stable")
-        x = np.arange(len(d))
-        ax.plot(x, probs[order], lw=1)
-        ax.fill_between(x, ci[order, 0], ci[order, 1], alpha=0.3, lw=0)
-        ax.set_xlabel(f"{len(d):,} nodes, sorted by disclosure")
-        ax.set_title("successor attribution, every node (sorted)")
-    ax.axhline(outcome.disclosure.mean_probability, color="tab:red", ls="--",
-               label=f"mean {outcome.disclosure.mean_probability:.3f}")
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("disclosure probability (95% CI)")
-    ax.legend()
+    drawn = any(o_plugin.plot(ax, o) for o in result.outcomes
+                for o_plugin in [_plugin(o.name)])
+    if not drawn and not _plot_privacy(ax, result.outcomes):
+        ax.text(0.5, 0.5, "no per-party privacy measure", ha="center", va="center")
+        ax.set_axis_off()
 
     ax = axes[2]
-    per = outcome.communication.get("per_party", {})
+    per = result.communication.get("per_party", {})
     names = list(per)
     sent = np.array([per[n]["sent_bytes"] / 1024 for n in names])
     recv = np.array([per[n]["received_bytes"] / 1024 for n in names])
@@ -165,11 +228,18 @@ def plot_summary(outcome: RunOutcome, path: Path) -> None:
         ax.set_yscale("log")
         ax.set_xlabel(f"{len(names):,} parties, each curve sorted")
     ax.set_ylabel("KiB on the wire")
-    ax.set_title(f"communication: {outcome.communication.get('messages')} messages")
+    ax.set_title(f"communication: {result.communication.get('messages')} messages")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-__all__ = ["plot_summary", "summary_of", "write_disclosure_csv", "write_results"]
+def _plugin(name: str) -> Any:
+    from simulations import registry
+
+    return registry.get(name)
+
+
+__all__ = ["plot_disclosure", "plot_summary", "prediction_rows", "party_rows", "summary_of",
+           "write_disclosure_csv", "write_results"]

@@ -1,18 +1,17 @@
-"""Run a PP-kNN scenario end to end and collect what it measured.
+"""Run any scenario end to end: one driver loop for every registered protocol.
 
 :func:`prepare` turns a validated :class:`~simulations.scenario.Scenario`
-into the parties' private data and the public set-up; :func:`execute` runs
-it on a runtime and returns a :class:`RunOutcome` (predictions of PP-kNN
-and of scikit-learn's non-private kNN on the union, ground-truth checks,
-per-node disclosure, communication); :mod:`simulations.results` writes it.
+into the shared data (:mod:`simulations.prepare`) and one
+:class:`~simulations.registry.Plan` per protocol; :func:`execute` starts
+every party of every plan on one runtime (one transcript, one seed
+policy), runs each protocol's driver in turn, closes the transcript, and
+measures each protocol against its non-private baseline on the same split.
+It returns a :class:`RunResult`; :mod:`simulations.results` writes it.
 """
 
 from __future__ import annotations
 
-import tempfile
 import time
-import uuid
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,248 +19,261 @@ from typing import Any
 
 import numpy as np
 
-from core.data import Dataset, DomainBounds, load_dataset, partition, train_test_split
-from core.errors import ConfigError, PartyFailure, PrivacyLeakWarning
-from core.leakage import DisclosureReport
-from core.rng import RandomnessMode, SeedPolicy
+from core.errors import ConfigError, PartyFailure
 from core.runtime import PartySpec, RunContext, Runtime, make_runtime
 from core.transcript import Transcript
-from parties.ring_owner import RingDataOwner
-from protocols.ppknn import PPKNNConfig, random_ring, ring_from_start, run_ppknn, ties_at_kth
-from protocols.ppknn.pp_topk import TopKParams, euclidean_distances, local_topk
-from simulations.disclosure import measure_disclosure
-from simulations.scenario import Scenario
+from protocols.base import ProtocolResult
+from simulations import registry
+from simulations.prepare import PreparedData, prepare_data
+from simulations.registry import Baseline, Measured, Plan, ProtocolPlugin
+from simulations.scenario import ProtocolConfig, Scenario
 
 PhaseProgress = Callable[[str, int, int], None]
 """Called with (phase, done, total)."""
 
 
 @dataclass(frozen=True)
+class PlannedProtocol:
+    """One protocol of a scenario, planned."""
+
+    plugin: ProtocolPlugin
+    config: ProtocolConfig
+    plan: Plan
+
+    @property
+    def name(self) -> str:
+        """The registered protocol name."""
+        return self.plugin.name
+
+
+@dataclass(frozen=True)
 class PreparedRun:
     """Everything a run needs, before any party exists."""
 
-    scenario: Scenario
-    run_id: str
-    dataset: Dataset
-    party_names: tuple[str, ...]
-    party_X: tuple[np.ndarray, ...]
-    party_y: tuple[np.ndarray, ...]
-    queries: np.ndarray
-    query_labels: np.ndarray
-    bounds: DomainBounds
-    config: PPKNNConfig
-    ring: tuple[str, ...]
-    start: str
+    data: PreparedData
+    protocols: tuple[PlannedProtocol, ...]
 
     @property
-    def union_X(self) -> np.ndarray:
-        """All training rows, in party order."""
-        return np.concatenate(self.party_X)
+    def scenario(self) -> Scenario:
+        """The scenario."""
+        return self.data.scenario
 
     @property
-    def union_y(self) -> np.ndarray:
-        """All training labels, in party order."""
-        return np.concatenate(self.party_y)
+    def run_id(self) -> str:
+        """The run's id."""
+        return self.data.run_id
 
-    def party_specs(self) -> list[PartySpec]:
-        """How to build each owner."""
-        s = self.scenario
-        return [
-            PartySpec(name, RingDataOwner, {
-                "party_id": name, "index": i, "X": X, "y": y,
-                "n_classes": self.dataset.n_classes, "run_id": self.run_id,
-                "seed": s.run.seed, "mode": s.run.mode,
-            })
-            for i, (name, X, y) in enumerate(zip(self.party_names, self.party_X, self.party_y))
-        ]
+    @property
+    def plan(self) -> Plan:
+        """The plan of a one-protocol scenario."""
+        return _only(self.protocols, "plan").plan
+
+    def specs(self) -> list[PartySpec]:
+        """Every party of every protocol, once, in start order.
+
+        A party shared by several protocols (e.g. the ring owners of PP-kNN
+        and of the ring Naive Bayes) must be built the same way by each.
+        """
+        out: dict[str, PartySpec] = {}
+        for p in self.protocols:
+            for spec in p.plan.specs:
+                seen = out.get(spec.party_id)
+                if seen is None:
+                    out[spec.party_id] = spec
+                elif seen.factory is not spec.factory or set(seen.kwargs) != set(spec.kwargs):
+                    raise ConfigError(f"party {spec.party_id!r} is built differently by two "
+                                      f"protocols of the scenario ({seen.factory!r} vs "
+                                      f"{spec.factory!r})")
+        return list(out.values())
 
     def public(self) -> dict[str, Any]:
-        """Public facts of the run (what every owner knows)."""
-        return {
-            "run_id": self.run_id,
-            "ring": list(self.ring),
-            "start": self.start,
-            "party_index": {p: i for i, p in enumerate(self.party_names)},
-            "max_distance": self.bounds.diameter,
-            "n_queries": int(len(self.queries)),
-            "k": self.config.params.k,
-            "classes": [str(c) for c in self.dataset.classes],
-        }
+        """Public facts of the run, per protocol (``public.json``)."""
+        return {"run_id": self.run_id,
+                "protocols": {p.name: dict(p.plan.public) for p in self.protocols}}
+
+
+def _only(items: tuple, what: str) -> Any:
+    if len(items) != 1:
+        raise ConfigError(f"the run has {len(items)} protocols; {what} is defined for one "
+                          "(use outcome_of(name))")
+    return items[0]
 
 
 def prepare(scenario: Scenario) -> PreparedRun:
-    """Load, split, scale and partition the data; fix the ring (all from the seed)."""
-    s = scenario
-    policy = SeedPolicy(root=s.run.seed, mode=RandomnessMode(s.run.mode))
-    ds = load_dataset(s.data.dataset, directory=s.data.data_dir)
-    if s.data.bounds == "data":
-        bounds = DomainBounds.from_data(ds.X, warn=False)
-        warnings.warn(
-            f"scenario {s.run.name!r}: domain bounds derived from dataset {ds.name!r} reveal "
-            "its extremes; declare [data.bounds] lower/upper to avoid this",
-            PrivacyLeakWarning, stacklevel=2,
-        )
-    else:
-        bounds = DomainBounds(np.array(s.data.bounds.lower), np.array(s.data.bounds.upper))
-    bounds.check(ds.X, f"dataset {ds.name!r}")
-    X = ds.X
-    if s.data.scale == "minmax":
-        span = np.where(bounds.upper > bounds.lower, bounds.upper - bounds.lower, 1.0)
-        X = (X - bounds.lower) / span
-        bounds = DomainBounds(np.zeros(X.shape[1]), np.where(bounds.upper > bounds.lower, 1.0, 0.0))
-    train, test = train_test_split(len(ds.y), s.data.test_fraction, policy.generator("split"))
-    if s.data.max_queries is not None:
-        test = test[: s.data.max_queries]
-    n = s.parties.n
-    if s.protocol.k > len(train):
-        raise ConfigError(f"k = {s.protocol.k} is larger than the union of the parties' data "
-                          f"({len(train)} training rows); choose k <= {len(train)}")
-    parts = partition(ds.y[train], n, scheme=s.parties.partition,
-                      rng=policy.generator("partition"), alpha=s.parties.alpha,
-                      size_skew=s.parties.size_skew)
-    names = tuple(f"owner-{i:0{max(2, len(str(n - 1)))}d}" for i in range(n))
-    ring, start = random_ring(names, policy.generator("ring"))
-    params = TopKParams(k=s.protocol.k, p0=s.protocol.p0, d=s.protocol.d,
-                        rounds=s.protocol.rounds, delta=s.protocol.delta,
-                        max_distance=bounds.diameter)
-    config = PPKNNConfig(params=params, weighting=s.protocol.weighting,
-                         secure_sum=s.protocol.secure_sum)
-    run_id = (f"{s.run.name}-{s.run.seed}" if s.run.mode == "reproducible"
-              else f"{s.run.name}-{uuid.uuid4().hex[:12]}")
-    Xtr, ytr = X[train], ds.y[train]
-    return PreparedRun(
-        scenario=s, run_id=run_id, dataset=ds, party_names=names,
-        party_X=tuple(Xtr[p] for p in parts), party_y=tuple(ytr[p] for p in parts),
-        queries=X[test], query_labels=ds.y[test], bounds=bounds, config=config,
-        ring=ring, start=start,
-    )
+    """Load and split the data and plan every protocol (no party starts)."""
+    data = prepare_data(scenario)
+    planned = []
+    for config in scenario.protocols:
+        plugin = registry.get(config.name)
+        planned.append(PlannedProtocol(plugin, config, plugin.plan(config, data)))
+    return PreparedRun(data=data, protocols=tuple(planned))
 
 
-@dataclass
-class RunOutcome:
-    """What a run measured."""
+@dataclass(frozen=True)
+class ProtocolOutcome:
+    """What one protocol of a run produced and measured."""
 
-    prepared: PreparedRun
-    runtime: str
-    predictions: np.ndarray
-    knn_predictions: np.ndarray
-    final_vector: np.ndarray
-    true_topk: np.ndarray
-    ties: np.ndarray
-    disclosure: DisclosureReport
-    communication: dict[str, Any]
-    timings: dict[str, float] = field(default_factory=dict)
-    transcript_dir: Path | None = None
+    name: str
+    config: ProtocolConfig
+    plan: Plan
+    result: ProtocolResult
+    baseline: Baseline
+    measured: Measured
+    seconds: float
+
+    @property
+    def predictions(self) -> np.ndarray:
+        """``(Q,)`` class indices (-1: no answer)."""
+        return self.result.predictions
+
+    @property
+    def labels(self) -> np.ndarray:
+        """The queries' true labels."""
+        return self.plan.query_labels
 
     @property
     def accuracy(self) -> float:
-        """PP-kNN accuracy on the query labels."""
-        return float(np.mean(self.predictions == self.prepared.query_labels))
+        """Accuracy over every query (an unanswered query counts as wrong)."""
+        return float(np.mean(self.result.predictions == self.labels))
 
     @property
-    def knn_accuracy(self) -> float:
-        """Non-private kNN accuracy on the union."""
-        return float(np.mean(self.knn_predictions == self.prepared.query_labels))
+    def baseline_accuracy(self) -> float:
+        """The non-private baseline's accuracy on the same queries."""
+        return float(np.mean(self.baseline.predictions == self.labels))
 
     @property
-    def topk_exact(self) -> np.ndarray:
-        """Queries whose final vector equals the true top-k."""
-        return np.all(self.final_vector == self.true_topk, axis=1)
+    def leakage(self) -> Any:
+        """The protocol's default leakage report (``None`` if it scores none)."""
+        return self.measured.leakage
+
+    def summary(self) -> dict[str, Any]:
+        """The common figures, then the protocol's own metrics."""
+        r = self.result
+        return {
+            "protocol": self.name,
+            "accuracy": self.accuracy,
+            "baseline": {"name": self.baseline.name, "accuracy": self.baseline_accuracy},
+            "agreement_with_baseline": float(np.mean(r.predictions
+                                                     == self.baseline.predictions)),
+            "answered_fraction": float(np.mean(r.answered)),
+            "privacy": r.privacy.as_dict(),
+            "hops": r.hops,
+            **dict(r.metrics), **dict(self.measured.metrics),
+        }
 
 
-def _placement(s: Scenario, prepared: PreparedRun) -> dict[str, dict[str, float]]:
-    """Custom resources per party from ``[runtime.placement]``.
+@dataclass(frozen=True)
+class RunResult:
+    """What a run measured: one outcome per protocol, communication and timings."""
 
-    Keys are party names (or ``"*"`` for all); values map resources to
-    amounts, e.g. ``owner-00 = {org_a = 0.01}``.
-    """
+    prepared: PreparedRun
+    runtime: str
+    outcomes: tuple[ProtocolOutcome, ...]
+    communication: dict[str, Any]
+    timings: dict[str, float] = field(default_factory=dict)
+    transcript_dir: Path | None = None
+    transcript: Transcript | None = None
+
+    @property
+    def outcome(self) -> ProtocolOutcome:
+        """The outcome of a one-protocol run."""
+        return _only(self.outcomes, "outcome")
+
+    def outcome_of(self, name: str) -> ProtocolOutcome:
+        """The outcome of protocol ``name``."""
+        for o in self.outcomes:
+            if o.name == name:
+                return o
+        raise ConfigError(f"no protocol {name!r} in this run; it ran "
+                          f"{[o.name for o in self.outcomes]}")
+
+    @property
+    def predictions(self) -> np.ndarray:
+        """Predictions of a one-protocol run."""
+        return self.outcome.predictions
+
+    @property
+    def accuracy(self) -> float:
+        """Accuracy of a one-protocol run."""
+        return self.outcome.accuracy
+
+
+def _placement(s: Scenario, names: list[str]) -> dict[str, dict[str, float]]:
+    """Custom resources per party from ``[runtime.placement]`` (``"*"``: every party)."""
     out = {}
-    for name in prepared.party_names:
+    for name in names:
         spec = s.runtime.placement.get(name, s.runtime.placement.get("*"))
         if spec:
             out[name] = dict(spec)
-    unknown = set(s.runtime.placement) - set(prepared.party_names) - {"*"}
+    unknown = set(s.runtime.placement) - set(names) - {"*"}
     if unknown:
+        shown = names if len(names) <= 20 else names[:20] + ["..."]
         raise ConfigError(f"[runtime.placement] names unknown parties {sorted(unknown)}; "
-                          f"parties are {list(prepared.party_names)}")
+                          f"parties are {shown}")
     return out
 
 
-def sklearn_knn(prepared: PreparedRun) -> np.ndarray:
-    """scikit-learn's non-private brute-force kNN on the union of the parties' data.
-
-    Runs on one BLAS/OpenMP thread: scikit-learn's distances (dot-product
-    expansion) differ in the last bits with the thread count, which flips
-    near-ties, so the baseline would differ between a sweep's Ray workers
-    (one thread each) and a run here.
-    """
-    from sklearn.neighbors import KNeighborsClassifier
-    from threadpoolctl import threadpool_limits
-
-    p = prepared.config
-    knn = KNeighborsClassifier(n_neighbors=p.params.k, algorithm="brute", weights=p.weighting)
-    knn.fit(prepared.union_X, prepared.union_y)
-    with threadpool_limits(limits=1):
-        return knn.predict(prepared.queries)
+def runtime_for(scenario: Scenario, party_names: list[str]) -> Runtime:
+    """The runtime a scenario asks for (``[runtime]``)."""
+    s = scenario
+    options: dict[str, Any] = {}
+    if s.runtime.kind == "ray":
+        options = {"layout": s.runtime.layout, "hosts": s.runtime.hosts,
+                   "placement": _placement(s, party_names)}
+    return make_runtime(s.runtime.kind, address=s.runtime.address,
+                        num_cpus=s.runtime.num_cpus, **options)
 
 
-def union_topk_and_ties(queries: np.ndarray, X: np.ndarray, k: int, *,
-                        block_bytes: int = 128 << 20) -> tuple[np.ndarray, np.ndarray]:
-    """The union's true top-k distances and ties at the k-th, per query.
-
-    Computed over blocks of queries so the distance matrix held at once
-    stays under ``block_bytes`` (a large run's full matrix would not fit).
-    """
-    rows = max(1, block_bytes // (8 * max(1, len(X))))
-    topk = np.empty((len(queries), k))
-    ties = np.empty(len(queries), dtype=bool)
-    for i in range(0, len(queries), rows):
-        d = euclidean_distances(queries[i : i + rows], X)
-        topk[i : i + rows] = local_topk(d, k)
-        ties[i : i + rows] = ties_at_kth(d, k)
-    return topk, ties
+def context_for(scenario: Scenario, run_id: str, transcript_dir: Path | None) -> RunContext:
+    """The run context a scenario asks for (``[runtime]``)."""
+    r = scenario.runtime
+    return RunContext(run_id=run_id, transcript_dir=transcript_dir,
+                      secure_channels=r.channels, record_batch=r.record_batch,
+                      flush_every=r.flush_every, record_batch_bytes=r.record_batch_bytes,
+                      flush_bytes=r.flush_bytes, party_timeout_s=r.party_timeout_s)
 
 
 def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
-            runtime: Runtime | None = None, progress: PhaseProgress | None = None) -> RunOutcome:
-    """Run ``scenario`` and measure it.
+            runtime: Runtime | None = None, progress: PhaseProgress | None = None
+            ) -> RunResult:
+    """Run every protocol of ``scenario`` and measure it.
+
+    Parameters
+    ----------
+    scenario:
+        A validated scenario.
+    transcript_dir:
+        Where the transcript's Parquet parts go; ``None`` keeps it in memory
+        (nothing is written).
+    runtime:
+        A runtime to use (not shut down here); ``None``: the scenario's.
+    progress:
+        Called with (phase, done, total).
 
     On a :class:`~core.errors.PartyFailure` the transcript recorded so far is
     flushed to ``transcript_dir`` before the error propagates.
     """
     prepared = prepare(scenario)
-    s = scenario
-    if transcript_dir is None:
-        transcript_dir = Path(tempfile.mkdtemp(prefix="ppknn-transcript-"))
+    specs = prepared.specs()
     own_runtime = runtime is None
-    if runtime is None:
-        options = {}
-        if s.runtime.kind == "ray":
-            options = {"layout": s.runtime.layout, "hosts": s.runtime.hosts,
-                       "placement": _placement(s, prepared)}
-        rt = make_runtime(s.runtime.kind, address=s.runtime.address,
-                          num_cpus=s.runtime.num_cpus, **options)
-    else:
-        rt = runtime
-    context = RunContext(run_id=prepared.run_id, transcript_dir=transcript_dir,
-                         secure_channels=s.runtime.channels, record_batch=s.runtime.record_batch,
-                         flush_every=s.runtime.flush_every,
-                         record_batch_bytes=s.runtime.record_batch_bytes,
-                         flush_bytes=s.runtime.flush_bytes,
-                         party_timeout_s=s.runtime.party_timeout_s)
+    rt = runtime if runtime is not None else runtime_for(scenario, [s.party_id for s in specs])
     timings: dict[str, float] = {}
-    report = (lambda done, total: progress("protocol", done, total)) if progress else None
+    results: list[tuple[PlannedProtocol, ProtocolResult, float]] = []
     try:
         t0 = time.perf_counter()
-        # ring order from the start node: in the hosted layout neighbours share a host
-        specs = {spec.party_id: spec for spec in prepared.party_specs()}
-        rt.start([specs[p] for p in ring_from_start(prepared.ring, prepared.start)], context)
+        rt.start(specs, context_for(scenario, prepared.run_id, transcript_dir))
         timings["startup_s"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        result = run_ppknn(rt, prepared.queries, prepared.config, ring=prepared.ring,
-                           start=prepared.start, progress=report)
-        timings["protocol_s"] = time.perf_counter() - t0
+        for p in prepared.protocols:
+            if progress:
+                progress(f"protocol {p.name}", 0, 1)
+            t0 = time.perf_counter()
+            result = p.plugin.driver_result(rt, p.plan)
+            results.append((p, result, time.perf_counter() - t0))
+            if progress:
+                progress(f"protocol {p.name}", 1, 1)
+        timings["protocol_s"] = sum(sec for _, _, sec in results)
         communication = rt.close_transcript()
+        table = None if transcript_dir is not None else rt.transcript_table()
     except PartyFailure:
         try:
             rt.close_transcript()
@@ -269,28 +281,35 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
             if own_runtime:
                 rt.shutdown()
         raise
+    except BaseException:
+        try:  # keep what was recorded before the error
+            rt.close_transcript()
+        except Exception:  # noqa: BLE001 - the original error is the one to report
+            pass
+        finally:
+            if own_runtime:
+                rt.shutdown()
+        raise
     if own_runtime:
         rt.shutdown()
-
+    transcript = Transcript(transcript_dir) if transcript_dir is not None else Transcript(table)
+    outcomes = []
     t0 = time.perf_counter()
-    knn_pred = sklearn_knn(prepared)
-    timings["sklearn_s"] = time.perf_counter() - t0
-    k = prepared.config.params.k
-    true_topk, ties = union_topk_and_ties(prepared.queries, prepared.union_X, k)
-    if progress:
-        progress("leakage", 0, 1)
-    transcript = Transcript(transcript_dir)
-    disclosure = measure_disclosure(transcript, prepared.public())
-    if progress:
-        progress("leakage", 1, 1)
-    return RunOutcome(
-        prepared=prepared, runtime=rt.name, predictions=result.predictions,
-        knn_predictions=knn_pred, final_vector=result.final_vector,
-        true_topk=true_topk, ties=ties,
-        disclosure=disclosure, communication=communication, timings=timings,
-        transcript_dir=transcript_dir,
-    )
+    for p, result, seconds in results:
+        if progress:
+            progress(f"measure {p.name}", 0, 1)
+        baseline = p.plugin.baseline(p.config, prepared.data)
+        measured = p.plugin.measure(p.config, prepared.data, p.plan, result, baseline,
+                                    transcript)
+        outcomes.append(ProtocolOutcome(p.name, p.config, p.plan, result, baseline, measured,
+                                        seconds))
+        if progress:
+            progress(f"measure {p.name}", 1, 1)
+    timings["measure_s"] = time.perf_counter() - t0
+    return RunResult(prepared=prepared, runtime=rt.name, outcomes=tuple(outcomes),
+                     communication=communication, timings=timings,
+                     transcript_dir=transcript_dir, transcript=transcript)
 
 
-__all__ = ["PreparedRun", "RunOutcome", "execute", "prepare", "sklearn_knn",
-           "union_topk_and_ties"]
+__all__ = ["PlannedProtocol", "PreparedRun", "ProtocolOutcome", "RunResult", "context_for",
+           "execute", "prepare", "runtime_for"]

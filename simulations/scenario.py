@@ -38,9 +38,19 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from core.errors import ConfigError
+from simulations import registry
+from simulations.registry import ProtocolConfig
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -91,29 +101,13 @@ class DataSection(_Section):
 class PartiesSection(_Section):
     """``[parties]``: how many data owners and how the training rows are split."""
 
-    n: int = Field(4, ge=3)
+    n: int = Field(4, ge=1)
+    """Data owners; protocols with one central owner give it the union of their rows."""
+    analysts: int = Field(1, ge=1)
+    """Queriers (analysts, clients, miners) of the protocols that have them."""
     partition: Literal["iid", "dirichlet", "size"] = "iid"
     alpha: float = Field(0.5, gt=0)
     size_skew: float = Field(1.0, ge=0)
-
-
-class ProtocolSection(_Section):
-    """``[protocol]``: PP-kNN parameters (Xiong et al.)."""
-
-    k: int = Field(5, ge=1)
-    p0: float = Field(1.0, ge=0, le=1)
-    d: float = Field(0.5, gt=0, le=1)
-    rounds: int = Field(2, ge=1)
-    delta: float = Field(1e-3, ge=0)
-    weighting: Literal["uniform", "distance"] = "uniform"
-    secure_sum: Literal["ring", "shared"] = "ring"
-
-    @field_validator("delta")
-    @classmethod
-    def _finite(cls, v: float) -> float:
-        if not math.isfinite(v):
-            raise ValueError("must be finite")
-        return v
 
 
 class RuntimeSection(_Section):
@@ -139,8 +133,22 @@ class Scenario(_Section):
     run: RunSection = RunSection()
     data: DataSection = DataSection()
     parties: PartiesSection = PartiesSection()
-    protocol: ProtocolSection = ProtocolSection()
+    protocol: tuple[SerializeAsAny[ProtocolConfig], ...] = Field(
+        default_factory=lambda: _parse_protocols({}, "<default>"))
+    """One or more protocols over the same parties and data (``[protocol]`` or ``[[protocol]]``)."""
     runtime: RuntimeSection = RuntimeSection()
+
+    @property
+    def protocols(self) -> tuple[ProtocolConfig, ...]:
+        """The scenario's protocols, in run order."""
+        return self.protocol
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if len(data.get("protocol", ())) == 1:  # one protocol: a plain [protocol] table
+            data["protocol"] = data["protocol"][0]
+        return data
 
     def with_overrides(self, **sections: dict[str, Any]) -> Scenario:
         """A copy with some keys replaced (validated again)."""
@@ -148,16 +156,33 @@ class Scenario(_Section):
         for section, values in sections.items():
             if section not in data:
                 raise ConfigError(f"unknown scenario section {section!r}; allowed: {list(data)}")
+            if not isinstance(data[section], dict):
+                raise ConfigError(f"scenario section {section!r} holds several protocols; "
+                                  "override one with set_key('protocol[i].key', value)")
             data[section].update(values)
         return parse_scenario(data, source="overrides")
 
+    def set_key(self, key: str, value: Any) -> Scenario:
+        """A copy with one dotted key set, e.g. ``"protocol.epsilon"`` or ``"protocol[1].k"``.
 
-def _format_error(err: ValidationError, source: str) -> str:
+        Validated again; an unknown section or key is a :class:`ConfigError`.
+        """
+        return parse_scenario(set_dotted(self.model_dump(), key, value),
+                              source=f"with {key} = {value!r}")
+
+
+DEFAULT_PROTOCOL = "ppknn-ring"
+"""The protocol of a scenario whose ``[protocol]`` names none."""
+
+
+def _format_error(err: ValidationError, source: str, *, model: type[BaseModel],
+                  prefix: str = "") -> str:
     lines = [f"invalid scenario {source}:"]
     for e in err.errors():
-        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        where = ".".join(str(p) for p in (*((prefix,) if prefix else ()), *e["loc"]))
+        where = where or "(top level)"
         if e["type"] == "extra_forbidden":
-            parent = _model_at(e["loc"][:-1])
+            parent = _model_at(model, e["loc"][:-1])
             allowed = sorted(parent.model_fields) if parent else []
             lines.append(f"  unknown key {where!r}; allowed keys here: {allowed}")
         else:
@@ -165,8 +190,7 @@ def _format_error(err: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
-def _model_at(loc: tuple) -> type[BaseModel] | None:
-    model: type[BaseModel] = Scenario
+def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
     for part in loc:
         field = model.model_fields.get(str(part))
         if field is None:
@@ -179,14 +203,54 @@ def _model_at(loc: tuple) -> type[BaseModel] | None:
     return model
 
 
+def _parse_protocols(raw: Any, source: str) -> tuple[ProtocolConfig, ...]:
+    """Validate ``[protocol]`` (one table) or ``[[protocol]]`` (several) by their names."""
+    tables = [raw] if isinstance(raw, dict) else raw
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise ConfigError(f"invalid scenario {source}:\n  protocol = {raw!r}: must be a table "
+                          "[protocol] or an array of tables [[protocol]]")
+    if not tables:
+        raise ConfigError(f"invalid scenario {source}:\n  protocol = []: name at least one")
+    out = []
+    for i, table in enumerate(tables):
+        where = "protocol" if isinstance(raw, dict) else f"protocol[{i}]"
+        name = table.get("name", DEFAULT_PROTOCOL)
+        plugin = registry.find(name)
+        if plugin is None:
+            raise ConfigError(f"invalid scenario {source}:\n  {where}.name = {name!r}: unknown "
+                              f"protocol; registered: {registry.names()}")
+        try:
+            out.append(plugin.config_model.model_validate({**table, "name": name}))
+        except ValidationError as err:
+            raise ConfigError(_format_error(err, source, model=plugin.config_model,
+                                            prefix=where)) from None
+    names = [c.name for c in out]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"invalid scenario {source}:\n  protocol names {names}: each protocol "
+                          "may appear once in a scenario (use a sweep for several settings)")
+    return tuple(out)
+
+
 def parse_scenario(data: dict[str, Any], *, source: str = "<dict>") -> Scenario:
-    """Validate a scenario given as a mapping."""
+    """Validate a scenario given as a mapping.
+
+    ``[protocol]`` is dispatched on its ``name`` to the registered protocol's
+    model; then every protocol checks the shared sections it depends on
+    (e.g. the ring needs at least three data owners), so a scenario that
+    cannot run is refused here, before any party starts.
+    """
     if not isinstance(data, dict):
         raise ConfigError(f"scenario {source} must be a table, got {type(data).__name__}")
+    rest = {k: v for k, v in data.items() if k != "protocol"}
     try:
-        return Scenario.model_validate(data)
+        base = Scenario.model_validate(rest)
     except ValidationError as err:
-        raise ConfigError(_format_error(err, source)) from None
+        raise ConfigError(_format_error(err, source, model=Scenario)) from None
+    protocols = _parse_protocols(data.get("protocol", {}), source)
+    scenario = base.model_copy(update={"protocol": protocols})
+    for config in protocols:
+        registry.get(config.name).check_scenario(config, scenario, source=source)
+    return scenario
 
 
 def load_scenario(path: str | os.PathLike[str]) -> Scenario:
@@ -201,4 +265,49 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
     return parse_scenario(data, source=repr(str(p)))
 
 
-__all__ = ["Scenario", "load_scenario", "parse_scenario"]
+def parse_value(text: str) -> Any:
+    """A ``--set`` value: a TOML literal (``0.5``, ``true``, ``[1, 2]``, ``"x"``), else the text.
+
+    >>> [parse_value(v) for v in ("0.5", "3", "true", "[1, 2]", "GS-N20", "1e6")]
+    [0.5, 3, True, [1, 2], 'GS-N20', 1000000.0]
+    """
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def set_dotted(data: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """``data`` with ``section.key`` (or ``protocol[i].key``) set; a copy.
+
+    >>> set_dotted({"protocol": {"k": 5}}, "protocol.k", 9)
+    {'protocol': {'k': 9}}
+    """
+    import copy
+    import re
+
+    m = re.fullmatch(r"([a-z_]+)(?:\[(\d+)\])?\.([A-Za-z0-9_.\-]+)", key)
+    if not m:
+        raise ConfigError(f"setting {key!r}: write section.key, e.g. 'protocol.epsilon', "
+                          "'data.dataset' or 'protocol[1].k'")
+    section, index, name = m.group(1), m.group(2), m.group(3)
+    out = copy.deepcopy(data)
+    table = out.setdefault(section, {})
+    if isinstance(table, list):
+        if index is None or int(index) >= len(table):
+            raise ConfigError(f"setting {key!r}: [{section}] holds {len(table)} tables; "
+                              f"name one as {section}[i].{name} with i < {len(table)}")
+        table = table[int(index)]
+    elif index not in (None, "0"):
+        raise ConfigError(f"setting {key!r}: [{section}] is a single table; use {section}.{name}")
+    *parents, leaf = name.split(".")
+    for p in parents:
+        table = table.setdefault(p, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"setting {key!r}: {p!r} is not a table")
+    table[leaf] = value
+    return out
+
+
+__all__ = ["DEFAULT_PROTOCOL", "ProtocolConfig", "Scenario", "load_scenario", "parse_scenario",
+           "parse_value", "set_dotted"]

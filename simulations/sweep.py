@@ -27,10 +27,10 @@ Output: ``sweep.csv`` and ``sweep.parquet`` (one row per run) and
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any, Literal
@@ -39,12 +39,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.errors import ConfigError, PrivacyLeakWarning
 from core.runtime.pool import fan_out
-from simulations.scenario import Scenario, parse_scenario, tomllib
+from simulations.scenario import Scenario, parse_scenario, set_dotted, tomllib
 
-TABLE_KEYS = ("run_id", "dataset", "parties", "queries", "k", "p0", "d", "rounds",
-              "weighting", "secure_sum", "accuracy_ppknn", "accuracy_knn",
-              "agreement_with_knn", "queries_with_tie_at_kth", "topk_exact_fraction",
-              "topk_correctness_bound")
+COMMON_KEYS = ("run_id", "protocol", "dataset", "parties", "queries", "accuracy",
+               "baseline_accuracy", "agreement_with_baseline", "epsilon_spent")
+"""Columns every sweep row has; each protocol adds its registered ``metrics``."""
 
 
 class SweepSection(BaseModel):
@@ -69,22 +68,28 @@ class Sweep(BaseModel):
     grid: dict[str, list[Any]] = Field(default_factory=dict)
 
     def runs(self) -> list[tuple[dict[str, Any], Scenario]]:
-        """Every (grid point + seed, scenario), in grid order."""
+        """Every (grid point + seed, scenario), in grid order.
+
+        Grid keys are dotted scenario keys (``"protocol.k"``,
+        ``"protocol[1].epsilon"`` in a scenario with several protocols).
+        Every run gets its own name (``<sweep>-<index>``), so run ids are
+        unique across the table.
+        """
         keys = sorted(self.grid)
         for key in keys:
-            if key.count(".") != 1:
+            if "." not in key:
                 raise ConfigError(f"grid key {key!r} must be 'section.key', e.g. 'protocol.k'")
             if not self.grid[key]:
                 raise ConfigError(f"grid key {key!r} has no values")
         out = []
         for values in itertools.product(*(self.grid[k] for k in keys)):
             for seed in self.sweep.seeds:
-                data = {s: dict(v) for s, v in self.base.items()}
                 point = dict(zip(keys, values))
+                data: dict[str, Any] = copy.deepcopy(self.base)
                 for key, value in point.items():
-                    section, name = key.split(".")
-                    data.setdefault(section, {})[name] = value
+                    data = set_dotted(data, key, value)
                 data.setdefault("run", {})["seed"] = seed
+                data["run"]["name"] = f"{self.sweep.name}-{len(out):04d}"
                 data.setdefault("runtime", {})["kind"] = "inprocess"
                 scenario = parse_scenario(data, source=f"sweep point {point}, seed {seed}")
                 out.append(({**point, "seed": seed}, scenario))
@@ -105,25 +110,50 @@ def load_sweep(path: str | os.PathLike[str]) -> Sweep:
         raise ConfigError(f"invalid sweep file {str(p)!r}: {exc}") from None
 
 
+def table_row(summary: dict[str, Any]) -> dict[str, Any]:
+    """One sweep row from a run's summary: common columns, then each protocol's metrics.
+
+    With several protocols in the scenario, protocol columns are prefixed
+    ``<name>:``.
+    """
+    from simulations import registry
+
+    results = summary["results"]
+    several = len(results) > 1
+    row: dict[str, Any] = {"run_id": summary["run_id"], "dataset": summary["dataset"],
+                           "parties": summary["parties"], "queries": summary["queries"]}
+    for name, r in results.items():
+        prefix = f"{name}:" if several else ""
+        eps = r["privacy"]["epsilon"]
+        row.update({
+            f"{prefix}protocol": name, f"{prefix}accuracy": r["accuracy"],
+            f"{prefix}baseline_accuracy": r["baseline"]["accuracy"],
+            f"{prefix}agreement_with_baseline": r["agreement_with_baseline"],
+            f"{prefix}epsilon_spent": eps,
+        })
+        for key in registry.get(name).metrics:
+            value = r.get(key, math.nan)
+            row[f"{prefix}{key}"] = value if not isinstance(value, (list, dict)) else str(value)
+    row["messages"] = summary["communication"]["messages"]
+    row["bytes"] = summary["communication"]["bytes"]
+    row["protocol_s"] = summary["timings_s"].get("protocol_s", math.nan)
+    return row
+
+
 def run_one(job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
-    """One sweep run (module level so Ray can ship it): returns its table row."""
+    """One sweep run (module level so Ray can ship it): returns its table row.
+
+    The transcript stays in memory: nothing is written per run.
+    """
     from simulations.results import summary_of
     from simulations.runner import execute
 
     point, scenario_data = job
     scenario = parse_scenario(scenario_data, source=f"sweep point {point}")
-    with tempfile.TemporaryDirectory(prefix="ppknn-sweep-") as tmp, \
-            warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PrivacyLeakWarning)
-        outcome = execute(scenario, transcript_dir=Path(tmp) / "transcript")
-    summary = summary_of(outcome)
-    row = {**point}
-    row.update({k: summary[k] for k in TABLE_KEYS})
-    row["disclosure_mean"] = summary["disclosure"]["mean_probability"]
-    row["disclosure_ci_low"], row["disclosure_ci_high"] = summary["disclosure"]["pooled_ci95"]
-    row["messages"] = summary["communication"]["messages"]
-    row["bytes"] = summary["communication"]["bytes"]
-    row["protocol_s"] = summary["timings_s"].get("protocol_s", math.nan)
+        outcome = execute(scenario)
+    row = {**point, **table_row(summary_of(outcome))}
     row["privacy_warnings"] = "; ".join(sorted({str(w.message) for w in caught}))
     return row
 
@@ -136,11 +166,12 @@ def run_sweep(sweep: Sweep, *, parallel: str | None = None, output: Path | None 
     rows = fan_out(run_one, jobs, use_ray=mode == "ray", address=sweep.sweep.address,
                    chunk_size=sweep.sweep.chunk_size, progress=progress)
     folder = Path(output or sweep.sweep.output)
-    write_table(rows, folder, grid=sorted(sweep.grid))
+    write_table(rows, folder, grid=sorted(sweep.grid), name=sweep.sweep.name)
     return rows
 
 
-def write_table(rows: list[dict[str, Any]], folder: Path, *, grid: list[str]) -> None:
+def write_table(rows: list[dict[str, Any]], folder: Path, *, grid: list[str],
+                name: str = "sweep") -> None:
     """``sweep.csv``, ``sweep.parquet`` and ``sweep.png`` in ``folder``."""
     import csv
 
@@ -156,10 +187,10 @@ def write_table(rows: list[dict[str, Any]], folder: Path, *, grid: list[str]) ->
         w.writeheader()
         w.writerows(rows)
     pq.write_table(pa.Table.from_pylist(rows), folder / "sweep.parquet")
-    _plot(rows, folder / "sweep.png", grid)
+    _plot(rows, folder / "sweep.png", grid, name)
 
 
-def _plot(rows: list[dict[str, Any]], path: Path, grid: list[str]) -> None:
+def _plot(rows: list[dict[str, Any]], path: Path, grid: list[str], sweep_name: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -172,20 +203,30 @@ def _plot(rows: list[dict[str, Any]], path: Path, grid: list[str]) -> None:
     labels = [", ".join(f"{k.split('.')[-1]}={v}" for k, v in zip(grid, p)) for p in points]
     x = np.arange(len(points))
     fig, axes = plt.subplots(1, 2, figsize=(max(8, 0.6 * len(points) + 4), 4))
-    for ax, (key, title) in zip(axes, (("accuracy_ppknn", "PP-kNN accuracy"),
-                                        ("disclosure_mean", "mean per-node disclosure"))):
+    first = rows[0]
+    acc = "accuracy" if "accuracy" in first else next(k for k in first if k.endswith(":accuracy"))
+    base = acc.replace("accuracy", "baseline_accuracy")
+    privacy = next((k for k in ("disclosure_mean", "epsilon_spent") if k in first
+                    and all(isinstance(r[k], (int, float)) for r in rows)), None)
+    panels = [(acc, "accuracy"), (privacy, "privacy: " + (privacy or "none"))]
+    for ax, (key, title) in zip(axes, panels):
+        if key is None:
+            ax.set_axis_off()
+            continue
         means = [np.mean([r[key] for r in g]) for g in points.values()]
         sds = [np.std([r[key] for r in g]) for g in points.values()]
-        ax.errorbar(x, means, yerr=sds, fmt="o", capsize=3)
-        if key == "accuracy_ppknn":
-            ax.plot(x, [np.mean([r["accuracy_knn"] for r in g]) for g in points.values()],
-                    "s", color="grey", label="kNN (non-private)")
-            ax.legend(fontsize=8)
+        ax.errorbar(x, means, yerr=sds, fmt="o", capsize=3, label=f"{key} (protocol)")
+        if key == acc:
+            ax.plot(x, [np.mean([r[base] for r in g]) for g in points.values()],
+                    "s", color="grey", label="non-private baseline")
+        ax.legend(fontsize=8)
+        ax.set_ylabel(key)
         ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
-        ax.set_title(f"{title} (mean +/- sd over seeds)")
+        ax.set_title(f"{sweep_name}: {title} (mean +/- sd over seeds)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
-__all__ = ["Sweep", "load_sweep", "run_one", "run_sweep", "write_table"]
+__all__ = ["COMMON_KEYS", "Sweep", "load_sweep", "run_one", "run_sweep", "table_row",
+           "write_table"]

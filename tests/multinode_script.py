@@ -72,7 +72,7 @@ def check_placement() -> dict:
             "nodes_used": len(set(seen.values())),
             "org_a_on_a": all(seen[f"owner-0{i}"] == node_of["org_a"] for i in range(3)),
             "org_b_on_b": all(seen[f"owner-0{i}"] == node_of["org_b"] for i in range(3, 6)),
-            "ring": list(prepared.ring),
+            "ring": list(prepared.plan.public["ring"]),
         }
     finally:
         ray.shutdown()

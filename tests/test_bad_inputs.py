@@ -121,7 +121,7 @@ def test_partition_rejections(kwargs, fragment):
 def test_declared_bounds_must_hold(tmp_path):
     sc = parse_scenario({"data": {"dataset": "sklearn:iris",
                                   "bounds": {"lower": [0, 0, 0, 0], "upper": [1, 1, 1, 1]}}})
-    with pytest.raises(DataError, match="outside the declared domain"):
+    with pytest.raises(ConfigError, match=r"data.bounds: .*outside the declared domain"):
         prepare(sc)
     with pytest.raises(ConfigError, match="upper bound 0.0 < lower bound 1.0"):
         DomainBounds(np.array([1.0]), np.array([0.0]))

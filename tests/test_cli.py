@@ -125,6 +125,6 @@ def test_summary_plot_for_few_and_many_parties(tmp_path, n):
                          "parties": {"n": n}, "protocol": {"k": 3},
                          "runtime": {"kind": "inprocess", "channels": False}})
     outcome = execute(sc, transcript_dir=tmp_path / "t")
-    assert (len(outcome.disclosure.parties) > MAX_LABELLED_PARTIES) == (n > 40)
+    assert (len(outcome.outcome.leakage.parties) > MAX_LABELLED_PARTIES) == (n > 40)
     write_results(outcome, tmp_path / "out")
     assert (tmp_path / "out" / "summary.png").stat().st_size > 10_000

@@ -29,33 +29,33 @@ def _run(tmp_path, **protocol):
 
 def test_full_randomisation_single_round_discloses_nothing(tmp_path):
     out = _run(tmp_path, p0=1.0, rounds=1)
-    assert all(d.disclosed == 0 for d in out.disclosure.parties)
-    assert sum(d.claimed for d in out.disclosure.parties) > 0  # it did claim, wrongly
+    assert all(d.disclosed == 0 for d in out.outcome.leakage.parties)
+    assert sum(d.claimed for d in out.outcome.leakage.parties) > 0  # it did claim, wrongly
 
 
 def test_no_randomisation_every_inserted_value_is_caught(tmp_path):
     out = _run(tmp_path, p0=0.0, rounds=1)
     msgs = Transcript(tmp_path / "t").messages(with_provenance=True, protocol=PROTOCOL)
-    index = out.prepared.public()["party_index"]
-    for d in out.disclosure.parties:
+    index = out.outcome.plan.public["party_index"]
+    for d in out.outcome.leakage.parties:
         sent = [m for m in msgs if m.sender == d.party and m.kind == "topk-vector"]
-        inserted = np.zeros(out.prepared.queries.shape[0], bool)
+        inserted = np.zeros(out.prepared.data.queries.shape[0], bool)
         for m in sent:
             inserted |= (m.provenance["g"] == index[d.party]).any(axis=1)
         assert d.disclosed == int(inserted.sum())
-    assert out.disclosure.mean_probability > 0.2
+    assert out.outcome.leakage.mean_probability > 0.2
 
 
 def test_disclosure_grows_with_k(tmp_path):
-    small = _run(tmp_path / "a", p0=1.0, d=0.5, rounds=2, k=1).disclosure
-    large = _run(tmp_path / "b", p0=1.0, d=0.5, rounds=2, k=40).disclosure
+    small = _run(tmp_path / "a", p0=1.0, d=0.5, rounds=2, k=1).outcome.leakage
+    large = _run(tmp_path / "b", p0=1.0, d=0.5, rounds=2, k=40).outcome.leakage
     assert large.pooled_interval[0] > small.pooled_interval[1]
 
 
 def test_recomputed_from_transcript_alone_matches(tmp_path):
     out = _run(tmp_path, p0=1.0, rounds=2)
-    again = measure_disclosure(Transcript(tmp_path / "t"), out.prepared.public())
-    assert again == out.disclosure
+    again = measure_disclosure(Transcript(tmp_path / "t"), out.outcome.plan.public)
+    assert again == out.outcome.leakage
 
 
 def test_adversary_sees_no_provenance(tmp_path):

@@ -83,7 +83,7 @@ def test_distance_cache_does_not_change_results(cache_limit):
 def test_union_topk_and_ties_blocks_equal_whole():
     from protocols.ppknn import ties_at_kth
     from protocols.ppknn.pp_topk import euclidean_distances, local_topk
-    from simulations.runner import union_topk_and_ties
+    from simulations.knn import union_topk_and_ties
 
     rng = np.random.default_rng(3)
     X = rng.integers(0, 4, size=(300, 3)).astype(float)  # many ties

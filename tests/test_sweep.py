@@ -23,7 +23,7 @@ def test_grid_expands_in_order():
     assert points[0] == {"parties.n": 3, "protocol.k": 1, "seed": 0}
     assert points[1] == {"parties.n": 3, "protocol.k": 1, "seed": 1}
     assert all(s.runtime.kind == "inprocess" for _, s in runs)
-    assert runs[-1][1].protocol.k == 5 and runs[-1][1].parties.n == 4
+    assert runs[-1][1].protocols[0].k == 5 and runs[-1][1].parties.n == 4
 
 
 @pytest.mark.parametrize("grid, message", [

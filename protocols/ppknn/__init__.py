@@ -18,6 +18,7 @@ pp_topk_attacks, secure_sum_attacks
 from protocols.ppknn.config import MIN_PARTIES, PPKNNConfig, RingSetup
 from protocols.ppknn.driver import (
     PPKNNResult,
+    drive,
     random_ring,
     ring_from_start,
     run_ppknn,
@@ -29,6 +30,7 @@ __all__ = [
     "PPKNNConfig",
     "PPKNNResult",
     "RingSetup",
+    "drive",
     "random_ring",
     "ring_from_start",
     "run_ppknn",

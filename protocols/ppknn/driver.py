@@ -28,6 +28,7 @@ import numpy as np
 from core.errors import ConfigError, ProtocolError
 from core.messages import PartyId
 from core.runtime.base import Call, Progress, Runtime, Step
+from protocols.base import PrivacySpent, ProtocolResult, Roles
 from protocols.ppknn.config import MIN_PARTIES, PPKNNConfig, RingSetup
 from protocols.ppknn.pp_topk import PROTOCOL as TOPK
 from protocols.ppknn.secure_sum import RING_PROTOCOL, SHARED_PROTOCOL
@@ -139,6 +140,26 @@ def run_ppknn(runtime: Runtime, queries: np.ndarray, config: PPKNNConfig, *,
                        totals=np.asarray(totals), ring=ring, start=start)
 
 
+def drive(runtime: Runtime, parties: Roles, config: PPKNNConfig,
+          queries: np.ndarray) -> ProtocolResult:
+    """The registry's driver interface (:class:`protocols.base.Driver`) for PP-kNN.
+
+    ``parties["owner"]`` is the ring order and ``parties["start"]`` its start
+    node. Hops on the critical path: ``rounds`` times around the ring, the
+    final vector's broadcast, the secure sum (``n`` hops round the ring, or
+    share-out, share-in and aggregate) and the total's broadcast.
+    """
+    ring = tuple(parties["owner"])
+    (start,) = parties["start"]
+    out = run_ppknn(runtime, queries, config, ring=ring, start=start)
+    n, rounds = len(ring), config.params.rounds
+    hops = rounds * n + 1 + (n if config.secure_sum == "ring" else 3) + 1
+    return ProtocolResult(
+        protocol="ppknn-ring", predictions=out.predictions, hops=hops,
+        privacy=PrivacySpent(guarantee="no DP: per-node disclosure probability"),
+        public={"ring": list(ring), "start": start}, detail=out)
+
+
 def ties_at_kth(distances: np.ndarray, k: int, rtol: float = 1e-9) -> np.ndarray:
     """Queries whose k-th and (k+1)-th smallest distances (of the union) tie.
 
@@ -154,4 +175,4 @@ def ties_at_kth(distances: np.ndarray, k: int, rtol: float = 1e-9) -> np.ndarray
     return np.abs(nxt - kth) <= rtol * np.maximum(np.abs(kth), 1e-300)
 
 
-__all__ = ["PPKNNResult", "random_ring", "ring_from_start", "run_ppknn", "ties_at_kth"]
+__all__ = ["PPKNNResult", "drive", "random_ring", "ring_from_start", "run_ppknn", "ties_at_kth"]

@@ -8,14 +8,13 @@ measured numbers (every number in it is generated here).
 
 The thesis uses 100,000 points and, for Fig. 6.18, also 1,000,000; the
 default run uses 100,000 (Fig. 6.18 compares 10,000 and 100,000) and
-``python -m simulations.reproduce.lepert --points 1000000`` runs everything
+``ppknn reproduce lepert --set n_points=1000000`` runs everything
 on 1,000,000 points (Fig. 6.18 then compares 100,000 and 1,000,000).
 Settings and readings: :mod:`simulations.experiments.dptt_sweeps`, :mod:`protocols.dptt.data`.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import shutil
 import textwrap
@@ -238,9 +237,8 @@ def _command(quick: bool, n_points: int, fig_dir: str = FIG_DIR) -> str:
     flag = " --quick" if quick else ""
     if n_points == 100_000 and fig_dir == FIG_DIR:
         return f"ppknn reproduce lepert{flag}"
-    where = (f" --output results/reproduce/{fig_dir} --report docs/reproductions/{fig_dir}.md"
-             if fig_dir != FIG_DIR else "")
-    return f"python -m simulations.reproduce.lepert{flag} --points {n_points}{where}"
+    where = f" --output results/reproduce/{fig_dir}" if fig_dir != FIG_DIR else ""
+    return f"ppknn reproduce lepert{flag} --set n_points={n_points}{where}"
 
 
 ACCOUNT_VARIANTS = ("basic", "P4", "P8", "E2", "E8", "GS", "N20", "GS-N20")
@@ -386,21 +384,4 @@ def _with_sizes(grid: Grid) -> Grid:
     return replace(grid, sent_sizes=tuple(sorted({*grid.sent_sizes, grid.n_points})))
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m simulations.reproduce.lepert [--quick] [--ray] [--points N]``."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--ray", action="store_true")
-    p.add_argument("--points", type=int, default=100_000)
-    p.add_argument("--output", type=Path, default=Path("results/reproduce/lepert"))
-    p.add_argument("--report", type=Path, default=Path("docs/reproductions/lepert.md"))
-    a = p.parse_args(argv)
-    path = run(a.output, quick=a.quick, runtime="ray" if a.ray else "inprocess",
-               report=a.report, n_points=a.points)
-    print(f"report written to {path}")
-
-
-__all__ = ["Figure", "Series", "build_figures", "main", "plot", "run", "write_csv"]
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
+__all__ = ["Figure", "Series", "build_figures", "plot", "run", "write_csv"]

@@ -1,0 +1,107 @@
+"""Results folders that never destroy earlier work.
+
+A run writes into a fresh hidden staging folder beside its output
+(``.NAME.partial-XXXX``) and only a complete run is renamed into place. An
+existing results folder is refused unless the caller asks to overwrite it,
+and even then the old folder is removed only after the new one is complete,
+so interrupting a run at any point leaves the earlier results untouched.
+A failed run keeps what it recorded: its staging folder becomes the output
+(or ``NAME.failed-N`` when the output already exists) with a
+``failure.json`` saying who failed, where and why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import traceback
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from core.errors import ConfigError, PartyFailure
+
+FAILURE = "failure.json"
+
+
+def check_output(folder: Path, *, overwrite: bool) -> Path:
+    """Refuse an output that is a file or (without ``overwrite``) an existing results folder."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"output {str(folder)!r} is an existing file, not a folder; "
+                          "choose another --output")
+    if folder.is_dir() and any(folder.iterdir()) and not overwrite:
+        raise ConfigError(f"output {str(folder)!r} already holds results; pass --overwrite to "
+                          "replace them (the old folder is removed only once the new run is "
+                          "complete) or choose another --output")
+    for parent in folder.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(f"output {str(folder)!r}: {str(parent)!r} is a file, "
+                                  "not a folder")
+            if not os.access(parent, os.W_OK):
+                raise ConfigError(f"output {str(folder)!r}: cannot write in {str(parent)!r}")
+            break
+    return folder
+
+
+def failure_record(exc: BaseException) -> dict[str, Any]:
+    """What ``failure.json`` says about ``exc``."""
+    record: dict[str, Any] = {"error": type(exc).__name__, "message": str(exc),
+                              "traceback": "".join(traceback.format_exception(exc))}
+    if isinstance(exc, PartyFailure):
+        record.update(party=exc.party, protocol=exc.protocol, round=exc.round)
+    return record
+
+
+@contextmanager
+def staged(folder: Path, *, overwrite: bool = False) -> Iterator[Path]:
+    """A fresh staging folder that becomes ``folder`` when the block completes.
+
+    On an exception, the staging folder (with whatever the run recorded and a
+    ``failure.json``) is kept under ``folder`` if that did not exist, else
+    under ``folder.failed-N``; the exception propagates.
+    """
+    folder = check_output(Path(folder), overwrite=overwrite)
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        stage = folder.parent / f".{folder.name}.partial-{uuid.uuid4().hex[:8]}"
+        stage.mkdir()
+    except OSError as exc:
+        raise ConfigError(f"output {str(folder)!r} cannot be created: {exc.strerror}") from None
+    try:
+        yield stage
+    except BaseException as exc:
+        (stage / FAILURE).write_text(json.dumps(failure_record(exc), indent=1))
+        target = folder
+        if target.exists():
+            n = 1
+            while (target := folder.with_name(f"{folder.name}.failed-{n}")).exists():
+                n += 1
+        stage.rename(target)
+        raise
+    if folder.exists():
+        old = folder.parent / f".{folder.name}.old-{uuid.uuid4().hex[:8]}"
+        folder.rename(old)
+        stage.rename(folder)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        stage.rename(folder)
+
+
+def check_complete(folder: Path) -> None:
+    """Refuse a results folder whose run failed or whose transcript is not closed."""
+    folder = Path(folder)
+    if (folder / FAILURE).is_file():
+        why = json.loads((folder / FAILURE).read_text()).get("message", "")
+        raise ConfigError(f"{str(folder)!r} holds a failed run ({why}); its transcript ends at "
+                          "the failure and is not scored")
+    if not (folder / "transcript" / "totals.json").is_file():
+        raise ConfigError(f"{str(folder)!r}: the transcript is incomplete (no "
+                          "transcript/totals.json); the run did not finish")
+
+
+__all__ = ["FAILURE", "check_complete", "check_output", "failure_record", "staged"]

@@ -1,0 +1,1 @@
+"""The built-in protocols' registrations (one module each; see :mod:`simulations.registry`)."""

@@ -1,0 +1,234 @@
+"""``ppknn-ring``: PP-kNN over a ring of data owners (Xiong, Chitti & Liu).
+
+Scenario table::
+
+    [protocol]
+    name = "ppknn-ring"          # the default when no name is given
+    k = 5
+    p0 = 1.0                     # initial randomisation probability
+    d = 0.5                      # P_r = p0 * d**(r-1)
+    rounds = 2
+    delta = 0.001                # minimum width of the random-fill range
+    weighting = "uniform"        # or "distance"
+    secure_sum = "ring"          # or "shared" (collusion-resistant)
+
+Parties: ``[parties].n`` ring data owners (at least 3), each holding its
+share of the training rows; the query batch is public. Baseline:
+scikit-learn's brute-force kNN on the union. Leakage: the successor's
+attribution attack on PP-TopK (per-node disclosure probability).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from core.errors import ConfigError
+from core.leakage import DisclosureReport
+from core.runtime import PartySpec
+from core.transcript import Transcript
+from parties.ring_owner import RingDataOwner
+from protocols.ppknn import (
+    MIN_PARTIES,
+    PPKNNConfig,
+    PPKNNResult,
+    drive,
+    random_ring,
+    ring_from_start,
+)
+from protocols.ppknn.pp_topk import TopKParams
+from simulations.disclosure import measure_disclosure
+from simulations.knn import sklearn_knn, union_topk_and_ties
+from simulations.prepare import PreparedData
+from simulations.registry import (
+    Baseline,
+    Measured,
+    Plan,
+    ProtocolConfig,
+    ProtocolPlugin,
+    Role,
+    register,
+)
+from simulations.scenario import Scenario
+
+NAME = "ppknn-ring"
+
+
+class PPKNNRingConfig(ProtocolConfig):
+    """``[protocol]`` of ``ppknn-ring``."""
+
+    name: Literal["ppknn-ring"] = NAME
+    k: int = Field(5, ge=1)
+    p0: float = Field(1.0, ge=0, le=1)
+    d: float = Field(0.5, gt=0, le=1)
+    rounds: int = Field(2, ge=1)
+    delta: float = Field(1e-3, ge=0)
+    weighting: Literal["uniform", "distance"] = "uniform"
+    secure_sum: Literal["ring", "shared"] = "ring"
+
+    @field_validator("delta")
+    @classmethod
+    def _finite(cls, v: float) -> float:
+        if not math.isfinite(v):
+            raise ValueError("must be finite")
+        return v
+
+
+def owner_specs(data: PreparedData, order: list[str]) -> list[PartySpec]:
+    """The ring owners' specs in ``order`` (each with its share of the training rows)."""
+    s = data.scenario
+    index = {name: i for i, name in enumerate(data.owner_names)}
+    return [PartySpec(name, RingDataOwner, {
+        "party_id": name, "index": index[name], "X": data.owner_X(index[name]),
+        "y": data.owner_y(index[name]), "n_classes": data.n_classes, "run_id": data.run_id,
+        "seed": s.run.seed, "mode": s.run.mode,
+    }) for name in order]
+
+
+def ring_of(data: PreparedData) -> tuple[tuple[str, ...], str]:
+    """The ring order and start node of a run (from the seed's ``ring`` stream)."""
+    return random_ring(data.owner_names, data.policy.generator("ring"))
+
+
+def check_ring_size(scenario: Scenario, source: str, name: str) -> None:
+    """A ring needs at least three data owners."""
+    n = scenario.parties.n
+    if n < MIN_PARTIES:
+        raise ConfigError(f"invalid scenario {source}:\n  parties.n = {n}: Input should be "
+                          f"greater than or equal to {MIN_PARTIES} ({name} runs over a ring "
+                          "of data owners)")
+
+
+@register
+class PPKNNRing(ProtocolPlugin):
+    """PP-kNN: PP-TopK over the ring, local votes, a secure sum."""
+
+    name = NAME
+    title = "PP-kNN over a ring of data owners (Xiong, Chitti & Liu)"
+    config_model = PPKNNRingConfig
+    roles = (
+        Role("owner", RingDataOwner, "[parties].n (>= 3)",
+             "a data owner on the ring, in ring order from the start node"),
+        Role("start", RingDataOwner, "1 of the owners", "the random start node"),
+    )
+    metrics = ("k", "p0", "d", "rounds", "weighting", "secure_sum", "accuracy_ppknn",
+               "accuracy_knn", "agreement_with_knn", "queries_with_tie_at_kth",
+               "topk_exact_fraction", "topk_correctness_bound", "disclosure_mean",
+               "disclosure_ci_low", "disclosure_ci_high")
+    guarantee = "no DP: per-node disclosure probability to the successor (paper §6.6)"
+    adversaries = ("successor-attribution",)
+    driver = staticmethod(drive)
+
+    def check_scenario(self, config: ProtocolConfig, scenario: Scenario, *, source: str
+                       ) -> None:
+        """The ring needs three owners."""
+        check_ring_size(scenario, source, self.name)
+
+    def plan(self, config: ProtocolConfig, data: PreparedData) -> Plan:
+        """Owners in ring order from the start node; the public query batch."""
+        assert isinstance(config, PPKNNRingConfig)
+        if config.k > len(data.train_y):
+            raise ConfigError(f"k = {config.k} is larger than the union of the parties' data "
+                              f"({len(data.train_y)} training rows); choose k <= "
+                              f"{len(data.train_y)}")
+        ring, start = ring_of(data)
+        params = TopKParams(k=config.k, p0=config.p0, d=config.d, rounds=config.rounds,
+                            delta=config.delta, max_distance=data.bounds.diameter)
+        ppknn = PPKNNConfig(params=params, weighting=config.weighting,
+                            secure_sum=config.secure_sum)
+        order = ring_from_start(ring, start)
+        public = {
+            "run_id": data.run_id, "ring": list(ring), "start": start,
+            "party_index": {p: i for i, p in enumerate(data.owner_names)},
+            "max_distance": data.bounds.diameter, "n_queries": int(len(data.queries)),
+            "k": config.k, "classes": [str(c) for c in data.dataset.classes],
+        }
+        # ring order from the start node: in the hosted layout neighbours share a host
+        return Plan(specs=tuple(owner_specs(data, order)),
+                    roles={"owner": tuple(ring), "start": (start,)}, config=ppknn,
+                    queries=data.queries, query_labels=data.query_labels, public=public)
+
+    def baseline(self, config: ProtocolConfig, data: PreparedData) -> Baseline:
+        """scikit-learn's brute-force kNN on the union, same k and weighting."""
+        assert isinstance(config, PPKNNRingConfig)
+        return Baseline("kNN (union, non-private)",
+                        sklearn_knn(data.union_X, data.union_y, data.queries, k=config.k,
+                                    weighting=config.weighting))
+
+    def measure(self, config: ProtocolConfig, data: PreparedData, plan: Plan,
+                result: Any, baseline: Baseline, transcript: Transcript | None) -> Measured:
+        """Ties, exact top-k against the union, and per-node disclosure from the transcript."""
+        assert isinstance(config, PPKNNRingConfig)
+        detail: PPKNNResult = result.detail
+        true_topk, ties = union_topk_and_ties(data.queries, data.union_X, config.k)
+        exact = np.all(detail.final_vector == true_topk, axis=1)
+        knn = baseline.predictions
+        non_tie = ~ties
+        same = result.predictions == knn
+        metrics: dict[str, Any] = {
+            "k": config.k, "p0": config.p0, "d": config.d, "rounds": config.rounds,
+            "delta": config.delta, "weighting": config.weighting,
+            "secure_sum": config.secure_sum,
+            "accuracy_ppknn": float(np.mean(result.predictions == data.query_labels)),
+            "accuracy_knn": float(np.mean(knn == data.query_labels)),
+            "agreement_with_knn": float(np.mean(same)),
+            "agreement_with_knn_excluding_ties": (float(np.mean(same[non_tie]))
+                                                  if non_tie.any() else float("nan")),
+            "queries_with_tie_at_kth": int(ties.sum()),
+            "topk_exact_fraction": float(exact.mean()),
+            "topk_correctness_bound": plan.config.params.correctness_bound(),
+        }
+        report = None
+        per_party: dict[str, dict[str, Any]] = {}
+        if transcript is not None:
+            report = measure_disclosure(transcript, plan.public)
+            lo, hi = report.pooled_interval
+            metrics["disclosure"] = {
+                "adversary": report.adversary,
+                "definition": "fraction of queries where the node's successor correctly "
+                              "attributes at least one value of the vector it received from "
+                              "the node to it",
+                "mean_probability": report.mean_probability, "pooled_ci95": [lo, hi],
+            }
+            metrics["disclosure_mean"] = report.mean_probability
+            metrics["disclosure_ci_low"], metrics["disclosure_ci_high"] = lo, hi
+            for d in report.parties:
+                per_party[d.party] = {"disclosure": d.probability,
+                                      "disclosure_ci_low": d.interval[0],
+                                      "disclosure_ci_high": d.interval[1]}
+        return Measured(metrics=metrics, per_party=per_party,
+                        per_query={"tie_at_kth": ties.astype(int),
+                                   "topk_exact": exact.astype(int)},
+                        leakage=report)
+
+    def leakage(self, transcript: Transcript, public: Mapping[str, Any]) -> DisclosureReport:
+        """Per-node disclosure recomputed from the transcript alone."""
+        return measure_disclosure(transcript, public)
+
+    def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """Exact top-k against the paper's bound; mean disclosure with its interval."""
+        lines = [("exact top-k fraction / paper bound",
+                  f"{summary['topk_exact_fraction']:.3f} / "
+                  f"{summary['topk_correctness_bound']:.3f}")]
+        if "disclosure" in summary:
+            lo, hi = summary["disclosure"]["pooled_ci95"]
+            lines.append(("mean per-node disclosure [95% CI]",
+                          f"{summary['disclosure']['mean_probability']:.3f} "
+                          f"[{lo:.3f}, {hi:.3f}]"))
+        return lines
+
+    def plot(self, ax: Any, outcome: Any) -> bool:
+        """Per-node disclosure with 95% intervals (sorted curves beyond 40 nodes)."""
+        from simulations.results import plot_disclosure
+
+        if outcome.leakage is None:
+            return False
+        plot_disclosure(ax, outcome.leakage)
+        return True
+
+
+__all__ = ["NAME", "PPKNNRing", "PPKNNRingConfig", "check_ring_size", "owner_specs", "ring_of"]

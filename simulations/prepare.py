@@ -1,0 +1,114 @@
+"""The data every protocol of a scenario shares: loaded, bounded, split, partitioned.
+
+:func:`prepare_data` reads ``[run]``, ``[data]`` and ``[parties]`` and
+returns a :class:`PreparedData`: the training rows split among the ``n``
+data owners (a protocol with one central owner gives it their union), the
+query batch and its labels, the public domain bounds, the run id and the
+seed policy. Every random choice comes from a named stream of the root
+seed, so adding a protocol to a scenario never changes another's data.
+"""
+
+from __future__ import annotations
+
+import uuid
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.data import Dataset, DomainBounds, load_dataset, partition, train_test_split
+from core.errors import ConfigError, DataError, PrivacyLeakWarning
+from core.rng import RandomnessMode, SeedPolicy
+from simulations.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class PreparedData:
+    """The shared inputs of a run (module docstring)."""
+
+    scenario: Scenario
+    run_id: str
+    policy: SeedPolicy
+    dataset: Dataset
+    bounds: DomainBounds
+    train_X: np.ndarray
+    train_y: np.ndarray
+    queries: np.ndarray
+    query_labels: np.ndarray
+    owner_names: tuple[str, ...]
+    owner_rows: tuple[np.ndarray, ...]
+    """Indices into the training rows, one array per owner."""
+    bounds_from_data: bool = False
+
+    @property
+    def n_classes(self) -> int:
+        """Number of classes."""
+        return self.dataset.n_classes
+
+    def owner_X(self, i: int) -> np.ndarray:
+        """Owner ``i``'s private rows."""
+        return self.train_X[self.owner_rows[i]]
+
+    def owner_y(self, i: int) -> np.ndarray:
+        """Owner ``i``'s private labels."""
+        return self.train_y[self.owner_rows[i]]
+
+    @property
+    def union_X(self) -> np.ndarray:
+        """All training rows, in owner order."""
+        return np.concatenate([self.owner_X(i) for i in range(len(self.owner_rows))])
+
+    @property
+    def union_y(self) -> np.ndarray:
+        """All training labels, in owner order."""
+        return np.concatenate([self.owner_y(i) for i in range(len(self.owner_rows))])
+
+
+def owner_names(n: int, prefix: str = "owner") -> tuple[str, ...]:
+    """``owner-00``, ``owner-01``, ... (zero-padded to the count's width, at least 2)."""
+    return tuple(f"{prefix}-{i:0{max(2, len(str(n - 1)))}d}" for i in range(n))
+
+
+def prepare_data(scenario: Scenario) -> PreparedData:
+    """Load, bound, scale, split and partition the scenario's data (all from the seed)."""
+    s = scenario
+    policy = SeedPolicy(root=s.run.seed, mode=RandomnessMode(s.run.mode))
+    ds = load_dataset(s.data.dataset, directory=s.data.data_dir)
+    from_data = s.data.bounds == "data"
+    if from_data:
+        bounds = DomainBounds.from_data(ds.X, warn=False)
+        warnings.warn(
+            f"scenario {s.run.name!r}: domain bounds derived from dataset {ds.name!r} reveal "
+            "its extremes; declare [data.bounds] lower/upper to avoid this",
+            PrivacyLeakWarning, stacklevel=2,
+        )
+    else:
+        bounds = DomainBounds(np.array(s.data.bounds.lower), np.array(s.data.bounds.upper))
+        try:
+            bounds.check(ds.X, f"dataset {ds.name!r}")
+        except DataError as exc:  # declared bounds that do not hold the data
+            raise ConfigError(f"data.bounds: {exc}; declare bounds that contain every row "
+                              "(or bounds = \"data\", which leaks the extremes)") from None
+    X = ds.X
+    if s.data.scale == "minmax":
+        span = np.where(bounds.upper > bounds.lower, bounds.upper - bounds.lower, 1.0)
+        X = (X - bounds.lower) / span
+        bounds = DomainBounds(np.zeros(X.shape[1]), np.where(bounds.upper > bounds.lower, 1.0, 0.0))
+    train, test = train_test_split(len(ds.y), s.data.test_fraction, policy.generator("split"))
+    if s.data.max_queries is not None:
+        test = test[: s.data.max_queries]
+    n = s.parties.n
+    parts = partition(ds.y[train], n, scheme=s.parties.partition,
+                      rng=policy.generator("partition"), alpha=s.parties.alpha,
+                      size_skew=s.parties.size_skew)
+    run_id = (f"{s.run.name}-{s.run.seed}" if s.run.mode == "reproducible"
+              else f"{s.run.name}-{uuid.uuid4().hex[:12]}")
+    return PreparedData(
+        scenario=s, run_id=run_id, policy=policy, dataset=ds, bounds=bounds,
+        train_X=X[train], train_y=ds.y[train], queries=X[test], query_labels=ds.y[test],
+        owner_names=owner_names(n), owner_rows=tuple(np.asarray(p) for p in parts),
+        bounds_from_data=from_data,
+    )
+
+
+__all__ = ["PreparedData", "owner_names", "prepare_data"]

@@ -1,0 +1,246 @@
+"""The protocol registry: every protocol the framework runs, by name.
+
+A registry entry is a :class:`ProtocolPlugin`: the protocol's strict
+configuration model (the scenario's ``[protocol]`` table, a tagged union
+on ``name``), the roles it needs and the party class playing each, its
+driver (:class:`protocols.base.Driver`), its non-private baseline, its
+metrics and default adversaries. ``ppknn run``, ``sweep``, ``leakage``,
+``reproduce`` and the Python API go through the registry; none of them
+names a protocol.
+
+Adding a protocol means one package under ``protocols/`` (steps, driver)
+and one plugin module in :mod:`simulations.plugins` whose class is
+decorated with :func:`register` (every module of that package is loaded);
+other installed packages can register theirs through the
+``ppknn.protocols`` entry-point group, each entry naming a plugin class.
+
+Examples
+--------
+>>> names()
+['dp-knn', 'dp-nb', 'dptt', 'pca-perturbation', 'ppknn-ring', 'ring-nb']
+>>> get("ppknn-ring").roles[0].name
+'owner'
+>>> get("nope")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+core.errors.ConfigError: unknown protocol 'nope'; registered: ['dp-knn', ...]
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib
+import pkgutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from core.errors import ConfigError
+from core.runtime import PartySpec
+from core.transcript import Transcript
+from protocols.base import Driver, ProtocolResult, Roles
+
+PreparedData = Any
+"""The run's shared data, :class:`simulations.prepare.PreparedData` (which sits above)."""
+Scenario = Any
+"""A validated :class:`simulations.scenario.Scenario` (which sits above)."""
+
+
+class ProtocolConfig(BaseModel):
+    """``[protocol]``: the base of every registered protocol's configuration.
+
+    The scenario's table is a tagged union on ``name`` (default
+    ``"ppknn-ring"``); each protocol registers its own strict model.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+
+BUILTIN = "simulations.plugins"
+"""The package whose modules register the built-in protocols (each on import)."""
+
+ENTRY_POINT_GROUP = "ppknn.protocols"
+
+
+@dataclass(frozen=True)
+class Role:
+    """A role of a protocol: who plays it and how many of them there are."""
+
+    name: str
+    party: type
+    count: str
+    """How many, in words: ``"1"``, ``"[parties].n (>= 3)"``, ``"[parties].analysts"``."""
+    description: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """Everything one protocol needs to run, before any party exists.
+
+    Parameters
+    ----------
+    specs:
+        The parties to start, in start order (the hosted layout groups
+        consecutive parties on one host).
+    roles:
+        Role -> party names, as the driver addresses them.
+    config:
+        The driver's configuration object.
+    queries, query_labels:
+        The query batch ``(Q, D)`` and its true labels (ground truth, never
+        given to a party).
+    public:
+        Public facts of the run (written to ``public.json``).
+    """
+
+    specs: tuple[PartySpec, ...]
+    roles: Roles
+    config: Any
+    queries: np.ndarray
+    query_labels: np.ndarray
+    public: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The non-private reference on the same split."""
+
+    name: str
+    predictions: np.ndarray
+
+
+@dataclass(frozen=True, kw_only=True)
+class Measured:
+    """What a plugin measures after a run (from outputs, ground truth and the transcript)."""
+
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+    per_party: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    per_query: Mapping[str, np.ndarray] = field(default_factory=dict)
+    leakage: Any = None
+    """The protocol's leakage report (e.g. per-node disclosure), if it scores one."""
+
+
+class ProtocolPlugin(abc.ABC):
+    """A registered protocol (module docstring)."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    """One line: the protocol and its paper."""
+    config_model: ClassVar[type[ProtocolConfig]]
+    roles: ClassVar[tuple[Role, ...]]
+    metrics: ClassVar[tuple[str, ...]] = ()
+    """Protocol-specific summary keys that go into a sweep's table."""
+    guarantee: ClassVar[str] = "none"
+    """The privacy unit of the protocol's guarantee, in words."""
+    adversaries: ClassVar[tuple[str, ...]] = ()
+    """The attacks scored by default after a run."""
+
+    @staticmethod
+    @abc.abstractmethod
+    def driver(runtime: Any, parties: Roles, config: Any, queries: np.ndarray
+               ) -> ProtocolResult:
+        """The protocol's driver (:class:`protocols.base.Driver`)."""
+
+    def check_scenario(self, config: ProtocolConfig, scenario: Scenario, *, source: str) -> None:
+        """Refuse shared settings this protocol cannot run with (raise ``ConfigError``).
+
+        The default accepts every scenario.
+        """
+        return None
+
+    @abc.abstractmethod
+    def plan(self, config: ProtocolConfig, data: PreparedData) -> Plan:
+        """The parties, the driver's config and the query batch (all from the seed)."""
+
+    @abc.abstractmethod
+    def baseline(self, config: ProtocolConfig, data: PreparedData) -> Baseline:
+        """The non-private reference predictions on the same split."""
+
+    def measure(self, config: ProtocolConfig, data: PreparedData, plan: Plan,
+                result: ProtocolResult, baseline: Baseline,
+                transcript: Transcript | None) -> Measured:
+        """Protocol-specific measures after the run (default: none)."""
+        return Measured()
+
+    def leakage(self, transcript: Transcript, public: Mapping[str, Any]) -> Any:
+        """Recompute the default leakage report from a saved transcript (``None``: none)."""
+        return None
+
+    def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """Extra (label, value) lines for the terminal table, from the protocol's summary."""
+        return []
+
+    def plot(self, ax: Any, outcome: Any) -> bool:
+        """Draw the protocol's own panel of ``summary.png``; False if it has none."""
+        return False
+
+    def driver_result(self, runtime: Any, plan: Plan) -> ProtocolResult:
+        """Run the driver on a plan."""
+        driver: Driver = type(self).driver
+        return driver(runtime, plan.roles, plan.config, plan.queries)
+
+
+_REGISTRY: dict[str, ProtocolPlugin] = {}
+_loaded = False
+
+
+def register(plugin: type[ProtocolPlugin]) -> type[ProtocolPlugin]:
+    """Register a plugin class (use as a decorator); its ``name`` must be new."""
+    name = getattr(plugin, "name", None)
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"plugin {plugin.__name__} needs a non-empty string name")
+    if name in _REGISTRY and type(_REGISTRY[name]) is not plugin:
+        raise ConfigError(f"protocol {name!r} is already registered "
+                          f"(by {type(_REGISTRY[name]).__module__})")
+    default = plugin.config_model.model_fields.get("name")
+    if default is None or default.default != name:
+        raise ConfigError(f"plugin {name!r}: its config model's 'name' must default to {name!r}")
+    _REGISTRY[name] = plugin()
+    return plugin
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    package = importlib.import_module(BUILTIN)
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{BUILTIN}.{info.name}")
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        register(ep.load())
+
+
+def find(name: str) -> ProtocolPlugin | None:
+    """The plugin registered as ``name``, or ``None``."""
+    _load()
+    return _REGISTRY.get(name)
+
+
+def get(name: str) -> ProtocolPlugin:
+    """The plugin registered as ``name``; ``ConfigError`` listing the names if none."""
+    plugin = find(name)
+    if plugin is None:
+        raise ConfigError(f"unknown protocol {name!r}; registered: {names()}")
+    return plugin
+
+
+def names() -> list[str]:
+    """Registered protocol names, sorted."""
+    _load()
+    return sorted(_REGISTRY)
+
+
+def plugins(selected: Sequence[str] | None = None) -> list[ProtocolPlugin]:
+    """The plugins named (all, sorted by name, when ``None``)."""
+    return [get(n) for n in (selected if selected is not None else names())]
+
+
+__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "Baseline", "Measured", "Plan", "ProtocolConfig",
+           "ProtocolPlugin",
+           "Role", "find", "get", "names", "plugins", "register"]

@@ -1,0 +1,75 @@
+"""CLI conventions: --version, --set on run/sweep, show, protocols, datasets, help texts."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from simulations.cli import app
+
+runner = CliRunner()
+
+
+def test_version():
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.startswith("ppknn ")
+
+
+def test_run_set_is_typed_and_show_prints_the_summary(tmp_path):
+    out = tmp_path / "r"
+    result = runner.invoke(app, ["run", "--runtime", "inprocess", "--output", str(out),
+                                 "--set", "protocol.k=3", "--set", "data.max_queries=25",
+                                 "--set", "protocol.weighting=distance"])
+    assert result.exit_code == 0, result.output
+    scenario = json.loads((out / "scenario.json").read_text())
+    assert scenario["protocol"]["k"] == 3 and scenario["protocol"]["weighting"] == "distance"
+    shown = runner.invoke(app, ["show", str(out)])
+    assert shown.exit_code == 0 and "ppknn-ring" in shown.output and "accuracy" in shown.output
+
+
+def test_bad_set_exits_2_naming_the_key():
+    for item, message in (("protocol.k", "KEY=VALUE"), ("protocol.kk=3", "protocol.kk"),
+                          ("protocol.k=0", "protocol.k = 0"), ("nosection=1", "section.key")):
+        result = runner.invoke(app, ["run", "--runtime", "inprocess", "--set", item])
+        assert result.exit_code == 2, (item, result.output)
+        assert message in result.output, (item, result.output)
+        assert "Traceback" not in result.output
+
+
+def test_sweep_prints_a_summary_table_and_show_reads_it(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text(f"""
+[sweep]
+name = "tiny"
+output = "{tmp_path / 'sw'}"
+seeds = [0, 1]
+parallel = "sequential"
+
+[base.data]
+dataset = "glass"
+max_queries = 20
+
+[grid]
+"protocol.k" = [1, 3]
+""")
+    result = runner.invoke(app, ["sweep", str(spec), "--set", "parties.n=3"])
+    assert result.exit_code == 0, result.output
+    assert "sweep tiny: 4 runs, mean over seeds" in result.output
+    rows = (tmp_path / "sw" / "sweep.csv").read_text().splitlines()
+    assert len(rows) == 5 and ",3," in rows[1]  # parties = 3 from --set
+    shown = runner.invoke(app, ["show", str(tmp_path / "sw")])
+    assert shown.exit_code == 0 and "protocol.k" in shown.output
+
+
+def test_protocols_and_datasets_list_everything():
+    protocols = runner.invoke(app, ["protocols"])
+    assert protocols.exit_code == 0 and "ppknn-ring" in protocols.output
+    datasets = runner.invoke(app, ["datasets"])
+    assert "synthetic:classification" in datasets.output and "sklearn:iris" in datasets.output
+
+
+def test_reproduce_help_lists_the_papers():
+    result = runner.invoke(app, ["reproduce", "--help"])
+    for name in ("gursoy", "lepert", "mukherjee", "xiong", "zafarani"):
+        assert name in result.output

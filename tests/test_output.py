@@ -1,0 +1,109 @@
+"""Results folders: never overwritten in place, failures keep what was recorded."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from core.errors import ConfigError
+from simulations.cli import app
+from simulations.output import FAILURE, check_complete, staged
+
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _run(out: Path, *extra: str):
+    return runner.invoke(app, ["run", "--runtime", "inprocess", "--output", str(out),
+                               "--set", "data.max_queries=30", *extra])
+
+
+def test_existing_results_refused_then_replaced_with_overwrite(tmp_path):
+    out = tmp_path / "res"
+    assert _run(out).exit_code == 0
+    before = _digest(out)
+    again = _run(out, "--seed", "5")
+    assert again.exit_code == 2 and "already holds results" in again.output
+    assert _digest(out) == before
+    replaced = _run(out, "--seed", "5", "--overwrite")
+    assert replaced.exit_code == 0, replaced.output
+    assert json.loads((out / "scenario.json").read_text())["run"]["seed"] == 5
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # nothing left behind
+
+
+def test_failed_run_keeps_earlier_results_and_records_the_failure(tmp_path):
+    out = tmp_path / "res"
+    assert _run(out).exit_code == 0
+    before = _digest(out)
+    failed = _run(out, "--overwrite", "--set", "protocol.k=100000")  # k > training rows
+    assert failed.exit_code == 2
+    assert "larger than the union" in failed.output
+    assert _digest(out) == before
+    record = json.loads((tmp_path / "res.failed-1" / FAILURE).read_text())
+    assert record["error"] == "ConfigError" and "k = 100000" in record["message"]
+    with pytest.raises(ConfigError, match="holds a failed run"):
+        check_complete(tmp_path / "res.failed-1")
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("file", "is an existing file"),
+    ("under-file", "is a file, not a folder"),
+])
+def test_output_that_cannot_be_a_folder(tmp_path, bad, message):
+    (tmp_path / "f").write_text("x")
+    target = tmp_path / "f" if bad == "file" else tmp_path / "f" / "res"
+    result = _run(target)
+    assert result.exit_code == 2 and message in result.output
+    assert (tmp_path / "f").read_text() == "x"
+
+
+def test_leakage_refuses_an_incomplete_transcript(tmp_path):
+    out = tmp_path / "res"
+    assert _run(out).exit_code == 0
+    (out / "transcript" / "totals.json").unlink()
+    result = runner.invoke(app, ["leakage", str(out)])
+    assert result.exit_code == 2 and "transcript is incomplete" in result.output
+
+
+def test_staged_block_that_raises_leaves_no_partial_output(tmp_path):
+    with pytest.raises(RuntimeError), staged(tmp_path / "x") as stage:
+        (stage / "half.txt").write_text("half")
+        raise RuntimeError("boom")
+    assert (tmp_path / "x" / "half.txt").is_file()
+    assert json.loads((tmp_path / "x" / FAILURE).read_text())["message"] == "boom"
+
+
+@pytest.mark.parametrize("kill_after_s", [0.3, 1.0, 2.0, 3.5, 6.0])
+def test_sigkill_at_any_point_never_touches_earlier_results(tmp_path, kill_after_s):
+    """An overwriting run killed at any point leaves the earlier folder byte-identical."""
+    out = tmp_path / "res"
+    assert _run(out).exit_code == 0
+    before = _digest(out)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simulations", "run", "--runtime", "inprocess", "--output",
+         str(out), "--overwrite", "--seed", "9", "--set", "data.max_queries=150"],
+        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(kill_after_s)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    after = _digest(out)
+    seed = json.loads((out / "scenario.json").read_text())["run"]["seed"]
+    if seed == 9:  # the new run completed before the kill: it replaced the folder whole
+        check_complete(out)
+    else:
+        assert after == before
