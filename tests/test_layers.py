@@ -25,12 +25,7 @@ RANK = {name: i for i, name in enumerate(LAYERS)}
 RAY_HOME = ("core", "runtime")
 """The only package allowed to import Ray."""
 
-ALLOWED_TODO = {
-    # TODO: protocols/dp_knn/service.py still builds a parties.dp_owner.DPOwner; it is being
-    # replaced by a service that addresses the owner through a runtime. Remove this entry then
-    # (test_allowed_todo_entries_are_still_needed fails as soon as it is no longer needed).
-    ("protocols/dp_knn/service.py", "parties.dp_owner"),
-}
+ALLOWED_TODO: set[tuple[str, str]] = set()
 """Known violations, as (file, imported module or package), to be removed."""
 
 
