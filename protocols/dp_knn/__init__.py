@@ -20,8 +20,9 @@ knn
     k-NN classifiers: baseline (Algorithm 4) and converted (Algorithm 5).
 protocol
     Queries and answers as messages.
-driver, service
-    Asking through a runtime; serving concurrent analysts (asyncio, Ray async actor).
+driver
+    Asking through a runtime (the request/reply loop of :mod:`protocols.service`;
+    an owner with ``max_concurrency > 1`` serves analysts concurrently on Ray).
 """
 
 from protocols.dp_knn.cliques import METHODS, CliqueBounds, clique_bounds

@@ -1,8 +1,10 @@
-"""Concurrent analysts never spend more than the budget together (threads and asyncio)."""
+"""Concurrent analysts never spend more than the budget together (threads, and the runtime path).
+
+The Ray runtime (a threaded owner actor) is exercised in ``test_ray.py``.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from fractions import Fraction
 
@@ -12,11 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.errors import BudgetExhausted
+from core.transcript import Transcript
 from parties.analyst import Analyst
 from parties.dp_owner import DPOwner
+from protocols.dp_knn.driver import ask
 from protocols.dp_knn.protocol import Answer, Query
-from protocols.dp_knn.service import DPOwnerService
+from protocols.service import Refused
 from tests.dpknn.conftest import owner_kwargs
+from tests.dpknn.serving import rounds_of_requests, serve
 
 XQ = np.random.default_rng(7).random((60, 2))
 
@@ -82,42 +87,42 @@ def test_concurrent_spending_never_exceeds_the_budget(epsilons):
         assert e > 1 - spent or e > Fraction(1, 2) - owner.ledger.spent_exact(who)[0]
 
 
-async def test_asyncio_service_serves_eight_analysts_concurrently():
-    service = DPOwnerService(owner=owner_kwargs(epsilon=1.0), workers=4)
-    analysts = [Analyst(party_id=f"a{i}", owner="owner", run_id="run") for i in range(8)]
+def test_runtime_serves_eight_analysts_within_the_budget(tmp_path):
+    """The runtime path: 24 batches of ε 1/8 from 8 analysts, budget 1 → exactly 8 answered.
 
-    async def run(a, i):
-        outcomes = []
-        for j in range(3):
-            try:
-                reply = await service.submit(a.request(_query(0.125, i + j)))
-                outcomes.append(a.receive(reply).epsilon)
-            except BudgetExhausted:
-                outcomes.append(None)
-        return outcomes
+    In-process the owner (``max_concurrency=8``) still answers in the driver's order, so
+    the first round of requests is answered and the rest refused -- each refusal a recorded
+    ``"refused"`` message from the owner, the ledger untouched by it.
+    """
+    rt, names = serve("inprocess", epsilon=1.0, transcript_dir=tmp_path / "t")
+    try:
+        got = ask(rt, rounds_of_requests(names, 0.125, 3), refusals="return")
+        ledger = rt.state("owner", "ledger")
+        assert [isinstance(g, Refused) for g in got] == [False] * 8 + [True] * 16
+        assert [g.epsilon for g in got[:8]] == [0.125] * 8
+        assert ledger.spent_exact()[0] == Fraction(1) and len(ledger.entries) == 8
+        assert {(g.owner, g.analyst, g.request) for g in got[8:]} == {
+            ("owner", a, r) for a in names for r in (1, 2)}
+        assert all("exceed the owner's budget" in g.reason for g in got[8:])
+        with pytest.raises(BudgetExhausted, match="owner's budget"):  # the default: raise
+            ask(rt, [("a0", "owner", _query(0.01))], first_round=30)
+        assert len(rt.state("owner", "ledger").entries) == 8
+        assert rt.state("a0", "refused").keys() == {1, 2, 3}
+        totals = rt.close_transcript()
+    finally:
+        rt.shutdown()
+    kinds = Transcript(tmp_path / "t").table().column("kind").to_pylist()
+    assert kinds.count("answer") == 8 and kinds.count("refused") == 17
+    assert sum(k.startswith(("rn:", "knn:")) for k in kinds) == 25
+    assert totals["messages"] == 50
 
-    results = await asyncio.gather(*(run(a, i) for i, a in enumerate(analysts)))
-    flat = [e for r in results for e in r]
-    assert flat.count(0.125) == 8 and flat.count(None) == 16
-    assert (await service.spent()).epsilon == 1.0
-    assert await service.peak_concurrency() >= 2  # requests really overlapped
-    table = await service.transcript()
-    kinds = table.column("kind").to_pylist()
-    assert kinds.count("answer") == 8 and kinds.count("refused") == 16
-    assert sum(k.startswith(("rn:", "knn:")) for k in kinds) == 24
-    totals = await service.close()
-    assert totals["messages"] == 48
 
-
-def test_service_rejects_nothing_it_can_pay_for():
-    service = DPOwnerService(owner=owner_kwargs(epsilon=1.0))
-    alice = Analyst(party_id="alice", owner="owner", run_id="run")
-
-    async def go():
-        return await asyncio.gather(*(service.submit(alice.request(_query(0.25, i)))
-                                      for i in range(4)))
-
-    replies = asyncio.run(go())
-    assert sorted(Answer.from_message(r).request for r in replies) == [0, 1, 2, 3]
-    with pytest.raises(BudgetExhausted):
-        asyncio.run(service.submit(alice.request(_query(0.01))))
+def test_runtime_rejects_nothing_it_can_pay_for():
+    rt, _ = serve("inprocess", analysts=1, epsilon=1.0)
+    try:
+        answers = ask(rt, [("a0", "owner", _query(0.25, i)) for i in range(4)])
+        assert sorted(a.request for a in answers) == [0, 1, 2, 3]
+        with pytest.raises(BudgetExhausted):
+            ask(rt, [("a0", "owner", _query(0.01))], first_round=10)
+    finally:
+        rt.shutdown()

@@ -1,17 +1,22 @@
-"""On Ray: the async owner actor serves concurrent analysts; the driver matches in-process."""
+"""On Ray: a threaded owner actor serves concurrent analysts; runs match in-process."""
 
 from __future__ import annotations
+
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
 from core.errors import BudgetExhausted
 from core.runtime import RunContext, make_runtime
+from core.runtime.concurrency import SEQ_STRIDE
 from core.transcript import Transcript
 from parties.specs import analyst_spec, dp_owner_spec
 from protocols.dp_knn.driver import ask
 from protocols.dp_knn.protocol import Query
+from protocols.service import Refused
 from tests.dpknn.conftest import owner_kwargs
+from tests.dpknn.serving import query, rounds_of_requests, serve
 
 pytestmark = pytest.mark.ray
 
@@ -24,31 +29,80 @@ def _query(eps, j):
     return Query(task="rn", algorithm="proposed", x=XQ, radius=0.1, epsilon=eps)
 
 
-def test_async_owner_actor_serves_eight_concurrent_analysts(ray_local):
-    """24 batches from 8 analysts are in flight at once; exactly the 10 that fit are answered."""
-    from parties.analyst import Analyst
-    from protocols.dp_knn.service import serve_on_ray
-
-    ray = ray_local
-    handle = serve_on_ray(owner_kwargs(epsilon=1.0), max_concurrency=8)
-    analysts = [Analyst(party_id=f"analyst-{i}", owner="owner", run_id="run") for i in range(8)]
+def _answers(kind, requests, transcript_dir=None, **serving):
+    rt, names = serve(kind, transcript_dir=transcript_dir, **serving)
     try:
-        refs = [handle.submit.remote(a.request(_query(0.1, j))) for j in range(3)
-                for a in analysts]
-        answered, refused = 0, 0
-        for ref in refs:
-            try:
-                ray.get(ref)
-                answered += 1
-            except BudgetExhausted:
-                refused += 1
-        assert (answered, refused) == (10, 14)
-        assert ray.get(handle.spent.remote()).epsilon == pytest.approx(1.0)
-        assert len(ray.get(handle.entries.remote())) == 10
-        assert ray.get(handle.peak_concurrency.remote()) >= 2
-        assert ray.get(handle.close.remote())["messages"] == 48
+        got = ask(rt, requests(names), refusals="return")
+        ledger = rt.state("owner", "ledger")
+        peak = rt.state("owner", "peak_concurrency")
+        totals = rt.close_transcript()
     finally:
-        ray.kill(handle)
+        rt.shutdown()
+    return got, ledger, peak, totals
+
+
+def _same(a, b):
+    assert (a.request, a.epsilon) == (b.request, b.epsilon)
+    np.testing.assert_array_equal(a.labels, b.labels)
+    np.testing.assert_array_equal(a.radius, b.radius)
+
+
+def test_threaded_owner_actor_serves_eight_concurrent_analysts(ray_local, tmp_path):
+    """24 batches from 8 analysts are in flight at once; exactly the 10 that fit are answered.
+
+    Which 10 depends on the arrival order, but every answer equals the in-process
+    (sequential) answer to the same (analyst, request id), and every refusal is a
+    recorded ``"refused"`` message that left the ledger untouched.
+    """
+    def requests(names):
+        return rounds_of_requests(names, 0.1, 3)
+
+    got, ledger, peak, totals = _answers("ray", requests, tmp_path / "t", epsilon=1.0)
+    answered = [g for g in got if not isinstance(g, Refused)]
+    assert (len(answered), len(got) - len(answered)) == (10, 14)
+    assert ledger.spent_exact()[0] == Fraction(1) and len(ledger.entries) == 10
+    assert peak >= 2  # answers really overlapped
+    assert totals["messages"] == 48
+    kinds = Transcript(tmp_path / "t").table().column("kind").to_pylist()
+    assert kinds.count("answer") == 10 and kinds.count("refused") == 14
+    # the sequential reference, with budget for everything
+    reference, _, ref_peak, _ = _answers("inprocess", requests, epsilon=10.0)
+    assert ref_peak == 1
+    for g, ref in zip(got, reference, strict=True):
+        if not isinstance(g, Refused):
+            _same(g, ref)
+
+
+def test_concurrent_owner_gives_the_in_process_answers_and_transcript(ray_local, tmp_path):
+    """With budget for every request: same answers, same canonical transcript, same sequence
+    numbers (from the driver's call order), whatever the interleaving on Ray."""
+    def requests(names):
+        return rounds_of_requests(names, 0.25, 3)
+
+    local, _, _, _ = _answers("inprocess", requests, tmp_path / "local", epsilon=10.0)
+    remote, ledger, peak, _ = _answers("ray", requests, tmp_path / "ray", epsilon=10.0)
+    sequential, _, _, _ = _answers("inprocess", requests, epsilon=10.0, max_concurrency=1)
+    for a, b, c in zip(local, remote, sequential, strict=True):
+        _same(a, b)
+        _same(a, c)
+    assert peak >= 2 and len(ledger.entries) == 24
+    rows_local = Transcript(tmp_path / "local").canonical_rows()
+    assert rows_local == Transcript(tmp_path / "ray").canonical_rows() and len(rows_local) == 48
+    owner_seqs = sorted(m.seq for m in Transcript(tmp_path / "ray").messages()
+                        if m.sender == "owner" and m.receiver == "a3")
+    assert owner_seqs == [3 * SEQ_STRIDE, 11 * SEQ_STRIDE, 19 * SEQ_STRIDE]  # tickets 3, 11, 19
+
+
+def test_concurrent_owner_rejects_nothing_it_can_pay_for(ray_local):
+    rt, _ = serve("ray", analysts=1, epsilon=1.0, max_concurrency=4)
+    try:
+        answers = ask(rt, [("a0", "owner", query(0.25, i)) for i in range(4)])
+        assert sorted(a.request for a in answers) == [0, 1, 2, 3]
+        with pytest.raises(BudgetExhausted):
+            ask(rt, [("a0", "owner", query(0.01))], first_round=10)
+        assert len(rt.state("owner", "ledger").entries) == 4
+    finally:
+        rt.shutdown()
 
 
 def _run(kind, transcript_dir):

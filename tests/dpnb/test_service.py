@@ -10,18 +10,22 @@ import pytest
 from core.errors import BudgetExhausted, ConfigError, ProtocolError
 from core.rng import SeedPolicy
 from core.runtime import RunContext, make_runtime
+from core.transcript import SCHEMA as TRANSCRIPT_SCHEMA
+from core.transcript import Transcript
 from parties.nb_owner import NBOwner, NBRequester
 from parties.specs import nb_owner_spec, nb_requester_spec
 from protocols.dp_nb.driver import ask
 from protocols.dp_nb.protocol import ModelRequest
 from protocols.dp_nb.schema import FeatureSchema
 from protocols.dp_nb.training import NBConfig, train
+from protocols.service import Refused
 
 RNG = np.random.default_rng(0)
 Y = RNG.integers(0, 2, 400)
 X = np.column_stack([np.clip(RNG.normal(3 + 3 * Y, 1.0), 0, 10), (Y + RNG.integers(0, 2, 400)) % 3])
 SCHEMA = dict(bounds=([0.0], [10.0]), categories={1: [0, 1, 2]})
 CLASSES = ["no", "yes"]
+SCHEMA_COLUMNS = [f.name for f in TRANSCRIPT_SCHEMA]
 LABELS = np.asarray(CLASSES)[Y]
 
 
@@ -120,36 +124,47 @@ def test_bad_requests_are_rejected():
         ModelRequest.from_message(dataclasses.replace(msg, kind="model"))
 
 
-def _run(kind, ray=None):
+def _run(kind, max_concurrency=1):
     rt = make_runtime(kind)
     schema = FeatureSchema.build(2, **SCHEMA)
-    specs = [nb_owner_spec(party_id="owner", X=X, y=LABELS, classes=CLASSES, epsilon=2.0,
-                           run_id="r", seed=5, **SCHEMA)]
+    owner = nb_owner_spec(party_id="owner", X=X, y=LABELS, classes=CLASSES, epsilon=2.0,
+                          run_id="r", seed=5, **SCHEMA)
+    specs = [dataclasses.replace(owner, max_concurrency=max_concurrency)]
     specs += [nb_requester_spec(party_id=a, owner="owner", run_id="r", classes=CLASSES,
                                 schema=schema, index=i + 1) for i, a in enumerate(("a", "b"))]
     try:
-        rt.start(specs, RunContext(run_id="r"))
+        rt.start(specs, RunContext(run_id="r", secure_channels=True))
         models = ask(rt, [("a", "owner", ModelRequest(epsilon=0.5)),
                           ("b", "owner", ModelRequest(epsilon=1.0, method="vaidya")),
                           ("a", "owner", ModelRequest(epsilon=0.5, neighbours="replace"))])
         remaining = rt.state("owner", "remaining_budget").epsilon
-        with pytest.raises(BudgetExhausted):
+        with pytest.raises(BudgetExhausted, match="owner's budget"):
             ask(rt, [("b", "owner", ModelRequest(epsilon=0.1))], first_round=9)
+        (refused,) = ask(rt, [("a", "owner", ModelRequest(epsilon=0.2))], first_round=10,
+                         refusals="return")
+        assert isinstance(refused, Refused) and (refused.analyst, refused.request) == ("a", 2)
+        assert rt.state("owner", "ledger_entries") == 3  # refusals charge nothing
+        rt.close_transcript()
+        rows = Transcript(rt.transcript_table()).canonical_rows()
     finally:
         rt.shutdown()
-    return models, remaining
+    return models, remaining, rows
 
 
 def test_driver_in_process():
-    models, remaining = _run("inprocess")
+    models, remaining, rows = _run("inprocess")
     assert [m.epsilon for m in models] == [0.5, 1.0, 0.5] and remaining == 0.0
+    kinds = [r[SCHEMA_COLUMNS.index("kind")] for r in rows]
+    assert kinds.count("refused") == 2 and len(kinds) == 10  # refusals are messages too
 
 
 @pytest.mark.ray
 def test_ray_runtime_releases_the_same_models(ray_local):
-    local, _ = _run("inprocess")
-    remote, remaining = _run("ray")
-    assert remaining == 0.0
-    for a, b in zip(local, remote, strict=True):
-        assert np.array_equal(a.params.theta, b.params.theta)
-        assert np.array_equal(a.params.class_count, b.params.class_count)
+    local, _, _ = _run("inprocess")
+    for max_concurrency in (1, 3):  # a threaded owner actor gives the same run
+        _, _, rows_local = _run("inprocess", max_concurrency)
+        remote, remaining, rows = _run("ray", max_concurrency)
+        assert remaining == 0.0 and rows == rows_local
+        for a, b in zip(local, remote, strict=True):
+            assert np.array_equal(a.params.theta, b.params.theta)
+            assert np.array_equal(a.params.class_count, b.params.class_count)
