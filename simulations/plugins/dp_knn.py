@@ -1,0 +1,321 @@
+"""``dp-knn``: a central DP owner answers analysts' ε-DP r-N / k-NN queries (Gursoy et al.).
+
+Scenario table::
+
+    [protocol]
+    name = "dp-knn"
+    task = "rn"                  # or "knn"
+    algorithm = "proposed"       # rn: proposed, baseline-laplace, baseline-exponential;
+                                 # knn: interactive (default), noninteractive, baseline
+    epsilon = 0.5                # ε of each request batch
+    budget = 4.0                 # the owner's total ε (default: what every request costs)
+    analyst_budget = 1.0         # optional cap per analyst
+    radius = 0.1                 # rn: the PUBLIC radius of every test instance
+    k = 5                        # knn: neighbours
+    batches = 1                  # requests per analyst
+
+Parties: one ``dp-owner`` holding the union of the training rows (whatever
+``[parties].n`` is) with a privacy ledger, serving ``[parties].analysts``
+analysts concurrently (``max_concurrency`` = analysts; on Ray a threaded
+actor). The query rows are split among the analysts in contiguous blocks;
+each analyst sends its block as ``batches`` requests of ε ``epsilon`` each.
+A request the ledger cannot pay for is refused (a recorded ``"refused"``
+message): its rows get no prediction (-1) and the run goes on. Privacy is
+read from the owner's ledger: ε-DP under add/remove-one-record
+neighbours, owner-wide and per analyst. Baseline: scikit-learn's
+``RadiusNeighborsClassifier`` (same radius, empty regions → the first
+class, as the protocol without noise) or ``KNeighborsClassifier`` (same k)
+on the union, on one BLAS thread.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field, ValidationInfo, field_validator
+
+from core.dp.ledger import exact
+from core.errors import ConfigError
+from core.runtime import PartySpec
+from core.transcript import Transcript
+from parties.analyst import Analyst
+from parties.dp_owner import DPOwner
+from parties.specs import analyst_spec, dp_owner_spec
+from protocols.dp_knn.driver import DPKNNRun, DPKNNSetup, drive, request_blocks
+from protocols.dp_knn.knn import KNN_ALGORITHMS
+from protocols.dp_knn.rn import DEFAULT_CLIQUE_TIME_S, RN_ALGORITHMS
+from simulations.knn import sklearn_knn
+from simulations.prepare import PreparedData
+from simulations.registry import (
+    Baseline,
+    Measured,
+    Plan,
+    ProtocolConfig,
+    ProtocolPlugin,
+    Role,
+    register,
+)
+from simulations.scenario import Scenario
+
+NAME = "dp-knn"
+OWNER = "dp-owner"
+ALGORITHMS = {"rn": RN_ALGORITHMS, "knn": KNN_ALGORITHMS}
+DEFAULT_ALGORITHM = {"rn": "proposed", "knn": "interactive"}
+GUARANTEE = "ε-DP, add/remove one training record (central owner's ledger)"
+
+
+def analyst_names(n: int) -> tuple[str, ...]:
+    """``analyst-0``, ``analyst-1``, ..."""
+    return tuple(f"analyst-{i}" for i in range(n))
+
+
+class DPKNNConfig(ProtocolConfig):
+    """``[protocol]`` of ``dp-knn``.
+
+    ``radius`` is used by ``task = "rn"``; ``k``, ``weight``, ``candidates``,
+    ``gamma`` by ``task = "knn"`` (the last three by the converted
+    classifiers only); a task ignores the others, so one table can be swept
+    over tasks.
+    """
+
+    name: Literal["dp-knn"] = "dp-knn"
+    task: Literal["rn", "knn"] = "rn"
+    algorithm: str | None = Field(None, validate_default=True)
+    epsilon: float = Field(0.5, gt=0, allow_inf_nan=False, strict=True)
+    budget: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
+    analyst_budget: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
+    delta: float = Field(0.0, ge=0, lt=1, allow_inf_nan=False, strict=True)
+    radius: float = Field(0.1, gt=0, allow_inf_nan=False, strict=True)
+    k: int = Field(5, ge=1, strict=True)
+    batches: int = Field(1, ge=1, strict=True)
+    weight: float = Field(0.5, gt=0, lt=1, allow_inf_nan=False, strict=True)
+    candidates: int = Field(10, ge=1, strict=True)
+    gamma: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
+    clique_time_limit_s: float = Field(DEFAULT_CLIQUE_TIME_S, gt=0, allow_inf_nan=False,
+                                       strict=True)
+    count_share: float = Field(0.05, gt=0, lt=1, allow_inf_nan=False, strict=True)
+
+    @field_validator("algorithm")
+    @classmethod
+    def _algorithm(cls, v: Any, info: ValidationInfo) -> str:
+        task = info.data.get("task")
+        if task is None:  # the task itself was refused; its error says why
+            return str(v)
+        if v is None:
+            return DEFAULT_ALGORITHM[task]
+        if not isinstance(v, str) or v not in ALGORITHMS[task]:
+            raise ValueError(f"not a {task!r} algorithm; allowed: {list(ALGORITHMS[task])}")
+        return v
+
+
+def _refuse(key: str, value: Any, why: str, source: str | None = None) -> ConfigError:
+    head = f"invalid scenario {source}:\n  " if source else ""
+    return ConfigError(f"{head}protocol.{key} = {value!r}: {why}")
+
+
+def total_cost(config: DPKNNConfig, analysts: int) -> Fraction:
+    """ε of every request of the scenario, exactly (as the ledger adds it)."""
+    return analysts * config.batches * exact(config.epsilon)
+
+
+def owner_budget(config: DPKNNConfig, analysts: int) -> float:
+    """``budget``, or by default the float that pays every request exactly."""
+    if config.budget is not None:
+        return config.budget
+    need = total_cost(config, analysts)
+    b = float(need)
+    return b if exact(b) >= need else math.nextafter(b, math.inf)
+
+
+def baseline_rn(X: np.ndarray, y: np.ndarray, queries: np.ndarray, *, radius: float,
+                outlier: int) -> np.ndarray:
+    """scikit-learn's non-private r-N classifier (empty region: ``outlier``), one BLAS thread."""
+    from sklearn.neighbors import RadiusNeighborsClassifier
+    from threadpoolctl import threadpool_limits
+
+    rnc = RadiusNeighborsClassifier(radius=radius, algorithm="brute", outlier_label=outlier)
+    rnc.fit(X, y)
+    with threadpool_limits(limits=1):
+        return np.asarray(rnc.predict(queries))
+
+
+def region_counts(X: np.ndarray, queries: np.ndarray, radius: float) -> np.ndarray:
+    """Training rows within ``radius`` of each query (simulation side, for the measures)."""
+    from scipy.spatial import cKDTree
+
+    return np.asarray(cKDTree(X).query_ball_point(queries, radius, return_length=True))
+
+
+@register
+class DPKNN(ProtocolPlugin):
+    """Analysts ask a central DP owner for ε-DP r-N / k-NN labels, under its ledger."""
+
+    name = NAME
+    title = ("Differentially private r-N and k-NN classification by a central owner (Gursoy, "
+             "Inan, Nergiz & Saygin)")
+    config_model = DPKNNConfig
+    roles = (
+        Role("owner", DPOwner, "1",
+             "holds the union of the training rows and the privacy ledger; serves the "
+             "analysts concurrently"),
+        Role("analyst", Analyst, "[parties].analysts",
+             "holds a contiguous block of the query rows; sends it as request batches"),
+    )
+    metrics = ("task", "algorithm", "epsilon_per_request", "epsilon_budget", "epsilon_spent",
+               "requests", "refused_requests", "answered_fraction", "accuracy_answered",
+               "batches", "radius", "k", "mean_sensitivity", "clique_upper_bounds",
+               "empty_regions")
+    guarantee = GUARANTEE
+    adversaries = ()
+    driver = staticmethod(drive)
+
+    def check_scenario(self, config: ProtocolConfig, scenario: Scenario, *, source: str
+                       ) -> None:
+        """Budgets below one request's cost (no request could ever be answered)."""
+        assert isinstance(config, DPKNNConfig)
+        for key in ("budget", "analyst_budget"):
+            cap = getattr(config, key)
+            if cap is not None and exact(cap) < exact(config.epsilon):
+                who = "the owner's" if key == "budget" else "each analyst's"
+                raise _refuse(key, cap, f"{who} cap is below the cost of one request "
+                              f"(protocol.epsilon = {config.epsilon!r}), so every request "
+                              f"would be refused; allowed: >= {config.epsilon!r}", source)
+
+    def plan(self, config: ProtocolConfig, data: PreparedData) -> Plan:
+        """The DP owner (union of the training rows) and the analysts (query blocks)."""
+        assert isinstance(config, DPKNNConfig)
+        s = data.scenario
+        n_analysts, n_queries, n_train = s.parties.analysts, len(data.queries), len(data.train_y)
+        if n_analysts > n_queries:
+            raise ConfigError(f"parties.analysts = {n_analysts}: more analysts than the "
+                              f"{n_queries} query rows; allowed: <= {n_queries}")
+        try:
+            blocks = request_blocks(n_queries, n_analysts, config.batches)
+        except ConfigError as exc:
+            raise _refuse("batches", config.batches, f"{exc}; allowed: <= "
+                          f"{n_queries // n_analysts}") from None
+        if config.task == "knn" and config.k > n_train:
+            raise _refuse("k", config.k, f"larger than the {n_train} training rows the DP "
+                          f"owner holds; allowed: <= {n_train}")
+        analysts = analyst_names(n_analysts)
+        budget = owner_budget(config, n_analysts)
+        owner = dp_owner_spec(
+            party_id=OWNER, X=data.train_X, y=data.train_y, classes=list(range(data.n_classes)),
+            lower=data.bounds.lower, upper=data.bounds.upper, epsilon=budget,
+            delta=config.delta, analyst_epsilon=config.analyst_budget, run_id=data.run_id,
+            index=0, seed=s.run.seed, mode=s.run.mode,
+            clique_time_limit_s=config.clique_time_limit_s, count_share=config.count_share)
+        # one call per analyst at a time: serving all of them concurrently needs no more
+        owner = PartySpec(owner.party_id, owner.factory, owner.kwargs,
+                          max_concurrency=n_analysts)
+        specs = (owner, *(analyst_spec(party_id=a, owner=OWNER, run_id=data.run_id, index=i + 1)
+                          for i, a in enumerate(analysts)))
+        setup = DPKNNSetup(task=config.task, algorithm=str(config.algorithm),
+                           epsilon=config.epsilon, batches=config.batches,
+                           radius=config.radius if config.task == "rn" else None,
+                           k=config.k if config.task == "knn" else None, weight=config.weight,
+                           candidates=config.candidates, gamma=config.gamma)
+        public = {
+            "run_id": data.run_id, "owner": OWNER, "analysts": list(analysts),
+            "task": config.task, "algorithm": config.algorithm,
+            "epsilon_per_request": config.epsilon, "epsilon_budget": budget,
+            "analyst_budget": config.analyst_budget,
+            "radius": setup.radius, "k": setup.k, "batches": config.batches,
+            "requests": [[analysts[b.analyst], b.batch, b.start, b.stop] for b in blocks],
+            "n_queries": n_queries, "training_rows": n_train,
+            "bounds": {"lower": data.bounds.lower.tolist(), "upper": data.bounds.upper.tolist()},
+            "classes": [str(c) for c in data.dataset.classes],
+        }
+        return Plan(specs=specs, roles={"owner": (OWNER,), "analyst": analysts}, config=setup,
+                    queries=data.queries, query_labels=data.query_labels, public=public)
+
+    def baseline(self, config: ProtocolConfig, data: PreparedData) -> Baseline:
+        """scikit-learn's non-private counterpart on the union (one BLAS thread)."""
+        assert isinstance(config, DPKNNConfig)
+        if config.task == "rn":
+            return Baseline(f"r-N radius {config.radius:g}, empty → class 0 (non-private)",
+                            baseline_rn(data.train_X, data.train_y, data.queries,
+                                        radius=config.radius, outlier=0))
+        return Baseline(f"kNN k={config.k} (union, non-private)",
+                        sklearn_knn(data.train_X, data.train_y, data.queries, k=config.k))
+
+    def measure(self, config: ProtocolConfig, data: PreparedData, plan: Plan,
+                result: Any, baseline: Baseline, transcript: Transcript | None) -> Measured:
+        """The ledger's figures, refusals, noise sensitivities and per-analyst accuracy."""
+        assert isinstance(config, DPKNNConfig)
+        detail: DPKNNRun = result.detail
+        pred, labels = result.predictions, data.query_labels
+        answered = result.answered
+        sens = np.asarray(result.per_query["sensitivity"], dtype=np.float64)
+        methods = np.asarray(result.per_query["clique_method"], dtype=object)
+        upper = np.array([str(m).startswith("bound:") for m in methods])
+        metrics: dict[str, Any] = {
+            "task": config.task, "algorithm": config.algorithm,
+            "epsilon_per_request": config.epsilon, "batches": config.batches,
+            "radius": config.radius if config.task == "rn" else None,
+            "k": config.k if config.task == "knn" else None,
+            "analyst_budget": config.analyst_budget, "delta_budget": config.delta,
+            "answered_fraction": float(np.mean(answered)),
+            "accuracy_answered": (float(np.mean(pred[answered] == labels[answered]))
+                                  if answered.any() else None),
+            "mean_sensitivity": (float(np.nanmean(sens[answered])) if answered.any()
+                                 else None),
+            "clique_upper_bounds": int(upper.sum()),
+            "empty_regions": None,
+        }
+        if config.task == "rn":
+            metrics["empty_regions"] = int(np.sum(region_counts(data.train_X, data.queries,
+                                                                config.radius) == 0))
+        per_party: dict[str, dict[str, Any]] = {}
+        analysts = plan.roles["analyst"]
+        for i, a in enumerate(analysts):
+            rows = np.flatnonzero(np.asarray(result.per_query["analyst"]) == i)
+            per_party[a] = {"queries": int(len(rows)),
+                            "accuracy": float(np.mean(pred[rows] == labels[rows]))}
+        per_party[OWNER] = {"epsilon_budget": detail.ledger.budget.epsilon,
+                            "ledger_entries": len(detail.ledger.entries)}
+        return Measured(metrics=metrics, per_party=per_party)
+
+    def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """ε spent against the budget; requests answered and refused."""
+        lines = [(f"{summary['task']}:{summary['algorithm']} ε per request",
+                  f"{summary['epsilon_per_request']:g}"),
+                 ("ε spent / owner's budget (ledger)",
+                  f"{summary['epsilon_spent']:g} / {summary['epsilon_budget']:g}"),
+                 ("requests answered / refused",
+                  f"{summary['answered_requests']} / {summary['refused_requests']}")]
+        if summary.get("mean_sensitivity") is not None:
+            lines.append(("mean count sensitivity (noise scale × ε)",
+                          f"{summary['mean_sensitivity']:.2f}"))
+        return lines
+
+    def plot(self, ax: Any, outcome: Any) -> bool:
+        """ε spent per analyst (ledger), refused requests marked, the owner's total."""
+        r = outcome.result
+        analysts = list(outcome.plan.roles["analyst"])
+        spent = [r.privacy.per_party[a][0] for a in analysts]
+        refused = [r.per_party[a]["refused_requests"] for a in analysts]
+        x = np.arange(len(analysts))
+        bars = ax.bar(x, spent, color=["tab:red" if n else "tab:blue" for n in refused])
+        if len(analysts) <= 40:
+            ax.bar_label(bars, labels=[str(n) if n else "" for n in refused], fontsize=8)
+            ax.set_xticks(x, analysts, rotation=60, fontsize=7)
+        cap = outcome.config.analyst_budget
+        if cap is not None:
+            ax.axhline(cap, color="tab:gray", ls="--", label=f"analyst cap ε {cap:g}")
+            ax.legend(fontsize=8)
+        ax.set_ylabel("ε spent (owner's ledger)")
+        ax.set_title(f"{r.metrics['epsilon_spent']:g} of ε {r.metrics['epsilon_budget']:g} "
+                     f"spent; {r.metrics['refused_requests']} of {r.metrics['requests']} "
+                     "requests refused\n(red: the analyst's count of refused requests)",
+                     fontsize=10)
+        ax.set_ylim(0, 1.15 * max([*spent, cap or 0.0, 1e-9]))
+        return True
+
+
+__all__ = ["NAME", "OWNER", "DPKNN", "DPKNNConfig", "analyst_names", "baseline_rn",
+           "owner_budget", "total_cost"]
