@@ -370,7 +370,7 @@ def report_from_tables(output: Path, *, quick: bool, runtime: str, report: Path,
     tables = {key: Table.read_csv(Path(output) / f"{name}.csv")
               for key, name in TABLES.items()}
     return write_report(tables, QUICK if quick else FULL, output=Path(output), report=report,
-                        quick=quick, timings=timings, runtime=runtime)
+                        quick=quick, timings=timings, runtime=runtime, seed=SEED)
 
 
 def run(output: Path, *, quick: bool, runtime: str, report: Path, log=None) -> Path:
@@ -387,7 +387,7 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path, log=None) -> P
     for table in tables.values():  # (also written as each experiment ends)
         table.write_csv(output / f"{table.name}.csv")
     return write_report(tables, settings, output=output, report=Path(report), quick=quick,
-                        timings=xp.timings | {"total": total}, runtime=runtime)
+                        timings=xp.timings | {"total": total}, runtime=runtime, seed=SEED)
 
 
 __all__ = ["FULL", "QUICK", "Settings", "Xiong", "report_from_tables", "run"]

@@ -33,7 +33,6 @@ from simulations.reporting import (
     write,
 )
 from simulations.reporting.formatting import number
-from simulations.reproduce.xiong import SEED, Settings
 
 PAPER = ("Xiong, Chitti & Liu, *Privacy-preserving kNN classification over multiple private "
          "databases*")
@@ -230,7 +229,7 @@ def _fig5(large: Table) -> Section:
                    tables=(Table.from_rows("fig5", rows),), claims=(claim,))
 
 
-def _fig6(disc: Table, s: Settings) -> Section:
+def _fig6(disc: Table, s: Any) -> Section:
     rows = [{"n": r["n"], "k": r["k"], "adversary": r["adversary"],
              "disclosure [95% CI]": _ci(r["mean_probability"], r["ci_low"], r["ci_high"]),
              "precision": r["precision"], "exact": r["exact_attribution"]} for r in disc.rows]
@@ -283,7 +282,7 @@ def _fig6(disc: Table, s: Settings) -> Section:
                    claims=tuple(claims))
 
 
-def _bound(bound: Table, s: Settings) -> Section:
+def _bound(bound: Table, s: Any) -> Section:
     rows = [{"r": r["rounds"], "k": r["k"],
              "measured [95% CI]": _ci(r["measured"], r["ci_low"], r["ci_high"]),
              "bound": r["bound"], "bound holds": r["holds"]} for r in bound.rows]
@@ -301,7 +300,7 @@ def _bound(bound: Table, s: Settings) -> Section:
         figures=(BOUND,), tables=(Table.from_rows("bound", rows),), claims=(claim,))
 
 
-def _collusion(coll: Table, s: Settings) -> Section:
+def _collusion(coll: Table, s: Any) -> Section:
     text = [
         "For each target node, a coalition of c other nodes pools its views: *neighbours* = "
         "successor (c=1), plus predecessor (c=2), plus the successor's successor (c=3); "
@@ -353,15 +352,18 @@ def _run_time(timings: dict[str, float]) -> Section:
     return Section(heading="Run time", tables=(Table.from_rows("run_time", rows),))
 
 
-def build_report(tables: dict[str, Table], settings: Settings, *, quick: bool,
-                 timings: dict[str, float], runtime: str) -> Report:
-    """The report of one run, from its tables (see the module docstring)."""
+def build_report(tables: dict[str, Table], settings: Any, *, quick: bool,
+                 timings: dict[str, float], runtime: str, seed: int) -> Report:
+    """The report of one run, from its tables (see the module docstring).
+
+    ``settings`` is the run's :class:`simulations.reproduce.xiong.Settings`.
+    """
     s = settings
     acc = tables["accuracy"]
     return Report(
         title=f"Reproduction: {PAPER}",
         run=Run(command="ppknn reproduce xiong" + (" --quick" if quick else ""),
-                runtime=runtime, quick=quick, seed=SEED, seconds=timings.get("total")),
+                runtime=runtime, quick=quick, seed=seed, seconds=timings.get("total")),
         intro=(
             f"Setting: {s.splits} random splits (2/3 training, 1/3 test) per point, training "
             f"rows partitioned IID over n = {s.n} owners (the paper does not state n for Figs. "
@@ -400,8 +402,8 @@ def build_report(tables: dict[str, Table], settings: Settings, *, quick: bool,
         figure_dir=FIGURE_DIR)
 
 
-def write_report(tables: dict[str, Table], settings: Settings, *, output: Path, report: Path,
-                 quick: bool, timings: dict[str, float], runtime: str) -> Path:
+def write_report(tables: dict[str, Table], settings: Any, *, output: Path, report: Path,
+                 quick: bool, timings: dict[str, float], runtime: str, seed: int) -> Path:
     """Plots into ``output``, copies them and the CSVs beside ``report``, writes the Markdown."""
     output, report = Path(output), Path(report)
     figdir = report.parent / FIGURE_DIR
@@ -412,8 +414,8 @@ def write_report(tables: dict[str, Table], settings: Settings, *, output: Path, 
         shutil.copy(png, figdir / figure.png)
     for table in tables.values():
         table.write_csv(figdir / f"{table.name}.csv")
-    return write(build_report(tables, settings, quick=quick, timings=timings, runtime=runtime),
-                 report)
+    return write(build_report(tables, settings, quick=quick, timings=timings, runtime=runtime,
+                              seed=seed), report)
 
 
 __all__ = ["build_report", "figures_and_tables", "write_report"]
