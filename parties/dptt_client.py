@@ -133,7 +133,9 @@ class DPTTClient:
         return ClientOutcome(slots=slots, ids=ids, points=np.asarray(release.payload["points"]),
                              found=np.asarray(release.payload["found"], dtype=np.int64),
                              released=counts_per_slot(slots, n_q),
-                             seen=counts_per_slot(seen_slots, n_q), decisions=self._decisions)
+                             seen=counts_per_slot(seen_slots, n_q), decisions=self._decisions,
+                             labels=(np.asarray(release.payload["labels"], dtype=np.int64)
+                                     if "labels" in release.payload else None))
 
     def _message(self, kind: str, payload: dict[str, np.ndarray]) -> Message:
         return Message(self.run_id, PROTOCOL, self._round, -1, self.party_id, self.server, kind,

@@ -5,7 +5,8 @@ batch and, per level, one bit per pending decision -- and sends the node
 values each decision needs (CMP: the node; DIS: its two children) and, at
 the end, the released points. Its privacy is not protected (thesis §5.2),
 so it also sends the data indices of the points it reveals, which lets the
-client count how much of the data it has seen.
+client count how much of the data it has seen, and -- when built with
+``labels`` -- the released points' labels (for classification).
 
 Rounds: ``open`` (client → server, round 0), then for r = 1..R a ``nodes``
 message (server → client, round r) and a ``bits`` message (client →
@@ -40,15 +41,25 @@ class DPTTServer:
         The server's data ``(N, k)``; the tree is built here (O(N log N)).
     tree:
         Alternatively a tree built beforehand (shared between runs in one process).
+    labels:
+        Optional ``(N,)`` class labels of the points; when given, the release
+        carries the released points' labels too (classification).
     """
 
     def __init__(self, *, party_id: PartyId = "server", client: PartyId = "client",
                  run_id: str, index: int = 1, points: np.ndarray | None = None,
-                 tree: ModifiedKDTree | None = None) -> None:
+                 tree: ModifiedKDTree | None = None, labels: np.ndarray | None = None) -> None:
         if (points is None) == (tree is None):
             raise ConfigError("give the server either points or a prebuilt tree, not both")
         self.party_id, self.client, self.run_id, self.index = party_id, client, run_id, index
         self.tree = tree if tree is not None else ModifiedKDTree.build(points)
+        self.labels: np.ndarray | None = None
+        if labels is not None:
+            lab = np.asarray(labels)
+            if lab.shape != (self.tree.n_points,) or lab.dtype.kind not in "iu":
+                raise ConfigError(f"labels must be {self.tree.n_points} integer class labels "
+                                  f"(one per point), got shape {lab.shape} of {lab.dtype}")
+            self.labels = lab.astype(np.int64)
         self._neighbours: NeighbourIndex | None = None
         self.setup: DPTTSetup | None = None
         self.walk: ServerTraversal | None = None
@@ -120,6 +131,8 @@ class DPTTServer:
         out = self.walk.release(self._neighbours)
         payload = {"slot": out.slots.astype(np.int32), "ids": out.ids,
                    "points": self.tree.points[out.ids], "found": out.found.astype(np.int32)}
+        if self.labels is not None:
+            payload["labels"] = self.labels[out.ids]
         return self._message("release", payload)
 
     def _message(self, kind: str, payload: dict[str, np.ndarray]) -> Message:

@@ -70,14 +70,20 @@ from protocols.dptt.tree import ModifiedKDTree
 # --------------------------------------------------------------------------- DP-TT
 def dptt_specs(*, run_id: str, points: Any = None, tree: ModifiedKDTree | None = None,
                seed: int = 0, mode: str = "reproducible", budget: float | None = None,
+               budget_delta: float = 0.0, labels: Any = None,
                client: PartyId = "client", server: PartyId = "server") -> list[PartySpec]:
-    """Party specs for one DP-TT client (index 0) and one server (index 1)."""
+    """Party specs for one DP-TT client (index 0) and one server (index 1).
+
+    ``budget``/``budget_delta``: the client's per-user ledger cap (``None``: no
+    ledger); ``labels``: the points' class labels, released with them.
+    """
     return [
         PartySpec(client, DPTTClient, {"party_id": client, "server": server, "run_id": run_id,
                                        "index": 0, "seed": seed, "mode": mode,
-                                       "budget": budget}),
+                                       "budget": budget, "budget_delta": budget_delta}),
         PartySpec(server, DPTTServer, {"party_id": server, "client": client, "run_id": run_id,
-                                       "index": 1, "points": points, "tree": tree}),
+                                       "index": 1, "points": points, "tree": tree,
+                                       "labels": labels}),
     ]
 
 

@@ -93,6 +93,9 @@ class ClientOutcome:
         values during the traversal and the released points).
     decisions:
         Exponential mechanisms drawn (all queries, all levels).
+    labels:
+        The released points' class labels, aligned with ``ids`` (``None`` when
+        the server holds no labels).
     """
 
     slots: np.ndarray
@@ -102,6 +105,7 @@ class ClientOutcome:
     released: np.ndarray
     seen: np.ndarray
     decisions: int
+    labels: np.ndarray | None = None
 
 
 __all__ = ["PROTOCOL", "ClientOutcome", "DPTTSetup", "ServerInfo"]

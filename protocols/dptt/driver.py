@@ -16,6 +16,13 @@ the transcript is exactly what it received: the batch size and the bits.
 
 The client and server classes are bound to their roles in
 :mod:`parties.specs` (``dptt_specs``), whose examples run this driver.
+
+:func:`drive` is the registry's driver (:class:`protocols.base.Driver`):
+one batch, then the client labels each query from what was released
+(:func:`predict_labels`). Deviation from the thesis, for classification:
+the server releases each released point's class label with the point
+(the thesis releases points only; the server's data is not protected
+either way, thesis §5.2).
 """
 
 from __future__ import annotations
@@ -29,8 +36,14 @@ import numpy as np
 from core.errors import ConfigError, ProtocolError
 from core.messages import PartyId
 from core.runtime.base import Progress, Runtime
+from protocols.base import NO_ANSWER, PrivacySpent, ProtocolResult, Roles
 from protocols.dptt.config import PROTOCOL, ClientOutcome, DPTTSetup, ServerInfo
 from protocols.dptt.variants import PrivacyAccount
+
+PREDICT_RULES = ("nearest", "majority")
+"""How the client labels a query from its released points (:func:`predict_labels`)."""
+GUARANTEE = ("local ε-DP per query (bounded-range composition over the worst-case tree "
+             "height)")
 
 
 @dataclass(frozen=True)
@@ -90,6 +103,150 @@ def run_dptt(runtime: Runtime, queries: Any, setup: DPTTSetup, *, client: PartyI
                       setup=setup, rounds=n_rounds, messages=2 * n_rounds + 2)
 
 
+@dataclass(frozen=True, kw_only=True)
+class DPTTRun:
+    """What the registry's driver runs: one batch's public set-up and the client's labelling.
+
+    Parameters
+    ----------
+    setup:
+        The public :class:`~protocols.dptt.config.DPTTSetup` (per-decision ε).
+    n_classes:
+        Number of classes of the labels the server releases.
+    predict:
+        ``"nearest"`` or ``"majority"`` (:func:`predict_labels`).
+    height:
+        The worst-case tree height the plan accounted for (``None``: not
+        checked); the driver refuses a server whose tree differs.
+    """
+
+    setup: DPTTSetup
+    n_classes: int
+    predict: str = "nearest"
+    height: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.setup, DPTTSetup):
+            raise ConfigError(f"setup must be a DPTTSetup, got {type(self.setup).__name__}")
+        if self.predict not in PREDICT_RULES:
+            raise ConfigError(f"predict must be one of {list(PREDICT_RULES)}, got "
+                              f"{self.predict!r}")
+        if isinstance(self.n_classes, bool) or not isinstance(self.n_classes, int) \
+                or self.n_classes < 1:
+            raise ConfigError(f"n_classes must be an integer >= 1, got {self.n_classes!r}")
+
+
+def predict_labels(queries: np.ndarray, outcome: ClientOutcome, n_classes: int,
+                   rule: str = "nearest") -> np.ndarray:
+    """The client's label for each query from its released points (local post-processing).
+
+    ``"nearest"``: the label of the released point nearest to the query
+    (1-NN over the release; equal distances: the smaller data index).
+    ``"majority"``: the most frequent label among the query's distinct
+    released points (a tie: the smaller class index). A query with nothing
+    released gets :data:`~protocols.base.NO_ANSWER` (no variant does that).
+
+    >>> out = ClientOutcome(slots=np.array([0, 0, 0, 1]), ids=np.array([4, 7, 9, 2]),
+    ...                     points=np.array([[0.0], [0.9], [1.0], [5.0]]), found=np.ones(2),
+    ...                     released=np.array([3, 1]), seen=np.array([3, 1]), decisions=0,
+    ...                     labels=np.array([1, 0, 0, 1]))
+    >>> q = np.array([[0.2], [4.0]])
+    >>> predict_labels(q, out, 2).tolist(), predict_labels(q, out, 2, "majority").tolist()
+    ([1, 1], [0, 1])
+    """
+    if outcome.labels is None:
+        raise ProtocolError(f"{PROTOCOL}: the server released no labels; build it with the "
+                            "points' labels to classify")
+    if rule not in PREDICT_RULES:
+        raise ConfigError(f"rule must be one of {list(PREDICT_RULES)}, got {rule!r}")
+    q = np.asarray(queries, dtype=np.float64).reshape(len(queries), -1)
+    slots = np.asarray(outcome.slots, dtype=np.int64)
+    labels = np.asarray(outcome.labels, dtype=np.int64)
+    preds = np.full(len(q), NO_ANSWER, dtype=np.int64)
+    if not len(slots):
+        return preds
+    if rule == "majority":
+        counts = np.zeros((len(q), n_classes), dtype=np.int64)
+        np.add.at(counts, (slots, labels), 1)
+        has = counts.sum(axis=1) > 0
+        preds[has] = np.argmax(counts[has], axis=1)
+        return preds
+    dist = np.linalg.norm(np.asarray(outcome.points, dtype=np.float64) - q[slots], axis=1)
+    order = np.lexsort((outcome.ids, dist, slots))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = slots[order][1:] != slots[order][:-1]
+    pick = order[first]
+    preds[slots[pick]] = labels[pick]
+    return preds
+
+
+def drive(runtime: Runtime, parties: Roles, config: DPTTRun, queries: np.ndarray
+          ) -> ProtocolResult:
+    """The registry's driver (:class:`protocols.base.Driver`): one batch, labelled by the client.
+
+    ``parties["client"]`` and ``parties["server"]`` name one party each.
+    Hops on the critical path: the ``2 R + 2`` messages of the batch, one
+    after the other. Privacy: each query slot is one user, whose whole view
+    to the server -- its bits -- is ``(ε, δ)``-DP with the variant's final
+    ε over the worst-case height (:meth:`DPTTSetup.account`): δ is the
+    bounded-range bound's when it beats summation, else 0 (pure ε-DP). The
+    client's charge is read from its ledger when it has one.
+    """
+    if not isinstance(config, DPTTRun):
+        raise ConfigError(f"{PROTOCOL}: config must be a DPTTRun, got {type(config).__name__}")
+    (client,) = parties["client"]
+    (server,) = parties["server"]
+    out = run_dptt(runtime, queries, config.setup, client=client, server=server)
+    if config.height is not None and out.info.height != config.height:
+        raise ProtocolError(f"{PROTOCOL}: the plan accounted a tree of height {config.height}, "
+                            f"the server's tree has height {out.info.height}")
+    o, acct = out.outcome, out.account
+    preds = predict_labels(queries, o, config.n_classes, config.predict)
+    cost = acct.cost
+    ledger = runtime.state(client, "ledger")
+    client_row: dict[str, Any] = {"queries": int(len(preds)), "decisions": int(o.decisions),
+                                  "epsilon_per_query": cost.epsilon,
+                                  "delta_per_query": cost.delta}
+    spent = (cost.epsilon, cost.delta)
+    if ledger is not None:
+        used, left = ledger.spent(), ledger.remaining()
+        spent = (used.epsilon, used.delta)
+        client_row.update(budget_epsilon=ledger.budget.epsilon,
+                          budget_spent_epsilon=used.epsilon,
+                          budget_remaining_epsilon=left.epsilon)
+    n = out.info.n_points
+    setup = config.setup
+    metrics: dict[str, Any] = {
+        "variant": setup.variant.label, "utility": setup.utility.name,
+        "radius": setup.utility.sensitivity if setup.utility.name == "dis" else None,
+        "predict": config.predict,
+        "per_decision_epsilon": acct.epsilon, "compositions": acct.compositions,
+        "final_epsilon_br": acct.epsilon_br, "final_epsilon_sum": acct.epsilon_sum,
+        "br_delta": acct.delta, "delta_spent": cost.delta, "tree_height": out.info.height,
+        "n_points": n,
+        "rounds": out.rounds, "messages": out.messages, "decisions": int(o.decisions),
+        "released_mean": float(o.released.mean()), "released_max": int(o.released.max()),
+        "found_mean": float(o.found.mean()),
+        "seen_mean": float(o.seen.mean()), "seen_fraction": float(o.seen.mean() / n),
+    }
+    per_party = {
+        client: client_row,
+        server: {"points": n, "tree_height": out.info.height,
+                 "bits_received": int(o.decisions), "points_released": int(len(o.ids))},
+    }
+    public = {"tree_height": out.info.height, "n_points": n, "dim": out.info.dim,
+              "rounds": out.rounds, "compositions": acct.compositions,
+              "variant": setup.variant.label, "utility": setup.utility.name,
+              "per_decision_epsilon": acct.epsilon}
+    return ProtocolResult(
+        protocol=PROTOCOL, predictions=preds, hops=out.messages,
+        privacy=PrivacySpent(guarantee=GUARANTEE, epsilon=cost.epsilon, delta=cost.delta,
+                             per_party={client: spent}),
+        metrics=metrics,
+        per_query={"released": o.released, "found": o.found, "seen": o.seen},
+        per_party=per_party, public=public, detail=out)
+
+
 def server_view_bits(messages: Sequence[Any], server: PartyId = "server") -> list[np.ndarray]:
     """The bits the server received, one array per round (from transcript messages)."""
     got = sorted((m for m in messages if m.receiver == server and m.kind == "bits"),
@@ -97,4 +254,5 @@ def server_view_bits(messages: Sequence[Any], server: PartyId = "server") -> lis
     return [np.asarray(m.payload["bits"]) for m in got]
 
 
-__all__ = ["DPTTResult", "run_dptt", "server_view_bits"]
+__all__ = ["GUARANTEE", "PREDICT_RULES", "DPTTResult", "DPTTRun", "drive", "predict_labels",
+           "run_dptt", "server_view_bits"]

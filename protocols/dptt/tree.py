@@ -64,6 +64,20 @@ def check_points(points: object, *, name: str = "points") -> np.ndarray:
     return arr
 
 
+def tree_height(n_points: int) -> int:
+    """Worst-case decisions on a root-to-leaf path of the tree over ``n_points``: ``ceil(log2 N)``.
+
+    Public before the tree exists (it depends on N only), so a plan can
+    account a query's privacy from the number of rows the server will hold.
+
+    >>> [tree_height(n) for n in (1, 2, 5, 16, 17, 1_000_000)]
+    [0, 1, 3, 4, 5, 20]
+    """
+    if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 1:
+        raise ConfigError(f"the tree needs at least one point, got n_points={n_points!r}")
+    return int(n_points - 1).bit_length()
+
+
 def _segment_positions(starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Concatenated ``arange(start, start + size)`` per segment, and each position's segment."""
     total = int(sizes.sum())
@@ -144,7 +158,7 @@ class ModifiedKDTree:
         """Build the tree of Algorithm 10 over ``points`` ``(N, k)`` (or ``(N,)`` for 1-D)."""
         x = check_points(points)
         n, k = x.shape
-        height = int(n - 1).bit_length()  # ceil(log2 n), 0 for n == 1
+        height = tree_height(n)  # ceil(log2 n), 0 for n == 1
         m_nodes = 1 << (height + 1)
         lo = np.zeros(m_nodes, dtype=np.int64)
         hi = np.zeros(m_nodes, dtype=np.int64)
@@ -233,4 +247,4 @@ class ModifiedKDTree:
         return q
 
 
-__all__ = ["RULES", "ModifiedKDTree", "check_points"]
+__all__ = ["RULES", "ModifiedKDTree", "check_points", "tree_height"]

@@ -176,6 +176,26 @@ class Variant:
         """Final ε of one query under this variant (see :class:`PrivacyAccount`)."""
         return PrivacyAccount.of(self.compositions(height), epsilon, delta)
 
+    def epsilon_for(self, height: int, final_epsilon: float, *, delta: float = DEFAULT_DELTA
+                    ) -> float:
+        """The per-decision ε whose final ε (:meth:`account`'s ``epsilon_br``) is ``final_epsilon``.
+
+        See :func:`per_decision_epsilon`; the worst-case ``height`` fixes the count.
+
+        >>> v = Variant.parse("GS-N20")
+        >>> eps = v.epsilon_for(20, 10.0, delta=1e-7)
+        >>> round(eps, 6), round(v.account(20, epsilon=eps, delta=1e-7).epsilon_br, 12)
+        (0.213903, 10.0)
+        """
+        c = self.compositions(height)
+        if c == 0:
+            raise ConfigError(
+                f"variant {self.label} makes no private decision on a tree of height {height} "
+                "(it releases without asking the client), so no per-decision epsilon gives a "
+                "final epsilon; give the per-decision epsilon instead"
+            )
+        return per_decision_epsilon(c, final_epsilon, delta)
+
 
 @dataclass(frozen=True, kw_only=True)
 class PrivacyAccount:
@@ -227,6 +247,44 @@ def _compose(c: int, eps: float, delta: float) -> tuple[float, float]:
     return bounded_range_epsilon([eps] * c, delta), math.fsum([eps] * c)
 
 
+def per_decision_epsilon(compositions: int, final_epsilon: float, delta: float) -> float:
+    """The largest ε per mechanism whose composition over ``compositions`` is <= ``final_epsilon``.
+
+    The final ε (:class:`PrivacyAccount`'s ``epsilon_br``: the minimum of the
+    bounded-range bound at ``delta`` and summation) increases strictly and
+    continuously with the per-mechanism ε, from 0, so every target > 0 is
+    reached; bisection to adjacent floats gives the answer, whose account is
+    at most the target and equal to it up to rounding (relative ~1e-15).
+
+    >>> eps = per_decision_epsilon(17, 13.801, 1e-7)
+    >>> round(eps, 4), PrivacyAccount.of(17, eps, 1e-7).epsilon_br <= 13.801
+    (1.0, True)
+    >>> per_decision_epsilon(4, 2.0, 0.0)  # delta = 0: summation
+    0.5
+    """
+    target = check_epsilon(final_epsilon, name="final_epsilon")
+    delta = check_delta(delta)
+    c = _check_int(compositions, "compositions")
+    if c < 1:
+        raise ConfigError(f"compositions must be >= 1 to solve for a per-decision epsilon, got {c}")
+
+    def final(eps: float) -> float:
+        return bounded_range_epsilon([eps] * c, delta)
+
+    lo, hi = target / c, target  # final(target / c) <= c * (target / c); final(eps) >= eps
+    if final(hi) <= target:
+        return hi
+    for _ in range(2000):  # halves the gap (or reaches adjacent floats) each step
+        mid = lo + (hi - lo) / 2
+        if mid <= lo or mid >= hi:
+            break
+        if final(mid) <= target:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def printed_section_5_2_epsilon(compositions: int, epsilon: float, delta: float) -> float:
     """The §5.2 formula as printed: ``min{cε, KL(cε) + sqrt(½ c ε² ln(1/δ))}`` (not used).
 
@@ -247,5 +305,6 @@ __all__ = [
     "KINDS",
     "PrivacyAccount",
     "Variant",
+    "per_decision_epsilon",
     "printed_section_5_2_epsilon",
 ]
