@@ -34,6 +34,45 @@ def test_quick_reproduction_writes_every_figure_and_the_report(tmp_path):
                   "Fig. 13", "not available offline", "refused with `BudgetExhausted`"):
         assert claim in text
     assert "diffprivlib" in text and "nan" not in text.lower().replace("non-private", "")
+    # the claims are data, each with a verdict, counted in the summary line
+    assert "Claims: " in text and "**not measured**" in text
+    for name in ("bounds_summary", "audit_ratios"):  # the figures' own data
+        assert list(csv.DictReader((tmp_path / "out" / f"{name}.csv").open())), name
+
+
+def _paired_row(dataset, epsilon, a, b, d, two_se):
+    return dict(dataset=dataset, epsilon=epsilon, a=a, b=b, mean_difference=d, two_se=two_se,
+                pairs=10)
+
+
+def test_claims_follow_significance_at_two_standard_errors():
+    from simulations.reproduce.zafarani import QUICK, Results, beats_vaidya, claim_sections
+
+    paired = [_paired_row("adult", 0.1, "smooth", "vaidya", 0.03, 0.01),    # better
+              _paired_row("adult", 1.0, "smooth", "vaidya", 0.01, 0.02),    # not significant
+              _paired_row("adult", 10.0, "smooth", "vaidya", -0.05, 0.02),  # worse
+              _paired_row("adult", 1.0, "smooth, Gaussian δ=1/n", "smooth", -0.03, 0.01),
+              _paired_row("adult", 1.0, "bun-steinke", "smooth", -0.03, 0.01)]
+    audit = [dict(noise=n, neighbours=nb, claimed=0.5, exact=x, audited=0.9 * x,
+                  proven=n != "paper")
+             for n, nb, x in (("polynomial", "replace", 0.2), ("cauchy", "replace", 0.1),
+                              ("paper", "replace", 0.55), ("paper", "add-remove", 0.45))]
+    times = [dict(dataset="s", n=n, version=v, seconds=t) for n in QUICK.sizes
+             for v, t in (("non-private", 0.001), ("global (vaidya)", 0.01), ("smooth", 0.08))]
+    res = Results(QUICK, {"adult": None}, [], [], paired, [], "", [], times, audit, {}, {})
+    rows = beats_vaidya(res)["adult"]
+    assert [(e, c.verdict) for e, c in rows] == [(0.1, "reproduced"), (1.0, "partly"),
+                                                 (10.0, "differs")]
+    assert rows[0][1].interval == pytest.approx((0.02, 0.04))
+    claims = {c.id: c for sec in claim_sections(res) for c in sec.claims}
+    assert claims["gaussian-adult-eps1"].verdict == "differs"
+    assert claims["bun-steinke-adult-eps1"].verdict == "reproduced"
+    assert claims["thm9-paper-replace"].verdict == "differs"
+    assert claims["thm9-paper-add-remove"].verdict == "reproduced"
+    assert claims["thm9-proven"].measured == pytest.approx(0.4)
+    assert claims["fig13-ratio-5000"].measured == pytest.approx(8.0)  # 10,000 rows: nearest
+    assert claims["fig13-ratio-1000000"].verdict == "not measured"  # quick: no 10^6 rows
+    assert claims["fig5-mushroom"].verdict == "not measured"
 
 
 def test_datasets_keep_raw_categories():
