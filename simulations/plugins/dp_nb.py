@@ -1,0 +1,265 @@
+"""``dp-nb``: DP Naive Bayes with smooth sensitivity, released by an NB owner (Zafarani & Clifton).
+
+Scenario table::
+
+    [protocol]
+    name = "dp-nb"
+    method = "smooth"          # or "vaidya" (global sensitivity), "bun-steinke", "non-private"
+    epsilon = 1.0              # ε of each released model
+    delta = 0.0                # δ of each model (> 0 only with noise = "laplace"/"gaussian")
+    noise = "polynomial"       # the proven calibration; "paper": the paper's constant
+    gamma = 4.0                # tail exponent of the polynomial noise
+    trim = "auto"              # trimmed statistics: "auto", an integer m, or a fraction < 0.5
+    neighbours = "add-remove"  # or "replace" (the paper's model: class sizes public)
+    density = "gaussian"       # or "truncated" (normal truncated to the bounds)
+    # budget = 2.0             # the owner's total ε (default: what the requests cost)
+    # analyst_budget = 1.0     # cap per analyst (default: none)
+
+Parties: one ``nb-owner`` holding the union of the training rows and a
+privacy ledger, and ``[parties].analysts`` analysts (``nb-analyst-NN``), each
+requesting one model. The query rows are split into as many contiguous
+shares as there are analysts; each share is classified with its analyst's
+released model (unanswered if the owner refused the request). Declared
+bounds (``[data.bounds]``) are required -- they are the schema the noise is
+calibrated to. Baseline: scikit-learn's ``GaussianNB`` on the same rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from fractions import Fraction
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from core.errors import ConfigError
+from core.transcript import Transcript
+from parties.nb_owner import NBOwner, NBRequester
+from parties.specs import nb_owner_spec, nb_requester_spec
+from protocols.dp_nb import METHODS
+from protocols.dp_nb.driver import drive
+from protocols.dp_nb.model import DENSITIES
+from protocols.dp_nb.noise import APPROXIMATE, NOISES
+from protocols.dp_nb.protocol import ModelRequest
+from protocols.dp_nb.schema import FeatureSchema
+from protocols.dp_nb.sensitivity import NEIGHBOURS
+from simulations.plugins.ring_nb import check_declared_bounds, gaussian_nb
+from simulations.prepare import PreparedData, owner_names
+from simulations.registry import (
+    Baseline,
+    Measured,
+    Plan,
+    ProtocolConfig,
+    ProtocolPlugin,
+    Role,
+    register,
+)
+from simulations.scenario import Scenario
+
+NAME = "dp-nb"
+OWNER = "nb-owner"
+ANALYST_PREFIX = "nb-analyst"
+MAX_CONCURRENCY = 8
+"""Most requests the owner serves at once (on Ray) when its budget pays for all of them."""
+
+Trim = (Literal["auto"] | Annotated[int, Field(ge=0, strict=True)]
+        | Annotated[float, Field(ge=0, lt=0.5, allow_inf_nan=False, strict=True)])
+
+
+class DPNBConfig(ProtocolConfig):
+    """``[protocol]`` of ``dp-nb``.
+
+    The keys of :class:`protocols.dp_nb.protocol.ModelRequest`, plus the owner's budgets.
+    """
+
+    name: Literal["dp-nb"] = "dp-nb"
+    method: Literal[METHODS] = "smooth"  # type: ignore[valid-type]
+    epsilon: float = Field(1.0, gt=0, allow_inf_nan=False, strict=True)
+    delta: float = Field(0.0, ge=0, lt=1, allow_inf_nan=False, strict=True)
+    noise: Literal[NOISES] = "polynomial"  # type: ignore[valid-type]
+    gamma: float = Field(4.0, gt=1, allow_inf_nan=False, strict=True)
+    trim: Trim = "auto"
+    neighbours: Literal[NEIGHBOURS] = "add-remove"  # type: ignore[valid-type]
+    density: Literal[DENSITIES] = "gaussian"  # type: ignore[valid-type]
+    budget: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
+    """The owner's total ε (default: every analyst's request)."""
+    budget_delta: float | None = Field(None, ge=0, lt=1, allow_inf_nan=False, strict=True)
+    """The owner's total δ (default: every analyst's request)."""
+    analyst_budget: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
+    """ε cap per analyst (default: none)."""
+
+    def request(self) -> ModelRequest:
+        """The request every analyst sends."""
+        return ModelRequest(method=self.method, epsilon=self.epsilon, delta=self.delta,
+                            noise=self.noise, gamma=self.gamma, trim=self.trim,
+                            neighbours=self.neighbours, density=self.density)
+
+    @property
+    def private(self) -> bool:
+        """Whether a model costs anything (every method but ``"non-private"``)."""
+        return self.method != "non-private"
+
+    def owner_budget(self, analysts: int) -> tuple[float, float]:
+        """The owner's (ε, δ) budget: as configured, else exactly what the requests cost."""
+        eps = (self.budget if self.budget is not None
+               else float(Fraction(repr(self.epsilon)) * analysts))
+        delta = (self.budget_delta if self.budget_delta is not None
+                 else min(float(Fraction(repr(self.delta)) * analysts), 0.999999))
+        return eps, delta
+
+
+def _refuse(source: str | None, key: str, value: Any, why: str) -> ConfigError:
+    head = f"invalid scenario {source}:\n  " if source else ""
+    return ConfigError(f"{head}{key} = {value!r}: {why}")
+
+
+@register
+class DPNaiveBayes(ProtocolPlugin):
+    """An NB owner releases ε-DP Naive Bayes models to analysts, charging its ledger."""
+
+    name = NAME
+    title = "DP Naive Bayes with smooth sensitivity, released to analysts (Zafarani & Clifton)"
+    config_model = DPNBConfig
+    roles = (
+        Role("owner", NBOwner, "1",
+             "holds the union of the training rows and the ledger; trains and releases"),
+        Role("analyst", NBRequester, "[parties].analysts",
+             "requests one model; its share of the query rows is classified with it"),
+    )
+    metrics = ("method", "noise", "epsilon_per_model", "epsilon_spent", "delta_spent",
+               "released_models", "refused_requests", "budget")
+    guarantee = "ε-DP, add/remove one training record (released model)"
+    driver = staticmethod(drive)
+
+    def check_scenario(self, config: ProtocolConfig, scenario: Scenario, *, source: str
+                       ) -> None:
+        """Declared bounds; δ and noise that go together; budgets that pay for one model."""
+        assert isinstance(config, DPNBConfig)
+        check_declared_bounds(scenario, source, self.name)
+        approximate = config.noise in APPROXIMATE
+        if config.delta > 0 and config.method != "smooth":
+            raise _refuse(source, "protocol.delta", config.delta,
+                          f"delta > 0 is only for method 'smooth' (got method "
+                          f"{config.method!r}); allowed here: 0")
+        if config.method == "smooth" and approximate and config.delta == 0:
+            raise _refuse(source, "protocol.noise", config.noise,
+                          f"noise {config.noise!r} gives (ε, δ)-DP and needs delta > 0; with "
+                          f"delta = 0 use one of {[n for n in NOISES if n not in APPROXIMATE]}")
+        if config.method == "smooth" and not approximate and config.delta > 0:
+            raise _refuse(source, "protocol.noise", config.noise,
+                          f"delta = {config.delta!r} needs noise in {list(APPROXIMATE)}; "
+                          f"{config.noise!r} is pure ε-DP (set delta = 0)")
+        try:
+            config.request().config(scenario.run.mode)
+        except ConfigError as exc:  # e.g. gaussian noise in secure mode
+            raise _refuse(source, "protocol.noise", config.noise,
+                          f"{exc} (run.mode = {scenario.run.mode!r})") from None
+        if config.private:
+            if config.budget is not None and config.budget < config.epsilon:
+                raise _refuse(source, "protocol.budget", config.budget,
+                              f"below one model's cost (epsilon = {config.epsilon!r}): no "
+                              "request could ever be answered; allowed: budget >= epsilon")
+            if config.analyst_budget is not None and config.analyst_budget < config.epsilon:
+                raise _refuse(source, "protocol.analyst_budget", config.analyst_budget,
+                              f"below one model's cost (epsilon = {config.epsilon!r}): every "
+                              "analyst would be refused; allowed: analyst_budget >= epsilon")
+            if config.budget_delta is not None and config.budget_delta < config.delta:
+                raise _refuse(source, "protocol.budget_delta", config.budget_delta,
+                              f"below one model's delta ({config.delta!r}); allowed: "
+                              "budget_delta >= delta")
+
+    def plan(self, config: ProtocolConfig, data: PreparedData) -> Plan:
+        """The NB owner (union of the training rows, the declared bounds) and the analysts."""
+        assert isinstance(config, DPNBConfig)
+        s = data.scenario
+        lower, upper = data.bounds.lower, data.bounds.upper
+        flat = np.flatnonzero(~(upper > lower))
+        if flat.size:
+            j = int(flat[0])
+            raise ConfigError(f"data.bounds: feature {j} of dataset {data.dataset.name!r} has "
+                              f"zero width ([{lower[j]}, {upper[j]}]); {NAME} needs "
+                              "lower < upper for every feature")
+        counts = np.bincount(data.train_y, minlength=data.n_classes)
+        if (config.method in ("smooth", "bun-steinke") and isinstance(config.trim, int)
+                and not isinstance(config.trim, bool) and counts.min() < 2 * config.trim + 2):
+            c = int(np.argmin(counts))
+            raise _refuse(None, "protocol.trim", config.trim,
+                          f"class {str(data.dataset.classes[c])!r} has {int(counts[c])} training "
+                          f"rows; trim = m needs 2m + 2 rows per class; lower trim or use "
+                          "\"auto\" or a fraction")
+        classes = list(range(data.n_classes))
+        n_analysts = s.parties.analysts
+        eps_budget, delta_budget = config.owner_budget(n_analysts)
+        base = s.parties.n  # provenance codes after the data owners'
+        owner = nb_owner_spec(
+            party_id=OWNER, X=data.train_X, y=data.train_y, classes=classes,
+            bounds=(lower.copy(), upper.copy()), categories=None, epsilon=eps_budget,
+            delta=delta_budget, analyst_epsilon=config.analyst_budget, run_id=data.run_id,
+            index=base, seed=s.run.seed, mode=s.run.mode)
+        # concurrent requests only when the budget pays for all of them: then no refusal
+        # depends on the order requests reach the owner
+        pays_all = (not config.private or (
+            Fraction(repr(eps_budget)) >= Fraction(repr(config.epsilon)) * n_analysts
+            and Fraction(repr(delta_budget)) >= Fraction(repr(config.delta)) * n_analysts))
+        if pays_all and n_analysts > 1:
+            owner = replace(owner, max_concurrency=min(n_analysts, MAX_CONCURRENCY))
+        schema = FeatureSchema.build(data.train_X.shape[1], bounds=(lower, upper))
+        analysts = owner_names(n_analysts, ANALYST_PREFIX)
+        specs = [owner] + [
+            nb_requester_spec(party_id=a, owner=OWNER, run_id=data.run_id, classes=classes,
+                              schema=schema, index=base + 1 + i)
+            for i, a in enumerate(analysts)]
+        shares = np.array_split(np.arange(len(data.queries)), n_analysts)
+        public = {
+            "run_id": data.run_id, "owner": OWNER, "analysts": list(analysts),
+            "query_shares": {a: [int(r[0]), int(r[-1]) + 1] if len(r) else []
+                             for a, r in zip(analysts, shares)},
+            "bounds": {"lower": lower.tolist(), "upper": upper.tolist()},
+            "classes": [str(c) for c in data.dataset.classes], "method": config.method,
+            "noise": config.noise, "epsilon_per_model": config.epsilon,
+            "owner_budget": {"epsilon": eps_budget, "delta": delta_budget},
+            "analyst_budget": config.analyst_budget,
+        }
+        return Plan(specs=tuple(specs), roles={"owner": (OWNER,), "analyst": analysts},
+                    config=config.request(), queries=data.queries,
+                    query_labels=data.query_labels, public=public)
+
+    def baseline(self, config: ProtocolConfig, data: PreparedData) -> Baseline:
+        """scikit-learn's ``GaussianNB`` on the owner's rows (one BLAS thread)."""
+        return Baseline("GaussianNB (union, non-private)",
+                        gaussian_nb(data.train_X, data.train_y, data.queries))
+
+    def measure(self, config: ProtocolConfig, data: PreparedData, plan: Plan,
+                result: Any, baseline: Baseline, transcript: Transcript | None) -> Measured:
+        """The release's settings, the owner's budget and accuracy over answered queries."""
+        assert isinstance(config, DPNBConfig)
+        answered = result.answered
+        labels = data.query_labels
+        eps_budget, delta_budget = plan.public["owner_budget"].values()
+        metrics: dict[str, Any] = {
+            "gamma": config.gamma, "trim": config.trim, "neighbours": config.neighbours,
+            "density": config.density, "budget": eps_budget, "budget_delta": delta_budget,
+            "analyst_budget": config.analyst_budget,
+            "calibration": ("the paper's constant (Cauchy √2·S/ε′, reproduction option, not "
+                            "proven)" if config.noise == "paper" else
+                            "non-private" if not config.private else
+                            f"{config.noise} (proven: NRS admissible noise)"),
+            "accuracy_answered": (float(np.mean(result.predictions[answered]
+                                                == labels[answered]))
+                                  if answered.any() else None),
+        }
+        return Measured(metrics=metrics)
+
+    def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """ε per model and spent; models released and refused."""
+        return [("ε per model / spent (owner's ledger) / budget",
+                 f"{summary['epsilon_per_model']:.4g} / {summary['epsilon_spent']:.4g} / "
+                 f"{summary['budget']:.4g}"),
+                ("models released / requests refused",
+                 f"{summary['released_models']} / {summary['refused_requests']}"),
+                ("method / noise", f"{summary['method']} / {summary['noise']}")]
+
+
+__all__ = ["ANALYST_PREFIX", "NAME", "OWNER", "DPNBConfig", "DPNaiveBayes"]
