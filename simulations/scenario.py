@@ -148,6 +148,8 @@ class Scenario(_Section):
         data = handler(self)
         if len(data.get("protocol", ())) == 1:  # one protocol: a plain [protocol] table
             data["protocol"] = data["protocol"][0]
+        elif "protocol" in data:  # several: an array of tables, as [[protocol]] reads
+            data["protocol"] = list(data["protocol"])
         return data
 
     def with_overrides(self, **sections: dict[str, Any]) -> Scenario:
@@ -205,7 +207,7 @@ def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
 
 def _parse_protocols(raw: Any, source: str) -> tuple[ProtocolConfig, ...]:
     """Validate ``[protocol]`` (one table) or ``[[protocol]]`` (several) by their names."""
-    tables = [raw] if isinstance(raw, dict) else raw
+    tables = [raw] if isinstance(raw, dict) else list(raw) if isinstance(raw, tuple) else raw
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
         raise ConfigError(f"invalid scenario {source}:\n  protocol = {raw!r}: must be a table "
                           "[protocol] or an array of tables [[protocol]]")
@@ -293,6 +295,8 @@ def set_dotted(data: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
     section, index, name = m.group(1), m.group(2), m.group(3)
     out = copy.deepcopy(data)
     table = out.setdefault(section, {})
+    if isinstance(table, tuple):
+        table = out[section] = list(table)
     if isinstance(table, list):
         if index is None or int(index) >= len(table):
             raise ConfigError(f"setting {key!r}: [{section}] holds {len(table)} tables; "

@@ -73,3 +73,16 @@ def test_reproduce_help_lists_the_papers():
     result = runner.invoke(app, ["reproduce", "--help"])
     for name in ("gursoy", "lepert", "mukherjee", "xiong", "zafarani"):
         assert name in result.output
+
+
+def test_several_protocols_take_overrides_by_index(tmp_path):
+    from pathlib import Path
+
+    from simulations.scenario import load_scenario
+
+    mixed = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "mixed.toml")
+    assert len(mixed.protocols) > 1
+    changed = mixed.set_key("protocol[0].k", 3).with_overrides(runtime={"kind": "inprocess"})
+    assert changed.protocols[0].k == 3 and changed.protocols[1:] == mixed.protocols[1:]
+    result = runner.invoke(app, ["run", "scenarios/mixed.toml", "--set", "protocol.k=3"])
+    assert result.exit_code == 2 and "protocol[i].k" in result.output
