@@ -353,14 +353,6 @@ MIXED = [
 ]
 
 
-def test_write_rows_matches_the_previous_writer(tmp_path):
-    from simulations.reproduce.table import write_rows_csv
-
-    write_rows_csv(tmp_path / "old.csv", MIXED)
-    write_rows(tmp_path / "new.csv", MIXED)
-    assert (tmp_path / "new.csv").read_bytes() == (tmp_path / "old.csv").read_bytes()
-
-
 def test_write_rows_golden_bytes(tmp_path):
     write_rows(tmp_path / "t.csv", MIXED)
     assert (tmp_path / "t.csv").read_bytes() == (

@@ -18,8 +18,8 @@ Examples
 
 from __future__ import annotations
 
+import logging
 import math
-import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -102,8 +102,15 @@ FULL = Settings(reps=20, reps_large=5, rows={}, max_queries=500, max_validation=
                 timing_m=(20, 40, 60, 80, 100), timing_queries=500, workers=2)
 
 
-def _log(msg: str) -> None:
-    print(f"[mukherjee] {msg}", file=sys.stderr, flush=True)
+logger = logging.getLogger(__name__)
+
+Log = Callable[[str], None]
+"""Where progress messages go: a callable taking one line of text."""
+
+
+def _logger(log: Log | None) -> Log:
+    """``log``, or the module logger's ``info`` when none is given."""
+    return log if log is not None else logger.info
 
 
 def paper_jobs(m: int, settings: Settings) -> list[Job]:
@@ -186,8 +193,8 @@ def run_session_job(job: SessionJob) -> list[dict]:
                         job.workdir)
 
 
-def run_experiments(settings: Settings, runtime: str, workdir: Path, *, workers: int = 1
-                    ) -> tuple[dict[str, PaperDataset], list[dict]]:
+def run_experiments(settings: Settings, runtime: str, workdir: Path, *, workers: int = 1,
+                    log: Log | None = None) -> tuple[dict[str, PaperDataset], list[dict]]:
     """Every (dataset, repetition) session; one flat row per release.
 
     With the in-process runtime and ``workers > 1`` the sessions are fanned
@@ -197,8 +204,10 @@ def run_experiments(settings: Settings, runtime: str, workdir: Path, *, workers:
     whatever ``workers`` is.
 
     Ray's lifetime belongs to the caller: the fan-out starts Ray if it is
-    not running and leaves it running.
+    not running and leaves it running. Progress goes to ``log`` (default:
+    this module's logger at INFO level).
     """
+    say = _logger(log)
     datasets = {name: _load(name, settings) for name in settings.datasets}
     tasks = [(name, rep) for name in settings.datasets
              for rep in range(settings.reps_large if name in LARGE else settings.reps)]
@@ -213,7 +222,7 @@ def run_experiments(settings: Settings, runtime: str, workdir: Path, *, workers:
             for name, rep in tasks]
     t0 = time.perf_counter()
     results = fan_out(run_session_job, jobs, use_ray=use_ray, chunk_size=1,
-                      progress=lambda done, total: _log(
+                      progress=lambda done, total: say(
                           f"{done}/{total} sessions done after {time.perf_counter() - t0:.1f} s"))
     return datasets, [row for rows in results for row in rows]
 
@@ -299,8 +308,12 @@ def additive_audit(settings: Settings) -> list[dict]:
     return rows
 
 
-def timing(settings: Settings) -> tuple[list[dict], list[dict]]:
-    """Figs. 10-11: sanitisation and mining time over n (m = max) and over m (n = max)."""
+def timing(settings: Settings, *, log: Log | None = None) -> tuple[list[dict], list[dict]]:
+    """Figs. 10-11: sanitisation and mining time over n (m = max) and over m (n = max).
+
+    Progress goes to ``log`` (default: this module's logger at INFO level).
+    """
+    say = _logger(log)
     policy = SeedPolicy(root=settings.seed)
     n_max, m_max = max(settings.timing_n), max(settings.timing_m)
     grid = [("n", n, m_max) for n in settings.timing_n] + \
@@ -313,7 +326,7 @@ def timing(settings: Settings) -> tuple[list[dict], list[dict]]:
                         rng=policy.generator("time-m", n, m))
         mine.append({"vary": axis, "n": n, "m": m, "radius_ms": 1e3 * t["radius"],
                      "knn5_ms": 1e3 * t["knn5"], "sklearn5_ms": 1e3 * t["sklearn5"]})
-        _log(f"timing n={n} m={m} done")
+        say(f"timing n={n} m={m} done")
     # the largest configuration belongs to both sweeps
     san += [dict(r, vary="m") for r in san if r["n"] == n_max and r["m"] == m_max]
     mine += [dict(r, vary="m") for r in mine if r["n"] == n_max and r["m"] == m_max]

@@ -4,23 +4,30 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import inspect
 import math
 import re
 
 import pytest
 
 from simulations.experiments.pca import QUICK, run_experiments
+from simulations.reporting import Claim, read_rows
 from simulations.reproduce import REPRODUCTIONS, load
 from simulations.reproduce.mukherjee import run
+from simulations.reproduce.mukherjee_claims import check_claims, tradeoff_points
 
 FIGURES = ("fig5_tradeoff", "fig6_worst_case", "fig8_attacks", "fig9_accuracy",
            "fig10_sanitize_time", "fig11_mining_time")
 
 
+LOG: list[str] = []
+
+
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("mukherjee")
-    report = run(tmp / "out", quick=True, runtime="inprocess", report=tmp / "mukherjee.md")
+    report = run(tmp / "out", quick=True, runtime="inprocess", report=tmp / "mukherjee.md",
+                 log=LOG.append)
     return tmp, report
 
 
@@ -32,6 +39,16 @@ def read(path):
 def test_registered():
     assert "mukherjee" in REPRODUCTIONS
     assert load("mukherjee").run is run
+    assert "log" in inspect.signature(run).parameters  # the CLI passes its console
+
+
+def test_progress_goes_to_the_log_not_to_stderr(quick_run, capfd, tmp_path):
+    assert any("sessions done" in line for line in LOG)
+    assert any(line.startswith("timing n=") for line in LOG)
+    capfd.readouterr()
+    run_experiments(dataclasses.replace(QUICK, datasets=("iris",), reps=1), "inprocess",
+                    tmp_path)
+    assert capfd.readouterr().err == ""
 
 
 def test_every_figure_has_a_table_and_a_plot(quick_run):
@@ -62,10 +79,47 @@ def test_report_sets_claims_beside_measurements(quick_run):
     _, report = quick_run
     text = report.read_text()
     assert "## Claims beside measurements" in text
-    verdicts = re.findall(r"\*\*(holds|partly|differs|not measured)\*\*", text)
+    verdicts = re.findall(r"\*\*(reproduced|partly|differs|not measured)\*\*", text)
     assert len(verdicts) >= 14
+    counts = {v: verdicts.count(v) for v in ("reproduced", "partly", "differs")}
+    assert (f"Claims: {counts['reproduced']} reproduced, {counts['partly']} partly, "
+            f"{counts['differs']} differ." in text)
     assert "pendigits, magic04 (not available offline)" in text
     assert "nan" not in text.lower().replace("n/a", "")
+    assert "## Where this differs from the paper" in text
+    assert "**Test points are not noised.**" in text
+
+
+def test_claims_are_reporting_claims_with_unique_ids(quick_run):
+    tmp, _ = quick_run
+    tables = {p.stem: read_rows(p) for p in (tmp / "out").glob("*.csv")}
+    claims = check_claims(tables, tables["releases"])
+    assert all(isinstance(c, Claim) for c in claims)
+    assert len({c.id for c in claims}) == len(claims)
+    by_id = {c.id: c for c in claims}
+    # Fig. 5: one accuracy claim per dataset and b, with its 95% interval where reps >= 2
+    assert by_id["fig5-accuracy-b0.3-wine"].comparison == "between"
+    assert by_id["fig5-accuracy-b0.3-wine"].interval is not None
+    assert by_id["fig5-accuracy-b0.3-synthetic-8"].comparison == "at_least"
+    # 6b: the paper's 2.8% is gamma * rho1, eq. (2) gives 2.73%: reads as differs
+    assert by_id["fig6b-rho2"].measured == pytest.approx(2.73, abs=5e-3)
+    assert by_id["fig6b-rho2"].verdict == "differs"
+
+
+def test_headline_states_the_tradeoff_verdict(quick_run):
+    tmp, report = quick_run
+    text = report.read_text()
+    tables = {p.stem: read_rows(p) for p in (tmp / "out").glob("*.csv")}
+    tradeoff = next(c for c in check_claims(tables) if c.id == "fig5-tradeoff")
+    names = list(dict.fromkeys(r["dataset"] for r in tables["fig9_accuracy"]))
+    below, total = tradeoff_points(tables["fig5_tradeoff"], names)
+    assert tradeoff.measured == below / total
+    head = text.split("## Settings")[0]
+    assert f"{below} of {total} baseline points" in head
+    if tradeoff.verdict != "reproduced":
+        assert "PCA-radius does not dominate the baselines" in head
+        assert "main result is " + {"partly": "only partly reproduced",
+                                    "differs": "not reproduced"}[tradeoff.verdict] in head
 
 
 @pytest.mark.ray
