@@ -12,9 +12,10 @@ import pytest
 from core.errors import ConfigError
 from core.transcript import Transcript
 from simulations.knn import union_topk_and_ties
-from simulations.results import summary_of, write_results
+from simulations.results import write_results
 from simulations.runner import execute, prepare
 from simulations.scenario import load_scenario, parse_scenario, tomllib
+from tests.plugins.equivalence import assert_ray_equals_inprocess
 
 NAME = "dp-knn"
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / f"{NAME}.toml"
@@ -89,18 +90,8 @@ def test_ray_equals_inprocess(ray_local, tmp_path, layout):
     recorder differs, which ``canonical_rows`` (sorted) removes.
     """
     sc = load_scenario(SCENARIO)
-    local = execute(sc.with_overrides(runtime={"kind": "inprocess"}),
-                    transcript_dir=tmp_path / "local")
-    on_ray = execute(sc.with_overrides(runtime={"kind": "ray", "layout": layout}),
-                     transcript_dir=tmp_path / "ray")
-    np.testing.assert_array_equal(local.predictions, on_ray.predictions)
-
-    def strip(s):
-        return {k: v for k, v in s.items() if k not in ("timings_s", "runtime")}
-
-    assert strip(summary_of(local)) == strip(summary_of(on_ray))
-    rows = Transcript(tmp_path / "local").canonical_rows()
-    assert rows == Transcript(tmp_path / "ray").canonical_rows() and len(rows) == 16
+    _, on_ray, rows = assert_ray_equals_inprocess(sc, tmp_path, layout=layout)
+    assert len(rows) == 16
     assert 1 <= on_ray.outcome.result.detail.peak_concurrency <= 8
 
 

@@ -11,15 +11,15 @@ import pytest
 
 from core.errors import ConfigError
 from core.runtime import make_runtime
-from core.transcript import Transcript
 from protocols.dp_nb import METHODS
 from protocols.dp_nb.model import DENSITIES
 from protocols.dp_nb.noise import NOISES
 from protocols.dp_nb.sensitivity import NEIGHBOURS
 from simulations.plugins.dp_nb import OWNER, DPNBConfig
-from simulations.results import summary_of, write_results
+from simulations.results import write_results
 from simulations.runner import execute, prepare
 from simulations.scenario import load_scenario, parse_scenario, tomllib
+from tests.plugins.equivalence import assert_ray_equals_inprocess
 
 NAME = "dp-nb"
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / f"{NAME}.toml"
@@ -86,18 +86,8 @@ def test_ray_equals_inprocess(ray_local, tmp_path, layout, analysts):
     sc = load_scenario(SCENARIO).set_key("parties.analysts", analysts)
     plan = prepare(sc).plan
     assert plan.specs[0].max_concurrency == analysts  # the budget pays for every request
-    local = execute(sc.with_overrides(runtime={"kind": "inprocess"}),
-                    transcript_dir=tmp_path / "local")
-    on_ray = execute(sc.with_overrides(runtime={"kind": "ray", "layout": layout}),
-                     transcript_dir=tmp_path / "ray")
-    np.testing.assert_array_equal(local.predictions, on_ray.predictions)
-
-    def strip(s):
-        return {k: v for k, v in s.items() if k not in ("timings_s", "runtime")}
-
-    assert strip(summary_of(local)) == strip(summary_of(on_ray))
-    rows = Transcript(tmp_path / "local").canonical_rows()
-    assert rows == Transcript(tmp_path / "ray").canonical_rows() and len(rows) == 2 * analysts
+    _, _, rows = assert_ray_equals_inprocess(sc, tmp_path, layout=layout)
+    assert len(rows) == 2 * analysts
 
 
 def _run_keeping_ledger(sc):

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from core.errors import ConfigError
-from core.transcript import Transcript
 from protocols.dptt.tree import ModifiedKDTree
 from simulations.knn import union_topk_and_ties
-from simulations.results import summary_of, write_results
+from simulations.results import write_results
 from simulations.runner import execute, prepare
 from simulations.scenario import load_scenario, parse_scenario, tomllib
+from tests.plugins.equivalence import assert_ray_equals_inprocess
 
 NAME = "dptt"
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / f"{NAME}.toml"
@@ -89,18 +89,8 @@ def test_example_scenario_runs_and_writes_the_common_shape(tmp_path):
 @pytest.mark.parametrize("layout", ["actor-per-party", "hosted"])
 def test_ray_equals_inprocess(ray_local, tmp_path, layout):
     sc = load_scenario(SCENARIO).with_overrides(data={"max_queries": 60})
-    local = execute(sc.with_overrides(runtime={"kind": "inprocess"}),
-                    transcript_dir=tmp_path / "local")
-    on_ray = execute(sc.with_overrides(runtime={"kind": "ray", "layout": layout}),
-                     transcript_dir=tmp_path / "ray")
-    np.testing.assert_array_equal(local.predictions, on_ray.predictions)
-
-    def strip(s):
-        return {k: v for k, v in s.items() if k not in ("timings_s", "runtime")}
-
-    assert strip(summary_of(local)) == strip(summary_of(on_ray))
-    rows = Transcript(tmp_path / "local").canonical_rows()
-    assert rows == Transcript(tmp_path / "ray").canonical_rows() and len(rows) == 14
+    _, _, rows = assert_ray_equals_inprocess(sc, tmp_path, layout=layout)
+    assert len(rows) == 14
 
 
 @pytest.mark.parametrize(("keys", "c", "br_wins"), [

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from core.transcript import Transcript
-from simulations.results import summary_of, write_results
+from simulations.results import write_results
 from simulations.runner import execute, prepare
 from simulations.scenario import parse_scenario, tomllib
+from tests.plugins.equivalence import assert_ray_equals_inprocess
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "mixed.toml"
 NAMES = ["ppknn-ring", "ring-nb", "dp-nb"]
@@ -94,16 +95,5 @@ def test_adding_protocols_changes_no_others_result(tmp_path):
 
 @pytest.mark.ray
 def test_ray_hosted_equals_inprocess(ray_local, tmp_path):
-    local = execute(scenario(), transcript_dir=tmp_path / "local")
-    on_ray = execute(scenario("ray", layout="hosted", hosts=2), transcript_dir=tmp_path / "ray")
-    for name in NAMES:
-        np.testing.assert_array_equal(local.outcome_of(name).predictions,
-                                      on_ray.outcome_of(name).predictions)
-
-    def strip(s):
-        return {k: v for k, v in s.items() if k not in ("timings_s", "runtime")}
-
-    assert strip(summary_of(local)) == strip(summary_of(on_ray))
-    rows = Transcript(tmp_path / "local").canonical_rows()
-    assert rows == Transcript(tmp_path / "ray").canonical_rows()
+    _, _, rows = assert_ray_equals_inprocess(scenario(), tmp_path, layout="hosted", hosts=2)
     assert {r[1] for r in rows} == {"pp-topk", "secure-sum", "ring-nb", "dp-nb"}

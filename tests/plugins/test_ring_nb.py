@@ -19,9 +19,10 @@ from core.transcript import Transcript
 from protocols.ppknn.secure_sum import add
 from protocols.ring_nb import GUARANTEE, RingNBConfig
 from protocols.ring_nb import steps as nb
-from simulations.results import summary_of, write_results
+from simulations.results import write_results
 from simulations.runner import execute, prepare
 from simulations.scenario import load_scenario, parse_scenario, tomllib
+from tests.plugins.equivalence import assert_ray_equals_inprocess
 
 NAME = "ring-nb"
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / f"{NAME}.toml"
@@ -77,18 +78,7 @@ def test_ray_equals_inprocess(ray_local, tmp_path, layout, n, secure_sum):
     """Both layouts (an actor per party is slow to start: three owners there)."""
     sc = load_scenario(SCENARIO).set_key("protocol.secure_sum", secure_sum)
     sc = sc.set_key("parties.n", n)
-    local = execute(sc.with_overrides(runtime={"kind": "inprocess"}),
-                    transcript_dir=tmp_path / "local")
-    on_ray = execute(sc.with_overrides(runtime={"kind": "ray", "layout": layout, "hosts": 2}),
-                     transcript_dir=tmp_path / "ray")
-    np.testing.assert_array_equal(local.predictions, on_ray.predictions)
-
-    def strip(s):
-        return {k: v for k, v in s.items() if k not in ("timings_s", "runtime")}
-
-    assert strip(summary_of(local)) == strip(summary_of(on_ray))
-    rows = Transcript(tmp_path / "local").canonical_rows()
-    assert rows == Transcript(tmp_path / "ray").canonical_rows()
+    _, _, rows = assert_ray_equals_inprocess(sc, tmp_path, layout=layout, hosts=2)
     assert len(rows) == (n + n - 1 if secure_sum == "ring" else n * (n - 1) + 2 * (n - 1))
 
 

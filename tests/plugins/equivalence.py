@@ -1,0 +1,37 @@
+"""One check shared by the protocol tests: a scenario on Ray equals the in-process run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from core.transcript import Transcript
+from simulations.results import summary_of
+from simulations.runner import RunResult, execute
+from simulations.scenario import Scenario
+
+
+def _strip(summary: dict) -> dict:
+    return {k: v for k, v in summary.items() if k not in ("timings_s", "runtime")}
+
+
+def assert_ray_equals_inprocess(scenario: Scenario, tmp_path: Path, **ray: object
+                                ) -> tuple[RunResult, RunResult, list]:
+    """Run ``scenario`` in-process and on Ray (``ray``: ``[runtime]`` keys); assert that
+    predictions, summaries (timings excepted) and canonical transcripts are identical.
+
+    Returns both results and the canonical transcript rows.
+    """
+    local = execute(scenario.with_overrides(runtime={"kind": "inprocess"}),
+                    transcript_dir=tmp_path / "local")
+    on_ray = execute(scenario.with_overrides(runtime={"kind": "ray", **ray}),
+                     transcript_dir=tmp_path / "ray")
+    for a, b in zip(local.outcomes, on_ray.outcomes, strict=True):
+        assert a.name == b.name
+        np.testing.assert_array_equal(a.predictions, b.predictions)
+    assert _strip(summary_of(local)) == _strip(summary_of(on_ray))
+    rows = Transcript(tmp_path / "local").canonical_rows()
+    assert rows == Transcript(tmp_path / "ray").canonical_rows()
+    assert rows
+    return local, on_ray, rows
