@@ -3,63 +3,55 @@
 ``ppknn reproduce lepert [--quick] [--ray]`` runs the thesis's experiments on
 synthetic data through the DP-TT client and server parties and writes one
 CSV and one PNG per figure into the output folder, the PNGs also next to
-the report, and the Markdown report with the thesis's claims beside the
-measured numbers (every number in it is generated here).
+the report, and the Markdown report: a :class:`~simulations.reporting.Report`
+built from the run's tables, with the thesis's claims as
+:class:`~simulations.reporting.Claim` data (:mod:`.lepert_claims`).
 
 The thesis uses 100,000 points and, for Fig. 6.18, also 1,000,000; the
 default run uses 100,000 (Fig. 6.18 compares 10,000 and 100,000) and
 ``ppknn reproduce lepert --set n_points=1000000`` runs everything
 on 1,000,000 points (Fig. 6.18 then compares 100,000 and 1,000,000).
 Settings and readings: :mod:`simulations.experiments.dptt_sweeps`, :mod:`protocols.dptt.data`.
+
+Most figures are drawn by the shared style (:func:`simulations.reporting.line_plot`:
+raw and top-5 accuracy as two panels with 95% bands, GEO dashed). Two kinds
+it does not draw are drawn by :func:`custom_plot`: the DIS families, where
+a DIS variant and the GEO release matched to it share a colour, and
+Fig. 6.17, where GEO has its own x axis (ε*/Δ). Figures over the privacy
+radius run from the largest radius to the smallest, as in the thesis.
 """
 
 from __future__ import annotations
 
-import csv
 import shutil
 import textwrap
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from protocols.dptt.variants import Variant, printed_section_5_2_epsilon
 from simulations.experiments.dptt_evaluation import Row
 from simulations.experiments.dptt_sweeps import Grid, Sweep
-from simulations.reproduce.lepert_claims import Claim, check_claims
+from simulations.reporting import Claim, Figure, Report, Run, Section, Series, Table, line_plot
+from simulations.reporting import write as write_markdown
+from simulations.reproduce.lepert_claims import accuracy_interval, check_claims
 
 FIG_DIR = "lepert"
 """Figures go to ``<report dir>/lepert/``."""
 
-
-@dataclass(frozen=True)
-class Series:
-    """One line of a figure: its label, rows and which field is x."""
-
-    label: str
-    rows: tuple[Row, ...]
-    x: str
-    dashed: bool = False
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One thesis figure: name, caption and its series."""
-
-    name: str
-    caption: str
-    series: tuple[Series, ...]
-    xlabel: str
-    invert_x: bool = False
-    twin: tuple[Series, ...] = ()  # drawn on a second x axis (GEO's own scale)
-    twin_xlabel: str = ""
-
-
-def _series(label: str, rows: Sequence[Row], x: str, dashed: bool = False) -> Series:
-    return Series(label, tuple(rows), x, dashed)
-
+TITLE = ("Lepert (2022): differentially private nearest-neighbour queries by kd-tree "
+         "traversal (DP-TT)")
+COLUMNS = ("series", *(f.name for f in fields(Row)), "nn_low", "nn_high", "top5_low",
+           "top5_high")
+"""Columns of every figure's table (CSV): the series label, the measured row, 95% intervals."""
+PANELS = (("nn", "raw NN accuracy"), ("top5", "top-5 accuracy"))
+R_AXIS = "privacy radius r (DIS sensitivity bound)"
+E_AXIS = "final ε (bounded range)"
+ACCOUNT_VARIANTS = ("basic", "P4", "P8", "E2", "E8", "GS", "N20", "GS-N20")
 
 THESIS_FIGURES = {  # (utility, family) -> thesis figure numbers for 1-D and 2-D
     ("dis", "P"): ("6.5", "6.6"), ("dis", "E"): ("6.7", "6.8"), ("dis", "GS"): ("6.9", "6.9"),
@@ -69,168 +61,301 @@ THESIS_FIGURES = {  # (utility, family) -> thesis figure numbers for 1-D and 2-D
     ("cmp", "GS-N"): ("6.26", "6.27"),
 }
 
+DEVIATIONS = (
+    "The real location datasets (Gowalla, Brightkite; Figs. 6.16, 6.30, 6.31) are not "
+    "available offline. `protocols.dptt.data.load_checkins` reads SNAP's check-in format and "
+    "`quantise` applies the thesis's grid (500 latitude x 200 longitude cells over the San "
+    "Francisco or Austin box, non-empty cell centres as the points); both are tested on a "
+    "small file in that format.",
+    "The thesis does not give the number of queries, the members of each variant family "
+    "(beyond P0/P4/P8, E8, N5/N20), δ, or how GEO's ε* is split over repeated runs; the "
+    "choices are in the settings above. Each repeated GEO run gets the whole ε*, as the "
+    "thesis's rule reads, which favours GEO.",
+    "CMP sends a query equal to a node's value to the right (Algorithm 5), not to the left as "
+    "Algorithm 14's strict test would, so that a query equal to a data point can reach it; the "
+    "two differ only on ties.",
+    "The thesis's caption of Fig. 6.1 repeats Fig. 6.2's; its text describes the share of data "
+    "points sent, which is what is plotted here (client's count of distinct data points "
+    "received: node values and released points).",
+    "The data law: the thesis's \"uniformly drawing ... from a 0 to 1 billion normal "
+    "distribution\" is read as a normal law spanning [0, 10^9] (see the setting).",
+    "Final ε: the thesis's §5.2 prints the bounded-range bound with the count inside the KL "
+    "term (`KL(cε)`); that is not Theorem 2.13, which it cites, and gives larger values. "
+    "Theorem 2.13 is used; the printed bound is shown beside it in the accounting table.",
+)
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One thesis figure: what to draw, the rows it is drawn from, and how.
+
+    ``style`` is ``"accuracy"`` (shared style, raw and top-5 panels),
+    ``"radius"`` (the same over the privacy radius, largest first),
+    ``"sent"`` (Fig. 6.1, shared style), ``"paired"`` or ``"twin"``
+    (:func:`custom_plot`). A ``"twin"`` plot draws its GEO series against
+    ``twin_x`` on a second x axis labelled ``twin_xlabel``.
+    """
+
+    figure: Figure
+    table: Table
+    style: str = "accuracy"
+    twin_x: str = ""
+    twin_xlabel: str = ""
+
+    @property
+    def name(self) -> str:
+        """The file stem of the figure's CSV and PNG."""
+        return self.figure.name
+
+    def x_of(self, row: dict[str, Any]) -> str:
+        """The column a row is drawn against."""
+        return self.twin_x if self.style == "twin" and row["method"] == "GEO" else self.figure.x
+
+
+Curve = tuple[str, Sequence[Row]]
+"""A series label and its measured rows."""
+
+
+def _table(name: str, curves: Sequence[Curve]) -> Table:
+    """The rows of a figure, one per (series, configuration), with 95% accuracy intervals."""
+    table = Table(name=name, columns=COLUMNS)
+    for label, rows in curves:
+        for r in rows:
+            nn, top5 = (accuracy_interval(a, r.n_queries)
+                        for a in (r.nn_accuracy, r.top5_accuracy))
+            table.add(series=label, **r.as_dict(), nn_low=nn[0], nn_high=nn[1],
+                      top5_low=top5[0], top5_high=top5[1])
+    return table
+
+
+def _accuracy(name: str, title: str, curves: Sequence[Curve], x: str, xlabel: str,
+              style: str = "accuracy", **twin: str) -> Plot:
+    figure = Figure(
+        name=name, title=title, xlabel=xlabel, ylabel="accuracy (95% band)", x=x,
+        panel_by="panel", group_by="series", logx=True, ylim=(-0.02, 1.02),
+        series=(Series(y="accuracy", low="low", high="high", band=True,
+                       where={"method": "DP-TT"}),
+                Series(y="accuracy", low="low", high="high", band=True, dashed=True,
+                       where={"method": "GEO"})))
+    return Plot(figure, _table(name, curves), style, **twin)
+
 
 def _thesis(utility: str, family: str, dims: int) -> str:
     numbers = THESIS_FIGURES.get((utility, family))
     return f" (thesis Fig. {numbers[dims - 1]})" if numbers and dims in (1, 2) else ""
 
 
-def build_figures(sweep: Sweep) -> list[Figure]:
-    """Run every experiment of the grid; returns the figures in thesis order."""
+def build_figures(sweep: Sweep) -> list[Plot]:
+    """Run every experiment of the grid; returns the figures in thesis order.
+
+    The order of the sweep's calls is fixed (the client's stream is drawn in it).
+    """
     g = sweep.grid
-    figs: list[Figure] = []
-    r_axis, e_axis = "privacy radius r (DIS sensitivity bound)", "final ε (bounded range)"
+    plots: list[Plot] = []
     # Fig. 6.1: data sent to the client against the database size
-    sent = []
-    for v in g.sent_variants:
-        sent.append(_series(f"DP-TT-CMP {v}", [sweep.cmp(2, v, g.sent_epsilon, n)
-                                               for n in g.sent_sizes], "n_points"))
-    figs.append(Figure("fig6_01_data_sent", "Fraction of the data sent to the client (2-D, "
-                       f"CMP ε = {g.sent_epsilon:g}); the naive protocol sends 100% "
-                       "(thesis Fig. 6.1)", tuple(sent), "database size N"))
+    sent = [(f"DP-TT-CMP {v}", [sweep.cmp(2, v, g.sent_epsilon, n) for n in g.sent_sizes])
+            for v in g.sent_variants]
+    name = "fig6_01_data_sent"
+    plots.append(Plot(Figure(
+        name=name, title=f"Share of the data sent to the client (2-D, CMP ε = "
+        f"{g.sent_epsilon:g}; thesis Fig. 6.1)",
+        xlabel="database size N", ylabel="share of the data sent to the client", x="n_points",
+        group_by="series", logx=True, logy=True,
+        hlines=(("naive protocol: the whole tree (100%)", 1.0),),
+        series=(Series(y="seen_fraction"),)), _table(name, sent), "sent"))
     for n in g.sent_sizes:
         if n != g.n_points:
             sweep.release(2, n)
     # Figs. 6.2-6.4: basic DIS vs GEO; 6.5-6.13: families; 6.14/6.15: comparison
     for dims in g.dims:
         pairs = [sweep.dis(dims, "basic", r) for r in g.radii]
-        figs.append(Figure(f"fig6_0{1 + dims}_dis_vs_geo_{dims}d",
-                           f"Basic DP-TT-DIS and GEO, {dims}-D, N = {g.n_points:,} "
-                           f"(thesis Fig. 6.{1 + dims})",
-                           (_series("DP-TT-DIS", [p[0] for p in pairs], "radius"),
-                            _series("GEO", [p[1] for p in pairs], "radius", True)),
-                           r_axis, invert_x=True))
-    figs.append(Figure("fig6_04_dis_1d_vs_2d", "Basic DP-TT-DIS in 1-D and 2-D (thesis Fig. 6.4)",
-                       tuple(_series(f"DP-TT-DIS {d}-D", [sweep.dis(d, "basic", r)[0]
-                                                          for r in g.radii], "radius")
-                             for d in g.dims), r_axis, invert_x=True))
+        plots.append(_accuracy(
+            f"fig6_0{1 + dims}_dis_vs_geo_{dims}d",
+            f"Basic DP-TT-DIS and GEO, {dims}-D, N = {g.n_points:,} (thesis Fig. 6.{1 + dims})",
+            [("DP-TT-DIS", [p[0] for p in pairs]), ("GEO", [p[1] for p in pairs])],
+            "radius", R_AXIS, "radius"))
+    plots.append(_accuracy(
+        "fig6_04_dis_1d_vs_2d", "Basic DP-TT-DIS in 1-D and 2-D (thesis Fig. 6.4)",
+        [(f"DP-TT-DIS {d}-D", [sweep.dis(d, "basic", r)[0] for r in g.radii]) for d in g.dims],
+        "radius", R_AXIS, "radius"))
     for family, labels in g.families.items():
         for dims in g.dims:
-            series = []
+            curves: list[Curve] = []
             for v in labels:
                 pairs = [sweep.dis(dims, v, r) for r in g.radii]
-                series.append(_series(f"DIS {v}", [p[0] for p in pairs], "radius"))
-                series.append(_series(f"GEO ({v})", [p[1] for p in pairs], "radius", True))
-            figs.append(Figure(f"dis_{family.lower()}_{dims}d", f"DP-TT-DIS {family} and GEO "
-                               f"(fair release), {dims}-D{_thesis('dis', family, dims)}",
-                               tuple(series), r_axis, True))
+                curves += [(f"DIS {v}", [p[0] for p in pairs]),
+                           (f"GEO ({v})", [p[1] for p in pairs])]
+            plots.append(_accuracy(
+                f"dis_{family.lower()}_{dims}d", f"DP-TT-DIS {family} and GEO (fair release), "
+                f"{dims}-D{_thesis('dis', family, dims)}", curves, "radius", R_AXIS, "paired"))
     for dims in g.dims:
-        figs.append(Figure(f"fig6_{13 + dims}_dis_comparison_{dims}d",
-                           f"DP-TT-DIS variants compared, {dims}-D (thesis Fig. 6.{13 + dims})",
-                           tuple(_series(v, [sweep.dis(dims, v, r)[0] for r in g.radii],
-                                         "radius") for v in g.dis_comparison), r_axis, True))
+        plots.append(_accuracy(
+            f"fig6_{13 + dims}_dis_comparison_{dims}d",
+            f"DP-TT-DIS variants compared, {dims}-D (thesis Fig. 6.{13 + dims})",
+            [(v, [sweep.dis(dims, v, r)[0] for r in g.radii]) for v in g.dis_comparison],
+            "radius", R_AXIS, "radius"))
     # Fig. 6.17: CMP basic, and GEO on its own scale
-    figs.append(Figure(
+    cmp_basic = [(f"DP-TT-CMP {d}-D", [sweep.cmp(d, "basic", e) for e in g.cmp_epsilons])
+                 for d in g.dims]
+    geo_alone = [(f"GEO {d}-D", [sweep.geo_alone(d, x) for x in g.geo_ratios]) for d in g.dims]
+    plots.append(_accuracy(
         "fig6_17_cmp_vs_geo", "Basic DP-TT-CMP against final ε; GEO (ε* = 1) against ε*/Δ "
-        "(thesis Fig. 6.17)",
-        tuple(_series(f"DP-TT-CMP {d}-D", [sweep.cmp(d, "basic", e) for e in g.cmp_epsilons],
-                      "final_epsilon_br") for d in g.dims), e_axis,
-        twin=tuple(_series(f"GEO {d}-D", [sweep.geo_alone(d, x) for x in g.geo_ratios],
-                           "geo_per_unit", True) for d in g.dims), twin_xlabel="GEO ε*/Δ"))
+        "(thesis Fig. 6.17)", cmp_basic + geo_alone, "final_epsilon_br", E_AXIS, "twin",
+        twin_x="geo_per_unit", twin_xlabel="GEO ε*/Δ"))
     # Fig. 6.18: database size
-    series = []
+    curves = []
     for dims in g.dims:
         for n in g.size_comparison:
-            series.append(_series(f"{dims}-D, N = {n:,}", [sweep.cmp(dims, "basic", e, n)
-                                                           for e in g.cmp_epsilons],
-                                  "final_epsilon_br"))
+            curves.append((f"{dims}-D, N = {n:,}",
+                           [sweep.cmp(dims, "basic", e, n) for e in g.cmp_epsilons]))
             if n != g.n_points:
                 sweep.release(dims, n)
-    figs.append(Figure("fig6_18_cmp_sizes",
-                       "Basic DP-TT-CMP for two database sizes (thesis Fig. 6.18)",
-                       tuple(series), e_axis))
+    plots.append(_accuracy("fig6_18_cmp_sizes",
+                           "Basic DP-TT-CMP for two database sizes (thesis Fig. 6.18)", curves,
+                           "final_epsilon_br", E_AXIS))
     # Figs. 6.19-6.27: CMP families; 6.28/6.29: comparison (+ GEO at global sensitivity)
     for family, labels in g.families.items():
         for dims in g.dims:
-            figs.append(Figure(f"cmp_{family.lower()}_{dims}d",
-                               f"DP-TT-CMP {family}, {dims}-D{_thesis('cmp', family, dims)}",
-                               tuple(_series(v, [sweep.cmp(dims, v, e) for e in g.cmp_epsilons],
-                                             "final_epsilon_br") for v in labels), e_axis))
+            plots.append(_accuracy(
+                f"cmp_{family.lower()}_{dims}d",
+                f"DP-TT-CMP {family}, {dims}-D{_thesis('cmp', family, dims)}",
+                [(v, [sweep.cmp(dims, v, e) for e in g.cmp_epsilons]) for v in labels],
+                "final_epsilon_br", E_AXIS))
     for dims in g.dims:
-        series = [_series(v, [sweep.cmp(dims, v, e) for e in g.cmp_epsilons],
-                          "final_epsilon_br") for v in g.cmp_comparison]
-        series.append(_series("GEO, global sensitivity 1e9 (basic's ε*)",
-                              [sweep.cmp_geo_global(dims, "basic", e) for e in g.cmp_epsilons],
-                              "final_epsilon_br", True))
-        figs.append(Figure(f"fig6_{27 + dims}_cmp_comparison_{dims}d",
-                           f"DP-TT-CMP variants compared, {dims}-D (thesis Fig. 6.{27 + dims})",
-                           tuple(series), e_axis))
-    return figs
+        curves = [(v, [sweep.cmp(dims, v, e) for e in g.cmp_epsilons]) for v in g.cmp_comparison]
+        curves.append(("GEO, global sensitivity 1e9 (basic's ε*)",
+                       [sweep.cmp_geo_global(dims, "basic", e) for e in g.cmp_epsilons]))
+        plots.append(_accuracy(
+            f"fig6_{27 + dims}_cmp_comparison_{dims}d",
+            f"DP-TT-CMP variants compared, {dims}-D (thesis Fig. 6.{27 + dims})", curves,
+            "final_epsilon_br", E_AXIS))
+    return plots
 
 
-def write_csv(fig: Figure, folder: Path) -> Path:
-    """All rows of a figure, one per line, with the series label."""
-    path = folder / f"{fig.name}.csv"
-    names = ["series"] + [f.name for f in fields(Row)]
-    with path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=names)
-        w.writeheader()
-        for s in (*fig.series, *fig.twin):
-            for row in s.rows:
-                w.writerow({"series": s.label, **{k: _fmt(v) for k, v in row.as_dict().items()}})
+# ------------------------------------------------------------------ drawing
+def _panels(plot: Plot) -> Table:
+    """The figure's rows in long form: one row per (panel: raw / top-5, configuration)."""
+    x = plot.figure.x
+    return Table.from_rows(plot.name, (
+        {"series": r["series"], "method": r["method"], x: r[x], "panel": label,
+         "accuracy": r[f"{m}_accuracy"], "low": r[f"{m}_low"], "high": r[f"{m}_high"]}
+        for m, label in PANELS for r in plot.table.rows))
+
+
+def _blank(width: float, height: float) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure as MplFigure
+
+    fig = MplFigure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def draw(plot: Plot, folder: Path, run: str) -> Path:
+    """Draw one figure into ``folder`` (its PNG's path); ``run`` names the run in the title."""
+    if plot.style in ("paired", "twin"):
+        return custom_plot(plot, folder, run)
+    if plot.style == "sent":
+        return line_plot(plot.figure, plot.table, folder=folder, run=run)
+    if plot.style == "accuracy":
+        return line_plot(plot.figure, _panels(plot), folder=folder, run=run)
+    canvas = _blank(9.2, 4.4)  # "radius": the shared style, then the x axes inverted
+    path = line_plot(plot.figure, _panels(plot), folder=folder, run=run, mpl_figure=canvas)
+    for ax in canvas.axes:
+        ax.invert_xaxis()
+    canvas.savefig(path, dpi=100)
     return path
 
 
-def _fmt(v: object) -> object:
-    return f"{v:.6g}" if isinstance(v, float) else v
+def custom_plot(plot: Plot, folder: Path, run: str) -> Path:
+    """The figures the shared style does not draw, raw and top-5 panels with 95% bands.
 
-
-def plot(fig: Figure, folder: Path) -> Path:
-    """Raw and top-5 accuracy panels (one panel for Fig. 6.1's data sent)."""
+    ``"paired"``: each DIS variant and the GEO release matched to it share a
+    colour (GEO dashed), radius axis largest first. ``"twin"``: the GEO
+    series on a second x axis (``plot.twin_x``), dotted.
+    """
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import NullLocator
-
-    sent = fig.name == "fig6_01_data_sent"
-    panels = [("seen_fraction", "data sent to the client (%)")] if sent else [
-        ("nn_accuracy", "raw NN accuracy"), ("top5_accuracy", "top-5 accuracy")]
-    f, axes = plt.subplots(1, len(panels), figsize=(max(5.6 * len(panels), 7.0), 4.2),
-                           squeeze=False)
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for ax, (metric, ylabel) in zip(axes[0], panels):
-        scale = 100.0 if sent else 1.0
-        for i, s in enumerate(fig.series):
-            xs = [getattr(r, s.x) for r in s.rows]
-            ax.plot(xs, [getattr(r, metric) * scale for r in s.rows], marker="o", ms=3,
-                    ls="--" if s.dashed else "-", color=colours[(i // 2 if _paired(fig) else i)
-                                                           % len(colours)], label=s.label)
+    cycle = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    twin = plot.style == "twin"
+    table = plot.table
+    labels = list(dict.fromkeys(table.column("series")))
+    variants = list(dict.fromkeys(table.column("variant", method="DP-TT")))
+    fig = _blank(9.2, 4.8 if twin else 4.4)
+    for ax, (m, ylabel) in zip(fig.subplots(1, 2), PANELS):
+        top = ax.twiny() if twin else None
+        handles = []
+        for i, label in enumerate(labels):
+            rows = table.where(series=label)
+            geo = rows[0]["method"] == "GEO"
+            on = top if geo and top is not None else ax
+            x = plot.x_of(rows[0])
+            rows.sort(key=lambda r: r[x])
+            colour = cycle[(i if twin else variants.index(rows[0]["variant"])) % len(cycle)]
+            xs = [r[x] for r in rows]
+            (line,) = on.plot(xs, [r[f"{m}_accuracy"] for r in rows], color=colour,
+                              ls=(":" if twin else "--") if geo else "-",
+                              marker="s" if geo else "o", ms=3, label=label)
+            on.fill_between(xs, [r[f"{m}_low"] for r in rows], [r[f"{m}_high"] for r in rows],
+                            color=colour, alpha=0.15, lw=0)
+            handles.append(line)
         ax.set_xscale("log")
-        ax.xaxis.set_minor_locator(NullLocator())  # minor log ticks cost most of the drawing
-        if sent:
-            ax.axhline(100.0, color="black", lw=1, ls=":", label="naive: the whole tree")
-            ax.set_yscale("log")
-            ax.yaxis.set_minor_locator(NullLocator())
-        if fig.invert_x:
-            ax.invert_xaxis()
-        ax.set_xlabel(fig.xlabel)
-        ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
-        if fig.twin:
-            top = ax.twiny()
-            for j, s in enumerate(fig.twin):
-                top.plot([getattr(r, s.x) for r in s.rows], [getattr(r, metric) for r in s.rows],
-                         ls=":", marker="s", ms=3, color="grey" if j == 0 else "black",
-                         label=s.label)
+        if top is not None:
             top.set_xscale("log")
-            top.xaxis.set_minor_locator(NullLocator())
-            top.set_xlabel(fig.twin_xlabel)
-            top.legend(fontsize=7, loc="lower right")
-        if not sent:
-            ax.set_ylim(-0.02, 1.02)
-    axes[0][0].legend(fontsize=7, loc="best")
-    f.suptitle(textwrap.fill(fig.caption, 110), fontsize=10)
-    f.subplots_adjust(left=0.08 if len(panels) > 1 else 0.14, right=0.98, wspace=0.22,
-                      bottom=0.13, top=0.78 if fig.twin else 0.88)
-    path = folder / f"{fig.name}.png"
-    f.savefig(path, dpi=90)
-    plt.close(f)
+            top.set_xlabel(plot.twin_xlabel)
+        if plot.style == "paired":
+            ax.invert_xaxis()
+        ax.set_xlabel(plot.figure.xlabel)
+        ax.set_ylabel(f"{ylabel} (95% band)")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(handles=handles, fontsize=7)
+    fig.suptitle(textwrap.fill(plot.figure.title, 100) + f"\n{run}", fontsize=10)
+    path = Path(folder) / plot.figure.png
+    fig.savefig(path, dpi=100)
     return path
 
 
-def _paired(fig: Figure) -> bool:
-    return any(s.label.startswith("GEO (") for s in fig.series)
+# ------------------------------------------------------------------- report
+def _summary(plot: Plot) -> Table:
+    """What a figure shows, per series: its x range, best accuracies, points released."""
+    t = plot.table
+    labels = list(dict.fromkeys(t.column("series")))
+    if plot.style == "sent":
+        return Table.from_rows(f"{plot.name}_summary", (
+            {"series": s, **{f"% sent, N = {r['n_points']:,}": 100 * r["seen_fraction"]
+                             for r in t.where(series=s)}} for s in labels))
+    rows = []
+    for s in labels:
+        rr = t.where(series=s)
+        xs = [r[plot.x_of(r)] for r in rr]
+        rows.append({"series": s, "x from": min(xs), "x to": max(xs),
+                     "best raw": max(r["nn_accuracy"] for r in rr),
+                     "best top-5": max(r["top5_accuracy"] for r in rr),
+                     "released / query": float(np.mean([r["released_mean"] for r in rr]))})
+    return Table.from_rows(f"{plot.name}_summary", rows)
+
+
+def _accounting(grid: Grid, height: int) -> Table:
+    """Compositions, rounds and final ε of the main variants (worst case, H decisions)."""
+    table = Table(name="accounting", columns=(
+        "variant", "compositions c", "rounds", "messages", "at most released",
+        "final ε at ε=1: bounded range", "at ε=1: sum c·ε", "at ε=1: §5.2 as printed",
+        "final ε at ε=10: bounded range", "at ε=10: sum c·ε"))
+    for label in ACCOUNT_VARIANTS:
+        v = Variant.parse(label)
+        if v.s > height:
+            continue
+        a1 = v.account(height, epsilon=1.0, delta=grid.delta)
+        a10 = v.account(height, epsilon=10.0, delta=grid.delta)
+        rounds = v.rounds(height)
+        table.add(**dict(zip(table.columns, (
+            label, a1.compositions, rounds, 2 * rounds + 2, v.max_released(height),
+            a1.epsilon_br, a1.epsilon_sum,
+            printed_section_5_2_epsilon(a1.compositions, 1.0, grid.delta)
+            if a1.compositions else 0,
+            a10.epsilon_br, a10.epsilon_sum))))
+    return table
 
 
 def _command(quick: bool, n_points: int, fig_dir: str = FIG_DIR) -> str:
@@ -241,25 +366,27 @@ def _command(quick: bool, n_points: int, fig_dir: str = FIG_DIR) -> str:
     return f"ppknn reproduce lepert{flag} --set n_points={n_points}{where}"
 
 
-ACCOUNT_VARIANTS = ("basic", "P4", "P8", "E2", "E8", "GS", "N20", "GS-N20")
+def _settings(g: Grid, height: int) -> dict[str, Any]:
+    return {
+        "points per dimension (N)": g.n_points, "queries": g.n_queries, "dimensions": g.dims,
+        "data law": g.distribution, "seed": g.seed, "worst-case tree height H": height,
+        "DIS ε per decision": g.dis_epsilon, "DIS / GEO radii r": g.radii,
+        "CMP ε per decision": g.cmp_epsilons, "GEO alone ε*/Δ (ε* = 1)": g.geo_ratios,
+        "variant families": "; ".join(f"{k}: {', '.join(v)}" for k, v in g.families.items()),
+        "DIS comparison (Figs. 6.14/6.15)": g.dis_comparison,
+        "CMP comparison (Figs. 6.28/6.29)": g.cmp_comparison,
+        "data sent (Fig. 6.1): sizes, variants, CMP ε": (
+            f"{', '.join(f'{n:,}' for n in g.sent_sizes)}; {', '.join(g.sent_variants)}; "
+            f"{g.sent_epsilon:g}"),
+        "δ of the bounded-range bound": g.delta,
+    }
 
 
-def render(figures: Sequence[Figure], claims: Sequence[Claim], grid: Grid, *, height: int,
-           quick: bool, elapsed_s: float, fig_dir: str = FIG_DIR) -> str:
-    """The Markdown report: setting, accounting, claims beside measurements, figures."""
+def build_report(plots: Sequence[Plot], claims: Sequence[Claim], grid: Grid, *, height: int,
+                 quick: bool, elapsed_s: float, fig_dir: str = FIG_DIR) -> Report:
+    """The report of one run: setting, accounting, claims, one section per figure."""
     g = grid
-    mode = "`--quick`" if quick else "full"
-    lines = [
-        "# Lepert (2022): differentially private nearest-neighbour queries by kd-tree "
-        "traversal (DP-TT)",
-        "",
-        f"Generated by `{_command(quick, g.n_points, fig_dir)}` ({mode} run, "
-        f"{g.runtime} runtime, {elapsed_s:.0f} s); every number below comes from that run. "
-        "Each figure has a CSV and a PNG in the output folder (`results/reproduce/lepert/` by "
-        f"default); the PNGs are also in `{fig_dir}/`.",
-        "",
-        "## Setting",
-        "",
+    setting = Section(heading="How the thesis's setting is read", text=(
         f"- Data: {g.n_points:,} synthetic points per dimension (1-D and 2-D), "
         f"{g.n_queries:,} queries from the same law, seed {g.seed}. The thesis's \"uniformly "
         "drawing ... from a 0 to 1 billion normal distribution\" is read as a normal law "
@@ -277,77 +404,33 @@ def render(figures: Sequence[Figure], claims: Sequence[Claim], grid: Grid, *, he
         f"{{{', '.join(f'{x:.0e}' for x in g.geo_ratios)}}}.",
         f"- Final ε: Theorem 2.13 (Dong, Durfee & Rogers) at δ = {g.delta:g}, which is never "
         "above plain summation c·ε (also reported in every CSV).",
-        "",
-        "## Compositions and final ε",
-        "",
-        f"Per query, worst case (H = {height}). The thesis's §5.2 prints the bound with the "
-        "count inside the KL term (`KL(cε)`); that is not Theorem 2.13, which it cites, and "
-        "gives larger values -- its column is shown for comparison only.",
-        "",
-        "| variant | compositions c | rounds / messages | at most released "
-        "| final ε at ε=1: bounded range / sum / §5.2 as printed | at ε=10 |",
-        "| --- | ---: | ---: | ---: | --- | --- |",
-    ]
-    for label in ACCOUNT_VARIANTS:
-        v = Variant.parse(label)
-        if v.s > height:
-            continue
-        a1 = v.account(height, epsilon=1.0, delta=g.delta)
-        a10 = v.account(height, epsilon=10.0, delta=g.delta)
-        p1 = printed_section_5_2_epsilon(a1.compositions, 1.0, g.delta) if a1.compositions else 0
-        rounds = v.rounds(height)
-        lines.append(f"| {label} | {a1.compositions} | {rounds} / {2 * rounds + 2} | "
-                     f"{v.max_released(height)} | {a1.epsilon_br:.4g} / "
-                     f"{a1.epsilon_sum:.4g} / {p1:.4g} | {a10.epsilon_br:.4g} / "
-                     f"{a10.epsilon_sum:.4g} |")
-    lines += ["", "## Claims beside measurements", "",
-              "| where | claim | thesis | measured | verdict | why |",
-              "| --- | --- | --- | --- | --- | --- |"]
-    for c in claims:
-        lines.append(f"| {c.where} | {c.statement} | {c.thesis} | {c.measured} | "
-                     f"**{c.verdict}** | {c.note} |")
-    lines += ["", "## Figures", ""]
-    for fig in figures:
-        lines += [f"### {fig.caption}", "", f"![{fig.name}]({fig_dir}/{fig.name}.png)", ""]
-        if fig.name == "fig6_01_data_sent":
-            sizes = [r.n_points for r in fig.series[0].rows]
-            lines += ["| series | " + " | ".join(f"N = {n:,}" for n in sizes) + " |",
-                      "| --- |" + " ---: |" * len(sizes)]
-            lines += [f"| {s.label} | " + " | ".join(f"{100 * r.seen_fraction:.3g}%"
-                                                     for r in s.rows) + " |"
-                      for s in fig.series]
-            lines.append("")
-            continue
-        lines += ["| series | x range | best raw | best top-5 | released / query |",
-                  "| --- | --- | ---: | ---: | ---: |"]
-        for s in (*fig.series, *fig.twin):
-            xs = [getattr(r, s.x) for r in s.rows]
-            lines.append(f"| {s.label} | {min(xs):.3g} - {max(xs):.3g} | "
-                         f"{max(r.nn_accuracy for r in s.rows):.3f} | "
-                         f"{max(r.top5_accuracy for r in s.rows):.3f} | "
-                         f"{np.mean([r.released_mean for r in s.rows]):.1f} |")
-        lines.append("")
-    lines += [
-        "## Not reproduced, and readings",
-        "",
-        "- The real location datasets (Gowalla, Brightkite; Figs. 6.16, 6.30, 6.31) are not "
-        "available offline. `protocols.dptt.data.load_checkins` reads SNAP's check-in format "
-        "and `quantise` applies the thesis's grid (500 latitude x 200 longitude cells over the "
-        "San Francisco or Austin box, non-empty cell centres as the points); both are tested "
-        "on a small file in that format.",
-        "- The thesis does not give the number of queries, the members of each variant family "
-        "(beyond P0/P4/P8, E8, N5/N20), δ, or how GEO's ε* is split over repeated runs; the "
-        "choices are in the setting above. Each repeated GEO run gets the whole ε*, as the "
-        "thesis's rule reads, which favours GEO.",
-        "- CMP sends a query equal to a node's value to the right (Algorithm 5), not to the "
-        "left as Algorithm 14's strict test would, so that a query equal to a data point can "
-        "reach it; the two differ only on ties.",
-        "- The thesis's caption of Fig. 6.1 repeats Fig. 6.2's; its text describes the share "
-        "of data points sent, which is what is plotted here (client's count of distinct data "
-        "points received: node values and released points).",
-        "",
-    ]
-    return "\n".join(lines)
+    ))
+    accounting = Section(heading="Compositions and final ε", text=(
+        f"Per query, worst case (H = {height}); rounds and messages of one traversal. The "
+        "thesis's §5.2 prints the bound with the count inside the KL term (`KL(cε)`); that is "
+        "not Theorem 2.13, which it cites, and gives larger values -- its column is shown for "
+        "comparison only.",), tables=(_accounting(g, height),))
+    figures = [Section(heading=p.figure.title, level=3, figures=(p.figure,),
+                       tables=(_summary(p),)) for p in plots]
+    return Report(
+        title=TITLE,
+        run=Run(command=_command(quick, g.n_points, fig_dir), runtime=g.runtime, quick=quick,
+                seed=g.seed, seconds=elapsed_s),
+        intro=(
+            "Each figure has a CSV (one row per series and configuration, with the 95% "
+            "intervals of both accuracies) and a PNG in the output folder "
+            f"(`results/reproduce/lepert/` by default); the PNGs are also in `{fig_dir}/`. "
+            f"Accuracies are shares of the {g.n_queries:,} queries; their 95% intervals "
+            "(normal approximation to the binomial) are the bands of the plots and the "
+            "intervals of the claims.",),
+        settings=_settings(g, height),
+        sections=(setting, accounting,
+                  Section(heading="Claims beside measurements", claims=tuple(claims)),
+                  Section(heading="Figures", text=(
+                      "Per figure: each series' range on the x axis, its best raw and top-5 "
+                      "accuracy and the mean number of points released per query.",)),
+                  *figures),
+        deviations=DEVIATIONS, figure_dir=fig_dir)
 
 
 def run(output: Path, *, quick: bool, runtime: str, report: Path,
@@ -356,32 +439,25 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path,
     start = time.perf_counter()
     grid = (Grid.quick if quick else Grid)(runtime=runtime, n_points=n_points)
     if n_points > 100_000:
-        grid = _with_sizes(grid)
+        grid = replace(grid, sent_sizes=tuple(sorted({*grid.sent_sizes, grid.n_points})))
     output, report = Path(output), Path(report)
     output.mkdir(parents=True, exist_ok=True)
     fig_dir = report.parent / report.stem  # lepert.md -> lepert/: reports never share PNGs
     fig_dir.mkdir(parents=True, exist_ok=True)
     with Sweep(grid) as sweep:
-        figures = build_figures(sweep)
+        plots = build_figures(sweep)
         claims = check_claims(sweep)
         height = sweep.bench(grid.dims[0]).tree.height
-    for fig in figures:
-        write_csv(fig, output)
-        png = plot(fig, output)
+    title_run = f"{_command(quick, grid.n_points, fig_dir.name)}, {runtime} runtime"
+    for p in plots:
+        p.table.write_csv(output / p.figure.csv)
+        png = draw(p, output, title_run)
         shutil.copy(png, fig_dir / png.name)
     elapsed = time.perf_counter() - start
-    text = render(figures, claims, grid, height=height, quick=quick, elapsed_s=elapsed,
-                  fig_dir=fig_dir.name)
-    report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(text)
-    (output / "report.md").write_text(text)
-    return report
+    doc = build_report(plots, claims, grid, height=height, quick=quick, elapsed_s=elapsed,
+                       fig_dir=fig_dir.name)
+    write_markdown(doc, output / "report.md")
+    return write_markdown(doc, report)
 
 
-def _with_sizes(grid: Grid) -> Grid:
-    from dataclasses import replace
-
-    return replace(grid, sent_sizes=tuple(sorted({*grid.sent_sizes, grid.n_points})))
-
-
-__all__ = ["Figure", "Series", "build_figures", "plot", "run", "write_csv"]
+__all__ = ["Plot", "build_figures", "build_report", "custom_plot", "draw", "run"]
