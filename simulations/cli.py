@@ -193,8 +193,9 @@ def _print_disclosure(report: Any, results_dir: Path, top: int) -> None:
     if len(report.parties) > top:
         probs = sorted(d.probability for d in report.parties)
         q = [probs[int(f * (len(probs) - 1))] for f in (0.0, 0.25, 0.5, 0.75, 1.0)]
+        where = results_dir / "disclosure.csv"
         out.print("per-party probability: min {:.3f}, quartiles {:.3f} / {:.3f} / {:.3f}, "
-                  "max {:.3f}; every party in {}".format(*q, results_dir / "disclosure.csv"))
+                  "max {:.3f}; ".format(*q) + f"every party in {where}")
 
 
 @app.command()

@@ -81,7 +81,7 @@ class Sweep(BaseModel):
                 raise ConfigError(f"grid key {key!r} must be 'section.key', e.g. 'protocol.k'")
             if not self.grid[key]:
                 raise ConfigError(f"grid key {key!r} has no values")
-        out = []
+        out: list[tuple[dict[str, Any], Scenario]] = []
         for values in itertools.product(*(self.grid[k] for k in keys)):
             for seed in self.sweep.seeds:
                 point = dict(zip(keys, values))

@@ -55,7 +55,7 @@ from simulations.registry import (
 )
 from simulations.scenario import Scenario
 
-NAME = "ppknn-ring"
+NAME: Literal["ppknn-ring"] = "ppknn-ring"
 
 
 class PPKNNRingConfig(ProtocolConfig):
