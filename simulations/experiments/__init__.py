@@ -8,6 +8,9 @@ dp_knn
     DP r-N / k-NN (Gursoy et al.): datasets and one cross-validation fold through a runtime.
 dp_nb
     DP Naive Bayes (Zafarani & Clifton): cross-validated accuracy and training time.
+zafarani
+    The DP Naive Bayes reproduction's runs: accuracy, diffprivlib side by side, widened
+    bounds, training time, the privacy audit and the model-release service.
 dptt_session, dptt_evaluation, dptt_sweeps
     DP-TT (Lepert): a runtime for many batches, the measured rows and the experiment grid.
 pca, pca_evaluation
