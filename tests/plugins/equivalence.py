@@ -1,4 +1,4 @@
-"""One check shared by the protocol tests: a scenario on Ray equals the in-process run."""
+"""Checks shared by the protocol tests: Ray equals in-process; bad input is refused early."""
 
 from __future__ import annotations
 
@@ -35,3 +35,22 @@ def assert_ray_equals_inprocess(scenario: Scenario, tmp_path: Path, **ray: objec
     assert rows == Transcript(tmp_path / "ray").canonical_rows()
     assert rows
     return local, on_ray, rows
+
+
+def assert_refused(data: dict, where: str, message: str) -> None:
+    """``data`` is refused with a ``ConfigError`` matching ``message`` before any party starts:
+    by the scenario parser (``where == "parse"``) or by planning (``"prepare"``)."""
+    import pytest
+
+    from core.errors import ConfigError
+    from simulations.runner import prepare
+    from simulations.scenario import parse_scenario
+
+    assert where in ("parse", "prepare"), where
+    if where == "parse":
+        with pytest.raises(ConfigError, match=message):
+            parse_scenario(data, source="test")
+    else:
+        scenario = parse_scenario(data, source="test")
+        with pytest.raises(ConfigError, match=message):
+            prepare(scenario)

@@ -9,13 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.errors import ConfigError
 from core.transcript import Transcript
 from simulations.knn import union_topk_and_ties
 from simulations.results import write_results
 from simulations.runner import execute, prepare
 from simulations.scenario import load_scenario, parse_scenario, tomllib
-from tests.plugins.equivalence import assert_ray_equals_inprocess
+from tests.plugins.equivalence import assert_ray_equals_inprocess, assert_refused
 
 NAME = "dp-knn"
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / f"{NAME}.toml"
@@ -208,13 +207,7 @@ BAD = [
                          ids=[f"{i}-{'-'.join(map(str, (*k, *p)))}"
                               for i, (k, p, _, _) in enumerate(BAD)])
 def test_bad_inputs_refused_before_any_party_starts(keys, parties, where, message):
-    if where == "parse":
-        with pytest.raises(ConfigError, match=message):
-            parse_scenario(raw(parties=parties, **keys), source="test")
-    else:
-        sc = parse_scenario(raw(parties=parties, **keys), source="test")
-        with pytest.raises(ConfigError, match=message):
-            prepare(sc)
+    assert_refused(raw(parties=parties, **keys), where, message)
 
 
 def _rn_untied(result, radius):

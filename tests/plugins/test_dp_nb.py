@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.errors import ConfigError
 from core.runtime import make_runtime
 from protocols.dp_nb import METHODS
 from protocols.dp_nb.model import DENSITIES
@@ -19,7 +18,7 @@ from simulations.plugins.dp_nb import OWNER, DPNBConfig
 from simulations.results import write_results
 from simulations.runner import execute, prepare
 from simulations.scenario import load_scenario, parse_scenario, tomllib
-from tests.plugins.equivalence import assert_ray_equals_inprocess
+from tests.plugins.equivalence import assert_ray_equals_inprocess, assert_refused
 
 NAME = "dp-nb"
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / f"{NAME}.toml"
@@ -206,10 +205,4 @@ def test_bad_inputs_refused_before_any_party_starts(keys, sections, where, messa
     data = raw(**keys)
     for section, values in sections.items():
         data.setdefault(section, {}).update(values)
-    if where == "parse":
-        with pytest.raises(ConfigError, match=message):
-            parse_scenario(data, source="test")
-    else:
-        sc = parse_scenario(data, source="test")
-        with pytest.raises(ConfigError, match=message):
-            prepare(sc)
+    assert_refused(data, where, message)

@@ -9,13 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.errors import ConfigError
 from protocols.pca_perturbation.sanitize import fit_pca, normalise
 from simulations.knn import union_topk_and_ties
 from simulations.results import write_results
-from simulations.runner import execute, prepare
+from simulations.runner import execute
 from simulations.scenario import load_scenario, parse_scenario, tomllib
-from tests.plugins.equivalence import assert_ray_equals_inprocess
+from tests.plugins.equivalence import assert_ray_equals_inprocess, assert_refused
 
 NAME = "pca-perturbation"
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / f"{NAME}.toml"
@@ -144,13 +143,7 @@ BAD = [
 @pytest.mark.parametrize(("keys", "where", "message"), BAD,
                          ids=[f"{i}-{'-'.join(map(str, k))}" for i, (k, _, _) in enumerate(BAD)])
 def test_bad_inputs_refused_before_any_party_starts(keys, where, message):
-    if where == "parse":
-        with pytest.raises(ConfigError, match=message):
-            parse_scenario(raw(**keys), source="test")
-    else:
-        sc = parse_scenario(raw(**keys), source="test")
-        with pytest.raises(ConfigError, match=message):
-            prepare(sc)
+    assert_refused(raw(**keys), where, message)
 
 
 def _non_tied(result, k):
