@@ -28,16 +28,16 @@ from collections.abc import Callable
 import numpy as np
 from sklearn.neighbors import KNeighborsClassifier, RadiusNeighborsClassifier
 
-from core.data import DomainBounds
-from parties.analyst import Analyst
-from parties.dp_owner import DPOwner
-from protocols.dp_knn.cliques import clique_bounds
-from protocols.dp_knn.index import LabelIndex
-from protocols.dp_knn.knn import classify_knn
-from protocols.dp_knn.overlap import overlap_edges, overlap_graph
-from protocols.dp_knn.protocol import Query
-from protocols.dp_knn.rn import classify_rn, plan_rn, release_rn
-from simulations.experiments.dp_knn import calibrate_radius, kfold, load_experiment_data
+from ppknn.core.data import DomainBounds
+from ppknn.parties.analyst import Analyst
+from ppknn.parties.dp_owner import DPOwner
+from ppknn.protocols.dp_knn.cliques import clique_bounds
+from ppknn.protocols.dp_knn.index import LabelIndex
+from ppknn.protocols.dp_knn.knn import classify_knn
+from ppknn.protocols.dp_knn.overlap import overlap_edges, overlap_graph
+from ppknn.protocols.dp_knn.protocol import Query
+from ppknn.protocols.dp_knn.rn import classify_rn, plan_rn, release_rn
+from ppknn.simulations.experiments.dp_knn import calibrate_radius, kfold, load_experiment_data
 
 
 def median_time(fn: Callable[[], object], repeats: int) -> float:

@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.dp import (  # noqa: E402
+from ppknn.core.dp import (  # noqa: E402
     ExponentialMechanism,
     Gaussian,
     Geometric,

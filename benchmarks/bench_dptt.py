@@ -20,11 +20,11 @@ import time
 import numpy as np
 from scipy.spatial import cKDTree
 
-from protocols.dptt.config import DPTTSetup
-from protocols.dptt.data import synthetic_points
-from protocols.dptt.tree import ModifiedKDTree
-from protocols.dptt.utility import Utility
-from simulations.experiments.dptt_session import DPTTSession
+from ppknn.protocols.dptt.config import DPTTSetup
+from ppknn.protocols.dptt.data import synthetic_points
+from ppknn.protocols.dptt.tree import ModifiedKDTree
+from ppknn.protocols.dptt.utility import Utility
+from ppknn.simulations.experiments.dptt_session import DPTTSession
 
 
 def best(fn, repeat):

@@ -24,12 +24,12 @@ import time
 import numpy as np
 from sklearn.neighbors import KNeighborsClassifier
 
-from core.data import DomainBounds
-from parties.sanitizer import Sanitizer
-from protocols.pca_perturbation.datasets import gaussian_clusters
-from protocols.pca_perturbation.knn import knn_predict, radius_knn
-from protocols.pca_perturbation.sanitize import normalise
-from protocols.pca_perturbation.schemes import ReleaseRequest
+from ppknn.core.data import DomainBounds
+from ppknn.parties.sanitizer import Sanitizer
+from ppknn.protocols.pca_perturbation.datasets import gaussian_clusters
+from ppknn.protocols.pca_perturbation.knn import knn_predict, radius_knn
+from ppknn.protocols.pca_perturbation.sanitize import normalise
+from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
 
 
 def median_time(fn, repeats):

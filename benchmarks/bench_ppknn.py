@@ -21,11 +21,11 @@ import numpy as np
 import ray
 from sklearn.neighbors import KNeighborsClassifier
 
-from core.data import DomainBounds, load_dataset, partition
-from core.runtime import PartySpec, RunContext, make_runtime
-from parties.ring_owner import RingDataOwner
-from protocols.ppknn import PPKNNConfig, random_ring, ring_from_start, run_ppknn
-from protocols.ppknn.pp_topk import TopKParams
+from ppknn.core.data import DomainBounds, load_dataset, partition
+from ppknn.core.runtime import PartySpec, RunContext, make_runtime
+from ppknn.parties.ring_owner import RingDataOwner
+from ppknn.protocols.ppknn import PPKNNConfig, random_ring, ring_from_start, run_ppknn
+from ppknn.protocols.ppknn.pp_topk import TopKParams
 
 
 def build(n, n_queries, seed=0):

@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 import ray
 
-from core.data import DomainBounds, load_dataset, partition
-from core.runtime import PartySpec, RunContext, make_runtime
-from parties.ring_owner import RingDataOwner
-from protocols.ppknn import PPKNNConfig, random_ring, ring_from_start, run_ppknn
-from protocols.ppknn.pp_topk import TopKParams
+from ppknn.core.data import DomainBounds, load_dataset, partition
+from ppknn.core.runtime import PartySpec, RunContext, make_runtime
+from ppknn.parties.ring_owner import RingDataOwner
+from ppknn.protocols.ppknn import PPKNNConfig, random_ring, ring_from_start, run_ppknn
+from ppknn.protocols.ppknn.pp_topk import TopKParams
 
 
 def peak_mb() -> float:
@@ -195,7 +195,7 @@ def cpu_busy_s() -> float:
 
 
 def part_sweep(args) -> dict:
-    from simulations.sweep import Sweep, run_sweep
+    from ppknn.simulations.sweep import Sweep, run_sweep
 
     dataset, seeds = ("pima", list(range(5))) if args.quick else ("abalone", list(range(25)))
     spec = Sweep.model_validate({

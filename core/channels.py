@@ -24,7 +24,7 @@ records the bytes that would cross the wire.
 Examples
 --------
 >>> import numpy as np
->>> from core.messages import Message
+>>> from ppknn.core.messages import Message
 >>> a, b = SecureEndpoint("a", "run"), SecureEndpoint("b", "run")
 >>> directory = {"a": a.public_key, "b": b.public_key}
 >>> a.register_peers(directory); b.register_peers(directory)
@@ -46,8 +46,8 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from core.errors import ConfigError, IntegrityError
-from core.messages import Message, PartyId, Payload, decode_arrays, encode_arrays
+from ppknn.core.errors import ConfigError, IntegrityError
+from ppknn.core.messages import Message, PartyId, Payload, decode_arrays, encode_arrays
 
 _TAG_BYTES = 16
 

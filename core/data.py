@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.errors import ConfigError, DataError, PrivacyLeakWarning
+from ppknn.core.errors import ConfigError, DataError, PrivacyLeakWarning
 
 SKLEARN_DATASETS = ("iris", "wine", "breast_cancer", "digits")
 PARTITION_SCHEMES = ("iid", "dirichlet", "size")

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from core.errors import ConfigError
-from core.messages import Message, PartyId
+from ppknn.core.errors import ConfigError
+from ppknn.core.messages import Message, PartyId
 
 MessageKey = tuple[str, int, str, str, int]
 """(protocol, round, sender, receiver, seq): identifies a message."""

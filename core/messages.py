@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from core.errors import ProtocolError
+from ppknn.core.errors import ProtocolError
 
 PartyId = str
 """A logical party's name, e.g. ``"owner-03"``."""

@@ -36,7 +36,7 @@ from enum import Enum
 
 import numpy as np
 
-from core.errors import ConfigError
+from ppknn.core.errors import ConfigError
 
 
 class RandomnessMode(str, Enum):

@@ -32,8 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from core.errors import ConfigError, DataError
-from core.messages import Message, PartyId, decode_arrays, encode_arrays
+from ppknn.core.errors import ConfigError, DataError
+from ppknn.core.messages import Message, PartyId, decode_arrays, encode_arrays
 
 SCHEMA = pa.schema(
     [

@@ -16,7 +16,7 @@ Two ways of asking (Gursoy et al. §7, "availability of test data in a batch"):
 Examples
 --------
 >>> import numpy as np
->>> from protocols.dp_knn.protocol import Query
+>>> from ppknn.protocols.dp_knn.protocol import Query
 >>> alice = Analyst(party_id="alice", owner="owner", run_id="r")
 >>> q = Query(task="knn", algorithm="baseline", x=np.zeros((3, 2)), k=5, epsilon=0.75)
 >>> [m.payload["request"].item() for m in (alice.request(q), alice.request(q))]
@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from core.messages import Message, PartyId
-from protocols.dp_knn.protocol import Answer, Query
-from protocols.service import REFUSED, Refused, read_refusal
+from ppknn.core.messages import Message, PartyId
+from ppknn.protocols.dp_knn.protocol import Answer, Query
+from ppknn.protocols.service import REFUSED, Refused, read_refusal
 
 
 class Analyst:

@@ -35,7 +35,7 @@ Neighbouring datasets: add or remove one training record.
 Examples
 --------
 >>> import numpy as np
->>> from protocols.dp_knn.protocol import Answer, Query
+>>> from ppknn.protocols.dp_knn.protocol import Answer, Query
 >>> owner = DPOwner(party_id="owner", X=np.array([[0.1], [0.2], [0.9]]), y=np.array([0, 0, 1]),
 ...                 classes=[0, 1], lower=[0.0], upper=[1.0], epsilon=1.0, run_id="r")
 >>> q = Query(task="rn", algorithm="proposed", x=np.array([[0.15]]), radius=0.1, epsilon=0.25)
@@ -58,19 +58,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from core.data import DomainBounds
-from core.dp import PrivacyCost, PrivacyLedger
-from core.dp.validation import check_real
-from core.errors import ConfigError, ProtocolError
-from core.messages import Message, PartyId
-from core.rng import RandomnessMode, SeedPolicy
-from protocols.dp_knn.conversion import convert_interactive, convert_noninteractive
-from protocols.dp_knn.index import LabelIndex
-from protocols.dp_knn.knn import classify_knn
-from protocols.dp_knn.protocol import Answer, Query
-from protocols.dp_knn.rn import DEFAULT_CLIQUE_TIME_S, RNPlan, classify_rn, plan_rn
-from protocols.dp_knn.validation import encode_labels
-from protocols.service import answer_or_refuse
+from ppknn.core.data import DomainBounds
+from ppknn.core.dp import PrivacyCost, PrivacyLedger
+from ppknn.core.dp.validation import check_real
+from ppknn.core.errors import ConfigError, ProtocolError
+from ppknn.core.messages import Message, PartyId
+from ppknn.core.rng import RandomnessMode, SeedPolicy
+from ppknn.protocols.dp_knn.conversion import convert_interactive, convert_noninteractive
+from ppknn.protocols.dp_knn.index import LabelIndex
+from ppknn.protocols.dp_knn.knn import classify_knn
+from ppknn.protocols.dp_knn.protocol import Answer, Query
+from ppknn.protocols.dp_knn.rn import DEFAULT_CLIQUE_TIME_S, RNPlan, classify_rn, plan_rn
+from ppknn.protocols.dp_knn.validation import encode_labels
+from ppknn.protocols.service import answer_or_refuse
 
 PLAN_CACHE = 32
 """Overlap-graph plans kept (least recently used dropped)."""

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.dp import ExponentialMechanism, PrivacyLedger
-from core.errors import ConfigError, ProtocolError
-from core.messages import Message, PartyId, uniform_provenance
-from core.rng import RandomnessMode, SeedPolicy
-from protocols.dptt.config import PROTOCOL, ClientOutcome, DPTTSetup, ServerInfo
-from protocols.dptt.neighbours import counts_per_slot, dedupe_pairs
+from ppknn.core.dp import ExponentialMechanism, PrivacyLedger
+from ppknn.core.errors import ConfigError, ProtocolError
+from ppknn.core.messages import Message, PartyId, uniform_provenance
+from ppknn.core.rng import RandomnessMode, SeedPolicy
+from ppknn.protocols.dptt.config import PROTOCOL, ClientOutcome, DPTTSetup, ServerInfo
+from ppknn.protocols.dptt.neighbours import counts_per_slot, dedupe_pairs
 
 
 class DPTTClient:

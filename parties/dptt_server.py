@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.errors import ConfigError, ProtocolError
-from core.messages import Message, PartyId, uniform_provenance
-from protocols.dptt.config import PROTOCOL, DPTTSetup, ServerInfo
-from protocols.dptt.neighbours import NeighbourIndex
-from protocols.dptt.traversal import ServerTraversal
-from protocols.dptt.tree import ModifiedKDTree
+from ppknn.core.errors import ConfigError, ProtocolError
+from ppknn.core.messages import Message, PartyId, uniform_provenance
+from ppknn.protocols.dptt.config import PROTOCOL, DPTTSetup, ServerInfo
+from ppknn.protocols.dptt.neighbours import NeighbourIndex
+from ppknn.protocols.dptt.traversal import ServerTraversal
+from ppknn.protocols.dptt.tree import ModifiedKDTree
 
 
 class DPTTServer:

@@ -9,9 +9,9 @@ classifiers of :mod:`protocols.pca_perturbation.knn`.
 Examples
 --------
 >>> import numpy as np
->>> from core.data import DomainBounds
->>> from parties.sanitizer import Sanitizer
->>> from protocols.pca_perturbation.schemes import ReleaseRequest
+>>> from ppknn.core.data import DomainBounds
+>>> from ppknn.parties.sanitizer import Sanitizer
+>>> from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
 >>> rng = np.random.default_rng(1)
 >>> X = np.vstack([rng.normal(0, 0.1, (40, 3)), rng.normal(1, 0.1, (40, 3))])
 >>> y = np.repeat([0, 1], 40)
@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.data import check_finite
-from core.errors import ConfigError, ProtocolError
-from core.messages import Message, PartyId
-from core.rng import RandomnessMode, SeedPolicy
-from protocols.pca_perturbation.knn import nearest, radius_knn, select_k
-from protocols.pca_perturbation.protocol import MinerOutput, MiningPlan
-from protocols.pca_perturbation.sanitize import normalise
-from protocols.pca_perturbation.schemes import miner_features
+from ppknn.core.data import check_finite
+from ppknn.core.errors import ConfigError, ProtocolError
+from ppknn.core.messages import Message, PartyId
+from ppknn.core.rng import RandomnessMode, SeedPolicy
+from ppknn.protocols.pca_perturbation.knn import nearest, radius_knn, select_k
+from ppknn.protocols.pca_perturbation.protocol import MinerOutput, MiningPlan
+from ppknn.protocols.pca_perturbation.sanitize import normalise
+from ppknn.protocols.pca_perturbation.schemes import miner_features
 
 
 class Miner:

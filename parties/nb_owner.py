@@ -28,7 +28,7 @@ id), not on the interleaving.
 Examples
 --------
 >>> import numpy as np
->>> from protocols.dp_nb.protocol import ModelRequest
+>>> from ppknn.protocols.dp_nb.protocol import ModelRequest
 >>> owner = NBOwner(party_id="owner", X=np.array([[1.0], [2.0], [8.0], [9.0]] * 25),
 ...                 y=np.array([0, 0, 1, 1] * 25), classes=[0, 1], bounds=([0.0], [10.0]),
 ...                 epsilon=1.0, run_id="r")
@@ -49,14 +49,14 @@ from typing import Any
 
 import numpy as np
 
-from core.dp import PrivacyCost, PrivacyLedger
-from core.errors import ConfigError, ProtocolError
-from core.messages import Message, PartyId
-from core.rng import RandomnessMode, SeedPolicy
-from protocols.dp_nb.protocol import ModelRequest, ReleasedModel, model_message, read_model
-from protocols.dp_nb.schema import FeatureSchema
-from protocols.dp_nb.training import budget_split, check_trim, train
-from protocols.service import REFUSED, Refused, answer_or_refuse, read_refusal
+from ppknn.core.dp import PrivacyCost, PrivacyLedger
+from ppknn.core.errors import ConfigError, ProtocolError
+from ppknn.core.messages import Message, PartyId
+from ppknn.core.rng import RandomnessMode, SeedPolicy
+from ppknn.protocols.dp_nb.protocol import ModelRequest, ReleasedModel, model_message, read_model
+from ppknn.protocols.dp_nb.schema import FeatureSchema
+from ppknn.protocols.dp_nb.training import budget_split, check_trim, train
+from ppknn.protocols.service import REFUSED, Refused, answer_or_refuse, read_refusal
 
 
 class NBOwner:

@@ -20,24 +20,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.data import check_finite
-from core.dp import PrivacyCost, PrivacyLedger
-from core.errors import ConfigError, ProtocolError
-from core.messages import MASK, MIXED, PROVENANCE_DTYPE, Message, PartyId, uniform_provenance
-from core.rng import RandomnessMode, RandomSource, SeedPolicy
-from protocols.ppknn import secure_sum as ss
-from protocols.ppknn.config import RingSetup
-from protocols.ppknn.pp_topk import PROTOCOL as TOPK
-from protocols.ppknn.pp_topk import (
+from ppknn.core.data import check_finite
+from ppknn.core.dp import PrivacyCost, PrivacyLedger
+from ppknn.core.errors import ConfigError, ProtocolError
+from ppknn.core.messages import MASK, MIXED, PROVENANCE_DTYPE, Message, PartyId, uniform_provenance
+from ppknn.core.rng import RandomnessMode, RandomSource, SeedPolicy
+from ppknn.protocols.ppknn import secure_sum as ss
+from ppknn.protocols.ppknn.config import RingSetup
+from ppknn.protocols.ppknn.pp_topk import PROTOCOL as TOPK
+from ppknn.protocols.ppknn.pp_topk import (
     TopKParams,
     euclidean_distances,
     initial_vector,
     local_topk,
     topk_step,
 )
-from protocols.ring_nb import steps as nb
-from protocols.ring_nb.config import GROUPS, RingNBSetup
-from protocols.ring_nb.config import PROTOCOL as NB_PROTOCOL
+from ppknn.protocols.ring_nb import steps as nb
+from ppknn.protocols.ring_nb.config import GROUPS, RingNBSetup
+from ppknn.protocols.ring_nb.config import PROTOCOL as NB_PROTOCOL
 
 WEIGHTINGS = ("uniform", "distance")
 

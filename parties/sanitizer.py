@@ -13,7 +13,7 @@ the sanitizer derives them and warns (:class:`~core.errors.PrivacyLeakWarning`).
 Examples
 --------
 >>> import numpy as np
->>> from protocols.pca_perturbation.schemes import ReleaseRequest
+>>> from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
 >>> X = np.random.default_rng(0).random((50, 4)); y = np.arange(50) % 2
 >>> bounds = DomainBounds(np.zeros(4), np.ones(4))
 >>> san = Sanitizer(party_id="sanitizer", index=0, X=X, y=y, n_classes=2, run_id="r",
@@ -31,13 +31,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.data import DomainBounds
-from core.errors import ConfigError, DataError
-from core.messages import PUBLIC, Message, PartyId, uniform_provenance
-from core.rng import RandomnessMode, SeedPolicy
-from protocols.pca_perturbation.privacy import domain_amplification
-from protocols.pca_perturbation.protocol import PROTOCOL
-from protocols.pca_perturbation.sanitize import (
+from ppknn.core.data import DomainBounds
+from ppknn.core.errors import ConfigError, DataError
+from ppknn.core.messages import PUBLIC, Message, PartyId, uniform_provenance
+from ppknn.core.rng import RandomnessMode, SeedPolicy
+from ppknn.protocols.pca_perturbation.privacy import domain_amplification
+from ppknn.protocols.pca_perturbation.protocol import PROTOCOL
+from ppknn.protocols.pca_perturbation.sanitize import (
     amplification,
     check_components,
     check_noise_parameter,
@@ -46,7 +46,7 @@ from protocols.pca_perturbation.sanitize import (
     laplace_mechanisms,
     normalise,
 )
-from protocols.pca_perturbation.schemes import ReleaseRequest, release_payload
+from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest, release_payload
 
 _PUBLIC_KEYS = ("b", "sd", "lower", "upper")
 

@@ -9,8 +9,8 @@ Examples
 DP-TT: one client and one server (:func:`dptt_specs`).
 
 >>> import numpy as np
->>> from core.runtime import RunContext, make_runtime
->>> from protocols.dptt import DPTTSetup, Utility, run_dptt
+>>> from ppknn.core.runtime import RunContext, make_runtime
+>>> from ppknn.protocols.dptt import DPTTSetup, Utility, run_dptt
 >>> rt = make_runtime("inprocess")
 >>> rt.start(dptt_specs(points=np.arange(16.0), run_id="doc"), RunContext(run_id="doc"))
 >>> setup = DPTTSetup(variant="basic", utility=Utility.cmp(), epsilon=40.0)
@@ -21,8 +21,8 @@ DP-TT: one client and one server (:func:`dptt_specs`).
 
 DP r-N / k-NN: a DP owner and an analyst (:func:`dp_owner_spec`, :func:`analyst_spec`).
 
->>> from protocols.dp_knn.driver import ask
->>> from protocols.dp_knn.protocol import Query
+>>> from ppknn.protocols.dp_knn.driver import ask
+>>> from ppknn.protocols.dp_knn.protocol import Query
 >>> rt = make_runtime("inprocess")
 >>> rt.start([dp_owner_spec(party_id="owner", X=np.array([[0.1], [0.9]]), y=np.array([0, 1]),
 ...                         classes=[0, 1], lower=[0.0], upper=[1.0], epsilon=1.0, run_id="r"),
@@ -38,9 +38,9 @@ DP r-N / k-NN: a DP owner and an analyst (:func:`dp_owner_spec`, :func:`analyst_
 DP Naive Bayes model release: an NB owner and a requester
 (:func:`nb_owner_spec`, :func:`nb_requester_spec`).
 
->>> from protocols.dp_nb.driver import ask as ask_model
->>> from protocols.dp_nb.protocol import ModelRequest
->>> from protocols.dp_nb.schema import FeatureSchema
+>>> from ppknn.protocols.dp_nb.driver import ask as ask_model
+>>> from ppknn.protocols.dp_nb.protocol import ModelRequest
+>>> from ppknn.protocols.dp_nb.schema import FeatureSchema
 >>> schema = FeatureSchema.build(1, bounds=([0.0], [10.0]))
 >>> X, y = np.array([[1.0], [2.0], [8.0], [9.0]] * 25), np.array([0, 0, 1, 1] * 25)
 >>> rt = make_runtime("inprocess")
@@ -57,14 +57,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.messages import PartyId
-from core.runtime import PartySpec
-from parties.analyst import Analyst
-from parties.dp_owner import DPOwner
-from parties.dptt_client import DPTTClient
-from parties.dptt_server import DPTTServer
-from parties.nb_owner import NBOwner, NBRequester
-from protocols.dptt.tree import ModifiedKDTree
+from ppknn.core.messages import PartyId
+from ppknn.core.runtime import PartySpec
+from ppknn.parties.analyst import Analyst
+from ppknn.parties.dp_owner import DPOwner
+from ppknn.parties.dptt_client import DPTTClient
+from ppknn.parties.dptt_server import DPTTServer
+from ppknn.parties.nb_owner import NBOwner, NBRequester
+from ppknn.protocols.dptt.tree import ModifiedKDTree
 
 
 # --------------------------------------------------------------------------- DP-TT

@@ -20,7 +20,7 @@ Examples
 >>> ProtocolResult(protocol="demo", predictions=np.zeros((2, 2)), hops=1)
 Traceback (most recent call last):
 ...
-core.errors.ProtocolError: demo: predictions must be a 1-D array of class indices, got shape (2, 2)
+ppknn.core.errors.ProtocolError: demo: predictions must be a 1-D array of class indices, got shape (2, 2)
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from core.errors import ProtocolError
-from core.messages import PartyId
-from core.runtime.base import Runtime
+from ppknn.core.errors import ProtocolError
+from ppknn.core.messages import PartyId
+from ppknn.core.runtime.base import Runtime
 
 NO_ANSWER = -1
 """Prediction of a query the protocol did not answer (e.g. a refused batch)."""

@@ -25,7 +25,7 @@ every chain has run), or, with ``refusals="return"``, returns the
 Examples
 --------
 >>> import numpy as np
->>> from core.messages import Message
+>>> from ppknn.core.messages import Message
 >>> request = Message("r", "demo", 3, 0, "alice", "owner", "ask",
 ...                   {"request": np.asarray(7)})
 >>> reply = refusal(request, "would exceed the owner's budget")
@@ -43,9 +43,9 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import BudgetExhausted, ConfigError, ProtocolError
-from core.messages import Message, PartyId
-from core.runtime.base import Runtime
+from ppknn.core.errors import BudgetExhausted, ConfigError, ProtocolError
+from ppknn.core.messages import Message, PartyId
+from ppknn.core.runtime.base import Runtime
 
 REFUSED = "refused"
 """Kind of the owner's reply to a request its ledger refused."""

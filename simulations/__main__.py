@@ -1,5 +1,5 @@
-"""``python -m simulations`` is the ``ppknn`` command."""
+"""``python -m ppknn.simulations`` is the ``ppknn`` command (as is ``python -m ppknn``)."""
 
-from simulations.cli import main
+from ppknn.simulations.cli import main
 
 main()

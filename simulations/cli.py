@@ -1,4 +1,4 @@
-"""The ``ppknn`` command line (also ``python -m simulations``)."""
+"""The ``ppknn`` command line (also ``python -m ppknn``)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from core.errors import PartyFailure, PpknnError, PrivacyLeakWarning
+from ppknn.core.errors import PartyFailure, PpknnError, PrivacyLeakWarning
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Multi-party simulations of privacy-preserving nearest-neighbour "
@@ -54,7 +54,7 @@ def _fail(exc: Exception, code: int) -> None:
 
 def _apply_sets(scenario: Any, sets: list[str]) -> Any:
     """``--set key=value`` (typed: TOML literals) applied in order."""
-    from simulations.scenario import parse_value
+    from ppknn.simulations.scenario import parse_value
 
     for item in sets:
         key, eq, value = item.partition("=")
@@ -79,10 +79,10 @@ def run(
                                    "folder (only once the new run is complete)."),
 ) -> None:
     """Run a scenario (any registered protocol, or several) and write its results folder."""
-    from simulations.output import staged
-    from simulations.results import summary_of, write_results
-    from simulations.runner import execute
-    from simulations.scenario import Scenario, load_scenario
+    from ppknn.simulations.output import staged
+    from ppknn.simulations.results import summary_of, write_results
+    from ppknn.simulations.runner import execute
+    from ppknn.simulations.scenario import Scenario, load_scenario
 
     try:
         sc = load_scenario(scenario) if scenario else Scenario().with_overrides(
@@ -123,7 +123,7 @@ def run(
                         f"parties, {s['queries']} queries ({s['runtime']} runtime)")
     table.add_column("measure")
     table.add_column("value", justify="right")
-    from simulations import registry
+    from ppknn.simulations import registry
 
     for o in outcome.outcomes:
         r = s["results"][o.name]
@@ -147,11 +147,11 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
                                     "this many most disclosed (all are in disclosure.csv)."),
             ) -> None:
     """Recompute each protocol's leakage from a saved transcript."""
-    from core.leakage import DisclosureReport
-    from core.transcript import Transcript
-    from simulations import registry
-    from simulations.output import check_complete
-    from simulations.results import write_disclosure_csv
+    from ppknn.core.leakage import DisclosureReport
+    from ppknn.core.transcript import Transcript
+    from ppknn.simulations import registry
+    from ppknn.simulations.output import check_complete
+    from ppknn.simulations.results import write_disclosure_csv
 
     try:
         public_path = results_dir / "public.json"
@@ -221,7 +221,7 @@ def show(results_dir: Path = typer.Argument(..., help="A results folder of `ppkn
                       f"{s['communication']['bytes']:,}; timings (s) "
                       + ", ".join(f"{k} {v:.2f}" for k, v in s["timings_s"].items()))
         elif (results_dir / "sweep.csv").is_file():
-            from simulations.reporting.csvio import read_rows
+            from ppknn.simulations.reporting.csvio import read_rows
 
             _print_sweep(read_rows(results_dir / "sweep.csv"), str(results_dir))
         else:
@@ -255,7 +255,7 @@ def _print_sweep(rows: list[dict[str, Any]], title: str) -> None:
 @app.command()
 def protocols() -> None:
     """List the registered protocols, their roles and privacy guarantees."""
-    from simulations import registry
+    from ppknn.simulations import registry
 
     table = Table(title="registered protocols ([protocol] name = ...)")
     for col in ("name", "protocol", "roles", "guarantee"):
@@ -283,8 +283,8 @@ def reproduce(
                                      "KEY=VALUE, typed (e.g. n_points=1000000 for lepert)."),
 ) -> None:
     """Re-run a paper's experiments: CSV + PNG per figure and a Markdown report."""
-    from simulations import reproduce as registry
-    from simulations.scenario import parse_value
+    from ppknn.simulations import reproduce as registry
+    from ppknn.simulations.scenario import parse_value
 
     try:
         module = registry.load(name)
@@ -323,8 +323,8 @@ def sweep(
                                    "--set protocol.epsilon=0.5."),
 ) -> None:
     """Run a grid of scenarios x seeds (any protocol), fanned out over Ray; one table."""
-    from simulations.scenario import parse_value, set_dotted
-    from simulations.sweep import load_sweep, run_sweep
+    from ppknn.simulations.scenario import parse_value, set_dotted
+    from ppknn.simulations.sweep import load_sweep, run_sweep
 
     try:
         spec = load_sweep(file)
@@ -357,7 +357,7 @@ def sweep(
 @app.command()
 def datasets() -> None:
     """List the datasets a scenario can name."""
-    from core.data import available_datasets, data_dir
+    from ppknn.core.data import available_datasets, data_dir
 
     out.print(f"data directory: {data_dir()}")
     for name in available_datasets():

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from core.leakage import Claims, DisclosureReport, score_attribution
-from core.transcript import Transcript, View
-from protocols.ppknn.pp_topk import PROTOCOL
-from protocols.ppknn.pp_topk_attacks import ADVERSARY, successor_attribution
+from ppknn.core.leakage import Claims, DisclosureReport, score_attribution
+from ppknn.core.transcript import Transcript, View
+from ppknn.protocols.ppknn.pp_topk import PROTOCOL
+from ppknn.protocols.ppknn.pp_topk_attacks import ADVERSARY, successor_attribution
 
 
 def measure_disclosure(transcript: Transcript, public: Mapping[str, Any]) -> DisclosureReport:

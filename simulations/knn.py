@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from protocols.ppknn.driver import ties_at_kth
-from protocols.ppknn.pp_topk import euclidean_distances, local_topk
+from ppknn.protocols.ppknn.driver import ties_at_kth
+from ppknn.protocols.ppknn.pp_topk import euclidean_distances, local_topk
 
 
 def sklearn_knn(X: np.ndarray, y: np.ndarray, queries: np.ndarray, *, k: int,

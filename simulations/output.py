@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from core.errors import ConfigError, PartyFailure
+from ppknn.core.errors import ConfigError, PartyFailure
 
 FAILURE = "failure.json"
 

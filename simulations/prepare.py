@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.data import Dataset, DomainBounds, load_dataset, partition, train_test_split
-from core.errors import ConfigError, DataError, PrivacyLeakWarning
-from core.rng import RandomnessMode, SeedPolicy
-from simulations.scenario import Scenario
+from ppknn.core.data import Dataset, DomainBounds, load_dataset, partition, train_test_split
+from ppknn.core.errors import ConfigError, DataError, PrivacyLeakWarning
+from ppknn.core.rng import RandomnessMode, SeedPolicy
+from ppknn.simulations.scenario import Scenario
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ Examples
 >>> get("nope")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-core.errors.ConfigError: unknown protocol 'nope'; registered: ['dp-knn', ...]
+ppknn.core.errors.ConfigError: unknown protocol 'nope'; registered: ['dp-knn', ...]
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from core.errors import ConfigError
-from core.runtime import PartySpec
-from core.transcript import Transcript
-from protocols.base import Driver, ProtocolResult, Roles
+from ppknn.core.errors import ConfigError
+from ppknn.core.runtime import PartySpec
+from ppknn.core.transcript import Transcript
+from ppknn.protocols.base import Driver, ProtocolResult, Roles
 
 PreparedData = Any
 """The run's shared data, :class:`simulations.prepare.PreparedData` (which sits above)."""
@@ -59,7 +59,7 @@ class ProtocolConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
 
-BUILTIN = "simulations.plugins"
+BUILTIN = "ppknn.simulations.plugins"
 """The package whose modules register the built-in protocols (each on import)."""
 
 ENTRY_POINT_GROUP = "ppknn.protocols"

@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from core.leakage import DisclosureReport
-from simulations.reporting.csvio import write_rows
-from simulations.runner import ProtocolOutcome, RunResult
+from ppknn.core.leakage import DisclosureReport
+from ppknn.simulations.reporting.csvio import write_rows
+from ppknn.simulations.runner import ProtocolOutcome, RunResult
 
 MAX_LABELLED_PARTIES = 40
 """Up to this many parties the summary plot labels each one; beyond, it plots sorted curves."""
@@ -236,7 +236,7 @@ def plot_summary(result: RunResult, path: Path) -> None:
 
 
 def _plugin(name: str) -> Any:
-    from simulations import registry
+    from ppknn.simulations import registry
 
     return registry.get(name)
 

@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import ConfigError, PartyFailure
-from core.runtime import PartySpec, RunContext, Runtime, make_runtime
-from core.transcript import Transcript
-from protocols.base import ProtocolResult
-from simulations import registry
-from simulations.prepare import PreparedData, prepare_data
-from simulations.registry import Baseline, Measured, Plan, ProtocolPlugin
-from simulations.scenario import ProtocolConfig, Scenario
+from ppknn.core.errors import ConfigError, PartyFailure
+from ppknn.core.runtime import PartySpec, RunContext, Runtime, make_runtime
+from ppknn.core.transcript import Transcript
+from ppknn.protocols.base import ProtocolResult
+from ppknn.simulations import registry
+from ppknn.simulations.prepare import PreparedData, prepare_data
+from ppknn.simulations.registry import Baseline, Measured, Plan, ProtocolPlugin
+from ppknn.simulations.scenario import ProtocolConfig, Scenario
 
 PhaseProgress = Callable[[str, int, int], None]
 """Called with (phase, done, total)."""

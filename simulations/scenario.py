@@ -48,9 +48,9 @@ from pydantic import (
     model_validator,
 )
 
-from core.errors import ConfigError
-from simulations import registry
-from simulations.registry import ProtocolConfig
+from ppknn.core.errors import ConfigError
+from ppknn.simulations import registry
+from ppknn.simulations.registry import ProtocolConfig
 
 if sys.version_info >= (3, 11):
     import tomllib

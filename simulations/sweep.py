@@ -37,9 +37,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from core.errors import ConfigError, PrivacyLeakWarning
-from core.runtime.pool import fan_out
-from simulations.scenario import Scenario, parse_scenario, set_dotted, tomllib
+from ppknn.core.errors import ConfigError, PrivacyLeakWarning
+from ppknn.core.runtime.pool import fan_out
+from ppknn.simulations.scenario import Scenario, parse_scenario, set_dotted, tomllib
 
 COMMON_KEYS = ("run_id", "protocol", "dataset", "parties", "queries", "accuracy",
                "baseline_accuracy", "agreement_with_baseline", "epsilon_spent")
@@ -116,7 +116,7 @@ def table_row(summary: dict[str, Any]) -> dict[str, Any]:
     With several protocols in the scenario, protocol columns are prefixed
     ``<name>:``.
     """
-    from simulations import registry
+    from ppknn.simulations import registry
 
     results = summary["results"]
     several = len(results) > 1
@@ -145,8 +145,8 @@ def run_one(job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
 
     The transcript stays in memory: nothing is written per run.
     """
-    from simulations.results import summary_of
-    from simulations.runner import execute
+    from ppknn.simulations.results import summary_of
+    from ppknn.simulations.runner import execute
 
     point, scenario_data = job
     scenario = parse_scenario(scenario_data, source=f"sweep point {point}")

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.errors import PrivacyLeakWarning
+from ppknn.core.errors import PrivacyLeakWarning
 
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.data import DomainBounds, load_dataset, partition, train_test_split
-from core.runtime import PartySpec, RunContext, make_runtime
-from parties.ring_owner import RingDataOwner
-from protocols.ppknn import PPKNNConfig, random_ring, run_ppknn
-from protocols.ppknn.pp_topk import TopKParams
+from ppknn.core.data import DomainBounds, load_dataset, partition, train_test_split
+from ppknn.core.runtime import PartySpec, RunContext, make_runtime
+from ppknn.parties.ring_owner import RingDataOwner
+from ppknn.protocols.ppknn import PPKNNConfig, random_ring, run_ppknn
+from ppknn.protocols.ppknn.pp_topk import TopKParams
 
 
 def owner_specs(parts_X, parts_y, n_classes, run_id="test", seed=0):

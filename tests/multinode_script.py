@@ -17,9 +17,9 @@ import numpy as np
 import ray
 from ray.cluster_utils import Cluster
 
-from core.errors import PartyFailure
-from simulations.runner import execute
-from simulations.scenario import parse_scenario
+from ppknn.core.errors import PartyFailure
+from ppknn.simulations.runner import execute
+from ppknn.simulations.scenario import parse_scenario
 from tests.conftest import ray_env
 
 FAST_FAILURE = {"health_check_period_ms": 500, "health_check_failure_threshold": 4,
@@ -50,8 +50,8 @@ def check_placement() -> dict:
     cluster, nodes = start_cluster()
     try:
         placement = {f"owner-0{i}": {"org_a" if i < 3 else "org_b": 0.01} for i in range(6)}
-        from core.runtime.ray_runtime import RayRuntime
-        from simulations import runner
+        from ppknn.core.runtime.ray_runtime import RayRuntime
+        from ppknn.simulations import runner
 
         prepared = runner.prepare(scenario("ray", placement=placement))
         rt = RayRuntime(layout="hosted", hosts=4, placement=placement)
@@ -82,8 +82,8 @@ def check_placement() -> dict:
 def check_node_loss() -> dict:
     cluster, nodes = start_cluster()
     try:
-        from core.runtime import PartySpec, RunContext, Step
-        from core.runtime.ray_runtime import RayRuntime
+        from ppknn.core.runtime import PartySpec, RunContext, Step
+        from ppknn.core.runtime.ray_runtime import RayRuntime
         from tests.test_runtime_ray import Relay
 
         names = [f"p{i}" for i in range(6)]

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.data import DomainBounds, load_dataset, partition
-from core.errors import ConfigError, DataError
-from core.runtime import InProcessRuntime, PartySpec, RunContext
-from parties.ring_owner import RingDataOwner
-from protocols.ppknn import PPKNNConfig, run_ppknn
-from protocols.ppknn.pp_topk import TopKParams
-from simulations.runner import prepare
-from simulations.scenario import load_scenario, parse_scenario
+from ppknn.core.data import DomainBounds, load_dataset, partition
+from ppknn.core.errors import ConfigError, DataError
+from ppknn.core.runtime import InProcessRuntime, PartySpec, RunContext
+from ppknn.parties.ring_owner import RingDataOwner
+from ppknn.protocols.ppknn import PPKNNConfig, run_ppknn
+from ppknn.protocols.ppknn.pp_topk import TopKParams
+from ppknn.simulations.runner import prepare
+from ppknn.simulations.scenario import load_scenario, parse_scenario
 
 SCENARIO_CASES = [
     ({"parties": {"n": 2}}, "parties.n = 2", "greater than or equal to 3"),

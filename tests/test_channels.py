@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from core.channels import Envelope, PlainEndpoint, SecureEndpoint
-from core.errors import IntegrityError
-from core.messages import Message, decode_arrays, encode_arrays
+from ppknn.core.channels import Envelope, PlainEndpoint, SecureEndpoint
+from ppknn.core.errors import IntegrityError
+from ppknn.core.messages import Message, decode_arrays, encode_arrays
 
 
 def _trio(secure=True):
@@ -126,7 +126,7 @@ def test_zero_dimensional_payload_keeps_its_shape():
 
 def test_tampered_message_through_runtime_raises():
     """A party step that receives a forged envelope fails the run with IntegrityError."""
-    from core.runtime import InProcessRuntime, PartySpec, RunContext
+    from ppknn.core.runtime import InProcessRuntime, PartySpec, RunContext
 
     rt = InProcessRuntime()
     rt.start([PartySpec("a", Echo, {"me": "a", "to": "b"}),

@@ -8,8 +8,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from simulations.cli import app
-from simulations.scenario import Scenario, load_scenario
+from ppknn.simulations.cli import app
+from ppknn.simulations.scenario import Scenario, load_scenario
 
 runner = CliRunner()
 
@@ -102,7 +102,7 @@ def test_readme_scenario_example_is_valid():
     import re
     from pathlib import Path
 
-    from simulations.scenario import parse_scenario, tomllib
+    from ppknn.simulations.scenario import parse_scenario, tomllib
 
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     block = re.search(r"```toml\n(.*?)```", text, re.S)
@@ -116,9 +116,9 @@ def test_readme_scenario_example_is_valid():
 def test_summary_plot_for_few_and_many_parties(tmp_path, n):
     """Up to 40 parties each is labelled; beyond, sorted curves (a 10,000-party run's
     plot stays readable and quick)."""
-    from simulations.results import MAX_LABELLED_PARTIES, write_results
-    from simulations.runner import execute
-    from simulations.scenario import parse_scenario
+    from ppknn.simulations.results import MAX_LABELLED_PARTIES, write_results
+    from ppknn.simulations.runner import execute
+    from ppknn.simulations.scenario import parse_scenario
 
     sc = parse_scenario({"run": {"name": "plot", "seed": 1}, "data": {"dataset": "pima",
                                                                       "max_queries": 30},

@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from simulations.cli import app
+from ppknn.simulations.cli import app
 
 runner = CliRunner()
 
@@ -78,7 +78,7 @@ def test_reproduce_help_lists_the_papers():
 def test_several_protocols_take_overrides_by_index(tmp_path):
     from pathlib import Path
 
-    from simulations.scenario import load_scenario
+    from ppknn.simulations.scenario import load_scenario
 
     mixed = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "mixed.toml")
     assert len(mixed.protocols) > 1

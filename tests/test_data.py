@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.data import DomainBounds, data_dir, load_dataset, partition
-from core.errors import PrivacyLeakWarning
+from ppknn.core.data import DomainBounds, data_dir, load_dataset, partition
+from ppknn.core.errors import PrivacyLeakWarning
 
 
 @pytest.mark.parametrize("name", ["glass", "pima", "abalone", "banknote", "phoneme", "wine",

@@ -7,13 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.leakage import wilson_interval
-from core.transcript import Transcript, View
-from protocols.ppknn.pp_topk import PROTOCOL
-from protocols.ppknn.pp_topk_attacks import successor_attribution
-from simulations.disclosure import measure_disclosure
-from simulations.runner import execute
-from simulations.scenario import parse_scenario
+from ppknn.core.leakage import wilson_interval
+from ppknn.core.transcript import Transcript, View
+from ppknn.protocols.ppknn.pp_topk import PROTOCOL
+from ppknn.protocols.ppknn.pp_topk_attacks import successor_attribution
+from ppknn.simulations.disclosure import measure_disclosure
+from ppknn.simulations.runner import execute
+from ppknn.simulations.scenario import parse_scenario
 
 
 def _run(tmp_path, **protocol):

@@ -22,6 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ("core", "protocols", "parties", "simulations")
 """Bottom to top: a layer may import the layers before it, never those after it."""
 RANK = {name: i for i, name in enumerate(LAYERS)}
+NAMESPACE = "ppknn"
+"""The one installed package the layers live under (``ppknn.core``, ``ppknn.parties``, ...)."""
+FACADE = "<ppknn facade>"
+"""``import ppknn`` / ``from ppknn import run``: the public facade sits above every layer."""
 RAY_HOME = ("core", "runtime")
 """The only package allowed to import Ray."""
 
@@ -74,8 +78,13 @@ def imports_of(path: Path, rel: Path) -> list[tuple[int, str]]:
     return found
 
 
-def find_violations(root: Path) -> list[Violation]:
-    """Every import against the layer order in the layer packages under ``root``."""
+def find_violations(root: Path, *, strict: bool = True) -> list[Violation]:
+    """Every import against the layer order in the layer packages under ``root``.
+
+    The layers are installed as ``ppknn.core``, ``ppknn.protocols``, ...; with
+    ``strict`` an import that names a layer without the namespace
+    (``import core.rng``) is a violation too.
+    """
     out: list[Violation] = []
     for layer in LAYERS:
         base = root / layer
@@ -85,10 +94,16 @@ def find_violations(root: Path) -> list[Violation]:
             rel = path.relative_to(root)
             name = rel.as_posix()
             for line, module in imports_of(path, rel):
-                top = module.split(".")[0]
-                if top in RANK and RANK[top] > RANK[layer]:
+                parts = module.split(".")
+                if parts[0] == NAMESPACE:  # ppknn.core.x -> core.x; bare ppknn -> the facade
+                    parts = parts[1:] or [FACADE]
+                top = parts[0]
+                if top == FACADE or (top in RANK and RANK[top] > RANK[layer]):
                     out.append(Violation(name, line, module,
                                          f"{layer}/ must not import {top}/"))
+                elif top in RANK and module.split(".")[0] != NAMESPACE and strict:
+                    out.append(Violation(name, line, module,
+                                         f"import {top}/ as {NAMESPACE}.{top}"))
                 if top == "ray" and rel.parts[: len(RAY_HOME)] != RAY_HOME:
                     out.append(Violation(name, line, module,
                                          "only core/runtime/ imports ray"))
@@ -144,7 +159,7 @@ LEGAL = {
 
 def test_checker_passes_a_legal_tree(tmp_path):
     _tree(tmp_path, LEGAL)
-    assert find_violations(tmp_path) == []
+    assert find_violations(tmp_path, strict=False) == []
 
 
 @pytest.mark.parametrize("rel, text, line, module, rule", [
@@ -161,7 +176,7 @@ def test_checker_passes_a_legal_tree(tmp_path):
 ])
 def test_checker_reports_exactly_the_bad_import(tmp_path, rel, text, line, module, rule):
     _tree(tmp_path, {**LEGAL, rel: text})
-    assert find_violations(tmp_path) == [Violation(rel, line, module, rule)]
+    assert find_violations(tmp_path, strict=False) == [Violation(rel, line, module, rule)]
 
 
 def test_relative_imports_are_resolved(tmp_path):
@@ -173,5 +188,18 @@ def test_relative_imports_are_resolved(tmp_path):
 
 def test_failure_message_names_file_line_and_import(tmp_path):
     _tree(tmp_path, {**LEGAL, "core/bad.py": "x = 1\nfrom simulations import run\n"})
-    text = _report(find_violations(tmp_path))
+    text = _report(find_violations(tmp_path, strict=False))
     assert "core/bad.py:2: imports simulations.run (core/ must not import simulations/)" in text
+
+
+def test_namespaced_imports_are_checked_and_unprefixed_ones_refused(tmp_path):
+    _tree(tmp_path, {**LEGAL,
+                     "core/ok.py": "from ppknn.core.rng import np\n",
+                     "protocols/up.py": "from ppknn.parties.owner import Owner\n",
+                     "core/facade.py": "import ppknn\n",
+                     "parties/old.py": "import core.rng\n"})
+    found = {(v.path, v.rule) for v in find_violations(tmp_path)}
+    assert ("protocols/up.py", "protocols/ must not import parties/") in found
+    assert ("core/facade.py", "core/ must not import <ppknn facade>/") in found
+    assert ("parties/old.py", "import core/ as ppknn.core") in found
+    assert not any(path == "core/ok.py" for path, _ in found)

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from core.errors import ConfigError
-from simulations.cli import app
-from simulations.output import FAILURE, check_complete, staged
+from ppknn.core.errors import ConfigError
+from ppknn.simulations.cli import app
+from ppknn.simulations.output import FAILURE, check_complete, staged
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,7 +95,7 @@ def test_sigkill_at_any_point_never_touches_earlier_results(tmp_path, kill_after
     before = _digest(out)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "simulations", "run", "--runtime", "inprocess", "--output",
+        [sys.executable, "-m", "ppknn", "run", "--runtime", "inprocess", "--output",
          str(out), "--overwrite", "--seed", "9", "--set", "data.max_queries=150"],
         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(kill_after_s)

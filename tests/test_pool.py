@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import ConfigError
-from core.runtime.pool import TASKS_PER_CPU, chunk_size_for, fan_out
+from ppknn.core.errors import ConfigError
+from ppknn.core.runtime.pool import TASKS_PER_CPU, chunk_size_for, fan_out
 
 
 def square_or_fail(x: int) -> int:

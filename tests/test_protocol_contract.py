@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.errors import ConfigError
-from core.transcript import Transcript
-from simulations import registry
-from simulations.results import write_results
-from simulations.runner import execute
-from simulations.scenario import load_scenario, parse_scenario, tomllib
+from ppknn.core.errors import ConfigError
+from ppknn.core.transcript import Transcript
+from ppknn.simulations import registry
+from ppknn.simulations.results import write_results
+from ppknn.simulations.runner import execute
+from ppknn.simulations.scenario import load_scenario, parse_scenario, tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = registry.names()
@@ -88,7 +88,7 @@ def _strip(summary: dict) -> dict:
 @pytest.mark.ray
 @pytest.mark.parametrize("name", NAMES)
 def test_ray_and_inprocess_give_identical_runs(ray_local, tmp_path, name):
-    from simulations.results import summary_of
+    from ppknn.simulations.results import summary_of
 
     layout = "hosted" if any("n" in r.count for r in registry.get(name).roles) else \
         "actor-per-party"
@@ -104,7 +104,7 @@ def test_ray_and_inprocess_give_identical_runs(ray_local, tmp_path, name):
 @pytest.mark.ray
 @pytest.mark.parametrize("name", NAMES)
 def test_sweep_fanned_out_equals_sequential(ray_local, tmp_path, name):
-    from simulations.sweep import Sweep, run_sweep
+    from ppknn.simulations.sweep import Sweep, run_sweep
 
     base = tomllib.loads((ROOT / "scenarios" / f"{name}.toml").read_text())
     base.pop("run", None)

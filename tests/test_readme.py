@@ -6,7 +6,7 @@ import doctest
 import re
 from pathlib import Path
 
-from simulations.scenario import parse_scenario, tomllib
+from ppknn.simulations.scenario import parse_scenario, tomllib
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

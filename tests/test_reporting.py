@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from core.errors import ConfigError
-from simulations.reporting import (
+from ppknn.core.errors import ConfigError
+from ppknn.simulations.reporting import (
     Claim,
     Figure,
     Report,
@@ -28,7 +28,7 @@ from simulations.reporting import (
     write,
     write_rows,
 )
-from simulations.reporting.markdown import claim_lines
+from ppknn.simulations.reporting.markdown import claim_lines
 
 
 def claim(comparison: str = "at_least", **kw) -> Claim:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simulations.cli import app
-from simulations.reproduce import REPRODUCTIONS
+from ppknn.simulations.cli import app
+from ppknn.simulations.reproduce import REPRODUCTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 

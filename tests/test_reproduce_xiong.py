@@ -11,14 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from core.data import load_dataset
-from core.leakage import multiset_new
-from core.messages import RANDOM_FILL
-from core.transcript import View
-from protocols.ppknn.pp_topk import PROTOCOL as TOPK
-from protocols.ppknn.pp_topk_attacks import coalition_attribution, successor_attribution
-from protocols.ppknn.secure_sum_attacks import recovery_rate, ring_sum_estimate, shared_sum_estimate
-from simulations.experiments.ring import (
+from ppknn.core.data import load_dataset
+from ppknn.core.leakage import multiset_new
+from ppknn.core.messages import RANDOM_FILL
+from ppknn.core.transcript import View
+from ppknn.protocols.ppknn.pp_topk import PROTOCOL as TOPK
+from ppknn.protocols.ppknn.pp_topk_attacks import coalition_attribution, successor_attribution
+from ppknn.protocols.ppknn.secure_sum_attacks import recovery_rate, ring_sum_estimate, shared_sum_estimate
+from ppknn.simulations.experiments.ring import (
     SplitSession,
     make_split_batch,
     per_split,
@@ -29,9 +29,9 @@ from simulations.experiments.ring import (
 
 
 def test_quick_reproduction_writes_every_figure(tmp_path):
-    from simulations.reporting import Table
-    from simulations.reproduce import xiong
-    from simulations.reproduce.xiong_report import build_report
+    from ppknn.simulations.reporting import Table
+    from ppknn.simulations.reproduce import xiong
+    from ppknn.simulations.reproduce.xiong_report import build_report
 
     report = xiong.run(tmp_path / "out", quick=True, runtime="inprocess",
                        report=tmp_path / "docs" / "xiong.md")

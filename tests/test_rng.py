@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.errors import ConfigError
-from core.rng import RandomnessMode, SeedPolicy
+from ppknn.core.errors import ConfigError
+from ppknn.core.rng import RandomnessMode, SeedPolicy
 from tests.helpers import run_on, split_dataset
 
 

@@ -8,11 +8,11 @@ import time
 import numpy as np
 import pytest
 
-from core.errors import IntegrityError, PartyFailure
-from core.runtime import FaultPlan, PartySpec, RunContext, make_runtime
-from core.transcript import Transcript
-from simulations.runner import execute
-from simulations.scenario import parse_scenario
+from ppknn.core.errors import IntegrityError, PartyFailure
+from ppknn.core.runtime import FaultPlan, PartySpec, RunContext, make_runtime
+from ppknn.core.transcript import Transcript
+from ppknn.simulations.runner import execute
+from ppknn.simulations.scenario import parse_scenario
 
 pytestmark = pytest.mark.ray
 
@@ -58,7 +58,7 @@ class Relay:
         self.me, self.to, self.sleep = me, to, sleep
 
     def step(self, msg, round):
-        from core.messages import Message
+        from ppknn.core.messages import Message
 
         time.sleep(self.sleep)
         v = np.zeros(3) if msg is None else msg.payload["v"] + 1
@@ -97,7 +97,7 @@ def test_chained_relay_on_ray(ray_local):
 
 def test_crashed_party_fails_run_promptly(ray_local, tmp_path):
     sc = _scenario("ray").with_overrides(parties={"n": 4})
-    from simulations import runner
+    from ppknn.simulations import runner
 
     prepared = runner.prepare(sc)
     victim = prepared.plan.public["ring"][2]
@@ -174,8 +174,8 @@ def test_inprocess_fault_plan_and_kill():
 
 
 def test_hosted_layout_chain_runs_in_hosts_and_fails_with_cohosted_names(ray_local):
-    from core.runtime import Step
-    from core.runtime.ray_runtime import RayRuntime
+    from ppknn.core.runtime import Step
+    from ppknn.core.runtime.ray_runtime import RayRuntime
 
     names = [f"p{i}" for i in range(6)]
     specs = [PartySpec(n, Relay, {"me": n, "to": names[(i + 1) % 6], "sleep": 0.02})
@@ -205,7 +205,7 @@ class Caster:
         self.me, self.names, self.wrong_count = me, names, wrong_count
 
     def cast(self, incoming, scale):
-        from core.messages import Message
+        from ppknn.core.messages import Message
 
         base = 0.0 if incoming is None else float(incoming)
         others = [n for n in self.names if n != self.me]
@@ -236,7 +236,7 @@ def _scatter_runtime(kind, wrong_count=False, **options):
 @pytest.mark.parametrize("source", ["p0", "p4"])
 def test_scatter_delivers_each_output_to_its_target_in_order(ray_local, tmp_path, kind, options,
                                                              source):
-    from core.runtime import Call, Step
+    from ppknn.core.runtime import Call, Step
 
     rt, names = _scatter_runtime(kind, **options)
     targets = [n for n in names if n != source]
@@ -256,8 +256,8 @@ def test_scatter_delivers_each_output_to_its_target_in_order(ray_local, tmp_path
     ("ray", {"layout": "actor-per-party"}),
 ])
 def test_scatter_with_wrong_output_count_is_a_protocol_error(ray_local, kind, options):
-    from core.errors import ProtocolError
-    from core.runtime import Call, Step
+    from ppknn.core.errors import ProtocolError
+    from ppknn.core.runtime import Call, Step
 
     rt, names = _scatter_runtime(kind, wrong_count=True, **options)
     try:
@@ -270,8 +270,8 @@ def test_scatter_with_wrong_output_count_is_a_protocol_error(ray_local, kind, op
 
 
 def test_scatter_needs_targets():
-    from core.errors import ConfigError
-    from core.runtime import Step
+    from ppknn.core.errors import ConfigError
+    from ppknn.core.runtime import Step
 
     rt, _ = _scatter_runtime("inprocess")
     with pytest.raises(ConfigError, match="at least one target"):
@@ -281,7 +281,7 @@ def test_scatter_needs_targets():
 @pytest.mark.parametrize("layout", ["actor-per-party", "hosted"])
 def test_in_memory_transcript_on_ray_equals_in_process(ray_local, layout):
     """No transcript directory: the table comes back from the recorder actor."""
-    from core.runtime import Step
+    from ppknn.core.runtime import Step
 
     tables = {}
     for kind, options in (("inprocess", {}), ("ray", {"layout": layout, "hosts": 2})):
@@ -299,14 +299,14 @@ def test_in_memory_transcript_on_ray_equals_in_process(ray_local, layout):
             rt.shutdown()
     assert len(tables["ray"]) == 6
     assert tables["ray"] == tables["inprocess"]
-    from core.errors import ConfigError
+    from ppknn.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="not started"):
         make_runtime("ray").transcript_table()
 
 
 def test_pack_ships_each_shared_argument_once():
-    from core.runtime.ray_runtime import _pack
+    from ppknn.core.runtime.ray_runtime import _pack
 
     setup, queries = ("ring",), np.zeros((2, 2))
     positions, values = _pack([(setup,), (setup,), (queries, None), (queries, None), (), (7,)])
@@ -321,8 +321,8 @@ def test_pack_ships_each_shared_argument_once():
 def test_actor_per_party_refuses_more_parties_than_memory_holds(ray_local):
     import ray
 
-    from core.errors import ConfigError
-    from core.runtime.ray_runtime import ACTOR_MEMORY_MIB, RayRuntime
+    from ppknn.core.errors import ConfigError
+    from ppknn.core.runtime.ray_runtime import ACTOR_MEMORY_MIB, RayRuntime
 
     memory = ray.cluster_resources()["memory"]
     n = int(memory / (ACTOR_MEMORY_MIB * 2**20)) + 5
@@ -345,7 +345,7 @@ class Server:
         self.lock = threading.Lock()
 
     def serve(self, msg):
-        from core.messages import Message
+        from ppknn.core.messages import Message
 
         with self.lock:
             self.in_flight += 1
@@ -359,7 +359,7 @@ class Server:
                 self.in_flight -= 1
 
     def broadcast(self, incoming, names):
-        from core.messages import Message
+        from ppknn.core.messages import Message
 
         return [Message("r", "serve", 9, -1, self.me, n, "news", {"v": np.array([float(i)])})
                 for i, n in enumerate(names)]
@@ -370,7 +370,7 @@ class Client:
         self.me, self.server = me, server
 
     def ask(self, v, sleep, round):
-        from core.messages import Message
+        from ppknn.core.messages import Message
 
         return Message("r", "serve", round, -1, self.me, self.server, "ask",
                        {"v": np.array([float(v)]), "sleep": np.array(sleep)})
@@ -384,7 +384,7 @@ class Client:
 
 
 def _serving(kind, max_concurrency=4, **options):
-    from core.runtime import PartySpec
+    from ppknn.core.runtime import PartySpec
 
     clients = ["c0", "c1", "c2"]
     specs = [PartySpec(c, Client, {"me": c, "server": "srv"}) for c in clients[:2]]
@@ -397,7 +397,7 @@ def _serving(kind, max_concurrency=4, **options):
 
 def _drive(rt, clients):
     """Requests whose answers finish in reverse order, through call, map, chain and scatter."""
-    from core.runtime import Call, Step
+    from ppknn.core.runtime import Call, Step
 
     sleeps = [0.6, 0.45, 0.3, 0.15]
     asks = [rt.call("c0", "ask", i, s, 1) for i, s in enumerate(sleeps)]
@@ -413,7 +413,7 @@ def _drive(rt, clients):
 
 @pytest.mark.parametrize("max_concurrency", [0, -2, 1.5, True, "4", None])
 def test_max_concurrency_must_be_a_positive_integer(max_concurrency):
-    from core.errors import ConfigError
+    from ppknn.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=rf"max_concurrency of party 'srv' must be an integer "
                                           rf">= 1, got {max_concurrency!r}"):
@@ -423,7 +423,7 @@ def test_max_concurrency_must_be_a_positive_integer(max_concurrency):
 @pytest.mark.parametrize("options", [{"layout": "actor-per-party"},
                                      {"layout": "hosted", "hosts": 1}])
 def test_concurrent_party_overlaps_calls_and_keeps_the_transcript(ray_local, tmp_path, options):
-    from core.runtime.concurrency import SEQ_STRIDE
+    from ppknn.core.runtime.concurrency import SEQ_STRIDE
 
     out, peaks, rows = {}, {}, {}
     for kind, opts in (("inprocess", {}), ("ray", options)):
@@ -452,7 +452,7 @@ def test_concurrent_party_overlaps_calls_and_keeps_the_transcript(ray_local, tmp
 
 
 def test_concurrent_party_refuses_replays_and_unnumbered_calls():
-    from core.errors import ConfigError
+    from ppknn.core.errors import ConfigError
 
     rt, _ = _serving("inprocess")
     try:
@@ -468,8 +468,8 @@ def test_concurrent_party_refuses_replays_and_unnumbered_calls():
 
 
 def test_max_concurrency_is_set_on_the_spec_not_the_actor_options(ray_local):
-    from core.errors import ConfigError
-    from core.runtime.ray_runtime import RayRuntime
+    from ppknn.core.errors import ConfigError
+    from ppknn.core.runtime.ray_runtime import RayRuntime
 
     rt = RayRuntime(actor_options={"srv": {"max_concurrency": 4}})
     with pytest.raises(ConfigError, match="set it on the party's PartySpec"):

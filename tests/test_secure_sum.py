@@ -8,19 +8,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from core.messages import Message
-from core.runtime import InProcessRuntime, PartySpec, RunContext
-from core.transcript import Transcript
-from protocols.ppknn import secure_sum as ss
+from ppknn.core.messages import Message
+from ppknn.core.runtime import InProcessRuntime, PartySpec, RunContext
+from ppknn.core.transcript import Transcript
+from ppknn.protocols.ppknn import secure_sum as ss
 
 
 class VectorNode:
     """A minimal party holding a fixed uint64 vector, driving the ring-owner sum steps."""
 
     def __init__(self, *, party_id, vector, ring, start, seed=0):
-        from parties.ring_owner import RingDataOwner
-        from protocols.ppknn.config import RingSetup
-        from protocols.ppknn.pp_topk import TopKParams
+        from ppknn.parties.ring_owner import RingDataOwner
+        from ppknn.protocols.ppknn.config import RingSetup
+        from ppknn.protocols.ppknn.pp_topk import TopKParams
 
         self.inner = RingDataOwner(party_id=party_id, index=ring.index(party_id),
                                    X=np.zeros((1, 1)), y=np.zeros(1, int), n_classes=1,
@@ -134,7 +134,7 @@ def test_shared_sum_neighbours_learn_nothing():
 
 
 def test_fixed_point_encoding_rejects_overflow():
-    from core.errors import ProtocolError
+    from ppknn.core.errors import ProtocolError
 
     with pytest.raises(ProtocolError):
         ss.encode_fixed(np.array([2.0**63]))

@@ -6,8 +6,8 @@ import csv
 
 import pytest
 
-from core.errors import ConfigError
-from simulations.sweep import Sweep, load_sweep, run_sweep
+from ppknn.core.errors import ConfigError
+from ppknn.simulations.sweep import Sweep, load_sweep, run_sweep
 
 SPEC = {
     "sweep": {"name": "t", "seeds": [0, 1]},
@@ -64,8 +64,8 @@ def test_ray_fan_out_equals_sequential(ray_local, tmp_path):
 def test_knn_baseline_equal_in_a_ray_worker_and_here(ray_local):
     """A run whose scikit-learn baseline flips a near-tie with the BLAS thread count
     (abalone, n = 4, k = 9, seed 9): a Ray worker (one thread) and this process agree."""
-    from core.runtime.pool import fan_out
-    from simulations.sweep import run_one
+    from ppknn.core.runtime.pool import fan_out
+    from ppknn.simulations.sweep import run_one
 
     spec = Sweep.model_validate({
         "sweep": {"seeds": [9]},
@@ -82,7 +82,7 @@ def test_knn_baseline_equal_in_a_ray_worker_and_here(ray_local):
 def test_cli_sweep_sequential_and_bad_chunk_size(tmp_path):
     from typer.testing import CliRunner
 
-    from simulations.cli import app
+    from ppknn.simulations.cli import app
 
     f = tmp_path / "s.toml"
     f.write_text('[sweep]\nseeds = [0]\nparallel = "sequential"\n'

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.leakage import message_key
-from core.messages import Message, encode_arrays
-from core.transcript import Transcript, TranscriptRecorder, View, make_record
+from ppknn.core.leakage import message_key
+from ppknn.core.messages import Message, encode_arrays
+from ppknn.core.transcript import Transcript, TranscriptRecorder, View, make_record
 
 
 def _record(i, sender="a", receiver="b", size=3):
@@ -73,8 +73,8 @@ def test_large_payloads_flush_by_bytes(tmp_path):
 
 
 def test_host_sends_batches_by_bytes():
-    from core.channels import make_endpoint
-    from core.runtime.host import PartyHost
+    from ppknn.core.channels import make_endpoint
+    from ppknn.core.runtime.host import PartyHost
 
     class Collect:
         def __init__(self):
@@ -99,8 +99,8 @@ def test_host_sends_batches_by_bytes():
 def test_bad_byte_bounds():
     import pytest
 
-    from core.errors import ConfigError
-    from core.runtime import RunContext
+    from ppknn.core.errors import ConfigError
+    from ppknn.core.runtime import RunContext
 
     with pytest.raises(ConfigError, match="flush_bytes must be >= 1, got 0"):
         TranscriptRecorder(None, flush_bytes=0)
@@ -136,8 +136,8 @@ def test_per_party_views_equal_one_by_one_and_protocol_filter(tmp_path):
 def test_records_to_table_equals_from_pylist_and_chunks_binary(monkeypatch):
     import pyarrow as pa
 
-    import core.transcript as tr
-    from core.transcript import SCHEMA, records_to_table
+    import ppknn.core.transcript as tr
+    from ppknn.core.transcript import SCHEMA, records_to_table
 
     recs = [_record(i, size=1 + 37 * i) for i in range(25)] + [_record(99, size=0)]
     expected = pa.Table.from_pylist(recs, schema=SCHEMA)

@@ -19,7 +19,7 @@ audit
 Examples
 --------
 >>> import numpy as np
->>> from core.dp import Laplace, PrivacyLedger
+>>> from ppknn.core.dp import Laplace, PrivacyLedger
 >>> ledger = PrivacyLedger(owner="owner-0", epsilon=1.0)
 >>> mech = Laplace(epsilon=0.25, sensitivity=1.0)
 >>> with ledger.reserve(mech, label="noisy count"):
@@ -28,7 +28,7 @@ Examples
 (0.75, 'reproducible')
 """
 
-from core.dp.accounting import (
+from ppknn.core.dp.accounting import (
     PrivacyCost,
     advanced_composition,
     advanced_composition_epsilon,
@@ -38,20 +38,20 @@ from core.dp.accounting import (
     parallel_composition,
     sequential_composition,
 )
-from core.dp.audit import AuditResult, audit, clopper_pearson
-from core.dp.calibration import (
+from ppknn.core.dp.audit import AuditResult, audit, clopper_pearson
+from ppknn.core.dp.calibration import (
     analytic_gaussian_sigma,
     classic_gaussian_sigma,
     gaussian_delta,
     zcdp_gaussian_sigma,
     zcdp_to_delta,
 )
-from core.dp.exact import SeededEntropy, SystemEntropy
-from core.dp.ledger import LedgerEntry, PrivacyLedger, Reservation
-from core.dp.mechanisms import Gaussian, Geometric, Laplace, Release
-from core.dp.planar import PlanarLaplace, planar_radius
-from core.dp.selection import ExponentialMechanism, ReportNoisyMax
-from core.dp.smooth import Cauchy, PolynomialTail, StudentT
+from ppknn.core.dp.exact import SeededEntropy, SystemEntropy
+from ppknn.core.dp.ledger import LedgerEntry, PrivacyLedger, Reservation
+from ppknn.core.dp.mechanisms import Gaussian, Geometric, Laplace, Release
+from ppknn.core.dp.planar import PlanarLaplace, planar_radius
+from ppknn.core.dp.selection import ExponentialMechanism, ReportNoisyMax
+from ppknn.core.dp.smooth import Cauchy, PolynomialTail, StudentT
 
 __all__ = [
     "AuditResult",

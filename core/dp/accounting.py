@@ -37,8 +37,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from core.dp.validation import check_delta, check_epsilon, check_positive_int, check_real
-from core.errors import ConfigError
+from ppknn.core.dp.validation import check_delta, check_epsilon, check_positive_int, check_real
+from ppknn.core.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ a bound above the claim is evidence of a bug.
 Examples
 --------
 >>> import numpy as np
->>> from core.dp.mechanisms import Laplace
+>>> from ppknn.core.dp.mechanisms import Laplace
 >>> mech = Laplace(epsilon=1.0)
 >>> result = audit(lambda x, rng, n: mech.randomise(np.full(n, x), rng).value, 0.0, 1.0,
 ...                n_samples=20_000, rng=np.random.default_rng(0), vectorized=True)
@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from core.dp.validation import check_delta, check_positive_int, check_probability
-from core.errors import ConfigError
+from ppknn.core.dp.validation import check_delta, check_positive_int, check_probability
+from ppknn.core.errors import ConfigError
 
 MAX_CATEGORIES = 256
 """Outputs with at most this many distinct values get one cell per value."""

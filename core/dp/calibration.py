@@ -31,7 +31,7 @@ import math
 
 from scipy import optimize, special
 
-from core.dp.validation import check_delta, check_epsilon, check_sensitivity
+from ppknn.core.dp.validation import check_delta, check_epsilon, check_sensitivity
 
 
 def gaussian_delta(sigma: float, epsilon: float, sensitivity: float) -> float:
@@ -71,7 +71,7 @@ def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> 
     delta = check_delta(delta, allow_zero=False)
     sensitivity = check_sensitivity(sensitivity)
     if epsilon >= 1:
-        from core.errors import ConfigError
+        from ppknn.core.errors import ConfigError
 
         raise ConfigError(f"the classic Gaussian bound needs epsilon < 1, got {epsilon!r}")
     return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon

@@ -41,7 +41,7 @@ import random
 from collections.abc import Sequence
 from fractions import Fraction
 
-from core.errors import ConfigError
+from ppknn.core.errors import ConfigError
 
 
 class SystemEntropy:

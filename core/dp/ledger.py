@@ -37,7 +37,7 @@ PrivacyCost(epsilon=0.0, delta=0.0)
 >>> ledger.charge(PrivacyCost(0.1))  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-core.errors.BudgetExhausted: ledger 'hospital': charge of epsilon=0.1, delta=0 ...
+ppknn.core.errors.BudgetExhausted: ledger 'hospital': charge of epsilon=0.1, delta=0 ...
 """
 
 from __future__ import annotations
@@ -48,14 +48,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from core.dp.accounting import (
+from ppknn.core.dp.accounting import (
     PrivacyCost,
     advanced_composition,
     bounded_range_epsilon,
     parallel_composition,
 )
-from core.dp.validation import check_delta, check_epsilon, check_positive_int
-from core.errors import BudgetExhausted, ConfigError
+from ppknn.core.dp.validation import check_delta, check_epsilon, check_positive_int
+from ppknn.core.errors import BudgetExhausted, ConfigError
 
 
 def exact(value: float) -> Fraction:

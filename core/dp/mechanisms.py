@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from core.dp import samplers
-from core.dp.accounting import PrivacyCost
-from core.dp.calibration import analytic_gaussian_sigma, zcdp_gaussian_sigma
-from core.dp.validation import (
+from ppknn.core.dp import samplers
+from ppknn.core.dp.accounting import PrivacyCost
+from ppknn.core.dp.calibration import analytic_gaussian_sigma, zcdp_gaussian_sigma
+from ppknn.core.dp.validation import (
     check_delta,
     check_epsilon,
     check_finite_array,
@@ -47,8 +47,8 @@ from core.dp.validation import (
     check_probability,
     check_sensitivity,
 )
-from core.errors import ConfigError
-from core.rng import RandomnessMode
+from ppknn.core.errors import ConfigError
+from ppknn.core.rng import RandomnessMode
 
 
 class PureDP:

@@ -37,11 +37,11 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from core.dp import samplers
-from core.dp.mechanisms import Release
-from core.dp.validation import check_epsilon, check_finite_array, check_mode, check_probability
-from core.errors import ConfigError
-from core.rng import RandomnessMode
+from ppknn.core.dp import samplers
+from ppknn.core.dp.mechanisms import Release
+from ppknn.core.dp.validation import check_epsilon, check_finite_array, check_mode, check_probability
+from ppknn.core.errors import ConfigError
+from ppknn.core.rng import RandomnessMode
 
 
 def planar_radius(p: Any, epsilon: float) -> np.ndarray:

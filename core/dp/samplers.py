@@ -48,9 +48,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from core.dp.exact import Entropy, SeededEntropy, SystemEntropy, discrete_gaussian, discrete_laplace
-from core.errors import ConfigError
-from core.rng import RandomnessMode, RandomSource
+from ppknn.core.dp.exact import Entropy, SeededEntropy, SystemEntropy, discrete_gaussian, discrete_laplace
+from ppknn.core.errors import ConfigError
+from ppknn.core.rng import RandomnessMode, RandomSource
 
 GRID_BITS = 20
 """Grid resolution in ``secure`` mode: the grid step is about ``2**-GRID_BITS``

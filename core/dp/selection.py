@@ -39,10 +39,10 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from core.dp import samplers
-from core.dp.exact import exponential_mechanism_index, permute_and_flip_index
-from core.dp.mechanisms import PureDP, Release
-from core.dp.validation import (
+from ppknn.core.dp import samplers
+from ppknn.core.dp.exact import exponential_mechanism_index, permute_and_flip_index
+from ppknn.core.dp.mechanisms import PureDP, Release
+from ppknn.core.dp.validation import (
     check_epsilon,
     check_finite_array,
     check_mode,
@@ -50,8 +50,8 @@ from core.dp.validation import (
     check_probability,
     check_sensitivity,
 )
-from core.errors import ConfigError
-from core.rng import RandomnessMode
+from ppknn.core.errors import ConfigError
+from ppknn.core.rng import RandomnessMode
 
 
 def _utilities(utilities: Any) -> np.ndarray:

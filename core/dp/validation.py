@@ -16,7 +16,7 @@ Examples
 >>> check_epsilon(0)
 Traceback (most recent call last):
 ...
-core.errors.ConfigError: epsilon must be a finite number > 0, got 0
+ppknn.core.errors.ConfigError: epsilon must be a finite number > 0, got 0
 >>> check_delta(1e-5)
 1e-05
 >>> check_mode("secure").value
@@ -30,8 +30,8 @@ import numbers
 
 import numpy as np
 
-from core.errors import ConfigError
-from core.rng import RandomnessMode
+from ppknn.core.errors import ConfigError
+from ppknn.core.rng import RandomnessMode
 
 
 def check_real(value: object, name: str) -> float:

@@ -5,20 +5,20 @@
 framework that imports Ray, and it does so lazily.
 """
 
-from core.runtime.base import Call, RunContext, Runtime, Step
-from core.runtime.host import FaultPlan, PartyHost, PartySpec
-from core.runtime.inprocess import InProcessRuntime
+from ppknn.core.runtime.base import Call, RunContext, Runtime, Step
+from ppknn.core.runtime.host import FaultPlan, PartyHost, PartySpec
+from ppknn.core.runtime.inprocess import InProcessRuntime
 
 
 def make_runtime(kind: str, *, address: str | None = None, num_cpus: int | None = None,
                  **options) -> Runtime:
     """Build a runtime by name: ``"inprocess"`` (alias ``"local"``) or ``"ray"``."""
-    from core.errors import ConfigError
+    from ppknn.core.errors import ConfigError
 
     if kind in ("inprocess", "local"):
         return InProcessRuntime()
     if kind == "ray":
-        from core.runtime.ray_runtime import RayRuntime
+        from ppknn.core.runtime.ray_runtime import RayRuntime
 
         return RayRuntime(address=address, num_cpus=num_cpus, **options)
     raise ConfigError(f"unknown runtime {kind!r}; allowed: 'inprocess', 'ray'")

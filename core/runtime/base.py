@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.errors import ConfigError
-from core.messages import PartyId
-from core.runtime.host import FaultPlan, PartySpec
+from ppknn.core.errors import ConfigError
+from ppknn.core.messages import PartyId
+from ppknn.core.runtime.host import FaultPlan, PartySpec
 
 Progress = Callable[[int, int], None]
 """Called with (calls done, calls total) while a fetch waits."""

@@ -29,7 +29,7 @@ Examples
 --------
 >>> import dataclasses
 >>> import numpy as np
->>> from core.messages import Message
+>>> from ppknn.core.messages import Message
 >>> owner, alice = make_concurrent_endpoint("owner", "r", secure=False), PlainEndpoint("alice", "r")
 >>> m = Message("r", "demo", 1, -1, "owner", "alice", "x", {"v": np.arange(2)})
 >>> [owner.seal_as(stamp, m).seq for stamp in (CallStamps(0).next("alice"),
@@ -42,16 +42,16 @@ Examples
 >>> owner.open(firsts[0])
 Traceback (most recent call last):
 ...
-core.errors.IntegrityError: replayed message from 'alice' to 'owner': seq 0 was already accepted
+ppknn.core.errors.IntegrityError: replayed message from 'alice' to 'owner': seq 0 was already accepted
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from core.channels import PlainEndpoint, SecureEndpoint
-from core.errors import IntegrityError, ProtocolError
-from core.messages import Message, PartyId
+from ppknn.core.channels import PlainEndpoint, SecureEndpoint
+from ppknn.core.errors import IntegrityError, ProtocolError
+from ppknn.core.messages import Message, PartyId
 
 SEQ_STRIDE = 1_000_000
 """Sequence numbers a concurrent party's call may use per receiver (``ticket * SEQ_STRIDE + k``)."""

@@ -30,11 +30,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from core.channels import Envelope, SecureEndpoint, make_endpoint
-from core.errors import ConfigError, ProtocolError
-from core.messages import Message, PartyId, encode_arrays
-from core.runtime.concurrency import CallStamps, make_concurrent_endpoint
-from core.transcript import make_record
+from ppknn.core.channels import Envelope, SecureEndpoint, make_endpoint
+from ppknn.core.errors import ConfigError, ProtocolError
+from ppknn.core.messages import Message, PartyId, encode_arrays
+from ppknn.core.runtime.concurrency import CallStamps, make_concurrent_endpoint
+from ppknn.core.transcript import make_record
 
 
 class RecorderClient(Protocol):

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import ConfigError, PartyFailure
-from core.messages import PartyId
-from core.runtime.base import CallRecord, Progress, RunContext, Runtime
-from core.runtime.host import NullRecorder, PartyHost, PartySpec, check_outputs
-from core.transcript import TranscriptRecorder
+from ppknn.core.errors import ConfigError, PartyFailure
+from ppknn.core.messages import PartyId
+from ppknn.core.runtime.base import CallRecord, Progress, RunContext, Runtime
+from ppknn.core.runtime.host import NullRecorder, PartyHost, PartySpec, check_outputs
+from ppknn.core.transcript import TranscriptRecorder
 
 
 @dataclass

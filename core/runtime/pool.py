@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from core.errors import ConfigError
+from ppknn.core.errors import ConfigError
 
 T = TypeVar("T")
 R = TypeVar("R")

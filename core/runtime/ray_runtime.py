@@ -34,11 +34,11 @@ from typing import Any
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
-from core.errors import ConfigError, PartyFailure
-from core.messages import PartyId
-from core.runtime.base import Call, CallRecord, Progress, RunContext, Runtime, Step
-from core.runtime.host import NullRecorder, PartyHost, PartySpec
-from core.transcript import TranscriptRecorder
+from ppknn.core.errors import ConfigError, PartyFailure
+from ppknn.core.messages import PartyId
+from ppknn.core.runtime.base import Call, CallRecord, Progress, RunContext, Runtime, Step
+from ppknn.core.runtime.host import NullRecorder, PartyHost, PartySpec
+from ppknn.core.transcript import TranscriptRecorder
 
 _POLL_S = 0.1
 LAYOUTS = ("actor-per-party", "hosted")

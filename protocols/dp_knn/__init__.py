@@ -25,8 +25,8 @@ driver
     an owner with ``max_concurrency > 1`` serves analysts concurrently on Ray).
 """
 
-from protocols.dp_knn.cliques import METHODS, CliqueBounds, clique_bounds
-from protocols.dp_knn.conversion import (
+from ppknn.protocols.dp_knn.cliques import METHODS, CliqueBounds, clique_bounds
+from ppknn.protocols.dp_knn.conversion import (
     CONVERSIONS,
     Conversion,
     NoisyGrid,
@@ -36,11 +36,11 @@ from protocols.dp_knn.conversion import (
     convert_noninteractive,
     rmse_k,
 )
-from protocols.dp_knn.index import LabelIndex
-from protocols.dp_knn.knn import KNN_ALGORITHMS, KNNResult, classify_knn
-from protocols.dp_knn.overlap import OverlapGraph, overlap_graph
-from protocols.dp_knn.protocol import PROTOCOL, Answer, Query
-from protocols.dp_knn.rn import RN_ALGORITHMS, RNPlan, RNResult, classify_rn, plan_rn
+from ppknn.protocols.dp_knn.index import LabelIndex
+from ppknn.protocols.dp_knn.knn import KNN_ALGORITHMS, KNNResult, classify_knn
+from ppknn.protocols.dp_knn.overlap import OverlapGraph, overlap_graph
+from ppknn.protocols.dp_knn.protocol import PROTOCOL, Answer, Query
+from ppknn.protocols.dp_knn.rn import RN_ALGORITHMS, RNPlan, RNResult, classify_rn, plan_rn
 
 __all__ = [
     "CONVERSIONS",

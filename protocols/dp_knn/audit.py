@@ -37,10 +37,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.dp import AuditResult, audit
-from core.errors import ConfigError
-from protocols.dp_knn.index import LabelIndex
-from protocols.dp_knn.rn import RNPlan, laplace_labels, plan_rn, release_rn
+from ppknn.core.dp import AuditResult, audit
+from ppknn.core.errors import ConfigError
+from ppknn.protocols.dp_knn.index import LabelIndex
+from ppknn.protocols.dp_knn.rn import RNPlan, laplace_labels, plan_rn, release_rn
 
 CALIBRATIONS = ("claimed", "ignore-overlaps")
 

@@ -31,7 +31,7 @@ Each component records which path it took (:data:`METHODS`).
 Examples
 --------
 >>> import numpy as np
->>> from protocols.dp_knn.overlap import overlap_graph
+>>> from ppknn.protocols.dp_knn.overlap import overlap_graph
 >>> x = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, 0.8], [9.0, 9.0]])
 >>> res = clique_bounds(overlap_graph(x, np.full(4, 0.6)), time_limit_s=1.0)
 >>> res.size.tolist(), res.exact.tolist(), [METHODS[m] for m in res.method]
@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.dp_knn.overlap import OverlapGraph
+from ppknn.protocols.dp_knn.overlap import OverlapGraph
 
 METHODS = (
     "single",  # 0: one vertex

@@ -62,13 +62,13 @@ from scipy import special
 from scipy.spatial import cKDTree
 from scipy.stats import qmc
 
-from core.data import DomainBounds
-from core.dp import ExponentialMechanism, Laplace
-from core.dp.validation import check_positive_int, check_probability
-from core.errors import ConfigError
-from core.rng import RandomnessMode
-from protocols.dp_knn.index import LabelIndex
-from protocols.dp_knn.validation import check_ks, check_privacy, check_queries
+from ppknn.core.data import DomainBounds
+from ppknn.core.dp import ExponentialMechanism, Laplace
+from ppknn.core.dp.validation import check_positive_int, check_probability
+from ppknn.core.errors import ConfigError
+from ppknn.core.rng import RandomnessMode
+from ppknn.protocols.dp_knn.index import LabelIndex
+from ppknn.protocols.dp_knn.validation import check_ks, check_privacy, check_queries
 
 CONVERSIONS = ("interactive", "noninteractive")
 GRID_THETA = 10.0

@@ -19,15 +19,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.dp import PrivacyLedger
-from core.errors import ConfigError
-from core.messages import PartyId
-from core.runtime import Runtime
-from protocols import service
-from protocols.base import NO_ANSWER, PrivacySpent, ProtocolResult, Roles
-from protocols.dp_knn.cliques import METHODS
-from protocols.dp_knn.protocol import PROTOCOL, Answer, Query
-from protocols.service import Refused
+from ppknn.core.dp import PrivacyLedger
+from ppknn.core.errors import ConfigError
+from ppknn.core.messages import PartyId
+from ppknn.core.runtime import Runtime
+from ppknn.protocols import service
+from ppknn.protocols.base import NO_ANSWER, PrivacySpent, ProtocolResult, Roles
+from ppknn.protocols.dp_knn.cliques import METHODS
+from ppknn.protocols.dp_knn.protocol import PROTOCOL, Answer, Query
+from ppknn.protocols.service import Refused
 
 
 def ask(runtime: Runtime, requests: Sequence[tuple[PartyId, PartyId, Query]], *,

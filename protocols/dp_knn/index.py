@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial import cKDTree
 
-from protocols.dp_knn.validation import check_training
+from ppknn.protocols.dp_knn.validation import check_training
 
 
 class LabelIndex:

@@ -17,7 +17,7 @@ classifiers become the r-N classifier on the conversion's noise-free radii.
 Examples
 --------
 >>> import numpy as np
->>> from protocols.dp_knn.index import LabelIndex
+>>> from ppknn.protocols.dp_knn.index import LabelIndex
 >>> idx = LabelIndex(np.array([[0.0], [0.1], [0.2], [5.0]]), np.array([1, 1, 0, 0]), n_classes=2)
 >>> classify_knn(idx, np.array([[0.0], [5.0]]), 1, algorithm="baseline", epsilon=math.inf,
 ...              rng=np.random.default_rng(0)).labels.tolist()
@@ -32,18 +32,18 @@ from typing import Any
 
 import numpy as np
 
-from core.data import DomainBounds
-from core.errors import ConfigError
-from core.rng import RandomnessMode
-from protocols.dp_knn.conversion import (
+from ppknn.core.data import DomainBounds
+from ppknn.core.errors import ConfigError
+from ppknn.core.rng import RandomnessMode
+from ppknn.protocols.dp_knn.conversion import (
     Conversion,
     NoisyGrid,
     convert_interactive,
     convert_noninteractive,
 )
-from protocols.dp_knn.index import LabelIndex
-from protocols.dp_knn.rn import DEFAULT_CLIQUE_TIME_S, RNResult, classify_rn, exponential_labels
-from protocols.dp_knn.validation import check_ks, check_privacy, check_queries, check_weight
+from ppknn.protocols.dp_knn.index import LabelIndex
+from ppknn.protocols.dp_knn.rn import DEFAULT_CLIQUE_TIME_S, RNResult, classify_rn, exponential_labels
+from ppknn.protocols.dp_knn.validation import check_ks, check_privacy, check_queries, check_weight
 
 KNN_ALGORITHMS = ("baseline", "interactive", "noninteractive")
 

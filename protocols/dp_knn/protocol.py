@@ -35,13 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from core.dp.validation import check_epsilon, check_positive_int
-from core.errors import ConfigError, ProtocolError
-from core.messages import PROVENANCE_DTYPE, Message, PartyId, uniform_provenance
-from protocols.dp_knn.conversion import CONVERSIONS
-from protocols.dp_knn.knn import KNN_ALGORITHMS
-from protocols.dp_knn.rn import RN_ALGORITHMS
-from protocols.dp_knn.validation import check_ks, check_queries, check_radii, check_weight
+from ppknn.core.dp.validation import check_epsilon, check_positive_int
+from ppknn.core.errors import ConfigError, ProtocolError
+from ppknn.core.messages import PROVENANCE_DTYPE, Message, PartyId, uniform_provenance
+from ppknn.protocols.dp_knn.conversion import CONVERSIONS
+from ppknn.protocols.dp_knn.knn import KNN_ALGORITHMS
+from ppknn.protocols.dp_knn.rn import RN_ALGORITHMS
+from ppknn.protocols.dp_knn.validation import check_ks, check_queries, check_radii, check_weight
 
 PROTOCOL = "dp-knn"
 ANSWER = "answer"

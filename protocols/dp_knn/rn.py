@@ -33,7 +33,7 @@ runs at once through the same code.
 Examples
 --------
 >>> import numpy as np
->>> from protocols.dp_knn.index import LabelIndex
+>>> from ppknn.protocols.dp_knn.index import LabelIndex
 >>> idx = LabelIndex(np.array([[0.0], [0.1], [0.2], [5.0]]), np.array([1, 1, 0, 0]), n_classes=2)
 >>> res = classify_rn(idx, np.array([[0.0], [5.0]]), 0.5, algorithm="proposed",
 ...                   epsilon=math.inf, rng=np.random.default_rng(0))
@@ -49,13 +49,13 @@ from typing import Any
 
 import numpy as np
 
-from core.dp import ExponentialMechanism, Laplace
-from core.errors import ConfigError
-from core.rng import RandomnessMode
-from protocols.dp_knn.cliques import CliqueBounds, clique_bounds
-from protocols.dp_knn.index import LabelIndex
-from protocols.dp_knn.overlap import OverlapGraph, overlap_graph
-from protocols.dp_knn.validation import check_privacy, check_queries, check_radii
+from ppknn.core.dp import ExponentialMechanism, Laplace
+from ppknn.core.errors import ConfigError
+from ppknn.core.rng import RandomnessMode
+from ppknn.protocols.dp_knn.cliques import CliqueBounds, clique_bounds
+from ppknn.protocols.dp_knn.index import LabelIndex
+from ppknn.protocols.dp_knn.overlap import OverlapGraph, overlap_graph
+from ppknn.protocols.dp_knn.validation import check_privacy, check_queries, check_radii
 
 RN_ALGORITHMS = ("proposed", "baseline-laplace", "baseline-exponential")
 DEFAULT_CLIQUE_TIME_S = 5.0

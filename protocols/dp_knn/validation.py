@@ -14,7 +14,7 @@ Examples
 >>> check_radii([0.5, -1.0], 2)
 Traceback (most recent call last):
 ...
-core.errors.ConfigError: radius must be a finite number > 0 for every test instance, got -1.0 \
+ppknn.core.errors.ConfigError: radius must be a finite number > 0 for every test instance, got -1.0 \
 at index 1
 >>> check_weight(0.5)
 0.5
@@ -27,8 +27,8 @@ import numbers
 
 import numpy as np
 
-from core.dp.validation import check_epsilon, check_real
-from core.errors import ConfigError
+from ppknn.core.dp.validation import check_epsilon, check_real
+from ppknn.core.errors import ConfigError
 
 
 def check_privacy(epsilon: object, *, name: str = "epsilon") -> float:

@@ -35,25 +35,25 @@ datasets, audit, external
 Examples
 --------
 >>> import numpy as np
->>> from protocols.dp_nb import DPNaiveBayes
+>>> from ppknn.protocols.dp_nb import DPNaiveBayes
 >>> X = np.array([[1.0], [2.0], [8.0], [9.0]] * 50); y = np.array([0, 0, 1, 1] * 50)
 >>> clf = DPNaiveBayes(epsilon=2.0, bounds=(0.0, 10.0), classes=[0, 1], random_state=0)
 >>> clf.fit(X, y).predict([[1.5], [8.5]]).tolist()
 [0, 1]
 """
 
-from protocols.dp_nb.estimator import DPNaiveBayes
-from protocols.dp_nb.model import NBParams
-from protocols.dp_nb.noise import SmoothCalibration
-from protocols.dp_nb.schema import BoundsWarning, FeatureSchema
-from protocols.dp_nb.sensitivity import (
+from ppknn.protocols.dp_nb.estimator import DPNaiveBayes
+from ppknn.protocols.dp_nb.model import NBParams
+from ppknn.protocols.dp_nb.noise import SmoothCalibration
+from ppknn.protocols.dp_nb.schema import BoundsWarning, FeatureSchema
+from ppknn.protocols.dp_nb.sensitivity import (
     SmoothSensitivity,
     TrimmedStatistics,
     smooth_sensitivity,
     smooth_sensitivity_direct,
     trimmed_statistics,
 )
-from protocols.dp_nb.training import METHODS, NBConfig, budget_split, train
+from ppknn.protocols.dp_nb.training import METHODS, NBConfig, budget_split, train
 
 __all__ = [
     "METHODS",

@@ -12,7 +12,7 @@ searches random small neighbouring datasets for the largest exact loss.
 Examples
 --------
 >>> import numpy as np
->>> from protocols.dp_nb.noise import SmoothCalibration
+>>> from ppknn.protocols.dp_nb.noise import SmoothCalibration
 >>> cal = SmoothCalibration(noise="polynomial", epsilon=1.0)
 >>> x = list(np.arange(1.0, 11.0)); y = x + [20.0]
 >>> loss = exact_loss(x, y, cal, trim=1, lower=0.0, upper=20.0)
@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.dp import AuditResult, audit
-from core.errors import ConfigError
-from protocols.dp_nb.noise import SmoothCalibration
-from protocols.dp_nb.sensitivity import smooth_sensitivity, trimmed_statistics
+from ppknn.core.dp import AuditResult, audit
+from ppknn.core.errors import ConfigError
+from ppknn.protocols.dp_nb.noise import SmoothCalibration
+from ppknn.protocols.dp_nb.sensitivity import smooth_sensitivity, trimmed_statistics
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from core.data import data_dir
-from core.errors import DataError
+from ppknn.core.data import data_dir
+from ppknn.core.errors import DataError
 
 PAPER_DATASETS = ("adult", "glass", "seeds")
 UNAVAILABLE = {

@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from core.messages import PartyId
-from core.runtime import Runtime
-from protocols import service
-from protocols.base import NO_ANSWER, PrivacySpent, ProtocolResult, Roles
-from protocols.dp_nb.protocol import PROTOCOL, ModelRequest, ReleasedModel
-from protocols.service import Refused
+from ppknn.core.messages import PartyId
+from ppknn.core.runtime import Runtime
+from ppknn.protocols import service
+from ppknn.protocols.base import NO_ANSWER, PrivacySpent, ProtocolResult, Roles
+from ppknn.protocols.dp_nb.protocol import PROTOCOL, ModelRequest, ReleasedModel
+from ppknn.protocols.service import Refused
 
 
 def ask(runtime: Runtime, requests: Sequence[tuple[PartyId, PartyId, ModelRequest]], *,

@@ -37,11 +37,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from core.dp import PrivacyLedger
-from core.errors import ConfigError, PrivacyLeakWarning
-from core.rng import RandomnessMode, SeedPolicy
-from protocols.dp_nb.schema import OUT_OF_BOUNDS, FeatureSchema
-from protocols.dp_nb.training import NBConfig, budget_split, check_trim, train
+from ppknn.core.dp import PrivacyLedger
+from ppknn.core.errors import ConfigError, PrivacyLeakWarning
+from ppknn.core.rng import RandomnessMode, SeedPolicy
+from ppknn.protocols.dp_nb.schema import OUT_OF_BOUNDS, FeatureSchema
+from ppknn.protocols.dp_nb.training import NBConfig, budget_split, check_trim, train
 
 
 class DPNaiveBayes(ClassifierMixin, BaseEstimator):

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from core.errors import ConfigError
+from ppknn.core.errors import ConfigError
 
 DENSITIES = ("gaussian", "truncated")
 _LOG_2PI = float(np.log(2.0 * np.pi))

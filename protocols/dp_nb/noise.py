@@ -47,10 +47,10 @@ from typing import Any
 
 import numpy as np
 
-from core.dp import Cauchy, Laplace, PolynomialTail, Release, samplers
-from core.dp.validation import check_delta, check_epsilon, check_mode
-from core.errors import ConfigError
-from core.rng import RandomnessMode
+from ppknn.core.dp import Cauchy, Laplace, PolynomialTail, Release, samplers
+from ppknn.core.dp.validation import check_delta, check_epsilon, check_mode
+from ppknn.core.errors import ConfigError
+from ppknn.core.rng import RandomnessMode
 
 NOISES = ("polynomial", "cauchy", "paper", "laplace", "gaussian")
 APPROXIMATE = ("laplace", "gaussian")

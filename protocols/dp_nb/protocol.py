@@ -32,13 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import ConfigError, ProtocolError
-from core.messages import Message, PartyId, uniform_provenance
-from protocols.dp_nb.model import DENSITIES, NBParams
-from protocols.dp_nb.noise import NOISES
-from protocols.dp_nb.schema import FeatureSchema
-from protocols.dp_nb.sensitivity import NEIGHBOURS
-from protocols.dp_nb.training import METHODS, NBConfig
+from ppknn.core.errors import ConfigError, ProtocolError
+from ppknn.core.messages import Message, PartyId, uniform_provenance
+from ppknn.protocols.dp_nb.model import DENSITIES, NBParams
+from ppknn.protocols.dp_nb.noise import NOISES
+from ppknn.protocols.dp_nb.schema import FeatureSchema
+from ppknn.protocols.dp_nb.sensitivity import NEIGHBOURS
+from ppknn.protocols.dp_nb.training import METHODS, NBConfig
 
 PROTOCOL = "dp-nb"
 TRAIN = "train"

@@ -24,7 +24,7 @@ Examples
 >>> schema.encode(np.array([[1.5, "c", 0.2]], dtype=object))
 Traceback (most recent call last):
 ...
-core.errors.ConfigError: column 1: value 'c' is not a declared category; allowed: ['a', 'b']
+ppknn.core.errors.ConfigError: column 1: value 'c' is not a declared category; allowed: ['a', 'b']
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import ConfigError, PrivacyLeakWarning
+from ppknn.core.errors import ConfigError, PrivacyLeakWarning
 
 OUT_OF_BOUNDS = ("clip", "error", "keep")
 

@@ -91,7 +91,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.errors import ConfigError
+from ppknn.core.errors import ConfigError
 
 STATISTICS = ("mean", "variance")
 NEIGHBOURS = ("add-remove", "replace")

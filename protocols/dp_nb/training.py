@@ -49,7 +49,7 @@ added (``GaussianNB``'s rule, with public ranges in place of the data's variance
 Examples
 --------
 >>> import numpy as np
->>> from protocols.dp_nb.schema import FeatureSchema
+>>> from ppknn.protocols.dp_nb.schema import FeatureSchema
 >>> schema = FeatureSchema.build(1, bounds=([0.0], [1.0]))
 >>> X = np.array([[0.1], [0.2], [0.8], [0.9]]); y = np.array([0, 0, 1, 1])
 >>> exact = train(X, np.empty((4, 0), int), y, n_classes=2, schema=schema,
@@ -70,14 +70,14 @@ from typing import Any
 
 import numpy as np
 
-from core.dp import Laplace, PrivacyCost
-from core.dp.validation import check_delta, check_mode
-from core.errors import ConfigError
-from core.rng import RandomnessMode
-from protocols.dp_nb.model import DENSITIES, NBParams
-from protocols.dp_nb.noise import APPROXIMATE, NOISES, SmoothCalibration
-from protocols.dp_nb.schema import FeatureSchema
-from protocols.dp_nb.sensitivity import NEIGHBOURS, smooth_from_statistics, trimmed_statistics
+from ppknn.core.dp import Laplace, PrivacyCost
+from ppknn.core.dp.validation import check_delta, check_mode
+from ppknn.core.errors import ConfigError
+from ppknn.core.rng import RandomnessMode
+from ppknn.protocols.dp_nb.model import DENSITIES, NBParams
+from ppknn.protocols.dp_nb.noise import APPROXIMATE, NOISES, SmoothCalibration
+from ppknn.protocols.dp_nb.schema import FeatureSchema
+from ppknn.protocols.dp_nb.sensitivity import NEIGHBOURS, smooth_from_statistics, trimmed_statistics
 
 METHODS = ("smooth", "vaidya", "bun-steinke", "non-private")
 AUTO_RATIO = 1000.0

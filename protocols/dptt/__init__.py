@@ -28,14 +28,14 @@ The reproduction's session, measurements, sweeps and claims live in
 ``dptt_sweeps``) and :mod:`simulations.reproduce.lepert_claims`.
 """
 
-from protocols.dptt.config import PROTOCOL, ClientOutcome, DPTTSetup, ServerInfo
-from protocols.dptt.driver import DPTTResult, run_dptt
-from protocols.dptt.geo import Geo, geo_fairness
-from protocols.dptt.metrics import Truth, hits
-from protocols.dptt.neighbours import NeighbourIndex
-from protocols.dptt.tree import ModifiedKDTree
-from protocols.dptt.utility import Utility
-from protocols.dptt.variants import PrivacyAccount, Variant
+from ppknn.protocols.dptt.config import PROTOCOL, ClientOutcome, DPTTSetup, ServerInfo
+from ppknn.protocols.dptt.driver import DPTTResult, run_dptt
+from ppknn.protocols.dptt.geo import Geo, geo_fairness
+from ppknn.protocols.dptt.metrics import Truth, hits
+from ppknn.protocols.dptt.neighbours import NeighbourIndex
+from ppknn.protocols.dptt.tree import ModifiedKDTree
+from ppknn.protocols.dptt.utility import Utility
+from ppknn.protocols.dptt.variants import PrivacyAccount, Variant
 
 __all__ = [
     "PROTOCOL",

@@ -10,7 +10,7 @@ Examples
 >>> DPTTSetup(variant="E8", utility=Utility.cmp(), epsilon=0.0)
 Traceback (most recent call last):
 ...
-core.errors.ConfigError: epsilon must be a finite number > 0, got 0.0
+ppknn.core.errors.ConfigError: epsilon must be a finite number > 0, got 0.0
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.dp.validation import check_delta, check_epsilon
-from core.errors import ConfigError
-from protocols.dptt.utility import Utility
-from protocols.dptt.variants import DEFAULT_DELTA, PrivacyAccount, Variant
+from ppknn.core.dp.validation import check_delta, check_epsilon
+from ppknn.core.errors import ConfigError
+from ppknn.protocols.dptt.utility import Utility
+from ppknn.protocols.dptt.variants import DEFAULT_DELTA, PrivacyAccount, Variant
 
 PROTOCOL = "dptt"
 """Protocol name in every DP-TT message."""

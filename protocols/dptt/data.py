@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.errors import ConfigError, DataError
+from ppknn.core.errors import ConfigError, DataError
 
 SPAN = 1e9
 """The synthetic domain [0, SPAN] (§6.1: "0 to 1 billion")."""

@@ -33,12 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import ConfigError, ProtocolError
-from core.messages import PartyId
-from core.runtime.base import Progress, Runtime
-from protocols.base import NO_ANSWER, PrivacySpent, ProtocolResult, Roles
-from protocols.dptt.config import PROTOCOL, ClientOutcome, DPTTSetup, ServerInfo
-from protocols.dptt.variants import PrivacyAccount
+from ppknn.core.errors import ConfigError, ProtocolError
+from ppknn.core.messages import PartyId
+from ppknn.core.runtime.base import Progress, Runtime
+from ppknn.protocols.base import NO_ANSWER, PrivacySpent, ProtocolResult, Roles
+from ppknn.protocols.dptt.config import PROTOCOL, ClientOutcome, DPTTSetup, ServerInfo
+from ppknn.protocols.dptt.variants import PrivacyAccount
 
 PREDICT_RULES = ("nearest", "majority")
 """How the client labels a query from its released points (:func:`predict_labels`)."""

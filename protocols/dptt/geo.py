@@ -43,12 +43,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.dp import Laplace, PlanarLaplace
-from core.dp.validation import check_epsilon, check_mode, check_sensitivity
-from core.errors import ConfigError
-from core.rng import RandomnessMode
-from protocols.dptt.neighbours import NeighbourIndex, dedupe_pairs
-from protocols.dptt.variants import Variant
+from ppknn.core.dp import Laplace, PlanarLaplace
+from ppknn.core.dp.validation import check_epsilon, check_mode, check_sensitivity
+from ppknn.core.errors import ConfigError
+from ppknn.core.rng import RandomnessMode
+from ppknn.protocols.dptt.neighbours import NeighbourIndex, dedupe_pairs
+from ppknn.protocols.dptt.variants import Variant
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,7 +10,7 @@ reference distances come from a different code path).
 Examples
 --------
 >>> import numpy as np
->>> from protocols.dptt.neighbours import NeighbourIndex
+>>> from ppknn.protocols.dptt.neighbours import NeighbourIndex
 >>> index = NeighbourIndex(np.arange(10.0))
 >>> queries = np.array([[0.1], [5.2]])
 >>> truth = Truth.of(index, queries)
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.dptt.neighbours import NeighbourIndex
+from ppknn.protocols.dptt.neighbours import NeighbourIndex
 
 TOP = 5
 RTOL = 1e-9

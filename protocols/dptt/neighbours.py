@@ -23,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial import cKDTree
 
-from core.errors import ConfigError
-from protocols.dptt.tree import check_points
+from ppknn.core.errors import ConfigError
+from ppknn.protocols.dptt.tree import check_points
 
 
 class NeighbourIndex:

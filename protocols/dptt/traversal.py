@@ -26,8 +26,8 @@ an empty message at a level where no decision is pending.
 Examples
 --------
 >>> import numpy as np
->>> from protocols.dptt.tree import ModifiedKDTree
->>> from protocols.dptt.variants import Variant
+>>> from ppknn.protocols.dptt.tree import ModifiedKDTree
+>>> from ppknn.protocols.dptt.variants import Variant
 >>> tree = ModifiedKDTree.build(np.arange(8.0))
 >>> walk = ServerTraversal(tree, Variant.parse("GS"), n_queries=1)
 >>> for _ in range(Variant.parse("GS").rounds(tree.height)):
@@ -43,10 +43,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.errors import ProtocolError
-from protocols.dptt.neighbours import NeighbourIndex, counts_per_slot, dedupe_pairs
-from protocols.dptt.tree import ModifiedKDTree
-from protocols.dptt.variants import Variant
+from ppknn.core.errors import ProtocolError
+from ppknn.protocols.dptt.neighbours import NeighbourIndex, counts_per_slot, dedupe_pairs
+from ppknn.protocols.dptt.tree import ModifiedKDTree
+from ppknn.protocols.dptt.variants import Variant
 
 
 @dataclass(frozen=True)

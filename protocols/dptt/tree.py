@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.errors import ConfigError
+from ppknn.core.errors import ConfigError
 
 RULES = ("cmp", "dis")
 

@@ -44,8 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.dp.validation import check_epsilon, check_sensitivity
-from core.errors import ConfigError
+from ppknn.core.dp.validation import check_epsilon, check_sensitivity
+from ppknn.core.errors import ConfigError
 
 UTILITIES = ("cmp", "dis")
 NODE_FIELDS = {"cmp": ("parent",), "dis": ("left", "right")}

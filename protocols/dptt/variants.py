@@ -49,9 +49,9 @@ import math
 import re
 from dataclasses import dataclass
 
-from core.dp import PrivacyCost, bounded_range_epsilon, bounded_range_kl
-from core.dp.validation import check_delta, check_epsilon
-from core.errors import ConfigError
+from ppknn.core.dp import PrivacyCost, bounded_range_epsilon, bounded_range_kl
+from ppknn.core.dp.validation import check_delta, check_epsilon
+from ppknn.core.errors import ConfigError
 
 KINDS = ("basic", "P", "E", "GS", "N", "GS-N")
 _PATTERN = re.compile(r"^(basic|GS-N|GS|P|E|N)(\d+)?$")

@@ -25,17 +25,17 @@ and :mod:`simulations.experiments.pca`; the claims in
 :mod:`simulations.reproduce.mukherjee_claims`.
 """
 
-from protocols.pca_perturbation.attacks import AttackOutcome, attack, pca_filter, reconstruct
-from protocols.pca_perturbation.knn import knn_predict, radius_knn, select_k
-from protocols.pca_perturbation.privacy import (
+from ppknn.protocols.pca_perturbation.attacks import AttackOutcome, attack, pca_filter, reconstruct
+from ppknn.protocols.pca_perturbation.knn import knn_predict, radius_knn, select_k
+from ppknn.protocols.pca_perturbation.privacy import (
     amplification_bound,
     average_privacy,
     breach_excluded,
     rho2_bound,
 )
-from protocols.pca_perturbation.protocol import PROTOCOL, MinerOutput, MiningPlan, run_releases
-from protocols.pca_perturbation.sanitize import DistortionStats, distortion_statistics, fit_pca
-from protocols.pca_perturbation.schemes import SCHEMES, ReleaseRequest
+from ppknn.protocols.pca_perturbation.protocol import PROTOCOL, MinerOutput, MiningPlan, run_releases
+from ppknn.protocols.pca_perturbation.sanitize import DistortionStats, distortion_statistics, fit_pca
+from ppknn.protocols.pca_perturbation.schemes import SCHEMES, ReleaseRequest
 
 __all__ = [
     "PROTOCOL",

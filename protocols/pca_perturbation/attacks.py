@@ -39,10 +39,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.errors import ProtocolError
-from core.messages import Message
-from core.transcript import View
-from protocols.pca_perturbation.privacy import average_privacy
+from ppknn.core.errors import ProtocolError
+from ppknn.core.messages import Message
+from ppknn.core.transcript import View
+from ppknn.protocols.pca_perturbation.privacy import average_privacy
 
 
 def release_message(view: View, round: int) -> Message:

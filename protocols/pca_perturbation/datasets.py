@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.data import load_dataset
-from core.errors import ConfigError, DataError
+from ppknn.core.data import load_dataset
+from ppknn.core.errors import ConfigError, DataError
 
 PAPER_DATASETS = ("wine", "iris", "ionosphere", "wdbc", "waveform", "synthetic-2", "synthetic-8")
 UNAVAILABLE = ("pendigits", "magic04")

@@ -38,12 +38,12 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import ConfigError, ProtocolError
-from core.runtime.base import Runtime
-from protocols.base import PrivacySpent, ProtocolResult, Roles
-from protocols.pca_perturbation.privacy import rho2_bound
-from protocols.pca_perturbation.protocol import PROTOCOL, MinerOutput, MiningPlan, run_releases
-from protocols.pca_perturbation.schemes import ReleaseRequest
+from ppknn.core.errors import ConfigError, ProtocolError
+from ppknn.core.runtime.base import Runtime
+from ppknn.protocols.base import PrivacySpent, ProtocolResult, Roles
+from ppknn.protocols.pca_perturbation.privacy import rho2_bound
+from ppknn.protocols.pca_perturbation.protocol import PROTOCOL, MinerOutput, MiningPlan, run_releases
+from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
 
 LAPLACE_SCHEMES = ("pca-laplace", "laplace")
 """Schemes with Laplace noise scaled to the range: they have an amplification bound."""

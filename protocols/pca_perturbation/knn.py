@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.errors import ConfigError
+from ppknn.core.errors import ConfigError
 
 DEFAULT_KS = (1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 75, 100, 150, 200, 300, 500)
 """The k grid searched by cross-validation (values above the fold size are skipped)."""

@@ -36,9 +36,9 @@ import math
 
 import numpy as np
 
-from core.dp import AuditResult, audit
-from core.errors import ConfigError
-from protocols.pca_perturbation.sanitize import (
+from ppknn.core.dp import AuditResult, audit
+from ppknn.core.errors import ConfigError
+from ppknn.protocols.pca_perturbation.sanitize import (
     check_noise_parameter,
     laplace_mechanisms,
     perturb,

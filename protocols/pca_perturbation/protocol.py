@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from core.errors import ConfigError
-from core.messages import PartyId
-from core.runtime.base import Runtime
-from protocols.pca_perturbation.knn import DEFAULT_KS
+from ppknn.core.errors import ConfigError
+from ppknn.core.messages import PartyId
+from ppknn.core.runtime.base import Runtime
+from ppknn.protocols.pca_perturbation.knn import DEFAULT_KS
 
 PROTOCOL = "pca-perturbation"
 METHODS = ("radius", "best-k", "fixed-k")

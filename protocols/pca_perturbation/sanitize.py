@@ -48,10 +48,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.data import check_finite
-from core.dp import Laplace
-from core.errors import ConfigError, DataError
-from core.rng import RandomnessMode
+from ppknn.core.data import check_finite
+from ppknn.core.dp import Laplace
+from ppknn.core.errors import ConfigError, DataError
+from ppknn.core.rng import RandomnessMode
 
 
 def check_noise_parameter(b: object, *, name: str = "b") -> float:

@@ -41,9 +41,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.errors import ConfigError
-from core.rng import RandomnessMode
-from protocols.pca_perturbation.sanitize import (
+from ppknn.core.errors import ConfigError
+from ppknn.core.rng import RandomnessMode
+from ppknn.protocols.pca_perturbation.sanitize import (
     PCAFit,
     amplification,
     check_components,

@@ -27,9 +27,9 @@ import time
 import numpy as np
 from sklearn.neighbors import KNeighborsClassifier
 
-from protocols.pca_perturbation.datasets import gaussian_clusters
-from protocols.pca_perturbation.knn import knn_predict, radius_knn
-from protocols.pca_perturbation.sanitize import (
+from ppknn.protocols.pca_perturbation.datasets import gaussian_clusters
+from ppknn.protocols.pca_perturbation.knn import knn_predict, radius_knn
+from ppknn.protocols.pca_perturbation.sanitize import (
     distortion_statistics,
     fit_pca,
     laplace_mechanisms,

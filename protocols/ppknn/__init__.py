@@ -15,8 +15,8 @@ pp_topk_attacks, secure_sum_attacks
     What an adversary learns from its view of PP-TopK and of the secure sum.
 """
 
-from protocols.ppknn.config import MIN_PARTIES, PPKNNConfig, RingSetup
-from protocols.ppknn.driver import (
+from ppknn.protocols.ppknn.config import MIN_PARTIES, PPKNNConfig, RingSetup
+from ppknn.protocols.ppknn.driver import (
     PPKNNResult,
     drive,
     random_ring,

@@ -2,24 +2,24 @@
 
 Examples
 --------
->>> from protocols.ppknn.pp_topk import TopKParams
+>>> from ppknn.protocols.ppknn.pp_topk import TopKParams
 >>> params = TopKParams(k=3, rounds=2, max_distance=10.0)
 >>> PPKNNConfig(params=params, weighting="distance").secure_sum
 'ring'
 >>> PPKNNConfig(params=params, secure_sum="none")
 Traceback (most recent call last):
 ...
-core.errors.ConfigError: secure_sum must be one of ['ring', 'shared'], got 'none'
+ppknn.core.errors.ConfigError: secure_sum must be one of ['ring', 'shared'], got 'none'
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.errors import ConfigError
-from core.messages import PartyId
-from protocols.ppknn.pp_topk import TopKParams
-from protocols.ppknn.secure_sum import SUM_KINDS
+from ppknn.core.errors import ConfigError
+from ppknn.core.messages import PartyId
+from ppknn.protocols.ppknn.pp_topk import TopKParams
+from ppknn.protocols.ppknn.secure_sum import SUM_KINDS
 
 MIN_PARTIES = 3
 """PP-kNN needs at least this many owners on the ring."""

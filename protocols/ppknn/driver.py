@@ -25,13 +25,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.errors import ConfigError, ProtocolError
-from core.messages import PartyId
-from core.runtime.base import Call, Progress, Runtime, Step
-from protocols.base import PrivacySpent, ProtocolResult, Roles
-from protocols.ppknn.config import MIN_PARTIES, PPKNNConfig, RingSetup
-from protocols.ppknn.pp_topk import PROTOCOL as TOPK
-from protocols.ppknn.secure_sum import RING_PROTOCOL, SHARED_PROTOCOL
+from ppknn.core.errors import ConfigError, ProtocolError
+from ppknn.core.messages import PartyId
+from ppknn.core.runtime.base import Call, Progress, Runtime, Step
+from ppknn.protocols.base import PrivacySpent, ProtocolResult, Roles
+from ppknn.protocols.ppknn.config import MIN_PARTIES, PPKNNConfig, RingSetup
+from ppknn.protocols.ppknn.pp_topk import PROTOCOL as TOPK
+from ppknn.protocols.ppknn.secure_sum import RING_PROTOCOL, SHARED_PROTOCOL
 
 
 @dataclass(frozen=True)

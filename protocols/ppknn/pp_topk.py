@@ -43,8 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from core.errors import ConfigError, ProtocolError
-from core.messages import PROVENANCE_DTYPE, PUBLIC, RANDOM_FILL
+from ppknn.core.errors import ConfigError, ProtocolError
+from ppknn.core.messages import PROVENANCE_DTYPE, PUBLIC, RANDOM_FILL
 
 PROTOCOL = "pp-topk"
 

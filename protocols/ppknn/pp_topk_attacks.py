@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.leakage import Claim, Claims, message_key, multiset_new
-from core.transcript import View
-from protocols.ppknn.pp_topk import PROTOCOL
+from ppknn.core.leakage import Claim, Claims, message_key, multiset_new
+from ppknn.core.transcript import View
+from ppknn.protocols.ppknn.pp_topk import PROTOCOL
 
 ADVERSARY = "successor-attribution"
 

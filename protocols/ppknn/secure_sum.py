@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.errors import ProtocolError
+from ppknn.core.errors import ProtocolError
 
 RING_PROTOCOL = "secure-sum"
 SHARED_PROTOCOL = "shared-sum"

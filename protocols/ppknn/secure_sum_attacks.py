@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.transcript import View
-from protocols.ppknn import secure_sum as ss
+from ppknn.core.transcript import View
+from ppknn.protocols.ppknn import secure_sum as ss
 
 
 def _between(ring: list[str], a: str, b: str) -> list[str]:

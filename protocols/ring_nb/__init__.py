@@ -29,8 +29,8 @@ driver
     :func:`run_ring_nb` and the registry's :func:`drive`.
 """
 
-from protocols.ring_nb.config import GROUPS, MIN_PARTIES, PROTOCOL, RingNBConfig, RingNBSetup
-from protocols.ring_nb.driver import GUARANTEE, RingNBPlan, RingNBResult, drive, run_ring_nb
+from ppknn.protocols.ring_nb.config import GROUPS, MIN_PARTIES, PROTOCOL, RingNBConfig, RingNBSetup
+from ppknn.protocols.ring_nb.driver import GUARANTEE, RingNBPlan, RingNBResult, drive, run_ring_nb
 
 __all__ = ["GROUPS", "GUARANTEE", "MIN_PARTIES", "PROTOCOL", "RingNBConfig", "RingNBPlan",
            "RingNBResult", "RingNBSetup", "drive", "run_ring_nb"]

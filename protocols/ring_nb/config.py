@@ -10,7 +10,7 @@ Examples
 >>> RingNBConfig(epsilon=float("inf"))
 Traceback (most recent call last):
 ...
-core.errors.ConfigError: ring-nb: epsilon must be a finite number > 0, got inf
+ppknn.core.errors.ConfigError: ring-nb: epsilon must be a finite number > 0, got inf
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.errors import ConfigError
-from core.messages import PartyId
-from core.rng import RandomnessMode
-from protocols.ppknn.secure_sum import SUM_KINDS
+from ppknn.core.errors import ConfigError
+from ppknn.core.messages import PartyId
+from ppknn.core.rng import RandomnessMode
+from ppknn.protocols.ppknn.secure_sum import SUM_KINDS
 
 PROTOCOL = "ring-nb"
 """Protocol name on every message of a ring Naive Bayes run."""

@@ -23,13 +23,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.errors import ConfigError, ProtocolError
-from core.messages import PartyId
-from core.runtime.base import Call, Progress, Runtime, Step
-from protocols.base import PrivacySpent, ProtocolResult, Roles
-from protocols.ppknn.driver import ring_from_start
-from protocols.ring_nb.config import GROUPS, MIN_PARTIES, PROTOCOL, RingNBConfig, RingNBSetup
-from protocols.ring_nb.steps import GaussianModel
+from ppknn.core.errors import ConfigError, ProtocolError
+from ppknn.core.messages import PartyId
+from ppknn.core.runtime.base import Call, Progress, Runtime, Step
+from ppknn.protocols.base import PrivacySpent, ProtocolResult, Roles
+from ppknn.protocols.ppknn.driver import ring_from_start
+from ppknn.protocols.ring_nb.config import GROUPS, MIN_PARTIES, PROTOCOL, RingNBConfig, RingNBSetup
+from ppknn.protocols.ring_nb.steps import GaussianModel
 
 GUARANTEE = ("ε-DP of the released model, add/remove one record (global sensitivity, "
              "noised once by the start node)")

@@ -58,10 +58,10 @@ from typing import Any
 
 import numpy as np
 
-from core.dp import Laplace
-from core.errors import ConfigError, ProtocolError
-from core.messages import MIXED, Message, PartyId, uniform_provenance
-from core.rng import RandomnessMode
+from ppknn.core.dp import Laplace
+from ppknn.core.errors import ConfigError, ProtocolError
+from ppknn.core.messages import MIXED, Message, PartyId, uniform_provenance
+from ppknn.core.rng import RandomnessMode
 
 FRACTION_BITS = 32
 """Fixed-point fractional bits of the encoded statistics (resolution 2^-32)."""

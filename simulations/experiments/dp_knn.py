@@ -35,13 +35,13 @@ import numpy as np
 from scipy.spatial import cKDTree
 from sklearn.neighbors import KNeighborsClassifier, RadiusNeighborsClassifier
 
-from core.data import DomainBounds, load_dataset
-from core.errors import ConfigError
-from core.rng import SeedPolicy
-from core.runtime import RunContext, make_runtime
-from parties.specs import analyst_spec, dp_owner_spec
-from protocols.dp_knn.audit import audit_rn, overlap_scenario
-from protocols.dp_knn.conversion import (
+from ppknn.core.data import DomainBounds, load_dataset
+from ppknn.core.errors import ConfigError
+from ppknn.core.rng import SeedPolicy
+from ppknn.core.runtime import RunContext, make_runtime
+from ppknn.parties.specs import analyst_spec, dp_owner_spec
+from ppknn.protocols.dp_knn.audit import audit_rn, overlap_scenario
+from ppknn.protocols.dp_knn.conversion import (
     MAX_CELLS,
     avre,
     build_grid,
@@ -49,10 +49,10 @@ from protocols.dp_knn.conversion import (
     grid_cells_per_axis,
     rmse_k,
 )
-from protocols.dp_knn.driver import ask
-from protocols.dp_knn.index import LabelIndex
-from protocols.dp_knn.protocol import Answer, Query
-from protocols.dp_knn.rn import classify_rn
+from ppknn.protocols.dp_knn.driver import ask
+from ppknn.protocols.dp_knn.index import LabelIndex
+from ppknn.protocols.dp_knn.protocol import Answer, Query
+from ppknn.protocols.dp_knn.rn import classify_rn
 
 PAPER_DATASETS = ("banana", "phoneme", "banknote", "thyroid")
 STAND_INS = {

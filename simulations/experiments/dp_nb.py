@@ -12,7 +12,7 @@ for the global- and smooth-sensitivity versions, side by side in one process.
 
 Examples
 --------
->>> from protocols.dp_nb.datasets import load_nb_dataset
+>>> from ppknn.protocols.dp_nb.datasets import load_nb_dataset
 >>> ds = load_nb_dataset("seeds")
 >>> rows = cross_validate(ds, [MethodSpec("smooth", "smooth")], [1.0], repetitions=1, folds=3,
 ...                       seed=0)
@@ -32,11 +32,11 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
-from core.rng import SeedPolicy
-from protocols.dp_nb.datasets import NBDataset
-from protocols.dp_nb.schema import FeatureSchema
-from protocols.dp_nb.sensitivity import smooth_sensitivity_direct, trimmed_statistics
-from protocols.dp_nb.training import NBConfig, train
+from ppknn.core.rng import SeedPolicy
+from ppknn.protocols.dp_nb.datasets import NBDataset
+from ppknn.protocols.dp_nb.schema import FeatureSchema
+from ppknn.protocols.dp_nb.sensitivity import smooth_sensitivity_direct, trimmed_statistics
+from ppknn.protocols.dp_nb.training import NBConfig, train
 
 
 @dataclass(frozen=True)

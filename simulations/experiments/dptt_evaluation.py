@@ -9,7 +9,7 @@ returning a :class:`Row` of the figure tables.
 Examples
 --------
 >>> import numpy as np
->>> from protocols.dptt.utility import Utility
+>>> from ppknn.protocols.dptt.utility import Utility
 >>> rng = np.random.default_rng(0)
 >>> with Bench(points=rng.uniform(0, 100, (500, 2)), queries=rng.uniform(0, 100, (50, 2)),
 ...            seed=1) as bench:
@@ -27,15 +27,15 @@ from typing import Any
 
 import numpy as np
 
-from core.rng import SeedPolicy
-from protocols.dptt.config import DPTTSetup
-from protocols.dptt.geo import Geo, geo_fairness
-from protocols.dptt.metrics import Truth, hits
-from protocols.dptt.neighbours import NeighbourIndex, counts_per_slot
-from protocols.dptt.tree import ModifiedKDTree
-from protocols.dptt.utility import Utility
-from protocols.dptt.variants import DEFAULT_DELTA, Variant
-from simulations.experiments.dptt_session import DPTTSession
+from ppknn.core.rng import SeedPolicy
+from ppknn.protocols.dptt.config import DPTTSetup
+from ppknn.protocols.dptt.geo import Geo, geo_fairness
+from ppknn.protocols.dptt.metrics import Truth, hits
+from ppknn.protocols.dptt.neighbours import NeighbourIndex, counts_per_slot
+from ppknn.protocols.dptt.tree import ModifiedKDTree
+from ppknn.protocols.dptt.utility import Utility
+from ppknn.protocols.dptt.variants import DEFAULT_DELTA, Variant
+from ppknn.simulations.experiments.dptt_session import DPTTSession
 
 NAN = float("nan")
 

@@ -8,7 +8,7 @@ fresh session.
 Examples
 --------
 >>> import numpy as np
->>> from protocols.dptt import DPTTSetup, Utility
+>>> from ppknn.protocols.dptt import DPTTSetup, Utility
 >>> rng = np.random.default_rng(0)
 >>> with DPTTSession(points=rng.uniform(0, 1, (1000, 2)), seed=1) as session:
 ...     result = session.run(rng.uniform(0, 1, (5, 2)),
@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.runtime import RunContext, make_runtime
-from parties.specs import dptt_specs
-from protocols.dptt.config import DPTTSetup
-from protocols.dptt.driver import DPTTResult, run_dptt
-from protocols.dptt.tree import ModifiedKDTree
+from ppknn.core.runtime import RunContext, make_runtime
+from ppknn.parties.specs import dptt_specs
+from ppknn.protocols.dptt.config import DPTTSetup
+from ppknn.protocols.dptt.driver import DPTTResult, run_dptt
+from ppknn.protocols.dptt.tree import ModifiedKDTree
 
 
 class DPTTSession:

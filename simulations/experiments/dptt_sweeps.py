@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from core.rng import SeedPolicy
-from protocols.dptt.data import SPAN, synthetic_points
-from protocols.dptt.utility import Utility
-from protocols.dptt.variants import DEFAULT_DELTA, Variant
-from simulations.experiments.dptt_evaluation import Bench, Row
+from ppknn.core.rng import SeedPolicy
+from ppknn.protocols.dptt.data import SPAN, synthetic_points
+from ppknn.protocols.dptt.utility import Utility
+from ppknn.protocols.dptt.variants import DEFAULT_DELTA, Variant
+from ppknn.simulations.experiments.dptt_evaluation import Bench, Row
 
 THESIS_EPSILONS = (0.01, 0.1, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0, 10.0, 12.0, 17.0)
 """§6.2.2: the per-decision ε of the CMP experiments."""

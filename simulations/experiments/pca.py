@@ -30,17 +30,17 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from core.data import DomainBounds
-from core.rng import SeedPolicy
-from core.runtime import Runtime, make_runtime
-from core.runtime.pool import fan_out
-from parties.sanitizer import Sanitizer
-from protocols.pca_perturbation.datasets import PAPER_DATASETS, PaperDataset, load_paper_dataset
-from protocols.pca_perturbation.privacy import audit_column, rho2_bound
-from protocols.pca_perturbation.protocol import MiningPlan
-from protocols.pca_perturbation.schemes import ReleaseRequest
-from protocols.pca_perturbation.timing import time_mining, time_sanitize
-from simulations.experiments.pca_evaluation import Job, ReleaseResult, Split, run_session
+from ppknn.core.data import DomainBounds
+from ppknn.core.rng import SeedPolicy
+from ppknn.core.runtime import Runtime, make_runtime
+from ppknn.core.runtime.pool import fan_out
+from ppknn.parties.sanitizer import Sanitizer
+from ppknn.protocols.pca_perturbation.datasets import PAPER_DATASETS, PaperDataset, load_paper_dataset
+from ppknn.protocols.pca_perturbation.privacy import audit_column, rho2_bound
+from ppknn.protocols.pca_perturbation.protocol import MiningPlan
+from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
+from ppknn.protocols.pca_perturbation.timing import time_mining, time_sanitize
+from ppknn.simulations.experiments.pca_evaluation import Job, ReleaseResult, Split, run_session
 
 BS = (0.1, 0.2, 0.3)
 SDS = (0.1, 0.25, 0.5)

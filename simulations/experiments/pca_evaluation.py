@@ -23,17 +23,17 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from core.data import DomainBounds
-from core.messages import Message, decode_arrays
-from core.rng import SeedPolicy
-from core.runtime import PartySpec, RunContext, Runtime
-from core.transcript import Transcript, View
-from parties.miner import Miner
-from parties.sanitizer import Sanitizer
-from protocols.pca_perturbation.attacks import AttackOutcome, attack, release_message
-from protocols.pca_perturbation.protocol import PROTOCOL, MinerOutput, MiningPlan, run_releases
-from protocols.pca_perturbation.sanitize import normalise
-from protocols.pca_perturbation.schemes import ReleaseRequest
+from ppknn.core.data import DomainBounds
+from ppknn.core.messages import Message, decode_arrays
+from ppknn.core.rng import SeedPolicy
+from ppknn.core.runtime import PartySpec, RunContext, Runtime
+from ppknn.core.transcript import Transcript, View
+from ppknn.parties.miner import Miner
+from ppknn.parties.sanitizer import Sanitizer
+from ppknn.protocols.pca_perturbation.attacks import AttackOutcome, attack, release_message
+from ppknn.protocols.pca_perturbation.protocol import PROTOCOL, MinerOutput, MiningPlan, run_releases
+from ppknn.protocols.pca_perturbation.sanitize import normalise
+from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
 
 SANITIZER, MINER = "sanitizer", "miner"
 _HEADER = ("run_id", "protocol", "round", "seq", "sender", "receiver", "kind")

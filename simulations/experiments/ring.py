@@ -23,13 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from core.data import Dataset, DomainBounds, partition, train_test_split
-from core.rng import SeedPolicy
-from core.runtime import PartySpec, RunContext, make_runtime
-from core.transcript import Transcript
-from parties.ring_owner import RingDataOwner
-from protocols.ppknn import PPKNNConfig, random_ring, ring_from_start, run_ppknn, ties_at_kth
-from protocols.ppknn.pp_topk import TopKParams, euclidean_distances
+from ppknn.core.data import Dataset, DomainBounds, partition, train_test_split
+from ppknn.core.rng import SeedPolicy
+from ppknn.core.runtime import PartySpec, RunContext, make_runtime
+from ppknn.core.transcript import Transcript
+from ppknn.parties.ring_owner import RingDataOwner
+from ppknn.protocols.ppknn import PPKNNConfig, random_ring, ring_from_start, run_ppknn, ties_at_kth
+from ppknn.protocols.ppknn.pp_topk import TopKParams, euclidean_distances
 
 
 @dataclass(frozen=True)

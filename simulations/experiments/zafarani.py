@@ -29,18 +29,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.errors import BudgetExhausted
-from core.rng import SeedPolicy
-from core.runtime import RunContext, make_runtime
-from parties.specs import nb_owner_spec as owner_spec
-from parties.specs import nb_requester_spec as requester_spec
-from protocols.dp_nb.audit import audit_mean, worst_pair
-from protocols.dp_nb.datasets import PAPER_DATASETS, NBDataset, load_nb_dataset, synthetic_bounded
-from protocols.dp_nb.driver import ask
-from protocols.dp_nb.external import ensure_venv, run_diffprivlib
-from protocols.dp_nb.noise import SmoothCalibration
-from protocols.dp_nb.protocol import ModelRequest, ReleasedModel
-from simulations.experiments.dp_nb import MethodSpec, cross_validate, encode, time_training
+from ppknn.core.errors import BudgetExhausted
+from ppknn.core.rng import SeedPolicy
+from ppknn.core.runtime import RunContext, make_runtime
+from ppknn.parties.specs import nb_owner_spec as owner_spec
+from ppknn.parties.specs import nb_requester_spec as requester_spec
+from ppknn.protocols.dp_nb.audit import audit_mean, worst_pair
+from ppknn.protocols.dp_nb.datasets import PAPER_DATASETS, NBDataset, load_nb_dataset, synthetic_bounded
+from ppknn.protocols.dp_nb.driver import ask
+from ppknn.protocols.dp_nb.external import ensure_venv, run_diffprivlib
+from ppknn.protocols.dp_nb.noise import SmoothCalibration
+from ppknn.protocols.dp_nb.protocol import ModelRequest, ReleasedModel
+from ppknn.simulations.experiments.dp_nb import MethodSpec, cross_validate, encode, time_training
 
 SEED = 2020
 SMOOTH = "smooth"

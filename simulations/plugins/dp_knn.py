@@ -38,19 +38,19 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, ValidationInfo, field_validator
 
-from core.dp.ledger import exact
-from core.errors import ConfigError
-from core.runtime import PartySpec
-from core.transcript import Transcript
-from parties.analyst import Analyst
-from parties.dp_owner import DPOwner
-from parties.specs import analyst_spec, dp_owner_spec
-from protocols.dp_knn.driver import DPKNNRun, DPKNNSetup, drive, request_blocks
-from protocols.dp_knn.knn import KNN_ALGORITHMS
-from protocols.dp_knn.rn import DEFAULT_CLIQUE_TIME_S, RN_ALGORITHMS
-from simulations.knn import sklearn_knn
-from simulations.prepare import PreparedData
-from simulations.registry import (
+from ppknn.core.dp.ledger import exact
+from ppknn.core.errors import ConfigError
+from ppknn.core.runtime import PartySpec
+from ppknn.core.transcript import Transcript
+from ppknn.parties.analyst import Analyst
+from ppknn.parties.dp_owner import DPOwner
+from ppknn.parties.specs import analyst_spec, dp_owner_spec
+from ppknn.protocols.dp_knn.driver import DPKNNRun, DPKNNSetup, drive, request_blocks
+from ppknn.protocols.dp_knn.knn import KNN_ALGORITHMS
+from ppknn.protocols.dp_knn.rn import DEFAULT_CLIQUE_TIME_S, RN_ALGORITHMS
+from ppknn.simulations.knn import sklearn_knn
+from ppknn.simulations.prepare import PreparedData
+from ppknn.simulations.registry import (
     Baseline,
     Measured,
     Plan,
@@ -59,7 +59,7 @@ from simulations.registry import (
     Role,
     register,
 )
-from simulations.scenario import Scenario
+from ppknn.simulations.scenario import Scenario
 
 NAME = "dp-knn"
 OWNER = "dp-owner"

@@ -34,20 +34,20 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field
 
-from core.errors import ConfigError
-from core.transcript import Transcript
-from parties.nb_owner import NBOwner, NBRequester
-from parties.specs import nb_owner_spec, nb_requester_spec
-from protocols.dp_nb import METHODS
-from protocols.dp_nb.driver import drive
-from protocols.dp_nb.model import DENSITIES
-from protocols.dp_nb.noise import APPROXIMATE, NOISES
-from protocols.dp_nb.protocol import ModelRequest
-from protocols.dp_nb.schema import FeatureSchema
-from protocols.dp_nb.sensitivity import NEIGHBOURS
-from simulations.plugins.ring_nb import check_declared_bounds, gaussian_nb
-from simulations.prepare import PreparedData, owner_names
-from simulations.registry import (
+from ppknn.core.errors import ConfigError
+from ppknn.core.transcript import Transcript
+from ppknn.parties.nb_owner import NBOwner, NBRequester
+from ppknn.parties.specs import nb_owner_spec, nb_requester_spec
+from ppknn.protocols.dp_nb import METHODS
+from ppknn.protocols.dp_nb.driver import drive
+from ppknn.protocols.dp_nb.model import DENSITIES
+from ppknn.protocols.dp_nb.noise import APPROXIMATE, NOISES
+from ppknn.protocols.dp_nb.protocol import ModelRequest
+from ppknn.protocols.dp_nb.schema import FeatureSchema
+from ppknn.protocols.dp_nb.sensitivity import NEIGHBOURS
+from ppknn.simulations.plugins.ring_nb import check_declared_bounds, gaussian_nb
+from ppknn.simulations.prepare import PreparedData, owner_names
+from ppknn.simulations.registry import (
     Baseline,
     Measured,
     Plan,
@@ -56,7 +56,7 @@ from simulations.registry import (
     Role,
     register,
 )
-from simulations.scenario import Scenario
+from ppknn.simulations.scenario import Scenario
 
 NAME = "dp-nb"
 OWNER = "nb-owner"

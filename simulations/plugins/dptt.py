@@ -48,22 +48,22 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from core.errors import ConfigError
-from core.transcript import Transcript
-from parties.dptt_client import DPTTClient
-from parties.dptt_server import DPTTServer
-from parties.specs import dptt_specs
-from protocols.base import ProtocolResult
-from protocols.dptt.config import DPTTSetup
-from protocols.dptt.driver import GUARANTEE, DPTTResult, DPTTRun, drive
-from protocols.dptt.metrics import Truth, hits
-from protocols.dptt.neighbours import NeighbourIndex
-from protocols.dptt.tree import tree_height
-from protocols.dptt.utility import Utility
-from protocols.dptt.variants import DEFAULT_DELTA, Variant
-from simulations.knn import sklearn_knn
-from simulations.prepare import PreparedData
-from simulations.registry import (
+from ppknn.core.errors import ConfigError
+from ppknn.core.transcript import Transcript
+from ppknn.parties.dptt_client import DPTTClient
+from ppknn.parties.dptt_server import DPTTServer
+from ppknn.parties.specs import dptt_specs
+from ppknn.protocols.base import ProtocolResult
+from ppknn.protocols.dptt.config import DPTTSetup
+from ppknn.protocols.dptt.driver import GUARANTEE, DPTTResult, DPTTRun, drive
+from ppknn.protocols.dptt.metrics import Truth, hits
+from ppknn.protocols.dptt.neighbours import NeighbourIndex
+from ppknn.protocols.dptt.tree import tree_height
+from ppknn.protocols.dptt.utility import Utility
+from ppknn.protocols.dptt.variants import DEFAULT_DELTA, Variant
+from ppknn.simulations.knn import sklearn_knn
+from ppknn.simulations.prepare import PreparedData
+from ppknn.simulations.registry import (
     Baseline,
     Measured,
     Plan,
@@ -72,7 +72,7 @@ from simulations.registry import (
     Role,
     register,
 )
-from simulations.scenario import Scenario
+from ppknn.simulations.scenario import Scenario
 
 NAME = "dptt"
 CLIENT, SERVER = "client", "server"

@@ -29,25 +29,25 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from core.errors import ConfigError
-from core.runtime import PartySpec
-from core.transcript import Transcript
-from parties.miner import Miner
-from parties.sanitizer import Sanitizer
-from protocols.pca_perturbation.attacks import AttackOutcome, attack, release_message
-from protocols.pca_perturbation.driver import (
+from ppknn.core.errors import ConfigError
+from ppknn.core.runtime import PartySpec
+from ppknn.core.transcript import Transcript
+from ppknn.parties.miner import Miner
+from ppknn.parties.sanitizer import Sanitizer
+from ppknn.protocols.pca_perturbation.attacks import AttackOutcome, attack, release_message
+from ppknn.protocols.pca_perturbation.driver import (
     LAPLACE_SCHEMES,
     PCAPerturbationResult,
     ReleaseSetup,
     drive,
     safe_exp,
 )
-from protocols.pca_perturbation.knn import DEFAULT_KS
-from protocols.pca_perturbation.protocol import PROTOCOL, MiningPlan
-from protocols.pca_perturbation.sanitize import normalise
-from protocols.pca_perturbation.schemes import ReleaseRequest
-from simulations.prepare import PreparedData
-from simulations.registry import (
+from ppknn.protocols.pca_perturbation.knn import DEFAULT_KS
+from ppknn.protocols.pca_perturbation.protocol import PROTOCOL, MiningPlan
+from ppknn.protocols.pca_perturbation.sanitize import normalise
+from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
+from ppknn.simulations.prepare import PreparedData
+from ppknn.simulations.registry import (
     Baseline,
     Measured,
     Plan,
@@ -56,7 +56,7 @@ from simulations.registry import (
     Role,
     register,
 )
-from simulations.scenario import Scenario
+from ppknn.simulations.scenario import Scenario
 
 NAME = "pca-perturbation"
 SANITIZER, MINER = "sanitizer", "miner"

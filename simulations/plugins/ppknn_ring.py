@@ -27,12 +27,12 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from core.errors import ConfigError
-from core.leakage import DisclosureReport
-from core.runtime import PartySpec
-from core.transcript import Transcript
-from parties.ring_owner import RingDataOwner
-from protocols.ppknn import (
+from ppknn.core.errors import ConfigError
+from ppknn.core.leakage import DisclosureReport
+from ppknn.core.runtime import PartySpec
+from ppknn.core.transcript import Transcript
+from ppknn.parties.ring_owner import RingDataOwner
+from ppknn.protocols.ppknn import (
     MIN_PARTIES,
     PPKNNConfig,
     PPKNNResult,
@@ -40,11 +40,11 @@ from protocols.ppknn import (
     random_ring,
     ring_from_start,
 )
-from protocols.ppknn.pp_topk import TopKParams
-from simulations.disclosure import measure_disclosure
-from simulations.knn import sklearn_knn, union_topk_and_ties
-from simulations.prepare import PreparedData
-from simulations.registry import (
+from ppknn.protocols.ppknn.pp_topk import TopKParams
+from ppknn.simulations.disclosure import measure_disclosure
+from ppknn.simulations.knn import sklearn_knn, union_topk_and_ties
+from ppknn.simulations.prepare import PreparedData
+from ppknn.simulations.registry import (
     Baseline,
     Measured,
     Plan,
@@ -53,7 +53,7 @@ from simulations.registry import (
     Role,
     register,
 )
-from simulations.scenario import Scenario
+from ppknn.simulations.scenario import Scenario
 
 NAME: Literal["ppknn-ring"] = "ppknn-ring"
 
@@ -223,7 +223,7 @@ class PPKNNRing(ProtocolPlugin):
 
     def plot(self, ax: Any, outcome: Any) -> bool:
         """Per-node disclosure with 95% intervals (sorted curves beyond 40 nodes)."""
-        from simulations.results import plot_disclosure
+        from ppknn.simulations.results import plot_disclosure
 
         if outcome.leakage is None:
             return False

@@ -33,15 +33,15 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field
 
-from core.errors import ConfigError
-from core.transcript import Transcript
-from parties.ring_owner import RingDataOwner
-from protocols.ppknn import ring_from_start
-from protocols.ring_nb import GROUPS, GUARANTEE, RingNBConfig, RingNBPlan, RingNBResult, drive
-from protocols.ring_nb.steps import sensitivities
-from simulations.plugins.ppknn_ring import check_ring_size, owner_specs, ring_of
-from simulations.prepare import PreparedData
-from simulations.registry import (
+from ppknn.core.errors import ConfigError
+from ppknn.core.transcript import Transcript
+from ppknn.parties.ring_owner import RingDataOwner
+from ppknn.protocols.ppknn import ring_from_start
+from ppknn.protocols.ring_nb import GROUPS, GUARANTEE, RingNBConfig, RingNBPlan, RingNBResult, drive
+from ppknn.protocols.ring_nb.steps import sensitivities
+from ppknn.simulations.plugins.ppknn_ring import check_ring_size, owner_specs, ring_of
+from ppknn.simulations.prepare import PreparedData
+from ppknn.simulations.registry import (
     Baseline,
     Measured,
     Plan,
@@ -50,7 +50,7 @@ from simulations.registry import (
     Role,
     register,
 )
-from simulations.scenario import Scenario
+from ppknn.simulations.scenario import Scenario
 
 NAME = "ring-nb"
 

@@ -12,7 +12,7 @@ everywhere through :func:`fmt`, :func:`pct` and :func:`interval`.
 
 Examples
 --------
->>> from simulations.reporting import Claim, Report, Run, Section, render
+>>> from ppknn.simulations.reporting import Claim, Report, Run, Section, render
 >>> claims = (
 ...     Claim(id="fig2-close", where="Fig. 2", statement="PP-kNN is very close to kNN",
 ...           quantity="largest |PP - kNN| accuracy", comparison="at_most", paper=0.03,
@@ -48,10 +48,10 @@ Claims: 1 reproduced, 0 partly, 1 differ.
 
 from __future__ import annotations
 
-from simulations.reporting.csvio import read_rows, write_rows
-from simulations.reporting.formatting import fmt, interval, pct
-from simulations.reporting.markdown import render, summary, write
-from simulations.reporting.model import (
+from ppknn.simulations.reporting.csvio import read_rows, write_rows
+from ppknn.simulations.reporting.formatting import fmt, interval, pct
+from ppknn.simulations.reporting.markdown import render, summary, write
+from ppknn.simulations.reporting.model import (
     COMPARISONS,
     VERDICTS,
     Claim,
@@ -63,7 +63,7 @@ from simulations.reporting.model import (
     Table,
     count_verdicts,
 )
-from simulations.reporting.plots import bar_plot, line_plot, plot
+from ppknn.simulations.reporting.plots import bar_plot, line_plot, plot
 
 __all__ = [
     "COMPARISONS",

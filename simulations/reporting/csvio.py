@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.errors import ConfigError
+from ppknn.core.errors import ConfigError
 
 
 def columns_of(rows: Iterable[Mapping[str, Any]]) -> list[str]:

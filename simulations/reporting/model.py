@@ -34,8 +34,8 @@ from numbers import Real
 from pathlib import Path
 from typing import Any
 
-from core.errors import ConfigError
-from simulations.reporting import csvio
+from ppknn.core.errors import ConfigError
+from ppknn.simulations.reporting import csvio
 
 COMPARISONS = ("at_least", "at_most", "within", "between", "holds")
 """How a measured value is compared with the paper's."""

@@ -20,9 +20,9 @@ from numbers import Real
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.errors import ConfigError
-from simulations.reporting.formatting import is_missing
-from simulations.reporting.model import Figure, Series, Table
+from ppknn.core.errors import ConfigError
+from ppknn.simulations.reporting.formatting import is_missing
+from ppknn.simulations.reporting.model import Figure, Series, Table
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

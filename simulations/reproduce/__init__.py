@@ -19,7 +19,7 @@ import importlib
 from pathlib import Path
 from types import ModuleType
 
-from core.errors import ConfigError
+from ppknn.core.errors import ConfigError
 
 REPRODUCTIONS: dict[str, str] = {
     "gursoy": "Gursoy, Inan, Nergiz & Saygin: DP r-N and k-NN classification (Figs. 7-14, audit)",
@@ -34,7 +34,7 @@ def load(name: str) -> ModuleType:
     """The module of reproduction ``name``."""
     if name not in REPRODUCTIONS:
         raise ConfigError(f"unknown reproduction {name!r}; available: {sorted(REPRODUCTIONS)}")
-    return importlib.import_module(f"simulations.reproduce.{name}")
+    return importlib.import_module(f"ppknn.simulations.reproduce.{name}")
 
 
 def report_path(name: str, root: Path | None = None) -> Path:

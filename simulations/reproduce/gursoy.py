@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from core.rng import SeedPolicy
-from simulations.experiments.dp_knn import (
+from ppknn.core.rng import SeedPolicy
+from ppknn.simulations.experiments.dp_knn import (
     PAPER_DATASETS,
     STAND_INS,
     FoldPlan,
@@ -41,7 +41,7 @@ from simulations.experiments.dp_knn import (
     run_audits,
     run_fold,
 )
-from simulations.reporting import (
+from ppknn.simulations.reporting import (
     Claim,
     Figure,
     Report,

@@ -33,12 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from protocols.dptt.variants import Variant, printed_section_5_2_epsilon
-from simulations.experiments.dptt_evaluation import Row
-from simulations.experiments.dptt_sweeps import Grid, Sweep
-from simulations.reporting import Claim, Figure, Report, Run, Section, Series, Table, line_plot
-from simulations.reporting import write as write_markdown
-from simulations.reproduce.lepert_claims import accuracy_interval, check_claims
+from ppknn.protocols.dptt.variants import Variant, printed_section_5_2_epsilon
+from ppknn.simulations.experiments.dptt_evaluation import Row
+from ppknn.simulations.experiments.dptt_sweeps import Grid, Sweep
+from ppknn.simulations.reporting import Claim, Figure, Report, Run, Section, Series, Table, line_plot
+from ppknn.simulations.reporting import write as write_markdown
+from ppknn.simulations.reproduce.lepert_claims import accuracy_interval, check_claims
 
 FIG_DIR = "lepert"
 """Figures go to ``<report dir>/lepert/``."""

@@ -9,7 +9,7 @@ linear interpolation in log(final ε) between measured grid points.
 
 Examples
 --------
->>> from simulations.experiments.dptt_evaluation import Row
+>>> from ppknn.simulations.experiments.dptt_evaluation import Row
 >>> rows = [Row(method="DP-TT", dims=1, n_points=10, n_queries=1, utility="cmp",
 ...             variant="E8", epsilon=e, radius=0.0, compositions=9, final_epsilon_br=9 * e,
 ...             final_epsilon_sum=9 * e, geo_per_unit=0.0, nn_accuracy=a, top5_accuracy=a,
@@ -30,9 +30,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from simulations.experiments.dptt_evaluation import Row, binomial_se
-from simulations.experiments.dptt_sweeps import Sweep
-from simulations.reporting import Claim, pct
+from ppknn.simulations.experiments.dptt_evaluation import Row, binomial_se
+from ppknn.simulations.experiments.dptt_sweeps import Sweep
+from ppknn.simulations.reporting import Claim, pct
 
 LIMIT_EPSILON = 200.0
 """ε per decision at which CMP is deterministic in practice (a wrong side has chance e^-100)."""

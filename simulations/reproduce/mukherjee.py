@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from protocols.pca_perturbation.datasets import UNAVAILABLE, PaperDataset
-from simulations.experiments.pca import (
+from ppknn.protocols.pca_perturbation.datasets import UNAVAILABLE, PaperDataset
+from ppknn.simulations.experiments.pca import (
     BS,
     FULL,
     LARGE,
@@ -50,7 +50,7 @@ from simulations.experiments.pca import (
     timing,
     worst_case,
 )
-from simulations.reporting import (
+from ppknn.simulations.reporting import (
     Claim,
     Figure,
     Report,
@@ -64,7 +64,7 @@ from simulations.reporting import (
     write,
     write_rows,
 )
-from simulations.reproduce.mukherjee_claims import check_claims, tradeoff_points
+from ppknn.simulations.reproduce.mukherjee_claims import check_claims, tradeoff_points
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure as MplFigure

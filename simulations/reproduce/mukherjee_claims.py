@@ -22,8 +22,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from scipy import stats
 
-from simulations.experiments.pca import RHO1
-from simulations.reporting import Claim, fmt, pct
+from ppknn.simulations.experiments.pca import RHO1
+from ppknn.simulations.reporting import Claim, fmt, pct
 
 REAL = ("wine", "iris", "ionosphere", "wdbc", "waveform")
 SYNTHETIC = ("synthetic-2", "synthetic-8")

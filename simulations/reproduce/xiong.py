@@ -22,22 +22,22 @@ from pathlib import Path
 
 import numpy as np
 
-from core.data import load_dataset
-from core.leakage import Claims, score_attribution, wilson_interval
-from core.transcript import View
-from protocols.ppknn.pp_topk import PROTOCOL as TOPK
-from protocols.ppknn.pp_topk import TopKParams
-from protocols.ppknn.pp_topk_attacks import (
+from ppknn.core.data import load_dataset
+from ppknn.core.leakage import Claims, score_attribution, wilson_interval
+from ppknn.core.transcript import View
+from ppknn.protocols.ppknn.pp_topk import PROTOCOL as TOPK
+from ppknn.protocols.ppknn.pp_topk import TopKParams
+from ppknn.protocols.ppknn.pp_topk_attacks import (
     coalition_attribution,
     informed_successor,
     successor_attribution,
 )
-from protocols.ppknn.secure_sum_attacks import (
+from ppknn.protocols.ppknn.secure_sum_attacks import (
     recovery_rate,
     ring_sum_estimate,
     shared_sum_estimate,
 )
-from simulations.experiments.ring import (
+from ppknn.simulations.experiments.ring import (
     SplitBatch,
     SplitSession,
     make_split_batch,
@@ -47,7 +47,7 @@ from simulations.experiments.ring import (
     sklearn_split_predictions,
     split_truth,
 )
-from simulations.reporting import Table
+from ppknn.simulations.reporting import Table
 
 
 @dataclass(frozen=True)
@@ -365,7 +365,7 @@ TABLES = {"accuracy": "accuracy", "large_k": "fig5_large_k", "disclosure": "fig6
 def report_from_tables(output: Path, *, quick: bool, runtime: str, report: Path,
                        timings: dict[str, float]) -> Path:
     """Rebuild plots and report from the CSV tables of an earlier run in ``output``."""
-    from simulations.reproduce.xiong_report import write_report
+    from ppknn.simulations.reproduce.xiong_report import write_report
 
     tables = {key: Table.read_csv(Path(output) / f"{name}.csv")
               for key, name in TABLES.items()}
@@ -375,7 +375,7 @@ def report_from_tables(output: Path, *, quick: bool, runtime: str, report: Path,
 
 def run(output: Path, *, quick: bool, runtime: str, report: Path, log=None) -> Path:
     """Run everything, write tables, plots and the report (see the package docstring)."""
-    from simulations.reproduce.xiong_report import write_report
+    from ppknn.simulations.reproduce.xiong_report import write_report
 
     settings = QUICK if quick else FULL
     output = Path(output)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from simulations.reporting import (
+from ppknn.simulations.reporting import (
     Claim,
     Figure,
     Report,
@@ -32,7 +32,7 @@ from simulations.reporting import (
     plot,
     write,
 )
-from simulations.reporting.formatting import number
+from ppknn.simulations.reporting.formatting import number
 
 PAPER = ("Xiong, Chitti & Liu, *Privacy-preserving kNN classification over multiple private "
          "databases*")

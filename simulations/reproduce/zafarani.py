@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from protocols.dp_nb.datasets import UNAVAILABLE, NBDataset
-from protocols.dp_nb.training import AUTO_FRACTION, AUTO_RATIO
-from simulations.experiments.dp_nb import paired_difference, summarise
-from simulations.experiments.zafarani import (
+from ppknn.protocols.dp_nb.datasets import UNAVAILABLE, NBDataset
+from ppknn.protocols.dp_nb.training import AUTO_FRACTION, AUTO_RATIO
+from ppknn.simulations.experiments.dp_nb import paired_difference, summarise
+from ppknn.simulations.experiments.zafarani import (
     METHODS,
     SEED,
     SMOOTH,
@@ -43,7 +43,7 @@ from simulations.experiments.zafarani import (
     service,
     widened_bounds,
 )
-from simulations.reporting import (
+from ppknn.simulations.reporting import (
     Claim,
     Figure,
     Report,

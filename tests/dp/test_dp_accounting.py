@@ -7,7 +7,7 @@ import math
 import pytest
 from dp_br_reference import kl_route_epsilon, pair, worst_pair_epsilon, worst_pair_max_epsilon
 
-from core.dp.accounting import (
+from ppknn.core.dp.accounting import (
     PrivacyCost,
     advanced_composition,
     advanced_composition_epsilon,

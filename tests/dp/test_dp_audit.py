@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.dp.audit import AuditResult, audit, clopper_pearson
-from core.dp.mechanisms import Gaussian, Geometric, Laplace
-from core.dp.planar import PlanarLaplace
-from core.dp.selection import ExponentialMechanism, ReportNoisyMax
-from core.dp.smooth import Cauchy
+from ppknn.core.dp.audit import AuditResult, audit, clopper_pearson
+from ppknn.core.dp.mechanisms import Gaussian, Geometric, Laplace
+from ppknn.core.dp.planar import PlanarLaplace
+from ppknn.core.dp.selection import ExponentialMechanism, ReportNoisyMax
+from ppknn.core.dp.smooth import Cauchy
 
 EPS = 1.0
 N = 100_000

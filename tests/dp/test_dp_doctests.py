@@ -12,18 +12,18 @@ import importlib
 import pytest
 
 MODULES = [
-    "core.dp",
-    "core.dp.accounting",
-    "core.dp.audit",
-    "core.dp.calibration",
-    "core.dp.exact",
-    "core.dp.ledger",
-    "core.dp.mechanisms",
-    "core.dp.planar",
-    "core.dp.samplers",
-    "core.dp.selection",
-    "core.dp.smooth",
-    "core.dp.validation",
+    "ppknn.core.dp",
+    "ppknn.core.dp.accounting",
+    "ppknn.core.dp.audit",
+    "ppknn.core.dp.calibration",
+    "ppknn.core.dp.exact",
+    "ppknn.core.dp.ledger",
+    "ppknn.core.dp.mechanisms",
+    "ppknn.core.dp.planar",
+    "ppknn.core.dp.samplers",
+    "ppknn.core.dp.selection",
+    "ppknn.core.dp.smooth",
+    "ppknn.core.dp.validation",
 ]
 
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.dp.accounting import PrivacyCost, bounded_range_epsilon
-from core.dp.ledger import PrivacyLedger, exact
-from core.dp.mechanisms import Laplace
-from core.errors import BudgetExhausted, ConfigError
+from ppknn.core.dp.accounting import PrivacyCost, bounded_range_epsilon
+from ppknn.core.dp.ledger import PrivacyLedger, exact
+from ppknn.core.dp.mechanisms import Laplace
+from ppknn.core.errors import BudgetExhausted, ConfigError
 
 
 def test_ten_charges_of_a_tenth_fill_a_budget_of_one_exactly():
@@ -253,7 +253,7 @@ async def test_concurrent_asyncio_tasks_never_double_spend():
 def test_ledger_pickles_as_a_snapshot():
     import pickle
 
-    from core.dp import PrivacyCost, PrivacyLedger
+    from ppknn.core.dp import PrivacyCost, PrivacyLedger
 
     ledger = PrivacyLedger(owner="o", epsilon=1.0)
     ledger.charge(PrivacyCost(0.25))

@@ -8,20 +8,20 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from core.dp.calibration import (
+from ppknn.core.dp.calibration import (
     analytic_gaussian_sigma,
     classic_gaussian_sigma,
     gaussian_delta,
     zcdp_to_delta,
 )
-from core.dp.exact import SeededEntropy
-from core.dp.mechanisms import Gaussian, Geometric, Laplace, Release
-from core.dp.planar import PlanarLaplace, planar_radius
-from core.dp.samplers import GRID_BITS, grid_exponent
-from core.dp.selection import ExponentialMechanism, ReportNoisyMax
-from core.dp.smooth import Cauchy, PolynomialTail, StudentT
-from core.errors import ConfigError
-from core.rng import RandomnessMode, SeedPolicy
+from ppknn.core.dp.exact import SeededEntropy
+from ppknn.core.dp.mechanisms import Gaussian, Geometric, Laplace, Release
+from ppknn.core.dp.planar import PlanarLaplace, planar_radius
+from ppknn.core.dp.samplers import GRID_BITS, grid_exponent
+from ppknn.core.dp.selection import ExponentialMechanism, ReportNoisyMax
+from ppknn.core.dp.smooth import Cauchy, PolynomialTail, StudentT
+from ppknn.core.errors import ConfigError
+from ppknn.core.rng import RandomnessMode, SeedPolicy
 
 ALPHA = 1e-6
 

@@ -21,18 +21,18 @@ import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
-from core.dp.exact import (
+from ppknn.core.dp.exact import (
     SeededEntropy,
     SystemEntropy,
     bernoulli_exp,
     discrete_gaussian,
     discrete_laplace,
 )
-from core.dp.mechanisms import Gaussian, Geometric, Laplace
-from core.dp.planar import PlanarLaplace
-from core.dp.samplers import discrete_laplace_noise
-from core.dp.selection import ExponentialMechanism, ReportNoisyMax
-from core.dp.smooth import Cauchy, PolynomialTail, StudentT
+from ppknn.core.dp.mechanisms import Gaussian, Geometric, Laplace
+from ppknn.core.dp.planar import PlanarLaplace
+from ppknn.core.dp.samplers import discrete_laplace_noise
+from ppknn.core.dp.selection import ExponentialMechanism, ReportNoisyMax
+from ppknn.core.dp.smooth import Cauchy, PolynomialTail, StudentT
 
 ALPHA = 1e-6
 SEED = 20240604

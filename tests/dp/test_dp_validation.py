@@ -8,15 +8,15 @@ from functools import partial
 import numpy as np
 import pytest
 
-from core.dp.accounting import PrivacyCost, advanced_composition, bounded_range_epsilon
-from core.dp.audit import audit
-from core.dp.calibration import analytic_gaussian_sigma, classic_gaussian_sigma
-from core.dp.ledger import PrivacyLedger
-from core.dp.mechanisms import Gaussian, Geometric, Laplace
-from core.dp.planar import PlanarLaplace
-from core.dp.selection import ExponentialMechanism, ReportNoisyMax
-from core.dp.smooth import Cauchy, PolynomialTail, StudentT
-from core.errors import ConfigError
+from ppknn.core.dp.accounting import PrivacyCost, advanced_composition, bounded_range_epsilon
+from ppknn.core.dp.audit import audit
+from ppknn.core.dp.calibration import analytic_gaussian_sigma, classic_gaussian_sigma
+from ppknn.core.dp.ledger import PrivacyLedger
+from ppknn.core.dp.mechanisms import Gaussian, Geometric, Laplace
+from ppknn.core.dp.planar import PlanarLaplace
+from ppknn.core.dp.selection import ExponentialMechanism, ReportNoisyMax
+from ppknn.core.dp.smooth import Cauchy, PolynomialTail, StudentT
+from ppknn.core.errors import ConfigError
 
 NAN, INF = math.nan, math.inf
 

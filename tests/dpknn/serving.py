@@ -6,9 +6,9 @@ import dataclasses
 
 import numpy as np
 
-from core.runtime import RunContext, make_runtime
-from parties.specs import analyst_spec, dp_owner_spec
-from protocols.dp_knn.protocol import Query
+from ppknn.core.runtime import RunContext, make_runtime
+from ppknn.parties.specs import analyst_spec, dp_owner_spec
+from ppknn.protocols.dp_knn.protocol import Query
 from tests.dpknn.conftest import owner_kwargs
 
 XQ = np.random.default_rng(7).random((60, 2))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from protocols.dp_knn.audit import audit_rn, overlap_scenario
+from ppknn.protocols.dp_knn.audit import audit_rn, overlap_scenario
 
 CONFIDENCE = 1 - 1e-6
 SCENARIO = overlap_scenario(clique=4, far=2)

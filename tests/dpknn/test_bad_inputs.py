@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from core.data import DomainBounds
-from core.errors import ConfigError, DataError
-from parties.dp_owner import DPOwner
-from protocols.dp_knn.index import LabelIndex
-from protocols.dp_knn.knn import classify_knn
-from protocols.dp_knn.protocol import Query
-from protocols.dp_knn.rn import classify_rn
+from ppknn.core.data import DomainBounds
+from ppknn.core.errors import ConfigError, DataError
+from ppknn.parties.dp_owner import DPOwner
+from ppknn.protocols.dp_knn.index import LabelIndex
+from ppknn.protocols.dp_knn.knn import classify_knn
+from ppknn.protocols.dp_knn.protocol import Query
+from ppknn.protocols.dp_knn.rn import classify_rn
 from tests.dpknn.conftest import owner_kwargs
 
 X = np.random.default_rng(0).random((50, 2))

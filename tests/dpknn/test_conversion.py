@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import special
 
-from core.data import DomainBounds
-from protocols.dp_knn.conversion import (
+from ppknn.core.data import DomainBounds
+from ppknn.protocols.dp_knn.conversion import (
     MAX_CELLS,
     avre,
     build_grid,
@@ -21,7 +21,7 @@ from protocols.dp_knn.conversion import (
     rmse_k,
     uniform_radius,
 )
-from protocols.dp_knn.index import LabelIndex
+from ppknn.protocols.dp_knn.index import LabelIndex
 
 
 def _uniform(seed, n, d):

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from sklearn.neighbors import KNeighborsClassifier, RadiusNeighborsClassifier
 
-from core.data import DomainBounds
-from protocols.dp_knn.index import LabelIndex
-from protocols.dp_knn.knn import classify_knn
-from protocols.dp_knn.rn import RN_ALGORITHMS, classify_rn
+from ppknn.core.data import DomainBounds
+from ppknn.protocols.dp_knn.index import LabelIndex
+from ppknn.protocols.dp_knn.knn import classify_knn
+from ppknn.protocols.dp_knn.rn import RN_ALGORITHMS, classify_rn
 
 
 def _data(seed, n=400, q=150, d=3, classes=3):

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols.dp_knn.cliques import METHODS, clique_bounds
-from protocols.dp_knn.overlap import EDGE_SLACK, OverlapGraph, overlap_graph
-from protocols.dp_knn.rn import plan_rn
+from ppknn.protocols.dp_knn.cliques import METHODS, clique_bounds
+from ppknn.protocols.dp_knn.overlap import EDGE_SLACK, OverlapGraph, overlap_graph
+from ppknn.protocols.dp_knn.rn import plan_rn
 
 seeds = st.integers(0, 2**32 - 1)
 

@@ -7,15 +7,15 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from core.errors import BudgetExhausted, ProtocolError
-from core.runtime import RunContext, make_runtime
-from core.transcript import Transcript
-from parties.analyst import Analyst, one_at_a_time
-from parties.specs import analyst_spec, dp_owner_spec
-from protocols.dp_knn.driver import ask
-from protocols.dp_knn.index import LabelIndex
-from protocols.dp_knn.protocol import Answer, Query
-from protocols.dp_knn.rn import classify_rn
+from ppknn.core.errors import BudgetExhausted, ProtocolError
+from ppknn.core.runtime import RunContext, make_runtime
+from ppknn.core.transcript import Transcript
+from ppknn.parties.analyst import Analyst, one_at_a_time
+from ppknn.parties.specs import analyst_spec, dp_owner_spec
+from ppknn.protocols.dp_knn.driver import ask
+from ppknn.protocols.dp_knn.index import LabelIndex
+from ppknn.protocols.dp_knn.protocol import Answer, Query
+from ppknn.protocols.dp_knn.rn import classify_rn
 from tests.dpknn.conftest import owner_kwargs
 
 
@@ -169,7 +169,7 @@ def test_transcript_records_every_answer_with_its_price(tmp_path, queries):
 
 
 def test_conversion_queries_release_radii_only(make_owner, queries):
-    from protocols.dp_knn.conversion import convert_noninteractive
+    from ppknn.protocols.dp_knn.conversion import convert_noninteractive
 
     owner = make_owner(epsilon=1.0, seed=3)
     alice = Analyst(party_id="alice", owner="owner", run_id="run")
@@ -183,7 +183,7 @@ def test_conversion_queries_release_radii_only(make_owner, queries):
 
 
 def test_registered_as_a_reproduction():
-    from simulations import reproduce
+    from ppknn.simulations import reproduce
 
     assert reproduce.load("gursoy").run is not None
     assert "Gursoy" in reproduce.REPRODUCTIONS["gursoy"]

@@ -7,14 +7,14 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from core.errors import BudgetExhausted
-from core.runtime import RunContext, make_runtime
-from core.runtime.concurrency import SEQ_STRIDE
-from core.transcript import Transcript
-from parties.specs import analyst_spec, dp_owner_spec
-from protocols.dp_knn.driver import ask
-from protocols.dp_knn.protocol import Query
-from protocols.service import Refused
+from ppknn.core.errors import BudgetExhausted
+from ppknn.core.runtime import RunContext, make_runtime
+from ppknn.core.runtime.concurrency import SEQ_STRIDE
+from ppknn.core.transcript import Transcript
+from ppknn.parties.specs import analyst_spec, dp_owner_spec
+from ppknn.protocols.dp_knn.driver import ask
+from ppknn.protocols.dp_knn.protocol import Query
+from ppknn.protocols.service import Refused
 from tests.dpknn.conftest import owner_kwargs
 from tests.dpknn.serving import query, rounds_of_requests, serve
 

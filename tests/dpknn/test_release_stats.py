@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from protocols.dp_knn.audit import overlap_scenario
-from protocols.dp_knn.rn import release_rn
+from ppknn.protocols.dp_knn.audit import overlap_scenario
+from ppknn.protocols.dp_knn.rn import release_rn
 
 ALPHA = 1e-6
 N = 200_000

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.dp import audit
-from protocols.dp_nb.audit import audit_mean, exact_loss, mean_mechanism, worst_pair
-from protocols.dp_nb.noise import SmoothCalibration
+from ppknn.core.dp import audit
+from ppknn.protocols.dp_nb.audit import audit_mean, exact_loss, mean_mechanism, worst_pair
+from ppknn.protocols.dp_nb.noise import SmoothCalibration
 
 # neighbours under the replace model (one value changed), trim m = 2, values in [0, 10]
 X = [8.6, 0.12, 0.15, 0.23, 5.21, 0.13]

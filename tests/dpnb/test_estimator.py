@@ -13,9 +13,9 @@ from sklearn.naive_bayes import CategoricalNB, GaussianNB
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from core.dp import PrivacyLedger
-from core.errors import BudgetExhausted, ConfigError, PrivacyLeakWarning
-from protocols.dp_nb import BoundsWarning, DPNaiveBayes
+from ppknn.core.dp import PrivacyLedger
+from ppknn.core.errors import BudgetExhausted, ConfigError, PrivacyLeakWarning
+from ppknn.protocols.dp_nb import BoundsWarning, DPNaiveBayes
 
 INF = math.inf
 

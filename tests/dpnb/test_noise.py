@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from core.errors import ConfigError
-from protocols.dp_nb.noise import SmoothCalibration, admissible_delta
+from ppknn.core.errors import ConfigError
+from ppknn.protocols.dp_nb.noise import SmoothCalibration, admissible_delta
 
 ALPHA = 1e-6
 

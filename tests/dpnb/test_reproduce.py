@@ -7,12 +7,12 @@ import csv
 import numpy as np
 import pytest
 
-from core.errors import DataError
-from protocols.dp_nb.datasets import load_nb_dataset, synthetic_bounded
+from ppknn.core.errors import DataError
+from ppknn.protocols.dp_nb.datasets import load_nb_dataset, synthetic_bounded
 
 
 def test_quick_reproduction_writes_every_figure_and_the_report(tmp_path):
-    from simulations.reproduce import REPRODUCTIONS, load
+    from ppknn.simulations.reproduce import REPRODUCTIONS, load
 
     assert "zafarani" in REPRODUCTIONS
     report = load("zafarani").run(tmp_path / "out", quick=True, runtime="inprocess",
@@ -46,7 +46,7 @@ def _paired_row(dataset, epsilon, a, b, d, two_se):
 
 
 def test_claims_follow_significance_at_two_standard_errors():
-    from simulations.reproduce.zafarani import QUICK, Results, beats_vaidya, claim_sections
+    from ppknn.simulations.reproduce.zafarani import QUICK, Results, beats_vaidya, claim_sections
 
     paired = [_paired_row("adult", 0.1, "smooth", "vaidya", 0.03, 0.01),    # better
               _paired_row("adult", 1.0, "smooth", "vaidya", 0.01, 0.02),    # not significant

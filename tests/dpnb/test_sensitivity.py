@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.errors import ConfigError
-from protocols.dp_nb.sensitivity import (
+from ppknn.core.errors import ConfigError
+from ppknn.protocols.dp_nb.sensitivity import (
     smooth_sensitivity,
     smooth_sensitivity_direct,
     trimmed_statistics,

@@ -7,18 +7,18 @@ import dataclasses
 import numpy as np
 import pytest
 
-from core.errors import BudgetExhausted, ConfigError, ProtocolError
-from core.rng import SeedPolicy
-from core.runtime import RunContext, make_runtime
-from core.transcript import SCHEMA as TRANSCRIPT_SCHEMA
-from core.transcript import Transcript
-from parties.nb_owner import NBOwner, NBRequester
-from parties.specs import nb_owner_spec, nb_requester_spec
-from protocols.dp_nb.driver import ask
-from protocols.dp_nb.protocol import ModelRequest
-from protocols.dp_nb.schema import FeatureSchema
-from protocols.dp_nb.training import NBConfig, train
-from protocols.service import Refused
+from ppknn.core.errors import BudgetExhausted, ConfigError, ProtocolError
+from ppknn.core.rng import SeedPolicy
+from ppknn.core.runtime import RunContext, make_runtime
+from ppknn.core.transcript import SCHEMA as TRANSCRIPT_SCHEMA
+from ppknn.core.transcript import Transcript
+from ppknn.parties.nb_owner import NBOwner, NBRequester
+from ppknn.parties.specs import nb_owner_spec, nb_requester_spec
+from ppknn.protocols.dp_nb.driver import ask
+from ppknn.protocols.dp_nb.protocol import ModelRequest
+from ppknn.protocols.dp_nb.schema import FeatureSchema
+from ppknn.protocols.dp_nb.training import NBConfig, train
+from ppknn.protocols.service import Refused
 
 RNG = np.random.default_rng(0)
 Y = RNG.integers(0, 2, 400)

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from protocols.dp_nb.schema import FeatureSchema
-from protocols.dp_nb.sensitivity import trimmed_statistics
-from protocols.dp_nb.training import (
+from ppknn.protocols.dp_nb.schema import FeatureSchema
+from ppknn.protocols.dp_nb.sensitivity import trimmed_statistics
+from ppknn.protocols.dp_nb.training import (
     AUTO_FRACTION,
     AUTO_RATIO,
     NBConfig,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.runtime import RunContext, make_runtime
-from core.transcript import Transcript
-from parties.specs import dptt_specs
-from protocols.dptt.config import DPTTSetup
-from protocols.dptt.driver import run_dptt
+from ppknn.core.runtime import RunContext, make_runtime
+from ppknn.core.transcript import Transcript
+from ppknn.parties.specs import dptt_specs
+from ppknn.protocols.dptt.config import DPTTSetup
+from ppknn.protocols.dptt.driver import run_dptt
 
 
 def run_recorded(points, queries, setup: DPTTSetup, *, seed: int = 0, kind: str = "inprocess",

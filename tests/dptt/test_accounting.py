@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from core.errors import ConfigError
-from protocols.dptt.config import DPTTSetup
-from protocols.dptt.tree import ModifiedKDTree
-from protocols.dptt.utility import Utility
-from protocols.dptt.variants import PrivacyAccount, Variant, printed_section_5_2_epsilon
+from ppknn.core.errors import ConfigError
+from ppknn.protocols.dptt.config import DPTTSetup
+from ppknn.protocols.dptt.tree import ModifiedKDTree
+from ppknn.protocols.dptt.utility import Utility
+from ppknn.protocols.dptt.variants import PrivacyAccount, Variant, printed_section_5_2_epsilon
 
 # H = ceil(log2 N): 17 for the thesis's 100,000 points, 20 for 1,000,000
 COUNTS = [

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.dp import ExponentialMechanism, audit
-from parties.dptt_client import DPTTClient
-from protocols.dptt.config import DPTTSetup
-from protocols.dptt.utility import Utility
+from ppknn.core.dp import ExponentialMechanism, audit
+from ppknn.parties.dptt_client import DPTTClient
+from ppknn.protocols.dptt.config import DPTTSetup
+from ppknn.protocols.dptt.utility import Utility
 
 from .helpers import run_recorded, server_paths
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.errors import ConfigError, ProtocolError
-from parties.dptt_server import DPTTServer
-from protocols.dptt.config import DPTTSetup
-from protocols.dptt.data import AUSTIN, quantise, synthetic_points
-from protocols.dptt.geo import Geo
-from protocols.dptt.traversal import ServerTraversal
-from protocols.dptt.tree import ModifiedKDTree
-from protocols.dptt.utility import Utility
-from protocols.dptt.variants import Variant
-from simulations.experiments.dptt_session import DPTTSession
+from ppknn.core.errors import ConfigError, ProtocolError
+from ppknn.parties.dptt_server import DPTTServer
+from ppknn.protocols.dptt.config import DPTTSetup
+from ppknn.protocols.dptt.data import AUSTIN, quantise, synthetic_points
+from ppknn.protocols.dptt.geo import Geo
+from ppknn.protocols.dptt.traversal import ServerTraversal
+from ppknn.protocols.dptt.tree import ModifiedKDTree
+from ppknn.protocols.dptt.utility import Utility
+from ppknn.protocols.dptt.variants import Variant
+from ppknn.simulations.experiments.dptt_session import DPTTSession
 
 POINTS = np.random.default_rng(0).normal(size=(100, 2))  # height 7
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.errors import DataError
-from protocols.dptt.data import (
+from ppknn.core.errors import DataError
+from ppknn.protocols.dptt.data import (
     AUSTIN,
     SAN_FRANCISCO,
     SPAN,
@@ -17,10 +17,10 @@ from protocols.dptt.data import (
     quantise,
     synthetic_points,
 )
-from protocols.dptt.geo import Geo, geo_fairness
-from protocols.dptt.metrics import Truth, hits
-from protocols.dptt.neighbours import NeighbourIndex
-from protocols.dptt.variants import Variant
+from ppknn.protocols.dptt.geo import Geo, geo_fairness
+from ppknn.protocols.dptt.metrics import Truth, hits
+from ppknn.protocols.dptt.neighbours import NeighbourIndex
+from ppknn.protocols.dptt.variants import Variant
 
 ALPHA = 1e-6
 

@@ -8,18 +8,18 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.errors import BudgetExhausted
-from core.messages import Message
-from core.runtime import RunContext, make_runtime
-from core.transcript import Transcript
-from parties.dptt_client import DPTTClient
-from parties.specs import dptt_specs
-from protocols.dptt.config import DPTTSetup, ServerInfo
-from protocols.dptt.driver import run_dptt
-from protocols.dptt.neighbours import NeighbourIndex
-from protocols.dptt.tree import ModifiedKDTree
-from protocols.dptt.utility import Utility
-from simulations.experiments.dptt_session import DPTTSession
+from ppknn.core.errors import BudgetExhausted
+from ppknn.core.messages import Message
+from ppknn.core.runtime import RunContext, make_runtime
+from ppknn.core.transcript import Transcript
+from ppknn.parties.dptt_client import DPTTClient
+from ppknn.parties.specs import dptt_specs
+from ppknn.protocols.dptt.config import DPTTSetup, ServerInfo
+from ppknn.protocols.dptt.driver import run_dptt
+from ppknn.protocols.dptt.neighbours import NeighbourIndex
+from ppknn.protocols.dptt.tree import ModifiedKDTree
+from ppknn.protocols.dptt.utility import Utility
+from ppknn.simulations.experiments.dptt_session import DPTTSession
 
 from .helpers import run_recorded
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.transcript import Transcript
-from protocols.dptt.config import DPTTSetup
-from protocols.dptt.utility import Utility
+from ppknn.core.transcript import Transcript
+from ppknn.protocols.dptt.config import DPTTSetup
+from ppknn.protocols.dptt.utility import Utility
 
 from .helpers import run_recorded
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 import re
 
-from simulations import reproduce
-from simulations.reporting import fmt
+from ppknn.simulations import reproduce
+from ppknn.simulations.reporting import fmt
 
 
 def test_quick_reproduction_writes_figures_and_report(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols.dptt.tree import ModifiedKDTree
+from ppknn.protocols.dptt.tree import ModifiedKDTree
 
 
 def reference_tree(x: np.ndarray) -> dict[int, tuple[int, list[int]]]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.data import DomainBounds
-from protocols.pca_perturbation.datasets import load_paper_dataset
+from ppknn.core.data import DomainBounds
+from ppknn.protocols.pca_perturbation.datasets import load_paper_dataset
 
 
 def unit_bounds(X):

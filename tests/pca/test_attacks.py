@@ -5,20 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.data import DomainBounds
-from core.errors import ProtocolError
-from core.messages import Message
-from core.transcript import View
-from parties.sanitizer import Sanitizer
-from protocols.pca_perturbation.attacks import (
+from ppknn.core.data import DomainBounds
+from ppknn.core.errors import ProtocolError
+from ppknn.core.messages import Message
+from ppknn.core.transcript import View
+from ppknn.parties.sanitizer import Sanitizer
+from ppknn.protocols.pca_perturbation.attacks import (
     attack,
     filter_range,
     pca_filter,
     reconstruct,
     release_message,
 )
-from protocols.pca_perturbation.privacy import average_privacy
-from protocols.pca_perturbation.schemes import ReleaseRequest
+from ppknn.protocols.pca_perturbation.privacy import average_privacy
+from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
 from tests.pca.conftest import unit_bounds
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.data import DomainBounds
-from core.errors import ConfigError, DataError, ProtocolError
-from parties.miner import Miner
-from parties.sanitizer import Sanitizer
-from protocols.pca_perturbation.datasets import load_paper_dataset
-from protocols.pca_perturbation.knn import radius_knn, select_k
-from protocols.pca_perturbation.protocol import MiningPlan
-from protocols.pca_perturbation.sanitize import distortion_statistics
-from protocols.pca_perturbation.schemes import ReleaseRequest
+from ppknn.core.data import DomainBounds
+from ppknn.core.errors import ConfigError, DataError, ProtocolError
+from ppknn.parties.miner import Miner
+from ppknn.parties.sanitizer import Sanitizer
+from ppknn.protocols.pca_perturbation.datasets import load_paper_dataset
+from ppknn.protocols.pca_perturbation.knn import radius_knn, select_k
+from ppknn.protocols.pca_perturbation.protocol import MiningPlan
+from ppknn.protocols.pca_perturbation.sanitize import distortion_statistics
+from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
 
 RNG = np.random.default_rng(0)
 X4 = RNG.random((40, 4))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from protocols.pca_perturbation.datasets import (
+from ppknn.protocols.pca_perturbation.datasets import (
     gaussian_clusters,
     load_paper_dataset,
     waveform21,

@@ -15,8 +15,8 @@ import math
 import numpy as np
 import pytest
 
-from protocols.pca_perturbation.datasets import load_paper_dataset
-from protocols.pca_perturbation.sanitize import (
+from ppknn.protocols.pca_perturbation.datasets import load_paper_dataset
+from ppknn.protocols.pca_perturbation.sanitize import (
     distortion_statistics,
     fit_pca,
     laplace_mechanisms,

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from sklearn.neighbors import KNeighborsClassifier
 
-from protocols.pca_perturbation import knn
-from protocols.pca_perturbation.knn import knn_predict, nearest, radius_knn, select_k
+from ppknn.protocols.pca_perturbation import knn
+from ppknn.protocols.pca_perturbation.knn import knn_predict, nearest, radius_knn, select_k
 
 
 def reference_radius(X, y, Q, radius2, n_classes, fallback_k=5):

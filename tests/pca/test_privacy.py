@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.errors import ConfigError
-from parties.sanitizer import Sanitizer
-from protocols.pca_perturbation.privacy import (
+from ppknn.core.errors import ConfigError
+from ppknn.parties.sanitizer import Sanitizer
+from ppknn.protocols.pca_perturbation.privacy import (
     audit_column,
     average_privacy,
     breach_excluded,

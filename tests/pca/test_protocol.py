@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 from sklearn.neighbors import KNeighborsClassifier
 
-from core.runtime import PartySpec, RunContext, make_runtime
-from core.transcript import Transcript
-from parties.miner import Miner
-from parties.sanitizer import Sanitizer
-from protocols.pca_perturbation.attacks import attack
-from protocols.pca_perturbation.protocol import MiningPlan, run_releases
-from protocols.pca_perturbation.sanitize import normalise
-from protocols.pca_perturbation.schemes import ReleaseRequest
-from simulations.experiments.pca_evaluation import Job, Split, miner_view, run_session
+from ppknn.core.runtime import PartySpec, RunContext, make_runtime
+from ppknn.core.transcript import Transcript
+from ppknn.parties.miner import Miner
+from ppknn.parties.sanitizer import Sanitizer
+from ppknn.protocols.pca_perturbation.attacks import attack
+from ppknn.protocols.pca_perturbation.protocol import MiningPlan, run_releases
+from ppknn.protocols.pca_perturbation.sanitize import normalise
+from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
+from ppknn.simulations.experiments.pca_evaluation import Job, Split, miner_view, run_session
 from tests.pca.conftest import unit_bounds
 
 

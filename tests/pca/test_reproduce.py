@@ -10,11 +10,11 @@ import re
 
 import pytest
 
-from simulations.experiments.pca import QUICK, run_experiments
-from simulations.reporting import Claim, read_rows
-from simulations.reproduce import REPRODUCTIONS, load
-from simulations.reproduce.mukherjee import run
-from simulations.reproduce.mukherjee_claims import check_claims, tradeoff_points
+from ppknn.simulations.experiments.pca import QUICK, run_experiments
+from ppknn.simulations.reporting import Claim, read_rows
+from ppknn.simulations.reproduce import REPRODUCTIONS, load
+from ppknn.simulations.reproduce.mukherjee import run
+from ppknn.simulations.reproduce.mukherjee_claims import check_claims, tradeoff_points
 
 FIGURES = ("fig5_tradeoff", "fig6_worst_case", "fig8_attacks", "fig9_accuracy",
            "fig10_sanitize_time", "fig11_mining_time")

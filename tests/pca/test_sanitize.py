@@ -9,11 +9,11 @@ import pytest
 from scipy import stats
 from sklearn.decomposition import PCA
 
-from core.messages import PUBLIC
-from parties.sanitizer import Sanitizer
-from protocols.pca_perturbation.privacy import amplification_bound
-from protocols.pca_perturbation.sanitize import distortion_statistics, fit_pca, normalise
-from protocols.pca_perturbation.schemes import ReleaseRequest, miner_features
+from ppknn.core.messages import PUBLIC
+from ppknn.parties.sanitizer import Sanitizer
+from ppknn.protocols.pca_perturbation.privacy import amplification_bound
+from ppknn.protocols.pca_perturbation.sanitize import distortion_statistics, fit_pca, normalise
+from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest, miner_features
 from tests.pca.conftest import unit_bounds
 
 ALPHA = 1e-6

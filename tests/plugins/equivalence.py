@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
-from core.transcript import Transcript
-from simulations.results import summary_of
-from simulations.runner import RunResult, execute
-from simulations.scenario import Scenario
+from ppknn.core.transcript import Transcript
+from ppknn.simulations.results import summary_of
+from ppknn.simulations.runner import RunResult, execute
+from ppknn.simulations.scenario import Scenario
 
 
 def _strip(summary: dict) -> dict:
@@ -42,9 +42,9 @@ def assert_refused(data: dict, where: str, message: str) -> None:
     by the scenario parser (``where == "parse"``) or by planning (``"prepare"``)."""
     import pytest
 
-    from core.errors import ConfigError
-    from simulations.runner import prepare
-    from simulations.scenario import parse_scenario
+    from ppknn.core.errors import ConfigError
+    from ppknn.simulations.runner import prepare
+    from ppknn.simulations.scenario import parse_scenario
 
     assert where in ("parse", "prepare"), where
     if where == "parse":

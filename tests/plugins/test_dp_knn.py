@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.transcript import Transcript
-from simulations.knn import union_topk_and_ties
-from simulations.results import write_results
-from simulations.runner import execute, prepare
-from simulations.scenario import load_scenario, parse_scenario, tomllib
+from ppknn.core.transcript import Transcript
+from ppknn.simulations.knn import union_topk_and_ties
+from ppknn.simulations.results import write_results
+from ppknn.simulations.runner import execute, prepare
+from ppknn.simulations.scenario import load_scenario, parse_scenario, tomllib
 from tests.plugins.equivalence import assert_ray_equals_inprocess, assert_refused
 
 NAME = "dp-knn"

@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.runtime import make_runtime
-from protocols.dp_nb import METHODS
-from protocols.dp_nb.model import DENSITIES
-from protocols.dp_nb.noise import NOISES
-from protocols.dp_nb.sensitivity import NEIGHBOURS
-from simulations.plugins.dp_nb import OWNER, DPNBConfig
-from simulations.results import write_results
-from simulations.runner import execute, prepare
-from simulations.scenario import load_scenario, parse_scenario, tomllib
+from ppknn.core.runtime import make_runtime
+from ppknn.protocols.dp_nb import METHODS
+from ppknn.protocols.dp_nb.model import DENSITIES
+from ppknn.protocols.dp_nb.noise import NOISES
+from ppknn.protocols.dp_nb.sensitivity import NEIGHBOURS
+from ppknn.simulations.plugins.dp_nb import OWNER, DPNBConfig
+from ppknn.simulations.results import write_results
+from ppknn.simulations.runner import execute, prepare
+from ppknn.simulations.scenario import load_scenario, parse_scenario, tomllib
 from tests.plugins.equivalence import assert_ray_equals_inprocess, assert_refused
 
 NAME = "dp-nb"

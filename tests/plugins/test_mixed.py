@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.transcript import Transcript
-from simulations.results import write_results
-from simulations.runner import execute, prepare
-from simulations.scenario import parse_scenario, tomllib
+from ppknn.core.transcript import Transcript
+from ppknn.simulations.results import write_results
+from ppknn.simulations.runner import execute, prepare
+from ppknn.simulations.scenario import parse_scenario, tomllib
 from tests.plugins.equivalence import assert_ray_equals_inprocess
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "mixed.toml"

@@ -11,17 +11,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.dp import Laplace
-from core.errors import ConfigError
-from core.rng import SeedPolicy
-from core.runtime import make_runtime
-from core.transcript import Transcript
-from protocols.ppknn.secure_sum import add
-from protocols.ring_nb import GUARANTEE, RingNBConfig
-from protocols.ring_nb import steps as nb
-from simulations.results import write_results
-from simulations.runner import execute, prepare
-from simulations.scenario import load_scenario, parse_scenario, tomllib
+from ppknn.core.dp import Laplace
+from ppknn.core.errors import ConfigError
+from ppknn.core.rng import SeedPolicy
+from ppknn.core.runtime import make_runtime
+from ppknn.core.transcript import Transcript
+from ppknn.protocols.ppknn.secure_sum import add
+from ppknn.protocols.ring_nb import GUARANTEE, RingNBConfig
+from ppknn.protocols.ring_nb import steps as nb
+from ppknn.simulations.results import write_results
+from ppknn.simulations.runner import execute, prepare
+from ppknn.simulations.scenario import load_scenario, parse_scenario, tomllib
 from tests.plugins.equivalence import assert_ray_equals_inprocess, assert_refused
 
 NAME = "ring-nb"
