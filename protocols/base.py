@@ -20,7 +20,7 @@ Examples
 >>> ProtocolResult(protocol="demo", predictions=np.zeros((2, 2)), hops=1)
 Traceback (most recent call last):
 ...
-ppknn.core.errors.ProtocolError: demo: predictions must be a 1-D array of class indices, got shape (2, 2)
+ppknn.core.errors.ProtocolError: demo: predictions must be a 1-D array of class indices, got ...
 """
 
 from __future__ import annotations

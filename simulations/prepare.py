@@ -69,17 +69,54 @@ def owner_names(n: int, prefix: str = "owner") -> tuple[str, ...]:
     return tuple(f"{prefix}-{i:0{max(2, len(str(n - 1)))}d}" for i in range(n))
 
 
+def kfold(n: int, folds: int, fold: int, rng: np.random.Generator | None
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """Train and test indices of fold ``fold`` of ``folds`` over ``range(n)``.
+
+    With ``rng`` the rows are permuted first; with ``None`` the folds are contiguous
+    blocks in file order (``numpy.array_split`` sizes: the first ``n % folds`` folds get
+    one row more).
+
+    >>> train, test = kfold(7, 3, 0, None)
+    >>> test.tolist(), train.tolist()
+    ([0, 1, 2], [3, 4, 5, 6])
+    >>> sorted(np.concatenate([kfold(7, 3, f, None)[1] for f in range(3)]).tolist())
+    [0, 1, 2, 3, 4, 5, 6]
+    """
+    if folds > n:
+        raise ConfigError(f"data.folds = {folds}: more folds than the {n} rows of the dataset")
+    order = rng.permutation(n) if rng is not None else np.arange(n)
+    parts = np.array_split(order, folds)
+    test = np.sort(parts[fold])
+    train = np.sort(np.concatenate([p for i, p in enumerate(parts) if i != fold]))
+    return train, test
+
+
 def prepare_data(scenario: Scenario) -> PreparedData:
-    """Load, bound, scale, split and partition the scenario's data (all from the seed)."""
+    """Load, split, bound, scale and partition the scenario's data (all from the seed).
+
+    Bounds taken from the data (``bounds = "data"``) are read from the training rows
+    only, never the queries, and warn (:class:`~ppknn.core.errors.PrivacyLeakWarning`):
+    they reveal the training data's extremes.
+    """
     s = scenario
     policy = SeedPolicy(root=s.run.seed, mode=RandomnessMode(s.run.mode))
+    split_policy = (policy if s.data.split_seed is None
+                    else SeedPolicy(root=s.data.split_seed, mode=RandomnessMode(s.run.mode)))
     ds = load_dataset(s.data.dataset, directory=s.data.data_dir)
+    if s.data.folds is not None:
+        train, test = kfold(len(ds.y), s.data.folds, s.data.fold,
+                            split_policy.generator("split") if s.data.shuffle else None)
+    else:
+        train, test = train_test_split(len(ds.y), s.data.test_fraction,
+                                       split_policy.generator("split"))
     from_data = s.data.bounds == "data"
     if from_data:
-        bounds = DomainBounds.from_data(ds.X, warn=False)
+        bounds = DomainBounds.from_data(ds.X[train], warn=False)
         warnings.warn(
-            f"scenario {s.run.name!r}: domain bounds derived from dataset {ds.name!r} reveal "
-            "its extremes; declare [data.bounds] lower/upper to avoid this",
+            f"scenario {s.run.name!r}: domain bounds derived from the training rows of "
+            f"dataset {ds.name!r} reveal their extremes; declare [data.bounds] lower/upper "
+            "to avoid this",
             PrivacyLeakWarning, stacklevel=2,
         )
     else:
@@ -93,13 +130,14 @@ def prepare_data(scenario: Scenario) -> PreparedData:
     if s.data.scale == "minmax":
         span = np.where(bounds.upper > bounds.lower, bounds.upper - bounds.lower, 1.0)
         X = (X - bounds.lower) / span
+        if from_data:  # queries outside the training range stay outside [0, 1]: clip them
+            X[test] = np.clip(X[test], 0.0, 1.0)
         bounds = DomainBounds(np.zeros(X.shape[1]), np.where(bounds.upper > bounds.lower, 1.0, 0.0))
-    train, test = train_test_split(len(ds.y), s.data.test_fraction, policy.generator("split"))
     if s.data.max_queries is not None:
         test = test[: s.data.max_queries]
     n = s.parties.n
     parts = partition(ds.y[train], n, scheme=s.parties.partition,
-                      rng=policy.generator("partition"), alpha=s.parties.alpha,
+                      rng=split_policy.generator("partition"), alpha=s.parties.alpha,
                       size_skew=s.parties.size_skew)
     run_id = (f"{s.run.name}-{s.run.seed}" if s.run.mode == "reproducible"
               else f"{s.run.name}-{uuid.uuid4().hex[:12]}")
@@ -111,4 +149,4 @@ def prepare_data(scenario: Scenario) -> PreparedData:
     )
 
 
-__all__ = ["PreparedData", "owner_names", "prepare_data"]
+__all__ = ["PreparedData", "kfold", "owner_names", "prepare_data"]

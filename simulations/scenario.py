@@ -96,6 +96,26 @@ class DataSection(_Section):
     scale: Literal["none", "minmax"] = "none"
     bounds: Literal["data"] | BoundsSection = "data"
     data_dir: str | None = None
+    folds: int | None = Field(None, ge=2)
+    """k-fold cross-validation: the queries are fold ``fold`` of ``folds`` (``test_fraction``
+    is then unused); ``None``: one random split by ``test_fraction``."""
+    fold: int = Field(0, ge=0)
+    """Which fold is the query batch (0 <= fold < folds)."""
+    shuffle: bool = True
+    """Shuffle the rows (seeded) before cutting folds; ``false``: contiguous folds in file
+    order, as papers that use unshuffled folds do."""
+    split_seed: int | None = Field(None, ge=0)
+    """Seed of the split and the partition (``None``: ``[run].seed``). Set it to keep one
+    split while repetitions (``[run].seed``) redraw the protocol's randomness."""
+
+    @model_validator(mode="after")
+    def _fold_in_range(self) -> DataSection:
+        if self.folds is None and self.fold != 0:
+            raise ValueError(f"fold = {self.fold} needs folds (k-fold cross-validation)")
+        if self.folds is not None and self.fold >= self.folds:
+            raise ValueError(f"fold = {self.fold} must be below folds = {self.folds} "
+                             f"(allowed: 0..{self.folds - 1})")
+        return self
 
 
 class PartiesSection(_Section):

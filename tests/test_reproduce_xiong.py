@@ -17,7 +17,11 @@ from ppknn.core.messages import RANDOM_FILL
 from ppknn.core.transcript import View
 from ppknn.protocols.ppknn.pp_topk import PROTOCOL as TOPK
 from ppknn.protocols.ppknn.pp_topk_attacks import coalition_attribution, successor_attribution
-from ppknn.protocols.ppknn.secure_sum_attacks import recovery_rate, ring_sum_estimate, shared_sum_estimate
+from ppknn.protocols.ppknn.secure_sum_attacks import (
+    recovery_rate,
+    ring_sum_estimate,
+    shared_sum_estimate,
+)
 from ppknn.simulations.experiments.ring import (
     SplitSession,
     make_split_batch,

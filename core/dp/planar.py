@@ -39,7 +39,12 @@ from scipy import special
 
 from ppknn.core.dp import samplers
 from ppknn.core.dp.mechanisms import Release
-from ppknn.core.dp.validation import check_epsilon, check_finite_array, check_mode, check_probability
+from ppknn.core.dp.validation import (
+    check_epsilon,
+    check_finite_array,
+    check_mode,
+    check_probability,
+)
 from ppknn.core.errors import ConfigError
 from ppknn.core.rng import RandomnessMode
 

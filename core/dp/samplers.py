@@ -48,7 +48,13 @@ from fractions import Fraction
 
 import numpy as np
 
-from ppknn.core.dp.exact import Entropy, SeededEntropy, SystemEntropy, discrete_gaussian, discrete_laplace
+from ppknn.core.dp.exact import (
+    Entropy,
+    SeededEntropy,
+    SystemEntropy,
+    discrete_gaussian,
+    discrete_laplace,
+)
 from ppknn.core.errors import ConfigError
 from ppknn.core.rng import RandomnessMode, RandomSource
 

@@ -42,7 +42,12 @@ from ppknn.protocols.dp_knn.conversion import (
     convert_noninteractive,
 )
 from ppknn.protocols.dp_knn.index import LabelIndex
-from ppknn.protocols.dp_knn.rn import DEFAULT_CLIQUE_TIME_S, RNResult, classify_rn, exponential_labels
+from ppknn.protocols.dp_knn.rn import (
+    DEFAULT_CLIQUE_TIME_S,
+    RNResult,
+    classify_rn,
+    exponential_labels,
+)
 from ppknn.protocols.dp_knn.validation import check_ks, check_privacy, check_queries, check_weight
 
 KNN_ALGORITHMS = ("baseline", "interactive", "noninteractive")

@@ -14,8 +14,8 @@ Examples
 >>> check_radii([0.5, -1.0], 2)
 Traceback (most recent call last):
 ...
-ppknn.core.errors.ConfigError: radius must be a finite number > 0 for every test instance, got -1.0 \
-at index 1
+ppknn.core.errors.ConfigError: radius must be a finite number > 0 for every test instance, \
+got -1.0 at index 1
 >>> check_weight(0.5)
 0.5
 """

@@ -33,8 +33,17 @@ from ppknn.protocols.pca_perturbation.privacy import (
     breach_excluded,
     rho2_bound,
 )
-from ppknn.protocols.pca_perturbation.protocol import PROTOCOL, MinerOutput, MiningPlan, run_releases
-from ppknn.protocols.pca_perturbation.sanitize import DistortionStats, distortion_statistics, fit_pca
+from ppknn.protocols.pca_perturbation.protocol import (
+    PROTOCOL,
+    MinerOutput,
+    MiningPlan,
+    run_releases,
+)
+from ppknn.protocols.pca_perturbation.sanitize import (
+    DistortionStats,
+    distortion_statistics,
+    fit_pca,
+)
 from ppknn.protocols.pca_perturbation.schemes import SCHEMES, ReleaseRequest
 
 __all__ = [

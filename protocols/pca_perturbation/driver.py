@@ -42,7 +42,12 @@ from ppknn.core.errors import ConfigError, ProtocolError
 from ppknn.core.runtime.base import Runtime
 from ppknn.protocols.base import PrivacySpent, ProtocolResult, Roles
 from ppknn.protocols.pca_perturbation.privacy import rho2_bound
-from ppknn.protocols.pca_perturbation.protocol import PROTOCOL, MinerOutput, MiningPlan, run_releases
+from ppknn.protocols.pca_perturbation.protocol import (
+    PROTOCOL,
+    MinerOutput,
+    MiningPlan,
+    run_releases,
+)
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
 
 LAPLACE_SCHEMES = ("pca-laplace", "laplace")

@@ -31,7 +31,12 @@ from ppknn.core.transcript import Transcript, View
 from ppknn.parties.miner import Miner
 from ppknn.parties.sanitizer import Sanitizer
 from ppknn.protocols.pca_perturbation.attacks import AttackOutcome, attack, release_message
-from ppknn.protocols.pca_perturbation.protocol import PROTOCOL, MinerOutput, MiningPlan, run_releases
+from ppknn.protocols.pca_perturbation.protocol import (
+    PROTOCOL,
+    MinerOutput,
+    MiningPlan,
+    run_releases,
+)
 from ppknn.protocols.pca_perturbation.sanitize import normalise
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
 

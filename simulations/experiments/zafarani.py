@@ -35,7 +35,12 @@ from ppknn.core.runtime import RunContext, make_runtime
 from ppknn.parties.specs import nb_owner_spec as owner_spec
 from ppknn.parties.specs import nb_requester_spec as requester_spec
 from ppknn.protocols.dp_nb.audit import audit_mean, worst_pair
-from ppknn.protocols.dp_nb.datasets import PAPER_DATASETS, NBDataset, load_nb_dataset, synthetic_bounded
+from ppknn.protocols.dp_nb.datasets import (
+    PAPER_DATASETS,
+    NBDataset,
+    load_nb_dataset,
+    synthetic_bounded,
+)
 from ppknn.protocols.dp_nb.driver import ask
 from ppknn.protocols.dp_nb.external import ensure_venv, run_diffprivlib
 from ppknn.protocols.dp_nb.noise import SmoothCalibration

@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from ppknn.simulations.reporting.formatting import duration, fmt, interval, number, pct
-from ppknn.simulations.reporting.model import Claim, Figure, Report, Run, Section, Table, count_verdicts
+from ppknn.simulations.reporting.model import (
+    Claim,
+    Figure,
+    Report,
+    Run,
+    Section,
+    Table,
+    count_verdicts,
+)
 
 CLAIM_HEADER = ("claim", "paper", "measured [95% CI]", "verdict", "gap / explanation")
 

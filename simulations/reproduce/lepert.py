@@ -36,7 +36,16 @@ import numpy as np
 from ppknn.protocols.dptt.variants import Variant, printed_section_5_2_epsilon
 from ppknn.simulations.experiments.dptt_evaluation import Row
 from ppknn.simulations.experiments.dptt_sweeps import Grid, Sweep
-from ppknn.simulations.reporting import Claim, Figure, Report, Run, Section, Series, Table, line_plot
+from ppknn.simulations.reporting import (
+    Claim,
+    Figure,
+    Report,
+    Run,
+    Section,
+    Series,
+    Table,
+    line_plot,
+)
 from ppknn.simulations.reporting import write as write_markdown
 from ppknn.simulations.reproduce.lepert_claims import accuracy_interval, check_claims
 
