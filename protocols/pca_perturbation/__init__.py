@@ -16,12 +16,11 @@ protocol
     The two-party driver (sanitizer -> miner) and the miner's plan.
 datasets
     The paper's datasets: waveform-21 and 10-cluster generators, constant-column handling.
-timing
-    Execution time of sanitisation and mining (Figs. 10-11).
 
-The paper's experiments (one repetition through the parties and the
-transcript, and the whole grid) live in :mod:`simulations.experiments.pca_evaluation`
-and :mod:`simulations.experiments.pca`; the claims in
+The paper's experiments (the scenario grids, one repetition through the parties and
+the transcript, and the execution-time study) live in
+:mod:`simulations.experiments.pca`, :mod:`simulations.experiments.pca_evaluation` and
+:mod:`simulations.experiments.pca_timing`; the claims in
 :mod:`simulations.reproduce.mukherjee_claims`.
 """
 

@@ -13,9 +13,9 @@ zafarani
     bounds, training time, the privacy audit and the model-release service.
 dptt_session, dptt_evaluation, dptt_sweeps
     DP-TT (Lepert): a runtime for many batches, the measured rows and the experiment grid.
-pca, pca_evaluation
-    PCA + Laplace perturbation (Mukherjee et al.): the paper's experiments and one repetition
-    through the parties and the transcript.
+pca, pca_evaluation, pca_timing
+    PCA + Laplace perturbation (Mukherjee et al.): the paper's experiments as scenario grids,
+    one repetition through the parties and the transcript, and the execution-time study.
 
 Protocol packages (:mod:`protocols`) hold the protocols themselves; the
 claims checked against these measurements sit with the reproductions

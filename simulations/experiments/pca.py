@@ -43,8 +43,8 @@ from ppknn.protocols.pca_perturbation.datasets import (
 from ppknn.protocols.pca_perturbation.privacy import audit_column, rho2_bound
 from ppknn.protocols.pca_perturbation.protocol import MiningPlan
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
-from ppknn.protocols.pca_perturbation.timing import time_mining, time_sanitize
 from ppknn.simulations.experiments.pca_evaluation import Job, ReleaseResult, Split, run_session
+from ppknn.simulations.experiments.pca_timing import time_mining, time_sanitize
 
 BS = (0.1, 0.2, 0.3)
 SDS = (0.1, 0.25, 0.5)

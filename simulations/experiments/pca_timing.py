@@ -1,5 +1,7 @@
 """Execution time of sanitisation and mining (§6.5, Figs. 10-11), measured side by side.
 
+A study, not protocol runs: it times the functions the parties run, in one process.
+
 Both measurements use the synthetic 10-cluster data with standard
 deviation 2, as the paper does, and the same functions the parties run.
 
