@@ -146,9 +146,14 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
             top: int = typer.Option(20, min=1, help="With more parties than this, show the "
                                     "this many most disclosed (all are in disclosure.csv)."),
             ) -> None:
-    """Recompute each protocol's leakage from a saved transcript."""
+    """Recompute the leakage table (and the ring's disclosure) from a saved transcript.
+
+    Writes ``leakage.csv`` and ``leakage.png`` (and, for the ring,
+    ``disclosure.csv``) into the folder: the same rows ``ppknn run`` wrote.
+    """
     from ppknn.core.leakage import DisclosureReport
     from ppknn.core.transcript import Transcript
+    from ppknn.simulations import leakage as leakage_table
     from ppknn.simulations import registry
     from ppknn.simulations.output import check_complete
     from ppknn.simulations.results import write_disclosure_csv
@@ -164,14 +169,38 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
         transcript = Transcript(results_dir / "transcript")
         reports = {name: registry.get(name).leakage(transcript, facts)
                    for name, facts in per_protocol.items()}
+        rows = leakage_table.recompute(results_dir)
+        leakage_table.write_table(rows, results_dir / "leakage.csv")
+        leakage_table.plot_table(rows, results_dir / "leakage.png",
+                                 title=str(public.get("run_id", results_dir.name)))
     except PpknnError as exc:
         _fail(exc, 2)
-    if not any(r is not None for r in reports.values()):
-        out.print(f"no leakage measure is registered for {sorted(reports)}")
     for report in reports.values():
         if isinstance(report, DisclosureReport):
             write_disclosure_csv(report, results_dir / "disclosure.csv")
             _print_disclosure(report, results_dir, top)
+    _print_leakage(rows, results_dir, top)
+
+
+def _print_leakage(rows: list[Any], results_dir: Path, top: int) -> None:
+    """The leakage table: rows above their bound first, then the largest values."""
+    from ppknn.simulations.leakage.table import ABOVE
+
+    if not rows:
+        out.print("no party observes anything this table can score")
+        return
+    order = sorted(rows, key=lambda r: (r.verdict != ABOVE, r.protocol, r.attack))
+    shown = order[:top] if len(order) > top else order
+    title = f"leakage from {results_dir}/transcript ({len(rows)} rows in leakage.csv)"
+    table = Table(title=title)
+    for col in ("protocol", "observer", "target", "attack", "value [95% CI]", "bound",
+                "verdict"):
+        table.add_column(col)
+    for r in shown:
+        bound = "" if r.bound is None else f"{r.bound:.4g}"
+        table.add_row(r.protocol, r.observer[:40], r.target[:36], r.attack,
+                      f"{r.value:.4g} [{r.ci_low:.4g}, {r.ci_high:.4g}]", bound, r.verdict)
+    out.print(table)
 
 
 def _print_disclosure(report: Any, results_dir: Path, top: int) -> None:
@@ -352,6 +381,53 @@ def sweep(
     _print_sweep(rows, f"sweep {spec.sweep.name}")
     out.print(f"{len(rows)} runs; table [bold]{folder}/sweep.csv[/] "
               f"(+ sweep.parquet, sweep.png)")
+
+
+@app.command()
+def chaos(
+    scenario: Path = typer.Argument(..., help="Scenario TOML file to run under faults."),
+    output: Path = typer.Option(Path("results/chaos"), help="A fresh folder: one transcript per "
+                                "fault and chaos.json."),
+    party: Optional[str] = typer.Option(None, help="The faulty party (default: the second)."),  # noqa: UP007
+    kind: list[str] = typer.Option([], "--kind", help="Fault kinds (default: all): kill, raise, "
+                                   "hang, slow, memory, drop, duplicate, reorder, tamper."),
+    method: str = typer.Option("*", help="The party method that fails ('*': any)."),
+    occurrence: int = typer.Option(2, min=1, help="Which matching call fails (1 = the first)."),
+    runtime: Optional[str] = typer.Option(None, help="'ray' or 'inprocess' (overrides [runtime].kind)."),  # noqa: UP007,E501
+    sets: list[str] = typer.Option([], "--set", help="Any scenario key, typed (e.g. "
+                                   "--set runtime.party_timeout_s=2)."),
+) -> None:
+    """Inject each fault into one party and check every run fails cleanly (exit 1 if not)."""
+    from ppknn.simulations.faults import run_chaos
+    from ppknn.simulations.scenario import load_scenario
+
+    try:
+        sc = load_scenario(scenario)
+        if runtime:
+            sc = sc.with_overrides(runtime={"kind": runtime})
+        sc = _apply_sets(sc, sets)
+        table = Table(title=f"fault injection: {scenario} ({sc.runtime.kind} runtime, "
+                            f"party_timeout_s {sc.runtime.party_timeout_s:g})")
+        for col in ("fault", "party", "ended with", "names party", "seconds", "bound",
+                    "messages kept", "ok"):
+            table.add_column(col)
+
+        def row(fault: Any, o: Any) -> None:
+            console.log(f"{fault.kind}: {o.error or 'completed'} in {o.seconds:.1f} s")
+            table.add_row(fault.kind, fault.party, o.error or "completed", str(o.named),
+                          f"{o.seconds:.1f}", f"{o.bound_s:g}", str(o.transcript_rows),
+                          "yes" if o.ok else "[bold red]NO[/]")
+
+        outcomes = run_chaos(sc, output, party=party, kinds=kind or None, method=method,
+                             occurrence=occurrence, progress=row)
+    except PpknnError as exc:
+        _fail(exc, 2)
+    out.print(table)
+    bad = [o.fault.kind for o in outcomes if not o.ok]
+    out.print(f"{len(outcomes) - len(bad)} of {len(outcomes)} faults failed cleanly; "
+              f"details in [bold]{output}/chaos.json[/]")
+    if bad:
+        raise typer.Exit(1)
 
 
 @app.command()

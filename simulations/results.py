@@ -14,6 +14,9 @@ Layout::
       summary.png        accuracy vs baseline, the protocol's own panel, bytes per party
       transcript/        every message (Parquet parts) and totals.json
       disclosure.csv     (ppknn-ring) per node: disclosure probability, 95% interval
+      leakage.csv        every protocol: one row per (observer, target, attack): measured
+                         quantity, 95% interval, promised bound, verdict (also leakage.png
+                         and the ``leakage`` section of summary.json)
 
 With one protocol, its figures are also at the top level of ``summary.json``
 (``accuracy_ppknn``, ``topk_exact_fraction``, ...).
@@ -129,9 +132,25 @@ def write_results(result: RunResult, output: str | Path) -> Path:
     for o in result.outcomes:
         if isinstance(o.leakage, DisclosureReport):
             write_disclosure_csv(o.leakage, out / "disclosure.csv")
-    (out / "summary.json").write_text(json.dumps(summary_of(result), indent=1, default=float))
+    summary = summary_of(result)
+    summary["leakage"] = write_leakage(result, out)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=float))
     plot_summary(result, out / "summary.png")
     return out
+
+
+def write_leakage(result: RunResult, out: Path) -> dict[str, Any]:
+    """``leakage.csv`` and ``leakage.png`` of a run; returns the summary's ``leakage`` section.
+
+    The ground truth the scorers need is saved beside the transcript first, so
+    ``ppknn leakage OUT`` recomputes the same table from the folder alone.
+    """
+    from ppknn.simulations import leakage
+
+    rows = leakage.run_table(result)
+    leakage.write_table(rows, out / "leakage.csv")
+    leakage.plot_table(rows, out / "leakage.png", title=result.prepared.run_id)
+    return leakage.summary(rows)
 
 
 def write_disclosure_csv(report: DisclosureReport, path: Path) -> None:
@@ -242,4 +261,4 @@ def _plugin(name: str) -> Any:
 
 
 __all__ = ["plot_disclosure", "plot_summary", "prediction_rows", "party_rows", "summary_of",
-           "write_disclosure_csv", "write_results"]
+           "write_disclosure_csv", "write_leakage", "write_results"]

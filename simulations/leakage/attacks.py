@@ -1,0 +1,704 @@
+"""Every attack the leakage table can run, by protocol and name, with its scorer.
+
+An attack runs over **views** (a party's or a coalition's messages, no
+provenance) through the protocol's adversary code (``protocols/<x>/``), and
+is scored here against provenance or the run's ground truth
+(:mod:`simulations.leakage.truth`). Each attack returns
+:class:`~simulations.leakage.table.LeakageRow` rows.
+
+Default attacks (run after every run) and scripted ones (``[[adversary]]``
+in the scenario, with ``observers`` and parameters) share one registry;
+:func:`allowed` lists the names per protocol.
+
+Definitions (the protocols' documented guarantees in brackets):
+
+``ppknn-ring`` [no DP; the paper measures per-node disclosure]
+    ``successor-attribution``: the paper's §6.6 attack, per node (observer: its
+    successor). ``informed-successor``: the same, keeping only values that
+    survive into the public final vector. ``secure-sum-neighbours``: the two ring
+    neighbours of a node pool their secure-sum views and subtract; the rate is the
+    fraction of queries whose vote vector they recover exactly (0 with the
+    secret-shared sum). ``coalition-attribution`` (scripted ``observers``): any
+    coalition attributes values to each non-member between two members.
+``ring-nb`` [ε-DP release; the start node is trusted with the exact total]
+    ``secure-sum-neighbours``: as above on the statistics vectors.
+    ``model-membership-inference``: each owner that received the model, against
+    the union's rows (members) vs the query rows (non-members); empirical ε lower
+    bound vs the release's ε.
+``dp-knn`` [ε-DP per request, ledger]
+    ``analyst-label-inference``: per analyst (or a scripted coalition pooling
+    answers), the fraction of instances whose claimed label equals the noiseless
+    one; no ε bound applies to an aggregate label (an empirical ε needs
+    neighbouring datasets: ``ppknn audit``), the ledger's ε is in the note.
+``dp-nb`` [ε-DP per released model]
+    ``model-membership-inference`` per analyst (or coalition): empirical ε lower
+    bound beside the ε of the models it received (composed by summation).
+``pca-perturbation`` [no DP: amplification e^(1/b) per column, ρ1→ρ2]
+    ``transform-attack``: per record, the RMS error of the miner's reconstruction
+    (mean with a t interval), and the fraction of values reconstructed within
+    ``±reach`` (default 0.05 of the range) against the ρ1→ρ2 bound with
+    ρ1 = 2·reach (a uniform prior) and γ the release's claimed amplification.
+    ``correlation-attack``: PCA filtering with the attacker's best s2 (oracle);
+    average privacy, no bound.
+``dptt`` [ε per decision, composed ε per query]
+    ``server-side-inference``: the server claims the side each bit names; with CMP
+    the success rate p gives the empirical per-decision ε = ln(p/(1-p)) (its
+    Clopper-Pearson lower bound is compared with the per-decision ε);
+    ``server-location-inference``: error distance of the server's estimate of each
+    query (mean of the points released for it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ppknn.core.dp.audit import clopper_pearson
+from ppknn.core.errors import ConfigError
+from ppknn.core.leakage import Claims, score_attribution
+from ppknn.core.transcript import Transcript, View
+from ppknn.simulations.leakage.table import (
+    LeakageRow,
+    epsilon_row,
+    mean_row,
+    proportion_row,
+)
+
+Truth = Mapping[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Adversary:
+    """One adversary to score: the attack, optional observers, parameters."""
+
+    protocol: str
+    attack: str
+    observers: tuple[str, ...] = ()
+    params: Mapping[str, Any] = field(default_factory=dict)
+    scripted: bool = False
+
+
+@dataclass
+class Context:
+    """What a scorer gets: the transcript, the protocol's public facts, ground truth."""
+
+    protocol: str
+    transcript: Transcript
+    public: Mapping[str, Any]
+    truth: Truth
+    _messages: dict[bool, list] = field(default_factory=dict)
+
+    def messages(self, *, with_provenance: bool = False,
+                 protocol: str | None = None) -> list:
+        """Messages of a protocol (cached per provenance flag for the run's own protocol)."""
+        if protocol is not None and protocol != self.protocol:
+            return self.transcript.messages(with_provenance=with_provenance, protocol=protocol)
+        if with_provenance not in self._messages:
+            self._messages[with_provenance] = self.transcript.messages(
+                with_provenance=with_provenance, protocol=self.protocol)
+        return self._messages[with_provenance]
+
+    def view(self, parties: Sequence[str], *, protocol: str | None = None) -> View:
+        """The pooled view of ``parties`` (provenance stripped)."""
+        return View.of(self.messages(protocol=protocol), parties)
+
+
+Scorer = Callable[[Context, Adversary], list[LeakageRow]]
+
+
+@dataclass(frozen=True)
+class Attack:
+    """A registered attack."""
+
+    protocol: str
+    name: str
+    scorer: Scorer
+    default: bool
+    params: tuple[str, ...] = ()
+    needs_observers: bool = False
+    description: str = ""
+
+
+_ATTACKS: dict[tuple[str, str], Attack] = {}
+
+
+def register(protocol: str, name: str, *, default: bool, params: tuple[str, ...] = (),
+             needs_observers: bool = False, description: str = ""
+             ) -> Callable[[Scorer], Scorer]:
+    """Register a scorer (decorator)."""
+    def wrap(fn: Scorer) -> Scorer:
+        _ATTACKS[(protocol, name)] = Attack(protocol, name, fn, default, params,
+                                            needs_observers, description)
+        return fn
+    return wrap
+
+
+def allowed(protocol: str) -> list[str]:
+    """The attack names a protocol accepts."""
+    return sorted(n for p, n in _ATTACKS if p == protocol)
+
+
+def get(protocol: str, name: str) -> Attack:
+    """The attack ``name`` of ``protocol``; ``ConfigError`` listing the allowed ones."""
+    attack = _ATTACKS.get((protocol, name))
+    if attack is None:
+        raise ConfigError(f"unknown attack {name!r} for protocol {protocol!r}; allowed: "
+                          f"{allowed(protocol)}")
+    return attack
+
+
+def defaults(protocol: str) -> list[Adversary]:
+    """The attacks a plain run scores for ``protocol``."""
+    return [Adversary(protocol, a.name) for (p, _), a in sorted(_ATTACKS.items())
+            if p == protocol and a.default]
+
+
+def observer_name(parties: Sequence[str]) -> str:
+    """A coalition's name: its members joined by ``+``."""
+    return "+".join(parties)
+
+
+def _ring_neighbours(ring: Sequence[str], party: str) -> tuple[str, str]:
+    i = list(ring).index(party)
+    return ring[(i - 1) % len(ring)], ring[(i + 1) % len(ring)]
+
+
+# -- ppknn-ring --------------------------------------------------------------------------
+RING = "ppknn-ring"
+
+
+def _attribution_rows(ctx: Context, adv: Adversary, claims: Claims, quantity: str,
+                      observer_of: Callable[[str], str], note: str) -> list[LeakageRow]:
+    from ppknn.protocols.ppknn.pp_topk import PROTOCOL
+
+    report = score_attribution(claims, ctx.messages(with_provenance=True, protocol=PROTOCOL),
+                               dict(ctx.public["party_index"]), int(ctx.public["n_queries"]))
+    claimed_targets = {c.target for c in claims.items}
+    rows = []
+    for d in report.parties:
+        observer = observer_of(d.party)
+        if not observer:
+            continue
+        if adv.scripted and d.party not in claimed_targets and adv.observers:
+            continue
+        precision = "n/a" if math.isnan(d.precision) else f"{d.precision:.3f}"
+        rows.append(proportion_row(
+            successes=d.disclosed, trials=d.trials, protocol=ctx.protocol, observer=observer,
+            target=d.party, attack=adv.attack, quantity=quantity,
+            note=f"claims' precision {precision} ({d.correct}/{d.claimed} values); {note}"))
+    return rows
+
+
+def _observer_filter(adv: Adversary, ring: Sequence[str]) -> Callable[[str], str]:
+    def observer_of(target: str) -> str:
+        succ = _ring_neighbours(ring, target)[1]
+        if adv.observers and succ not in adv.observers:
+            return ""
+        return succ
+    return observer_of
+
+
+@register(RING, "successor-attribution", default=True,
+          description="the paper's §6.6 attack by each node's successor")
+def _successor(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    from ppknn.simulations.disclosure import measure_disclosure
+
+    report = measure_disclosure(ctx.transcript, ctx.public)
+    ring = list(ctx.public["ring"])
+    observer_of = _observer_filter(adv, ring)
+    rows = []
+    for d in report.parties:
+        observer = observer_of(d.party)
+        if not observer:
+            continue
+        precision = "n/a" if math.isnan(d.precision) else f"{d.precision:.3f}"
+        rows.append(proportion_row(
+            successes=d.disclosed, trials=d.trials, protocol=ctx.protocol, observer=observer,
+            target=d.party, attack=adv.attack,
+            quantity="disclosure probability (paper §6.6)",
+            note=f"claims' precision {precision} ({d.correct}/{d.claimed} values); the paper "
+                 "measures disclosure but promises no bound"))
+    return rows
+
+
+@register(RING, "informed-successor", default=True,
+          description="the successor keeps only claims that survive into the final vector")
+def _informed(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    from ppknn.protocols.ppknn.pp_topk_attacks import informed_successor
+
+    msgs = ctx.messages()
+    claims = Claims(adv.attack)
+    ring = list(ctx.public["ring"])
+    observer_of = _observer_filter(adv, ring)
+    for party, view in View.per_party(msgs, ring).items():
+        if adv.observers and party not in adv.observers:
+            continue
+        claims.items.extend(informed_successor(
+            view, max_distance=float(ctx.public["max_distance"])).items)
+    return _attribution_rows(ctx, adv, claims, "disclosure probability (informed)",
+                             observer_of, "stronger than the paper's attacker; no bound")
+
+
+@register(RING, "coalition-attribution", default=False, needs_observers=True,
+          params=("informed",),
+          description="a coalition attributes values to every non-member")
+def _coalition(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    from ppknn.protocols.ppknn.pp_topk import PROTOCOL
+    from ppknn.protocols.ppknn.pp_topk_attacks import coalition_attribution
+
+    ring = list(ctx.public["ring"])
+    members = list(adv.observers)
+    view = ctx.view(members, protocol=PROTOCOL)
+    informed = bool(adv.params.get("informed", False))
+    claims = Claims(adv.attack)
+    for target in ring:
+        if target in members:
+            continue
+        claims.items.extend(coalition_attribution(
+            view, target=target, ring=ring, start=ctx.public["start"],
+            max_distance=float(ctx.public["max_distance"]), informed=informed).items)
+    name = observer_name(members)
+    return _attribution_rows(ctx, adv, claims, "disclosure probability (coalition)",
+                             lambda t: "" if t in members else name,
+                             "values new between the members' views are claimed as the "
+                             "target's; no bound")
+
+
+def _sum_rows(ctx: Context, adv: Adversary, *, protocol: str, truth_prefix: str,
+              ring_protocol: str, shared_protocol: str | None, kind: str,
+              quantity: str, per_query: bool) -> list[LeakageRow]:
+    ring = list(ctx.public["ring"])
+    start = ctx.public["start"]
+    msgs = [m for p in {ring_protocol, shared_protocol} - {None}
+            for m in ctx.messages(protocol=p)]
+    shared = any(m.kind == "share" for m in msgs)
+    rows = []
+    for target in ring:
+        key = f"{truth_prefix}{target}"
+        if key not in ctx.truth:
+            continue
+        truth = np.asarray(ctx.truth[key], dtype=np.uint64)
+        pred, succ = _ring_neighbours(ring, target)
+        observers = tuple(adv.observers) if adv.observers else (pred, succ)
+        if target in observers:
+            continue
+        view = View.of(msgs, observers)
+        if shared:
+            estimate = _shared_estimate(view, target)
+        else:
+            estimate = _ring_estimate(view, target=target, ring=ring, start=start, kind=kind,
+                                      protocol=ring_protocol)
+        t2 = truth.reshape(len(truth), -1) if per_query else truth.reshape(1, -1)
+        if estimate is None:
+            hits = np.zeros(len(t2), dtype=bool)
+        else:
+            e2 = np.asarray(estimate, dtype=np.uint64).reshape(t2.shape)
+            hits = np.all(e2 == t2, axis=1)
+        sum_kind = "secret-shared" if shared else "ring"
+        rows.append(proportion_row(
+            successes=int(hits.sum()), trials=len(hits), protocol=ctx.protocol,
+            observer=observer_name(sorted(observers)), target=target, attack=adv.attack,
+            quantity=quantity,
+            note=f"{sum_kind} secure sum; "
+                 + ("the start node's mask hides the target" if target == start
+                    and not shared else "no guarantee against colluding neighbours"
+                    if not shared else "shares of honest nodes hide the target")))
+    return rows
+
+
+def _ring_estimate(view: View, *, target: str, ring: list[str], start: str, kind: str,
+                   protocol: str) -> np.ndarray | None:
+    from ppknn.protocols.ppknn import secure_sum as ss
+    from ppknn.protocols.ppknn.secure_sum_attacks import _between
+
+    members = set(view.parties)
+    n = len(ring)
+    pos = ring.index(target)
+    b = next((ring[(pos + j) % n] for j in range(1, n) if ring[(pos + j) % n] in members), None)
+    a = next((ring[(pos - j) % n] for j in range(1, n) if ring[(pos - j) % n] in members), None)
+    if a is None or b is None or target == start or start in _between(ring, a, b):
+        return None
+    sent = [m for m in view.sent if m.sender == a and m.kind == kind and m.protocol == protocol
+            and m.receiver != start]
+    got = [m for m in view.received if m.receiver == b and m.kind == kind
+           and m.protocol == protocol]
+    if not sent or not got:
+        return None
+    return ss.sub(got[0].payload["s"], sent[0].payload["s"])
+
+
+def _shared_estimate(view: View, target: str) -> np.ndarray | None:
+    from ppknn.protocols.ppknn.secure_sum_attacks import shared_sum_estimate
+
+    return shared_sum_estimate(view, target=target)
+
+
+@register(RING, "secure-sum-neighbours", default=True,
+          description="a node's two ring neighbours pool their secure-sum views")
+def _ring_sum(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    from ppknn.protocols.ppknn import secure_sum as ss
+
+    return _sum_rows(ctx, adv, protocol=RING, truth_prefix="votes/",
+                     ring_protocol=ss.RING_PROTOCOL, shared_protocol=ss.SHARED_PROTOCOL,
+                     kind="partial-sum", quantity="vote vector recovered exactly",
+                     per_query=True)
+
+
+# -- ring-nb -----------------------------------------------------------------------------
+RING_NB = "ring-nb"
+
+
+@register(RING_NB, "secure-sum-neighbours", default=True,
+          description="a node's two ring neighbours pool their secure-sum views")
+def _ring_nb_sum(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    return _sum_rows(ctx, adv, protocol=RING_NB, truth_prefix="stats/",
+                     ring_protocol=RING_NB, shared_protocol=None, kind="partial-sum",
+                     quantity="statistics vector recovered exactly", per_query=False)
+
+
+def membership_rows(ctx: Context, adv: Adversary, *, observers: Sequence[str],
+                    models: Sequence[Mapping[str, Any]], claimed: float | None,
+                    bound_name: str) -> LeakageRow:
+    """Membership inference with a threshold chosen on one half, tested on the other."""
+    from ppknn.protocols.dp_nb.adversary import pooled_scores
+
+    mx, my = ctx.truth["members_X"], ctx.truth["members_y"]
+    ox, oy = ctx.truth["others_X"], ctx.truth["others_y"]
+    m = min(len(mx), len(ox))
+    fields: dict[str, Any] = dict(protocol=ctx.protocol, observer=observer_name(observers),
+                                  target="training records (members vs held-out rows)",
+                                  attack=adv.attack,
+                                  quantity="empirical ε lower bound (membership)",
+                                  bound=claimed, bound_name=bound_name)
+    if not models or m < 4:
+        return LeakageRow(value=float("nan"), ci_low=float("nan"), ci_high=float("nan"),
+                          trials=0, note="no model received", **fields)
+    s_in = pooled_scores(list(models), mx[:m], my[:m])
+    s_out = pooled_scores(list(models), ox[:m], oy[:m])
+    sel, test = slice(0, None, 2), slice(1, None, 2)
+    threshold, direction = _select_threshold(s_in[sel], s_out[sel])
+    a, b = s_in[test], s_out[test]
+    if direction < 0:  # "member" = low score: test the complement event
+        a, b = -a, -b
+        threshold = -threshold
+    n_in, n_out = len(a), len(b)
+    tp, fp = int((a >= threshold).sum()), int((b >= threshold).sum())
+    one = epsilon_row(hit_a=tp, n_a=n_in, hit_b=fp, n_b=n_out, **fields,
+                      note=f"P(claim member | member) {tp}/{n_in}, P(claim member | held out) "
+                           f"{fp}/{n_out} on the test half (threshold and direction chosen on "
+                           "the other half by the Clopper-Pearson bound); log-density score")
+    two = epsilon_row(hit_a=n_out - fp, n_a=n_out, hit_b=n_in - tp, n_b=n_in, **fields,
+                      note=one.note)
+    return one if one.ci_low >= two.ci_low else two
+
+
+@register(RING_NB, "model-membership-inference", default=True,
+          description="owners receiving the model test membership of candidate rows")
+def _ring_nb_mi(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    if "members_X" not in ctx.truth:
+        return []
+    ring = list(ctx.public["ring"])
+    lower = np.asarray(ctx.public["bounds"]["lower"])
+    upper = np.asarray(ctx.public["bounds"]["upper"])
+    groups = [tuple(adv.observers)] if adv.observers else [(p,) for p in ring]
+    rows = []
+    msgs = ctx.messages()
+    for group in groups:
+        view = View.of(msgs, group)
+        models = [{"theta": m.payload["theta"], "var": m.payload["var"], "lower": lower,
+                   "upper": upper} for m in view.received if m.kind == "nb-model"]
+        if not models:
+            continue
+        rows.append(membership_rows(ctx, adv, observers=group, models=models[:1],
+                                    claimed=float(ctx.public["epsilon"]),
+                                    bound_name="ε of the released model"))
+    return rows
+
+
+def _select_threshold(s_in: np.ndarray, s_out: np.ndarray) -> tuple[float, int]:
+    """The threshold and direction with the best ε lower bound on the selection half."""
+    from ppknn.simulations.leakage.table import epsilon_from_rates
+
+    best = (-1.0, 0.0, 1)
+    qs = np.unique(np.quantile(np.concatenate([s_in, s_out]), np.linspace(0.05, 0.95, 19)))
+    n_in, n_out = len(s_in), len(s_out)
+    for direction in (1, -1):
+        a, b = direction * s_in, direction * s_out
+        for t in direction * qs:
+            tp, fp = int((a >= t).sum()), int((b >= t).sum())
+            lo = max(epsilon_from_rates(tp, n_in, fp, n_out)[1],
+                     epsilon_from_rates(n_out - fp, n_out, n_in - tp, n_in)[1])
+            if lo > best[0]:
+                best = (lo, float(direction * t), direction)
+    return best[1], best[2]
+
+
+# -- dp-knn ------------------------------------------------------------------------------
+DP_KNN = "dp-knn"
+
+
+@register(DP_KNN, "analyst-label-inference", default=True,
+          description="an analyst claims each released label is the noiseless one")
+def _dp_knn_labels(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    from ppknn.protocols.dp_knn.adversary import label_claims
+
+    if "queries" not in ctx.truth:
+        return []
+    truth_x = np.asarray(ctx.truth["queries"])
+    truth_y = np.asarray(ctx.truth["nonprivate"])
+    index = {row.tobytes(): i for i, row in enumerate(truth_x)}
+    groups = ([tuple(adv.observers)] if adv.observers
+              else [(a,) for a in ctx.public["analysts"]])
+    msgs = ctx.messages()
+    rows = []
+    for group in groups:
+        view = View.of(msgs, group)
+        claims = label_claims(view)
+        spent = sum(float(np.asarray(m.payload["epsilon"])) for m in view.received
+                    if m.kind == "answer")
+        idx = np.array([index.get(np.asarray(x, dtype=np.float64).tobytes(), -1)
+                        for x in claims.x], dtype=np.int64)
+        known = idx >= 0
+        hits = int(np.sum(claims.label[known] == truth_y[idx[known]]))
+        repeated = int(np.sum(claims.answers > 1))
+        rows.append(proportion_row(
+            successes=hits, trials=int(known.sum()), protocol=ctx.protocol,
+            observer=observer_name(group), target="training data (noiseless labels)",
+            attack=adv.attack, quantity="labels inferred correctly",
+            note=f"ε spent on these answers {spent:.4g} (ledger); {repeated} instances "
+                 "answered more than once (majority vote); an aggregate label has no ε "
+                 "bound: empirical ε by `ppknn audit`"))
+    return rows
+
+
+@register(DP_KNN, "owner-sees-queries", default=True,
+          description="the DP owner reads the analysts' test instances in the clear")
+def _dp_knn_owner(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    if "queries" not in ctx.truth:
+        return []
+    owner = ctx.public["owner"]
+    truth_x = np.asarray(ctx.truth["queries"])
+    view = ctx.view(tuple(adv.observers or (owner,)))
+    rows = []
+    for analyst in ctx.public["analysts"]:
+        seen = {np.asarray(r, dtype=np.float64).tobytes()
+                for m in view.received if m.sender == analyst and "x" in m.payload
+                for r in np.asarray(m.payload["x"])}
+        if not seen:
+            continue
+        hits = sum(1 for r in truth_x if r.tobytes() in seen)
+        rows.append(proportion_row(
+            successes=hits, trials=len(seen), protocol=ctx.protocol,
+            observer=observer_name(adv.observers or (owner,)), target=analyst,
+            attack=adv.attack, quantity="analyst's instances seen exactly",
+            note="the paper's model: test instances are not private from the owner; no bound"))
+    return rows
+
+
+# -- dp-nb -------------------------------------------------------------------------------
+DP_NB = "dp-nb"
+
+
+@register(DP_NB, "model-membership-inference", default=True,
+          description="an analyst tests membership of candidate rows on its model(s)")
+def _dp_nb_mi(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    from ppknn.protocols.dp_nb.adversary import released_models
+
+    if "members_X" not in ctx.truth:
+        return []
+    groups = ([tuple(adv.observers)] if adv.observers
+              else [(a,) for a in ctx.public["analysts"]])
+    msgs = ctx.messages()
+    rows = []
+    for group in groups:
+        models = released_models(View.of(msgs, group))
+        eps = [float(np.asarray(m["epsilon"])) for m in models]
+        claimed = float(sum(eps)) if models and all(math.isfinite(e) for e in eps) else None
+        rows.append(membership_rows(
+            ctx, adv, observers=group, models=models, claimed=claimed,
+            bound_name=f"ε of the {len(models)} model(s) received (summed)"))
+    return rows
+
+
+@register(DP_NB, "owner-sees-requests", default=True,
+          description="the NB owner reads the analysts' model requests")
+def _dp_nb_owner(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    owner = ctx.public["owner"]
+    observers = tuple(adv.observers or (owner,))
+    view = ctx.view(observers)
+    rows = []
+    for analyst in ctx.public["analysts"]:
+        n = sum(1 for m in view.received if m.sender == analyst)
+        if n:
+            rows.append(proportion_row(
+                successes=0, trials=n, protocol=ctx.protocol,
+                observer=observer_name(observers), target=analyst, attack=adv.attack,
+                quantity="requests carrying the analyst's private data",
+                note="a request names public parameters only (method, ε, noise); no bound"))
+    return rows
+
+
+# -- pca-perturbation --------------------------------------------------------------------
+PCA = "pca-perturbation"
+
+
+def _pca_release(ctx: Context) -> Any:
+    from ppknn.protocols.pca_perturbation.attacks import release_message
+
+    view = ctx.view(["miner"])
+    rounds = sorted({m.round for m in view.received if m.kind.startswith("release:")})
+    return release_message(view, rounds[-1]) if rounds else None
+
+
+@register(PCA, "transform-attack", default=True, params=("reach",),
+          description="the miner reverses the released transform, per record")
+def _pca_transform(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    from ppknn.protocols.pca_perturbation.attacks import reconstruct
+    from ppknn.protocols.pca_perturbation.privacy import rho2_bound
+
+    release = _pca_release(ctx)
+    if release is None or "records" not in ctx.truth:
+        return []
+    truth = np.asarray(ctx.truth["records"])
+    estimate = reconstruct(release)
+    reach = float(adv.params.get("reach", 0.05))
+    if not 0 < reach < 0.5:
+        raise ConfigError(f"adversary transform-attack: reach = {reach!r}; allowed: 0 < reach "
+                          "< 0.5 (a fraction of the normalised range)")
+    rmse = np.sqrt(np.mean((estimate - truth) ** 2, axis=1))
+    observer = observer_name(adv.observers or ("miner",))
+    base = dict(protocol=ctx.protocol, observer=observer, target="sanitizer (each record)",
+                attack=adv.attack)
+    rows = [mean_row(values=rmse, quantity="reconstruction RMS error per record "
+                     "(normalised)", note="mean over records; no bound", **base)]
+    within = np.abs(estimate - truth) <= reach
+    amp = np.asarray(release.payload.get("amplification", []), dtype=np.float64)
+    bound = None
+    name = ""
+    if amp.size and np.all(np.isfinite(amp)):
+        gamma = float(np.max(amp))
+        bound = rho2_bound(gamma, 2 * reach)
+        name = f"ρ1→ρ2 bound, ρ1 = {2 * reach:g}, γ = e^(1/b) = {gamma:.4g} (per column)"
+    rows.append(proportion_row(
+        successes=int(within.sum()), trials=int(within.size),
+        quantity=f"values reconstructed within ±{reach:g} of the range", bound=bound,
+        bound_name=name,
+        note="ρ1 assumes a uniform prior on each normalised value; a record's s columns "
+             "jointly allow γ^s", **base))
+    return rows
+
+
+@register(PCA, "correlation-attack", default=True,
+          description="PCA filtering with the attacker's best s2 (oracle)")
+def _pca_correlation(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    from ppknn.protocols.pca_perturbation.attacks import attack
+
+    release = _pca_release(ctx)
+    if release is None or "records" not in ctx.truth:
+        return []
+    outcome = attack(release, np.asarray(ctx.truth["records"]))
+    value = outcome.filtered if outcome.best_s2 else outcome.no_filter
+    return [LeakageRow(
+        protocol=ctx.protocol, observer=observer_name(adv.observers or ("miner",)),
+        target="sanitizer (all records)", attack=adv.attack,
+        quantity="average privacy (95% interval width / range; lower leaks more)",
+        value=float(value), ci_low=float("nan"), ci_high=float("nan"),
+        trials=int(len(ctx.truth["records"])),
+        note=(f"s2 = {outcome.best_s2} (oracle); transform attack alone "
+              f"{outcome.no_filter:.4f}") if outcome.best_s2 else
+             "no s2 applies: transform attack alone")]
+
+
+# -- dptt --------------------------------------------------------------------------------
+DPTT = "dptt"
+
+
+@register(DPTT, "server-side-inference", default=True,
+          description="the server claims the side each bit names")
+def _dptt_side(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    from ppknn.protocols.dptt.adversary import side_claims, true_sides
+
+    if "queries" not in ctx.truth:
+        return []
+    observers = tuple(adv.observers or ("server",))
+    claims = side_claims(ctx.view(observers))
+    n = int(claims.slot.size)
+    if n == 0:
+        return []
+    correct = int(np.sum(claims.right == true_sides(claims, ctx.truth["queries"])))
+    base = dict(protocol=ctx.protocol, observer=observer_name(observers),
+                target="client (each query)", attack=adv.attack)
+    eps = float(ctx.public.get("per_decision_epsilon", float("nan")))
+    if claims.utility != "cmp":
+        return [proportion_row(successes=correct, trials=n,
+                               quantity="decisions whose side the server infers", note=(
+                                   "DIS: ε holds for queries within the privacy radius; "
+                                   "no per-decision rate bound"), **base)]
+    p = correct / n
+    lo, hi = clopper_pearson(correct, n, 0.025)
+
+    def logit(x: float) -> float:
+        if x <= 0.5:
+            return 0.0
+        return math.inf if x >= 1 else math.log(x / (1 - x))
+
+    final = ctx.public.get("final_epsilon_br")
+    return [LeakageRow(
+        quantity="empirical ε per decision (side inference)", value=logit(p),
+        ci_low=logit(lo), ci_high=logit(hi), trials=n, bound=eps,
+        bound_name="per-decision ε of the exponential mechanism",
+        note=f"server right on {correct}/{n} decisions; the EM takes the correct side with "
+             f"e^(ε/2)/(1+e^(ε/2)), so ε/2 is expected; composed ε per query "
+             f"{final if final is None else f'{float(final):.4g}'} (bounded range)", **base)]
+
+
+@register(DPTT, "server-location-inference", default=True,
+          description="the server estimates each query by the points it released for it")
+def _dptt_location(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    from ppknn.protocols.dptt.adversary import location_estimates
+
+    if "queries" not in ctx.truth:
+        return []
+    queries = np.asarray(ctx.truth["queries"], dtype=np.float64)
+    observers = tuple(adv.observers or ("server",))
+    est, has = location_estimates(ctx.view(observers), len(queries))
+    if not has.any():
+        return []
+    err = np.linalg.norm(est[has] - queries[has], axis=1)
+    centre = np.linalg.norm(queries - queries.mean(axis=0), axis=1).mean()
+    return [mean_row(values=err, protocol=ctx.protocol, observer=observer_name(observers),
+                     target="client (each query)", attack=adv.attack,
+                     quantity="location error distance",
+                     note=f"the queries' own centroid is {centre:.4g} away on average; "
+                          f"composed ε per query "
+                          f"{ctx.public.get('final_epsilon_br')}; no distance bound")]
+
+
+@register(DPTT, "client-sees-training-points", default=True,
+          description="the client receives the server's released points")
+def _dptt_client(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    observers = tuple(adv.observers or ("client",))
+    view = ctx.view(observers)
+    ids: set[int] = set()
+    for m in view.received:
+        if m.kind == "release":
+            ids.update(np.asarray(m.payload["ids"]).tolist())
+        elif m.kind == "nodes":
+            for key in ("parent_id", "left_id", "right_id"):
+                if key in m.payload:
+                    ids.update(np.asarray(m.payload[key]).tolist())
+    n = int(ctx.public["training_rows"])
+    return [proportion_row(
+        successes=len(ids), trials=n, protocol=ctx.protocol,
+        observer=observer_name(observers), target="server (training points)",
+        attack=adv.attack, quantity="training points seen exactly",
+        note="node values and released points are sent in the clear by design (the "
+             "thesis protects the client's query, not the server's data); no bound")]
+
+
+__all__ = ["Adversary", "Attack", "Context", "allowed", "defaults", "get", "membership_rows",
+           "observer_name", "register"]

@@ -1,0 +1,133 @@
+"""The leakage table of a run, and its recomputation from a results folder.
+
+:func:`leakage_rows` scores every adversary of every protocol of a run:
+each protocol's default attacks (:func:`simulations.leakage.attacks.defaults`)
+plus the scenario's scripted ``[[adversary]]`` entries. The attacks read
+views of the transcript; scorers read provenance and the ground truth saved
+beside the transcript (:mod:`simulations.leakage.truth`).
+
+:func:`run_table` does it for a :class:`~simulations.runner.RunResult`
+(called by :func:`simulations.results.write_results`); :func:`recompute`
+does it from a results folder (``ppknn leakage``): ``public.json``,
+``scenario.json`` and ``transcript/`` are all it reads, and it gives the
+same rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ppknn.core.errors import ConfigError
+from ppknn.core.transcript import Transcript
+from ppknn.simulations.leakage import attacks
+from ppknn.simulations.leakage.table import LeakageRow
+from ppknn.simulations.leakage.truth import load_truth, save_truth, truth_of, truth_path
+
+
+def scripted(scenario_adversaries: Sequence[Mapping[str, Any]], protocols: Sequence[str]
+             ) -> list[attacks.Adversary]:
+    """The scenario's ``[[adversary]]`` entries as adversaries (validated)."""
+    out = []
+    for i, entry in enumerate(scenario_adversaries):
+        where = f"adversary[{i}]"
+        protocol = entry.get("protocol") or (protocols[0] if len(protocols) == 1 else None)
+        if protocol is None:
+            raise ConfigError(f"{where}.protocol: the scenario runs {list(protocols)}; name "
+                              "the protocol this adversary attacks")
+        if protocol not in protocols:
+            raise ConfigError(f"{where}.protocol = {protocol!r}: not a protocol of this "
+                              f"scenario; allowed: {list(protocols)}")
+        attack = attacks.get(protocol, str(entry.get("attack")))
+        observers = tuple(entry.get("observers") or ())
+        if attack.needs_observers and not observers:
+            raise ConfigError(f"{where}.observers: attack {attack.name!r} needs the observing "
+                              "parties (a coalition), e.g. observers = [\"owner-00\", "
+                              "\"owner-02\"]")
+        params = dict(entry.get("params") or {})
+        unknown = sorted(set(params) - set(attack.params))
+        if unknown:
+            raise ConfigError(f"{where}.params: unknown parameter(s) {unknown} for attack "
+                              f"{attack.name!r}; allowed: {list(attack.params)}")
+        out.append(attacks.Adversary(protocol, attack.name, observers, params, scripted=True))
+    return out
+
+
+def check_observers(adversaries: Sequence[attacks.Adversary],
+                    parties: Mapping[str, Sequence[str]]) -> None:
+    """Every scripted observer must be a party of the protocol it attacks."""
+    for adv in adversaries:
+        known = set(parties.get(adv.protocol, ()))
+        unknown = sorted(set(adv.observers) - known)
+        if unknown:
+            shown = sorted(known)[:20]
+            raise ConfigError(f"[[adversary]] {adv.attack!r} on {adv.protocol!r}: observers "
+                              f"{unknown} are not parties of it; its parties: {shown}")
+
+
+def score(protocol: str, transcript: Transcript, public: Mapping[str, Any],
+          truth: Mapping[str, Any], adversaries: Sequence[attacks.Adversary]
+          ) -> list[LeakageRow]:
+    """Rows of every adversary of ``protocol``."""
+    ctx = attacks.Context(protocol=protocol, transcript=transcript, public=public, truth=truth)
+    rows: list[LeakageRow] = []
+    for adv in adversaries:
+        if adv.protocol == protocol:
+            rows.extend(attacks.get(protocol, adv.attack).scorer(ctx, adv))
+    return rows
+
+
+def adversaries_for(protocols: Sequence[str], scenario_adversaries: Sequence[Mapping[str, Any]]
+                    ) -> list[attacks.Adversary]:
+    """Default attacks of each protocol, then the scripted ones."""
+    out = [a for p in protocols for a in attacks.defaults(p)]
+    return out + scripted(scenario_adversaries, protocols)
+
+
+def _scenario_adversaries(scenario_dump: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return list(scenario_dump.get("adversary") or ())
+
+
+def run_table(result: Any, *, save: bool = True) -> list[LeakageRow]:
+    """The leakage table of a run; saves each protocol's ground truth beside its transcript."""
+    prepared = result.prepared
+    names = [o.name for o in result.outcomes]
+    advs = adversaries_for(names, _scenario_adversaries(prepared.scenario.model_dump()))
+    rows: list[LeakageRow] = []
+    transcript = result.transcript
+    if transcript is None:
+        return rows
+    public = prepared.public()["protocols"]
+    for o in result.outcomes:
+        truth = truth_of(o, prepared.data)
+        if save and result.transcript_dir is not None and truth:
+            save_truth(truth, truth_path(result.transcript_dir, o.name))
+        rows.extend(score(o.name, transcript, _jsonable(public[o.name]), truth, advs))
+    return rows
+
+
+def _jsonable(public: Mapping[str, Any]) -> dict[str, Any]:
+    """The public facts as ``public.json`` holds them (so recomputation sees the same)."""
+    return json.loads(json.dumps(dict(public), default=float))
+
+
+def recompute(results_dir: Path) -> list[LeakageRow]:
+    """The leakage table from a results folder alone (``ppknn leakage``)."""
+    results_dir = Path(results_dir)
+    public_all = json.loads((results_dir / "public.json").read_text())
+    per_protocol = public_all.get("protocols", {"ppknn-ring": public_all})
+    scenario_path = results_dir / "scenario.json"
+    scenario = json.loads(scenario_path.read_text()) if scenario_path.is_file() else {}
+    names = list(per_protocol)
+    advs = adversaries_for(names, _scenario_adversaries(scenario))
+    transcript = Transcript(results_dir / "transcript")
+    rows: list[LeakageRow] = []
+    for name in names:
+        truth = load_truth(truth_path(results_dir / "transcript", name))
+        rows.extend(score(name, transcript, per_protocol[name], truth, advs))
+    return rows
+
+
+__all__ = ["adversaries_for", "check_observers", "recompute", "run_table", "score", "scripted"]

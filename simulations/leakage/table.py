@@ -1,0 +1,260 @@
+"""The leakage table of a run: one row per (protocol, observer, target, attack).
+
+Every row says who observes (a party or a coalition, members joined by
+``+``), whose secret is at stake (a party, a record set, the queries), the
+attack, the measured quantity with a 95% interval, the bound the protocol
+promises for that quantity where it has one, and a verdict:
+
+``within bound``
+    the interval's lower end does not exceed the bound;
+``above bound``
+    it does (the measured leak is larger than the promise allows);
+``no bound``
+    the protocol promises nothing this quantity can be compared with
+    (e.g. PP-kNN's disclosure, which the paper measures but does not bound).
+
+Quantities that are empirical ε lower bounds carry the point estimate in
+``value`` and the one-sided Clopper-Pearson bounds in ``ci_low``/``ci_high``
+(``ci_low`` is the lower confidence bound on ε that is compared with the
+promise).
+
+Examples
+--------
+>>> row = LeakageRow(protocol="dptt", observer="server", target="client", attack="a",
+...                  quantity="empirical ε per decision", value=0.6, ci_low=0.5,
+...                  ci_high=0.7, trials=1000, bound=1.0, bound_name="ε per decision")
+>>> row.verdict
+'within bound'
+>>> LeakageRow(protocol="p", observer="o", target="t", attack="a", quantity="q", value=0.2,
+...            ci_low=0.1, ci_high=0.3, trials=10).verdict
+'no bound'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from ppknn.core.dp.audit import clopper_pearson
+from ppknn.core.leakage import wilson_interval
+from ppknn.simulations.reporting.csvio import read_rows, write_rows
+
+WITHIN, ABOVE, NO_BOUND = "within bound", "above bound", "no bound"
+COLUMNS = ("protocol", "observer", "target", "attack", "quantity", "value", "ci_low",
+           "ci_high", "trials", "bound", "bound_name", "verdict", "note")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeakageRow:
+    """One (observer, target, attack) measurement (module docstring)."""
+
+    protocol: str
+    observer: str
+    target: str
+    attack: str
+    quantity: str
+    value: float
+    ci_low: float
+    ci_high: float
+    trials: int
+    bound: float | None = None
+    bound_name: str = ""
+    note: str = ""
+
+    @property
+    def verdict(self) -> str:
+        """``within bound``, ``above bound`` or ``no bound`` (module docstring)."""
+        if self.bound is None or not math.isfinite(self.bound):
+            return NO_BOUND
+        if math.isnan(self.ci_low):
+            return NO_BOUND
+        return ABOVE if self.ci_low > self.bound + 1e-12 else WITHIN
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as written to ``leakage.csv``."""
+        d = asdict(self)
+        d["verdict"] = self.verdict
+        return {c: d[c] for c in COLUMNS}
+
+
+def proportion_row(*, successes: int, trials: int, **fields: Any) -> LeakageRow:
+    """A rate with its Wilson 95% interval."""
+    lo, hi = wilson_interval(int(successes), int(trials))
+    value = successes / trials if trials else float("nan")
+    return LeakageRow(value=float(value), ci_low=float(lo), ci_high=float(hi),
+                      trials=int(trials), **fields)
+
+
+def mean_row(*, values: np.ndarray, **fields: Any) -> LeakageRow:
+    """A mean with its Student-t 95% interval."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    n = int(v.size)
+    if n == 0:
+        return LeakageRow(value=float("nan"), ci_low=float("nan"), ci_high=float("nan"),
+                          trials=0, **fields)
+    mean = float(v.mean())
+    if n == 1:
+        return LeakageRow(value=mean, ci_low=float("nan"), ci_high=float("nan"), trials=1,
+                          **fields)
+    half = float(stats.t.ppf(0.975, n - 1) * v.std(ddof=1) / math.sqrt(n))
+    return LeakageRow(value=mean, ci_low=mean - half, ci_high=mean + half, trials=n, **fields)
+
+
+def epsilon_from_rates(hit_a: int, n_a: int, hit_b: int, n_b: int, *, delta: float = 0.0,
+                       confidence: float = 0.95) -> tuple[float, float, float]:
+    """Empirical ε of a test ``E``: ``ln(P(E | a) / P(E | b))``, point and 95% bounds.
+
+    The lower bound uses one-sided Clopper-Pearson bounds at ``(1 - confidence) / 2``
+    each (as :func:`core.dp.audit.audit` does); ``(point, lower, upper)``, each >= 0.
+
+    >>> p, lo, hi = epsilon_from_rates(900, 1000, 100, 1000)
+    >>> round(p, 3), lo < p < hi
+    (2.197, True)
+    """
+    alpha = (1 - confidence) / 2
+    if n_a == 0 or n_b == 0:
+        return float("nan"), float("nan"), float("nan")
+    pa_lo, pa_hi = clopper_pearson(int(hit_a), int(n_a), alpha)
+    pb_lo, pb_hi = clopper_pearson(int(hit_b), int(n_b), alpha)
+    pa, pb = hit_a / n_a, hit_b / n_b
+
+    def ratio(num: float, den: float) -> float:
+        if num - delta <= 0:
+            return 0.0
+        if den <= 0:
+            return math.inf
+        return max(0.0, math.log((num - delta) / den))
+
+    return ratio(pa, pb), ratio(pa_lo, pb_hi), ratio(pa_hi, pb_lo)
+
+
+def epsilon_row(*, hit_a: int, n_a: int, hit_b: int, n_b: int, delta: float = 0.0,
+                **fields: Any) -> LeakageRow:
+    """An empirical ε lower bound of a distinguishing test, as a row."""
+    point, lo, hi = epsilon_from_rates(hit_a, n_a, hit_b, n_b, delta=delta)
+    return LeakageRow(value=point, ci_low=lo, ci_high=hi, trials=int(n_a + n_b), **fields)
+
+
+def write_table(rows: Sequence[LeakageRow], path: Path) -> Path:
+    """``leakage.csv``."""
+    return write_rows(path, [r.as_dict() for r in rows], columns=list(COLUMNS))
+
+
+def read_table(path: Path) -> list[dict[str, Any]]:
+    """Rows of a ``leakage.csv`` (cells parsed)."""
+    return read_rows(path)
+
+
+def summary(rows: Sequence[LeakageRow]) -> dict[str, Any]:
+    """The ``leakage`` section of ``summary.json``."""
+    verdicts = [r.verdict for r in rows]
+    return {
+        "rows": len(rows),
+        "above_bound": verdicts.count(ABOVE),
+        "within_bound": verdicts.count(WITHIN),
+        "no_bound": verdicts.count(NO_BOUND),
+        "definition": "one row per (observer, target, attack): measured quantity with a 95% "
+                      "interval, the bound the protocol promises, verdict 'above bound' when "
+                      "the interval's lower end exceeds it (leakage.csv)",
+        "table": [_json_row(r) for r in rows],
+    }
+
+
+def _json_row(row: LeakageRow) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in row.as_dict().items():
+        out[k] = None if isinstance(v, float) and not math.isfinite(v) else v
+    return out
+
+
+def plot_table(rows: Sequence[LeakageRow], path: Path, *, title: str) -> Path:
+    """``leakage.png``: one panel per protocol, each row's value with its 95% interval.
+
+    Rows are grouped by quantity (different units sit in different panels);
+    a promised bound is drawn as a red tick beside its row.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups: dict[tuple[str, str], list[LeakageRow]] = {}
+    for r in rows:
+        groups.setdefault((r.protocol, r.quantity), []).append(r)
+    n = max(1, len(groups))
+    fig, axes = plt.subplots(n, 1, figsize=(10, 1.2 + 0.28 * max(
+        [min(len(g), 40) for g in groups.values()] or [1]) * 1.0 + 1.6 * n), squeeze=False)
+    if not groups:
+        axes[0][0].text(0.5, 0.5, "no party observes anything", ha="center", va="center")
+        axes[0][0].set_axis_off()
+    for ax, ((protocol, quantity), group) in zip(axes[:, 0], groups.items()):
+        shown = group if len(group) <= 40 else sorted(group, key=lambda r: -r.value)[:40]
+        y = np.arange(len(shown))
+        vals = _finite([r.value for r in shown])
+        lo = _finite([r.ci_low for r in shown])
+        hi = _finite([r.ci_high for r in shown])
+        with np.errstate(invalid="ignore"):
+            err = np.vstack([np.maximum(vals - lo, 0), np.maximum(hi - vals, 0)])
+        err[~np.isfinite(err)] = 0
+        colours = ["tab:red" if r.verdict == ABOVE else "tab:blue" for r in shown]
+        ax.errorbar(vals, y, xerr=err, fmt="none", ecolor="gray", capsize=2)
+        ax.scatter(vals, y, c=colours, s=18, zorder=3, label="measured (95% CI)")
+        bounded = [(i, r.bound) for i, r in enumerate(shown)
+                   if r.bound is not None and math.isfinite(r.bound)]
+        if bounded:
+            ax.scatter([b for _, b in bounded], [i for i, _ in bounded], marker="|",
+                       color="tab:red", s=120, label="promised bound")
+        ax.set_yticks(y, [f"{r.observer} → {r.target} ({r.attack})"[:60] for r in shown],
+                      fontsize=6)
+        ax.set_xlabel(quantity)
+        more = "" if len(group) == len(shown) else f" (40 largest of {len(group)})"
+        ax.set_title(f"{protocol}: {quantity}{more}", fontsize=9)
+        ax.legend(fontsize=6, loc="best")
+    fig.suptitle(f"leakage: {title}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _finite(values: Sequence[float]) -> np.ndarray:
+    """Values for plotting: infinite ends drawn at the largest finite value (NaN stays)."""
+    v = np.array(values, dtype=np.float64)
+    finite = v[np.isfinite(v)]
+    cap = float(finite.max()) if finite.size else 1.0
+    return np.where(np.isinf(v), cap, v)
+
+
+def rows_equal(a: Iterable[Mapping[str, Any]], b: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether two read-back tables are the same (NaN equals NaN)."""
+    la, lb = list(a), list(b)
+    if len(la) != len(lb):
+        return False
+    for x, y in zip(la, lb):
+        if set(x) != set(y):
+            return False
+        for k in x:
+            u, v = x[k], y[k]
+            if isinstance(u, float) and isinstance(v, float) and math.isnan(u) and math.isnan(v):
+                continue
+            if u != v:
+                return False
+    return True
+
+
+def dumps(rows: Sequence[LeakageRow]) -> str:
+    """The rows as JSON text (for logs and tests)."""
+    return json.dumps([_json_row(r) for r in rows], indent=1)
+
+
+__all__ = ["ABOVE", "COLUMNS", "NO_BOUND", "WITHIN", "LeakageRow", "dumps", "epsilon_from_rates",
+           "epsilon_row", "mean_row", "plot_table", "proportion_row", "read_table",
+           "rows_equal", "summary", "write_table"]

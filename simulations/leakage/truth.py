@@ -1,0 +1,136 @@
+"""Simulation-only ground truth the leakage scorers need beyond provenance.
+
+Adversaries never see it; only scorers read it. It is computed once, after
+a run, from the run's own data and plans, and saved beside the transcript
+(``transcript/truth-PROTOCOL.npz``) so that ``ppknn leakage`` recomputes the
+table from the results folder alone, whatever the randomness mode.
+
+Per protocol:
+
+``ppknn-ring``
+    ``votes/<owner>``: each owner's encoded local vote vector ``(Q, C)``
+    (computed by the owner's own code from the final broadcast vector).
+``ring-nb``
+    ``stats/<owner>``: each owner's encoded Naive Bayes statistics vector;
+    ``members_X``/``members_y`` (the union of the owners' rows) and
+    ``others_X``/``others_y`` (the held-out query rows).
+``dp-knn``
+    ``queries`` and ``nonprivate``: the instances and the labels the union
+    gives them without noise (the baseline's answers).
+``dp-nb``
+    ``members_X``/``members_y`` and ``others_X``/``others_y`` as for ``ring-nb``.
+``pca-perturbation``
+    ``records``: the sanitizer's rows normalised to [0, 1] by the public bounds.
+``dptt``
+    ``queries``: the client's private queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+Truth = dict[str, np.ndarray]
+
+
+def _owners_data(outcome: Any, data: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    out = {}
+    for spec in outcome.plan.specs:
+        kw = spec.kwargs
+        if "X" in kw and "y" in kw:
+            out[spec.party_id] = (np.asarray(kw["X"]), np.asarray(kw["y"]))
+    return out
+
+
+def _ring(outcome: Any, data: Any) -> Truth:
+    from ppknn.protocols.ppknn.config import RingSetup
+
+    detail = outcome.result.detail
+    plan = outcome.plan
+    truth: Truth = {}
+    setup = RingSetup(ring=tuple(plan.public["ring"]), start=plan.public["start"],
+                      params=plan.config.params, weighting=plan.config.weighting)
+    for spec in plan.specs:
+        owner = spec.factory(**spec.kwargs)
+        owner.configure(setup)
+        owner.load_queries(plan.queries)
+        owner._set_final(np.asarray(detail.final_vector))
+        truth[f"votes/{spec.party_id}"] = np.asarray(owner.last_votes, dtype=np.uint64)
+    return truth
+
+
+def _members(data: Any, plan: Any) -> Truth:
+    return {"members_X": np.asarray(data.train_X, dtype=np.float64),
+            "members_y": np.asarray(data.train_y, dtype=np.int64),
+            "others_X": np.asarray(plan.queries, dtype=np.float64),
+            "others_y": np.asarray(plan.query_labels, dtype=np.int64)}
+
+
+def _ring_nb(outcome: Any, data: Any) -> Truth:
+    from ppknn.protocols.ring_nb import steps as nb
+
+    lower = np.asarray(outcome.plan.public["bounds"]["lower"], dtype=np.float64)
+    upper = np.asarray(outcome.plan.public["bounds"]["upper"], dtype=np.float64)
+    truth = _members(data, outcome.plan)
+    for party, (X, y) in _owners_data(outcome, data).items():
+        stats = nb.local_statistics(X, y, data.n_classes, lower, upper)
+        truth[f"stats/{party}"] = nb.encode_signed(stats)
+    return truth
+
+
+def _dp_knn(outcome: Any, data: Any) -> Truth:
+    return {"queries": np.asarray(outcome.plan.queries, dtype=np.float64),
+            "nonprivate": np.asarray(outcome.baseline.predictions, dtype=np.int64)}
+
+
+def _dp_nb(outcome: Any, data: Any) -> Truth:
+    return _members(data, outcome.plan)
+
+
+def _pca(outcome: Any, data: Any) -> Truth:
+    from ppknn.protocols.pca_perturbation.sanitize import normalise
+
+    return {"records": normalise(data.train_X, data.bounds.lower, data.bounds.upper)}
+
+
+def _dptt(outcome: Any, data: Any) -> Truth:
+    return {"queries": np.asarray(outcome.plan.queries, dtype=np.float64)}
+
+
+BUILDERS: dict[str, Callable[[Any, Any], Truth]] = {
+    "ppknn-ring": _ring, "ring-nb": _ring_nb, "dp-knn": _dp_knn, "dp-nb": _dp_nb,
+    "pca-perturbation": _pca, "dptt": _dptt,
+}
+"""Protocol name -> ground-truth builder (module docstring)."""
+
+
+def truth_of(outcome: Any, data: Any) -> Truth:
+    """The ground truth of one protocol's outcome (empty when none is registered)."""
+    build = BUILDERS.get(outcome.name)
+    return build(outcome, data) if build is not None else {}
+
+
+def truth_path(transcript_dir: Path, protocol: str) -> Path:
+    """Where a protocol's ground truth sits beside the transcript."""
+    return Path(transcript_dir) / f"truth-{protocol}.npz"
+
+
+def save_truth(truth: Mapping[str, np.ndarray], path: Path) -> Path:
+    """Write ground truth (compressed ``.npz``)."""
+    arrays: dict[str, Any] = {k: np.asarray(v) for k, v in truth.items()}
+    np.savez_compressed(path, **arrays)
+    return path
+
+
+def load_truth(path: Path) -> Truth:
+    """Read ground truth back (empty when the file is absent)."""
+    if not Path(path).is_file():
+        return {}
+    with np.load(path, allow_pickle=False) as f:
+        return {k: f[k] for k in f.files}
+
+
+__all__ = ["BUILDERS", "Truth", "load_truth", "save_truth", "truth_of", "truth_path"]

@@ -1,0 +1,141 @@
+"""The leakage table: written for every protocol, recomputed identically from the folder."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ppknn.simulations.leakage import recompute
+from ppknn.simulations.leakage.table import (
+    ABOVE,
+    NO_BOUND,
+    WITHIN,
+    LeakageRow,
+    epsilon_from_rates,
+    read_table,
+    rows_equal,
+    write_table,
+)
+from ppknn.simulations.results import write_results
+from ppknn.simulations.runner import execute
+from ppknn.simulations.scenario import parse_scenario
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+PROTOCOLS = ("ppknn-ring", "dp-knn", "dp-nb", "dptt", "pca-perturbation", "ring-nb")
+
+
+def small(name: str, **changes) -> dict:
+    """The protocol's example scenario, made small and in-process."""
+    data = tomllib.loads((ROOT / "scenarios" / f"{name}.toml").read_text())
+    data.setdefault("runtime", {}).update(kind="inprocess", channels=False)
+    data["runtime"].pop("layout", None)
+    data.setdefault("data", {})
+    if name == "dptt":
+        data["data"]["dataset"] = "synthetic:classification?rows=3000&features=2&classes=2"
+        data["data"]["test_fraction"] = 0.05
+        data["data"].pop("max_queries", None)
+    else:
+        data["data"]["max_queries"] = 40
+    for section, values in changes.items():
+        if isinstance(values, dict) and isinstance(data.get(section), dict):
+            data[section].update(values)
+        else:
+            data[section] = values
+    return data
+
+
+def run_into(folder: Path, scenario: dict):
+    result = execute(parse_scenario(scenario), transcript_dir=folder / "transcript")
+    write_results(result, folder)
+    return result
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    base = tmp_path_factory.mktemp("leak")
+    return {name: (base / name, run_into(base / name, small(name))) for name in PROTOCOLS}
+
+
+def _observers(result) -> set[str]:
+    """Every party that received at least one message."""
+    table = result.transcript.table(["receiver"])
+    return set(table["receiver"].to_pylist())
+
+
+@pytest.mark.parametrize("name", PROTOCOLS)
+def test_every_protocol_writes_a_row_per_observing_party(folders, name):
+    folder, result = folders[name]
+    rows = read_table(folder / "leakage.csv")
+    assert rows, f"{name}: empty leakage table"
+    observers = {m for r in rows for m in str(r["observer"]).split("+")}
+    assert _observers(result) <= observers, (name, _observers(result) - observers)
+    assert {r["verdict"] for r in rows} <= {WITHIN, ABOVE, NO_BOUND}
+    assert (folder / "leakage.png").stat().st_size > 0
+    summary = json.loads((folder / "summary.json").read_text())["leakage"]
+    assert summary["rows"] == len(rows)
+    assert summary["above_bound"] == 0  # honest runs keep their promises
+
+
+@pytest.mark.parametrize("name", PROTOCOLS)
+def test_leakage_is_recomputed_identically_from_the_folder(folders, name, tmp_path):
+    folder, _ = folders[name]
+    write_table(recompute(folder), tmp_path / "again.csv")
+    assert rows_equal(read_table(folder / "leakage.csv"), read_table(tmp_path / "again.csv"))
+
+
+def test_ring_successor_rows_agree_with_the_disclosure_table(folders):
+    folder, result = folders["ppknn-ring"]
+    disclosure = {r["party"]: r for r in read_table(folder / "disclosure.csv")}
+    rows = [r for r in read_table(folder / "leakage.csv")
+            if r["attack"] == "successor-attribution"]
+    assert len(rows) == len(disclosure) == len(result.outcome.plan.public["ring"])
+    ring = result.outcome.plan.public["ring"]
+    for r in rows:
+        d = disclosure[r["target"]]
+        assert (r["value"], r["ci_low"], r["ci_high"], r["trials"]) == \
+            (d["probability"], d["ci_low"], d["ci_high"], d["trials"])
+        assert r["observer"] == ring[(ring.index(r["target"]) + 1) % len(ring)]
+    report = result.outcome.leakage  # today's measure, on the same transcript
+    assert [d.probability for d in report.parties] == pytest.approx(
+        [disclosure[d.party]["probability"] for d in report.parties], abs=1e-6)
+
+
+def test_ring_sum_neighbours_recover_every_vote_vector_but_the_masked_ones(folders):
+    _, result = folders["ppknn-ring"]
+    folder = folders["ppknn-ring"][0]
+    start = result.outcome.plan.public["start"]
+    rows = [r for r in read_table(folder / "leakage.csv")
+            if r["attack"] == "secure-sum-neighbours"]
+    assert len(rows) == len(result.outcome.plan.public["ring"])
+    for r in rows:
+        # only the start node is hidden (by its own mask); every other node's two
+        # neighbours subtract what they sent and received and get its vector exactly
+        assert r["value"] == (0.0 if r["target"] == start else 1.0), r["target"]
+
+
+def test_shared_sum_hides_vote_vectors_from_the_neighbours(tmp_path):
+    result = run_into(tmp_path / "s", small("ppknn-ring", protocol={"secure_sum": "shared"}))
+    rows = [r for r in read_table(tmp_path / "s" / "leakage.csv")
+            if r["attack"] == "secure-sum-neighbours"]
+    assert len(rows) == len(result.outcome.plan.public["ring"])
+    assert all(r["value"] == 0 for r in rows)
+
+
+def test_verdict_and_epsilon_from_rates():
+    row = dict(protocol="p", observer="o", target="t", attack="a", quantity="q", trials=10)
+    assert LeakageRow(value=2.0, ci_low=1.5, ci_high=3, bound=1.0, **row).verdict == ABOVE
+    assert LeakageRow(value=2.0, ci_low=0.9, ci_high=3, bound=1.0, **row).verdict == WITHIN
+    assert LeakageRow(value=2.0, ci_low=0.9, ci_high=3, **row).verdict == NO_BOUND
+    point, lo, hi = epsilon_from_rates(500, 1000, 500, 1000)
+    assert point == 0 and lo == 0 and hi > 0
+    point, lo, hi = epsilon_from_rates(990, 1000, 10, 1000)
+    assert point == pytest.approx(np.log(99)) and 3.5 < lo < point < hi
