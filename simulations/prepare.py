@@ -10,13 +10,23 @@ seed, so adding a protocol to a scenario never changes another's data.
 
 from __future__ import annotations
 
+import functools
+import json
 import uuid
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from ppknn.core.data import Dataset, DomainBounds, load_dataset, partition, train_test_split
+from ppknn.core.data import (
+    Dataset,
+    DomainBounds,
+    data_dir,
+    load_dataset,
+    partition,
+    train_test_split,
+)
 from ppknn.core.errors import ConfigError, DataError, PrivacyLeakWarning
 from ppknn.core.rng import RandomnessMode, SeedPolicy
 from ppknn.simulations.scenario import Scenario
@@ -92,6 +102,43 @@ def kfold(n: int, folds: int, fold: int, rng: np.random.Generator | None
     return train, test
 
 
+def _file_stamp(name: str, directory: str | None) -> tuple[object, ...] | None:
+    """What a dataset file's content depends on (paths, sizes, mtimes); ``None`` if not a file."""
+    if name.startswith(("sklearn:", "synthetic:")):
+        return None
+    manifest = Path(data_dir(directory)) / "manifest.json"
+    try:
+        entry = json.loads(manifest.read_text()).get(name)
+        if not isinstance(entry, dict) or "file" not in entry:
+            return None
+        file = manifest.parent / entry["file"]
+        m, f = manifest.stat(), file.stat()
+    except (OSError, ValueError):
+        return None
+    return (str(manifest), m.st_mtime_ns, m.st_size, str(file), f.st_mtime_ns, f.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_file_cached(name: str, directory: str | None, stamp: tuple[object, ...]) -> Dataset:
+    ds = load_dataset(name, directory=directory)
+    ds.X.flags.writeable = False  # shared by every run of this process that reads the file
+    ds.y.flags.writeable = False
+    return ds
+
+
+def load_scenario_dataset(name: str, directory: str | None) -> Dataset:
+    """:func:`~ppknn.core.data.load_dataset`, cached by value within a process for files.
+
+    A grid runs many scenarios over the same (possibly large) file; the file is parsed once
+    per process. The cache key holds the manifest's and the file's size and modification
+    time, so a changed file is read again; the cached arrays are read-only.
+    """
+    stamp = _file_stamp(name, directory)
+    if stamp is None:
+        return load_dataset(name, directory=directory)
+    return _load_file_cached(name, directory, stamp)
+
+
 def prepare_data(scenario: Scenario) -> PreparedData:
     """Load, split, bound, scale and partition the scenario's data (all from the seed).
 
@@ -103,7 +150,7 @@ def prepare_data(scenario: Scenario) -> PreparedData:
     policy = SeedPolicy(root=s.run.seed, mode=RandomnessMode(s.run.mode))
     split_policy = (policy if s.data.split_seed is None
                     else SeedPolicy(root=s.data.split_seed, mode=RandomnessMode(s.run.mode)))
-    ds = load_dataset(s.data.dataset, directory=s.data.data_dir)
+    ds = load_scenario_dataset(s.data.dataset, s.data.data_dir)
     if s.data.folds is not None:
         train, test = kfold(len(ds.y), s.data.folds, s.data.fold,
                             split_policy.generator("split") if s.data.shuffle else None)
