@@ -120,6 +120,13 @@ class ReleaseAccount:
         return safe_exp(float(self.log_amplification.max()))
 
     @property
+    def amplification_min(self) -> float | None:
+        """The smallest per-column amplification (``None`` without Laplace noise)."""
+        if self.log_amplification.size == 0:
+            return None
+        return safe_exp(float(self.log_amplification.min()))
+
+    @property
     def domain_amplification(self) -> float | None:
         """The largest per-column amplification over the normalised domain."""
         if self.log_domain_amplification.size == 0:
@@ -159,6 +166,26 @@ def account_of(runtime: Runtime, sanitizer: str, request: ReleaseRequest) -> Rel
     return ReleaseAccount(ranges / scales, log_domain)
 
 
+def noise_to_signal_of(runtime: Runtime, sanitizer: str, request: ReleaseRequest
+                       ) -> tuple[float, float] | None:
+    """Noise over signal per released column: ``(min, median)`` of ``2 b_i^2 / var_i``.
+
+    ``var_i`` is the column's own variance (simulation-side read of the sanitizer's state).
+    Where the ratio exceeds 1, dropping the column lowers an attacker's squared error, so a
+    filtering attack keeps few components. ``None`` for schemes without Laplace noise.
+    """
+    if request.scheme not in LAPLACE_SCHEMES:
+        return None
+    scales = np.asarray(runtime.state(sanitizer, "private")[request.round]["scales"],
+                        dtype=np.float64)
+    if request.scheme == "pca-laplace":
+        signal = np.asarray(runtime.state(sanitizer, "fit").variances[: len(scales)])
+    else:
+        signal = np.asarray(runtime.state(sanitizer, "Z")).var(axis=0)
+    ratio = 2.0 * scales**2 / np.maximum(signal, np.finfo(float).tiny)
+    return float(ratio.min()), float(np.median(ratio))
+
+
 def drive(runtime: Runtime, parties: Roles, config: ReleaseSetup,
           queries: np.ndarray) -> ProtocolResult:
     """The registry's driver interface (:class:`protocols.base.Driver`).
@@ -178,6 +205,7 @@ def drive(runtime: Runtime, parties: Roles, config: ReleaseSetup,
         raise ProtocolError(f"{PROTOCOL}: the miner classified {len(preds)} instances, the "
                             f"query batch has {len(queries)}")
     account = account_of(runtime, sanitizer, request)
+    noise_to_signal = noise_to_signal_of(runtime, sanitizer, request)
     scheme = request.scheme
     guarantee = GUARANTEE_LAPLACE if scheme in LAPLACE_SCHEMES else GUARANTEE_NONE[scheme]
     radius = "radius" in config.mining.methods
@@ -185,6 +213,7 @@ def drive(runtime: Runtime, parties: Roles, config: ReleaseSetup,
         "log_amplification": (None if account.log_amplification.size == 0
                               else float(account.log_amplification.max())),
         "amplification": account.amplification,
+        "amplification_min": account.amplification_min,
         "domain_amplification": account.domain_amplification,
         "rho1": config.rho1,
         "rho2_bound": account.rho2(config.rho1),
@@ -193,6 +222,8 @@ def drive(runtime: Runtime, parties: Roles, config: ReleaseSetup,
         "fallback_fraction": out.fallback_fraction if radius else None,
         "best_k": out.best_k if "best-k" in config.mining.methods else None,
         "cv_accuracy": [list(t) for t in out.cv_accuracy] or None,
+        "noise_to_signal_min": None if noise_to_signal is None else noise_to_signal[0],
+        "noise_to_signal_median": None if noise_to_signal is None else noise_to_signal[1],
     }
     per_party: dict[str, dict[str, Any]] = {
         sanitizer: {"released_columns": int(account.log_amplification.size) or None,
@@ -208,4 +239,4 @@ def drive(runtime: Runtime, parties: Roles, config: ReleaseSetup,
 
 
 __all__ = ["GUARANTEE_LAPLACE", "LAPLACE_SCHEMES", "PCAPerturbationResult", "ReleaseAccount",
-           "ReleaseSetup", "account_of", "drive", "safe_exp"]
+           "ReleaseSetup", "account_of", "drive", "noise_to_signal_of", "safe_exp"]

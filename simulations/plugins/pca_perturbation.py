@@ -8,6 +8,7 @@ Scenario table::
     components = 3             # s kept components (rand-p: the projection's dimension)
     b = 0.2                    # Laplace scale factor: b_i = b * range_i (amplification e^(1/b))
     method = "radius"          # or "best-k", "fixed-k"
+    compare = ["best-k"]       # further methods classified too (accuracy_<method> metrics)
     k = 5                      # fixed-k's k, and the baseline's
 
 Parties: one ``sanitizer`` holding the union of the training rows (whatever
@@ -46,6 +47,7 @@ from ppknn.protocols.pca_perturbation.knn import DEFAULT_KS
 from ppknn.protocols.pca_perturbation.protocol import PROTOCOL, MiningPlan
 from ppknn.protocols.pca_perturbation.sanitize import normalise
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
+from ppknn.simulations.experiments.pca_evaluation import measured_distortion
 from ppknn.simulations.prepare import PreparedData
 from ppknn.simulations.registry import (
     Baseline,
@@ -84,6 +86,10 @@ class PCAPerturbationConfig(ProtocolConfig):
     sd: float = Field(0.1, allow_inf_nan=False, strict=True)
     n_sd: float = Field(2.0, ge=0, allow_inf_nan=False, strict=True)
     method: Literal["radius", "best-k", "fixed-k"] = "radius"
+    compare: tuple[Literal["radius", "best-k", "fixed-k"], ...] = ()
+    """Further classification methods the miner runs on the same release; each one's
+    accuracy is a metric (``accuracy_radius``, ``accuracy_best_k``, ``accuracy_fixed_k``),
+    the run's predictions stay ``method``'s."""
     k: int = Field(5, ge=1, strict=True)
     fallback_k: int = Field(5, ge=1, strict=True)
     ks: tuple[PositiveInt, ...] = Field(DEFAULT_KS, min_length=1)
@@ -141,7 +147,7 @@ def check_against_data(config: PCAPerturbationConfig, data: PreparedData) -> Non
         if value > n:
             raise _refuse(key, value, f"larger than the {n} training rows the sanitizer holds; "
                           f"choose {key} <= {n}")
-    if config.method == "best-k":
+    if "best-k" in (config.method, *config.compare):
         smallest_fold = n - math.ceil(n / config.folds)
         if not any(k <= smallest_fold for k in config.ks):
             raise _refuse("ks", list(config.ks),
@@ -195,10 +201,14 @@ class PCAPerturbation(ProtocolPlugin):
              "holds the union of the training rows; publishes one sanitised release"),
         Role("miner", Miner, "1", "holds the query rows as its instances; classifies locally"),
     )
-    metrics = ("scheme", "components", "b", "method", "k", "amplification",
-               "log_amplification", "domain_amplification", "rho2_bound", "radius2",
-               "mean_in_radius", "fallback_fraction", "best_k", "privacy_transform_attack",
-               "privacy_correlation_attack", "correlation_attack_s2")
+    metrics = ("scheme", "components", "b", "sd", "method", "k", "amplification",
+               "amplification_min", "log_amplification", "domain_amplification",
+               "rho2_bound", "radius2", "mean_in_radius", "fallback_fraction", "best_k",
+               "accuracy_radius", "accuracy_best_k", "accuracy_fixed_k",
+               "privacy_transform_attack", "privacy_correlation_attack",
+               "correlation_attack_s2", "distortion_mean", "distortion_var",
+               "distortion_mean_measured", "distortion_var_measured",
+               "noise_to_signal_min", "noise_to_signal_median")
     guarantee = ("no ε-DP: per-column amplification e^(1/b) of the Laplace release (ρ1→ρ2 "
                  "bound) and average privacy under the transform and correlation attacks")
     adversaries = ("transform-attack", "correlation-attack")
@@ -208,6 +218,11 @@ class PCAPerturbation(ProtocolPlugin):
                        ) -> None:
         """Cross-checks between keys (those needing the data wait for :meth:`plan`)."""
         assert isinstance(config, PCAPerturbationConfig)
+        if "radius" in config.compare and config.scheme not in STATS_SCHEMES:
+            raise _refuse("compare", list(config.compare),
+                          f"the radius method needs the distortion statistics, which scheme "
+                          f"{config.scheme!r} does not publish; compare \"best-k\" or "
+                          f"\"fixed-k\", or use a scheme in {list(STATS_SCHEMES)}", source)
         if config.method == "radius" and config.scheme not in STATS_SCHEMES:
             raise _refuse("method", config.method,
                           f"the radius method needs the distortion statistics, which scheme "
@@ -222,7 +237,8 @@ class PCAPerturbation(ProtocolPlugin):
         assert isinstance(config, PCAPerturbationConfig)
         check_against_data(config, data)
         s = data.scenario
-        mining = MiningPlan(methods=(config.method,), k=config.k, ks=tuple(config.ks),
+        methods = tuple(dict.fromkeys((config.method, *config.compare)))
+        mining = MiningPlan(methods=methods, k=config.k, ks=tuple(config.ks),
                             folds=config.folds, max_validation=config.max_validation,
                             fallback_k=config.fallback_k)
         setup = ReleaseSetup(request=release_request(config), mining=mining,
@@ -273,11 +289,29 @@ class PCAPerturbation(ProtocolPlugin):
             "privacy_transform_attack": None, "privacy_correlation_attack": None,
             "correlation_attack_s2": None,
         }
+        for method in ("radius", "best-k", "fixed-k"):
+            pred = detail.miner.predictions.get(method)
+            metrics[f"accuracy_{method.replace('-', '_')}"] = (
+                None if pred is None else float(np.mean(np.asarray(pred) == data.query_labels)))
+        metrics.update(distortion_mean=None, distortion_var=None,
+                       distortion_mean_measured=None, distortion_var_measured=None)
         outcome: AttackOutcome | None = None
-        if config.attacks and transcript is not None:
-            view = transcript.view(MINER, protocol=PROTOCOL)
-            release = release_message(view, detail.request.round)
-            truth = normalise(data.train_X, data.bounds.lower, data.bounds.upper)
+        if transcript is None:
+            return Measured(metrics=metrics, leakage=outcome)
+        view = transcript.view(MINER, protocol=PROTOCOL)
+        release = release_message(view, detail.request.round)
+        truth = normalise(data.train_X, data.bounds.lower, data.bounds.upper)
+        if "stats" in release.payload:
+            stats = np.asarray(release.payload["stats"], dtype=np.float64)
+            metrics.update(distortion_mean=float(stats[0]), distortion_var=float(stats[1]))
+        if config.scheme == "pca-laplace":
+            # ground truth: |noisy x - q|^2 - |x - q|^2 over (training row, query) pairs,
+            # to set beside the published E(D), Var(D) (eqs. 12-13)
+            Zq = normalise(data.queries, data.bounds.lower, data.bounds.upper)
+            mean, var = measured_distortion(release, truth, Zq,
+                                            rng=data.policy.generator("measure", "distortion"))
+            metrics.update(distortion_mean_measured=mean, distortion_var_measured=var)
+        if config.attacks:
             outcome = attack(release, truth)
             metrics["privacy_transform_attack"] = outcome.no_filter
             if outcome.best_s2:
