@@ -110,8 +110,20 @@ def run(
                         tasks[phase] = bar.add_task(phase, total=total)
                     bar.update(tasks[phase], completed=done, total=total)
 
-                outcome = execute(sc, transcript_dir=stage / "transcript", progress=progress)
+                deviations = None
+                if sc.deviation:  # deviant run beside its honest twin
+                    from ppknn.simulations.leakage.deviations import run_with_deviations
+
+                    outcome, deviations = run_with_deviations(
+                        sc, transcript_dir=stage / "transcript", progress=progress)
+                else:
+                    outcome = execute(sc, transcript_dir=stage / "transcript",
+                                      progress=progress)
             write_results(outcome, stage)
+            if deviations is not None:
+                from ppknn.simulations.leakage.deviations import write_report
+
+                write_report(deviations, stage)
         for w in caught:
             console.print(f"[yellow]warning:[/] {escape(str(w.message))}")
     except PartyFailure as exc:
@@ -138,7 +150,21 @@ def run(
                                       f"{s['communication']['bytes']:,}")
     table.add_row("randomness / channels", f"{s['randomness_mode']} / {s['channels']}")
     out.print(table)
+    if deviations is not None:
+        _print_deviations(deviations)
     out.print(f"results written to [bold]{folder}[/] (summary.png, summary.json, ...)")
+
+
+def _print_deviations(report: Any) -> None:
+    """Whether the deviations were detected, and what they changed."""
+    who = ", ".join(f"{d['party']} {d['kind']}" for d in report.deviations)
+    verdict = (f"[bold red]detected[/]: {escape(report.detected_by)}" if report.detected
+               else "[bold yellow]passed silently[/] (no failure, no refusal)")
+    out.print(f"deviation ({who}): {verdict}")
+    for name, acc in report.accuracy.items():
+        dev = "failed" if acc["deviant"] is None else f"{acc['deviant']:.4f}"
+        out.print(f"  {name} accuracy: honest {acc['honest']:.4f}, deviant {dev}")
+    out.print(f"  {len(report.leakage)} leakage rows changed (deviations.csv)")
 
 
 @app.command()

@@ -147,6 +147,46 @@ class RuntimeSection(_Section):
     flush_bytes: int = Field(64 << 20, ge=1)
 
 
+class AdversarySection(_Section):
+    """``[[adversary]]``: an attack scored after the run, besides each protocol's defaults.
+
+    ``attack`` is one of the protocol's attacks (``ppknn leakage`` lists them in
+    ``leakage.csv``; a wrong name is refused with the allowed ones); ``observers``
+    the party or coalition running it (default: the attack's own observers);
+    ``protocol`` is needed when the scenario runs several; ``params`` the attack's
+    parameters.
+    """
+
+    attack: str
+    protocol: str | None = None
+    observers: list[str] = Field(default_factory=list)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class AuditSection(_Section):
+    """``[audit]``: rerun the release on neighbouring datasets (``ppknn audit``).
+
+    ``trials`` runs per dataset (0: no audit); ``record`` the training row removed
+    to make the neighbour; ``confidence`` of the empirical ε lower bound.
+    """
+
+    trials: int = Field(0, ge=0)
+    record: int = Field(0, ge=0)
+    confidence: float = Field(0.95, gt=0, lt=1)
+
+
+class DeviationSection(_Section):
+    """``[[deviation]]``: a party that deviates from the protocol (an active adversary).
+
+    ``kind`` is one of :data:`parties.deviations.KINDS` for the party's role;
+    ``party`` the deviating party's name; ``params`` the deviation's parameters.
+    """
+
+    party: str
+    kind: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
 class Scenario(_Section):
     """A whole scenario."""
 
@@ -157,6 +197,11 @@ class Scenario(_Section):
         default_factory=lambda: _parse_protocols({}, "<default>"))
     """One or more protocols over the same parties and data (``[protocol]`` or ``[[protocol]]``)."""
     runtime: RuntimeSection = RuntimeSection()
+    adversary: tuple[AdversarySection, ...] = ()
+    """Scripted adversaries (``[[adversary]]``), scored besides each protocol's defaults."""
+    audit: AuditSection = AuditSection()
+    deviation: tuple[DeviationSection, ...] = ()
+    """Deviating parties (``[[deviation]]``); none: every party is honest-but-curious."""
 
     @property
     def protocols(self) -> tuple[ProtocolConfig, ...]:
@@ -272,6 +317,10 @@ def parse_scenario(data: dict[str, Any], *, source: str = "<dict>") -> Scenario:
     scenario = base.model_copy(update={"protocol": protocols})
     for config in protocols:
         registry.get(config.name).check_scenario(config, scenario, source=source)
+    if scenario.adversary or scenario.deviation:
+        from ppknn.simulations.leakage.checks import check_scenario
+
+        check_scenario(scenario, source=source)
     return scenario
 
 
@@ -333,5 +382,6 @@ def set_dotted(data: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
     return out
 
 
-__all__ = ["DEFAULT_PROTOCOL", "ProtocolConfig", "Scenario", "load_scenario", "parse_scenario",
+__all__ = ["DEFAULT_PROTOCOL", "AdversarySection", "AuditSection", "DeviationSection",
+           "ProtocolConfig", "Scenario", "load_scenario", "parse_scenario",
            "parse_value", "set_dotted"]
