@@ -95,6 +95,11 @@ from ppknn.core.errors import ConfigError
 
 STATISTICS = ("mean", "variance")
 NEIGHBOURS = ("add-remove", "replace")
+SENSITIVITIES = ("exact", "bound")
+"""``"exact"``: Theorem 4's exact smooth sensitivity of the trimmed mean and the variance
+bound from the exact spread (replace model only); ``"bound"``: the pair bound ``ℓ(D, w)``
+of the module docstring (both neighbouring relations; looser)."""
+_TINY = float(np.finfo(np.float64).tiny)
 _END_CANDIDATES = 5
 """Window sizes 2..6 near the end of the k range (where the variance bound meets its cap)."""
 _BLOCK = 1 << 18
@@ -130,6 +135,10 @@ class TrimmedStatistics:
     bottom: np.ndarray
     lower: float
     upper: float
+    window_low: float = math.nan
+    """``x_(m+1)``, the window's smallest value (``L`` when the window is empty)."""
+    window_high: float = math.nan
+    """``x_(n-m)``, the window's largest value (``U`` when the window is empty)."""
 
     @property
     def spread(self) -> float:
@@ -169,6 +178,8 @@ class SmoothSensitivity:
     stop_variance: int
     pairs: int
     neighbours: str = "add-remove"
+    method: str = "bound"
+    """``"exact"`` or ``"bound"`` (:data:`SENSITIVITIES`)."""
 
     def of(self, statistic: str) -> float:
         """``S`` of ``"mean"`` or ``"variance"``."""
@@ -203,8 +214,10 @@ def trimmed_statistics(values, *, trim: int, lower: float, upper: float) -> Trim
         win = part[k:n - k]
         mean = float(win.mean())
         var = float(np.mean((win - mean) ** 2))
+        w_lo, w_hi = float(win.min()), float(win.max())
     else:
         mean, var = (lo + hi) / 2.0, 0.0
+        w_lo, w_hi = lo, hi
     # bottom[j] = x_(m-j), top[i] = x_(n-m+1+i) for i, j = 0..m, with x_(<=0) = L, x_(>n) = U
     if w >= 0:
         ext = np.concatenate([[lo], low, high, [hi]])  # order statistics 0..k and n-k+1..n+1
@@ -216,7 +229,7 @@ def trimmed_statistics(values, *, trim: int, lower: float, upper: float) -> Trim
         ext = np.concatenate([[lo], np.sort(x), [hi]])
         bottom = ext[np.clip(m - np.arange(m + 1), 0, n + 1)]
         top = ext[np.clip(n - m + 1 + np.arange(m + 1), 0, n + 1)]
-    return TrimmedStatistics(n, m, w, mean, var, top, bottom, lo, hi)
+    return TrimmedStatistics(n, m, w, mean, var, top, bottom, lo, hi, w_lo, w_hi)
 
 
 def cap(statistic: str, lower: float, upper: float) -> float:
@@ -375,7 +388,8 @@ def _check_neighbours(neighbours: str) -> str:
 
 
 def smooth_sensitivity(values, *, trim: int, lower: float, upper: float, beta: float,
-                       neighbours: str = "add-remove") -> SmoothSensitivity:
+                       neighbours: str = "add-remove", method: str | None = None
+                       ) -> SmoothSensitivity:
     """β-smooth sensitivities of the trimmed mean and variance (fast; see module docstring).
 
     Parameters
@@ -390,25 +404,149 @@ def smooth_sensitivity(values, *, trim: int, lower: float, upper: float, beta: f
         Smoothness, ``> 0``; ``math.inf`` gives the local bound itself.
     neighbours:
         ``"add-remove"`` or ``"replace"`` (see the module docstring).
+    method:
+        ``"exact"`` (replace only: the exact smooth sensitivity of the trimmed
+        mean, Theorem 4, and the variance bound from the exact spread, Theorem 7
+        tightened), ``"bound"`` (the pair bound), or ``None``: ``"exact"`` under
+        replace, ``"bound"`` under add/remove (see :data:`SENSITIVITIES`).
     """
     return smooth_from_statistics(trimmed_statistics(values, trim=trim, lower=lower,
                                                      upper=upper), beta=beta,
-                                  neighbours=neighbours)
+                                  neighbours=neighbours, method=method)
+
+
+def resolve_method(method: str | None, neighbours: str) -> str:
+    """The sensitivity procedure for ``neighbours``: ``method`` checked, or the default.
+
+    ``None`` gives ``"exact"`` under replace and ``"bound"`` under add/remove;
+    ``"exact"`` with add/remove raises :class:`ConfigError` (no exact procedure).
+    """
+    nb = _check_neighbours(neighbours)
+    if method is None:
+        return "exact" if nb == "replace" else "bound"
+    if method not in SENSITIVITIES:
+        raise ConfigError(f"sensitivity must be one of {list(SENSITIVITIES)}, got {method!r}")
+    if method == "exact" and nb != "replace":
+        raise ConfigError(f"sensitivity = 'exact' is defined for neighbours = 'replace' (the "
+                          f"paper's model), got neighbours = {nb!r}; use sensitivity = 'bound' "
+                          "with add-remove")
+    return method
+
+
+def _floor(s: float) -> float:
+    """Replace a sensitivity that underflowed to 0 by the smallest normal float.
+
+    ``e^{-kβ}`` terms below the smallest float vanish (ε = 10⁵ on a class whose window
+    is constant): the floor is still an upper bound on the true, positive, value and
+    gives a positive noise scale.
+    """
+    return max(s, _TINY)
 
 
 def smooth_from_statistics(st: TrimmedStatistics, *, beta: float,
-                           neighbours: str = "add-remove") -> SmoothSensitivity:
+                           neighbours: str = "add-remove",
+                           method: str | None = None) -> SmoothSensitivity:
     """Like :func:`smooth_sensitivity`, from precomputed :class:`TrimmedStatistics`."""
     b = _check_beta(beta)
     nb = _check_neighbours(neighbours)
+    how = resolve_method(method, nb)
+    if how == "exact":
+        return _exact_replace(st, b)
     if math.isinf(b):
         bound = local_bound_replace if nb == "replace" else local_bound
         lm = float(bound("mean", st.spread, st.window, st.lower, st.upper))
         lv = float(bound("variance", st.spread, st.window, st.lower, st.upper))
-        return SmoothSensitivity(lm, lv, lm, lv, b, 0, 0, 0, nb)
+        return SmoothSensitivity(_floor(lm), _floor(lv), lm, lv, b, 0, 0, 0, nb, "bound")
     sm, lm, km, pm = _smooth_one(st, "mean", b, nb)
     sv, lv, kv, pv = _smooth_one(st, "variance", b, nb)
-    return SmoothSensitivity(sm, sv, lm, lv, b, km, kv, pm + pv, nb)
+    return SmoothSensitivity(_floor(sm), _floor(sv), lm, lv, b, km, kv, pm + pv, nb, "bound")
+
+
+def _order(st: TrimmedStatistics) -> tuple[np.ndarray, np.ndarray]:
+    """``P_a = x_(n-m+1+a)``, ``a = -1..m``, and ``Q_b = x_(m+1-b)``, ``b = 0..m+1``.
+
+    Read from :class:`TrimmedStatistics` (``top`` holds ``x_(n-m+1..n+1)``, ``bottom``
+    ``x_(m..0)``) plus the window's two ends ``x_(n-m)`` and ``x_(m+1)``.
+    """
+    lo, hi = st.lower, st.upper
+    top = np.concatenate([[st.window_high], st.top])  # a = -1, 0, ..., m
+    bottom = np.concatenate([[st.window_low], st.bottom])  # b = 0, 1, ..., m + 1
+    return np.clip(top, lo, hi), np.clip(bottom, lo, hi)
+
+
+def _monotone_max(top: np.ndarray, bottom: np.ndarray, beta: float) -> tuple[float, int]:
+    """``max_{a, b >= 0} e^{-(a+b)β} (top[a] - bottom[b])`` in ``O((A + B) log B)``.
+
+    ``top`` is non-decreasing and ``bottom`` non-increasing, so for a fixed ``b`` the
+    log of the value has increasing differences in ``(a, bottom[b])``: the (rightmost)
+    maximising ``a`` does not increase with ``b``. Divide and conquer on ``b``, level
+    by level (one vectorised evaluation of every row midpoint per level).
+    """
+    n_b = bottom.size
+    seg = np.array([[0, n_b - 1, 0, top.size - 1]], dtype=np.int64)  # b0, b1, a0, a1
+    best, evaluated = -np.inf, 0
+    while seg.size:
+        b0, b1, a0, a1 = seg.T
+        mid = (b0 + b1) // 2
+        lengths = a1 - a0 + 1
+        owner = np.repeat(np.arange(mid.size), lengths)
+        starts = np.cumsum(lengths) - lengths
+        a = a0[owner] + (np.arange(lengths.sum()) - starts[owner])
+        bb = mid[owner]
+        vals = np.exp(-(a + bb) * beta) * (top[a] - bottom[bb])
+        evaluated += vals.size
+        best = max(best, float(vals.max()))
+        # rightmost argmax per segment
+        order = np.lexsort((a, vals, owner))
+        last = np.r_[np.flatnonzero(np.diff(owner[order])), order.size - 1]
+        arg = a[order[last]]
+        left = np.stack([b0, mid - 1, arg, a1], axis=1)  # b < mid: argmax >= arg
+        right = np.stack([mid + 1, b1, a0, arg], axis=1)  # b > mid: argmax <= arg
+        seg = np.concatenate([left, right])
+        seg = seg[seg[:, 0] <= seg[:, 1]]
+    return best, evaluated
+
+
+def exact_spread(st: TrimmedStatistics, beta: float) -> tuple[float, float, int]:
+    """``max_k e^{-kβ} G_k`` with ``G_k = max_{0<=t<=k+1} x_(n-m+1+k-t) - x_(m+1-t)``.
+
+    ``G_k`` is the largest *exact spread* ``max(y_(n-m+1) - y_(m+1), y_(n-m) - y_(m))``
+    over the samples ``y`` at replace distance ``k`` (Bun & Steinke 2019; the paper's
+    Theorem 4). Returns (that maximum, ``G_0``, pairs evaluated). Pairs ``t <= k``
+    (``a = k - t`` values moved up, ``t`` down) form a monotone 2-D maximum
+    (:func:`_monotone_max`); ``t = k + 1`` is one row.
+    """
+    top, bottom = _order(st)
+    fam_i, pairs = _monotone_max(top[1:], bottom, beta) if math.isfinite(beta) else (
+        float(top[1] - bottom[0]), 1)
+    # t = k + 1: top x_(n-m), bottom x_(m-k), cost k
+    b = np.arange(bottom.size - 1)
+    decay = np.exp(-b * beta) if math.isfinite(beta) else (b == 0).astype(float)
+    fam_ii = float(np.max(decay * (top[0] - bottom[1:])))
+    g0 = max(float(top[1] - bottom[0]), float(top[0] - bottom[1]))
+    return max(fam_i, fam_ii), g0, pairs + b.size
+
+
+def _exact_replace(st: TrimmedStatistics, beta: float) -> SmoothSensitivity:
+    """Exact smooth sensitivity of the trimmed mean, and the variance bound, under replace.
+
+    Mean: ``LS(y) = D*(y) / w`` exactly, with ``D*`` the exact spread, so
+    ``S = max_k e^{-kβ} G_k / w`` (:func:`exact_spread`). Variance: two windows one
+    replacement apart share ``w - 1`` values and both lie in an interval of length
+    ``D*``, so ``|ΔV| = (w-1)/w² |(v - s̄)² - (u - s̄)²| <= (w-1) D*² / w²`` and
+    ``S_V = (w-1)/w² · max_k e^{-kβ} G_k²`` (the square root of the ``β/2``
+    maximum, squared). A window of one value has a constant variance (S = 0).
+    """
+    w = st.window
+    if w <= 0:
+        raise ConfigError(f"the replace model needs a non-empty window: n = {st.n} values, "
+                          f"trim = {st.trim} per side")
+    g_mean, g0, pm = exact_spread(st, beta)
+    g_var, _, pv = exact_spread(st, beta / 2.0)
+    factor = (w - 1) / (w * w)
+    mean, var = g_mean / w, factor * g_var * g_var
+    return SmoothSensitivity(_floor(mean), _floor(var), g0 / w, factor * g0 * g0, beta, 0, 0,
+                             pm + pv, "replace", "exact")
 
 
 def smooth_sensitivity_direct(values, *, trim: int, lower: float, upper: float, beta: float,
@@ -456,12 +594,15 @@ def smooth_sensitivity_direct(values, *, trim: int, lower: float, upper: float, 
 
 __all__ = [
     "NEIGHBOURS",
+    "SENSITIVITIES",
     "STATISTICS",
     "SmoothSensitivity",
     "TrimmedStatistics",
     "cap",
+    "exact_spread",
     "local_bound",
     "local_bound_replace",
+    "resolve_method",
     "smooth_from_statistics",
     "smooth_sensitivity",
     "smooth_sensitivity_direct",

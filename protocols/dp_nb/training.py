@@ -77,7 +77,12 @@ from ppknn.core.rng import RandomnessMode
 from ppknn.protocols.dp_nb.model import DENSITIES, NBParams
 from ppknn.protocols.dp_nb.noise import APPROXIMATE, NOISES, SmoothCalibration
 from ppknn.protocols.dp_nb.schema import FeatureSchema
-from ppknn.protocols.dp_nb.sensitivity import NEIGHBOURS, smooth_from_statistics, trimmed_statistics
+from ppknn.protocols.dp_nb.sensitivity import (
+    NEIGHBOURS,
+    resolve_method,
+    smooth_from_statistics,
+    trimmed_statistics,
+)
 
 METHODS = ("smooth", "vaidya", "bun-steinke", "non-private")
 AUTO_RATIO = 1000.0
@@ -106,6 +111,8 @@ class NBConfig:
     neighbours: str = "add-remove"
     density: str = "gaussian"
     mode: RandomnessMode | str = RandomnessMode.REPRODUCIBLE
+    sensitivity: str | None = None
+    global_fallback: bool = True
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -139,6 +146,11 @@ class NBConfig:
         if self.neighbours not in NEIGHBOURS:
             raise ConfigError(f"neighbours must be one of {list(NEIGHBOURS)}, got "
                               f"{self.neighbours!r}")
+        object.__setattr__(self, "sensitivity",
+                           resolve_method(self.sensitivity, self.neighbours))
+        if not isinstance(self.global_fallback, bool):
+            raise ConfigError(f"global_fallback must be true or false, got "
+                              f"{self.global_fallback!r}")
         if self.density not in DENSITIES:
             raise ConfigError(f"density must be one of {list(DENSITIES)}, got {self.density!r}")
         if self.private and self.method in ("smooth", "bun-steinke"):
@@ -295,12 +307,17 @@ def train(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray, *, n_clas
     else:
         trim = np.zeros(n_classes, dtype=np.int64)
     empty = np.zeros(n_classes, dtype=bool)  # replace model: no window, nothing to protect
+    # classes where the smooth release cannot beat global sensitivity (a public rule)
+    fallback = (global_classes(config, cal, eps1, class_count, counts, trim)
+                if private and config.method == "smooth" else np.zeros(n_classes, dtype=bool))
+    replace = config.neighbours == "replace"
 
     def smooth(st, c):
         if config.neighbours == "replace" and st.window <= 0:
             empty[c] = True
             return smooth_from_statistics(st, beta=beta)  # any positive scale; not used
-        return smooth_from_statistics(st, beta=beta, neighbours=config.neighbours)
+        return smooth_from_statistics(st, beta=beta, neighbours=config.neighbours,
+                                      method=config.sensitivity)
 
     order = np.argsort(y, kind="stable")
     starts = np.concatenate([[0], np.cumsum(counts.astype(np.int64))])
@@ -322,6 +339,18 @@ def train(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray, *, n_clas
                 stats_a[c] = st1.mean, st2.mean
                 if private:
                     s_a[c] = (smooth(st1, c).mean, smooth(st2, c).mean)
+            elif fallback[c]:  # global sensitivity (module docstring, "Fallback")
+                mid = (lo + hi) / 2.0
+                if replace:
+                    stats_a[c] = ((float(x.mean()), float(x.var())) if x.size
+                                  else (mid, 0.0))
+                    n_c = max(x.size, 1)
+                    s_a[c] = (hi - lo) / n_c, (hi - lo) ** 2 * (n_c - 1) / n_c**2
+                    if x.size <= 1:
+                        empty[c] = True  # nothing (n = 0) or a constant variance to protect
+                else:
+                    stats_a[c] = float(np.sum(x - lo)), float(np.sum((x - mid) ** 2))
+                    s_a[c] = hi - lo, (hi - lo) ** 2 / 4.0
             elif smooth_method:
                 st = trimmed_statistics(x, trim=int(trim[c]), lower=lo, upper=hi)
                 stats_a[c] = st.mean, st.variance
@@ -347,12 +376,29 @@ def train(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray, *, n_clas
                     mech, delta_r = "laplace", 0.0
                 else:
                     assert cal is not None
-                    noisy[:, t] = cal.randomise(stats_a[:, t], s_a[:, t], rng).value
+                    smooth_c = ~fallback
+                    if smooth_c.any():
+                        noisy[smooth_c, t] = cal.randomise(stats_a[smooth_c, t],
+                                                           s_a[smooth_c, t], rng).value
+                    for cg in np.flatnonzero(fallback).tolist():
+                        if s_a[cg, t] > 0:
+                            noisy[cg, t] = Laplace(epsilon=eps1, sensitivity=float(s_a[cg, t]),
+                                                  mode=config.randomness).randomise(
+                                stats_a[cg, t], rng).value
                     noisy[empty, t] = stats_a[empty, t]  # a constant: released as is
                     mech, delta_r = f"smooth-{cal.noise}", cal.delta
+                    if fallback.any():
+                        mech = (f"{mech} / laplace-global (classes "
+                                f"{np.flatnonzero(fallback).tolist()})")
                 records.append(ReleaseRecord(f"{names[t]} {col}", mech, eps1, delta_r,
                                              "parallel over classes"))
         vcap = (hi - lo) ** 2 / 4.0
+        if fallback.any() and not replace:  # noisy sums over the noisy class sizes
+            size = np.maximum(class_count[fallback], 1.0)
+            mean_f = lo + noisy[fallback, 0] / size
+            noisy[fallback, 0] = mean_f
+            noisy[fallback, 1] = noisy[fallback, 1] / size - (np.clip(mean_f, lo, hi)
+                                                             - (lo + hi) / 2.0) ** 2
         theta[:, j] = np.clip(noisy[:, 0], lo, hi)
         if config.method == "vaidya":
             var[:, j] = np.clip(noisy[:, 1], 0.0, (hi - lo) / 2.0) ** 2
@@ -361,13 +407,41 @@ def train(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray, *, n_clas
             var[:, j] = np.clip(np.clip(noisy[:, 1], lo2, hi2) - theta[:, j] ** 2, 0.0, vcap)
         else:
             var[:, j] = np.clip(noisy[:, 1], 0.0, vcap)
-        if private:
-            var[:, j] = np.maximum(var[:, j], config.var_floor * (hi - lo) ** 2)
+        # the floor applies to every model, private or not, so the non-private line is
+        # the same model without noise (the paper clips at zero only: a deviation)
+        var[:, j] = np.maximum(var[:, j], config.var_floor * (hi - lo) ** 2)
     if p:
         var = var + config.var_smoothing * float(np.max((upper - lower) ** 2))
     params = NBParams(class_count, theta, var, tuple(tables), lower.copy(), upper.copy(),
                       config.density)
     return TrainResult(params, tuple(records), split, trim, sens)
+
+
+def global_classes(config: NBConfig, cal: SmoothCalibration | None, eps1: float,
+                   noisy_counts: np.ndarray, counts: np.ndarray, trim: np.ndarray
+                   ) -> np.ndarray:
+    """Classes whose means and variances are released at global sensitivity instead.
+
+    A public rule (sizes public under replace, noisy under add/remove; ``m``, β, α,
+    ε' public): the smooth noise scale is at least ``e^{-(2m+1)β} (U-L) / (w α)``
+    under replace (``G_k`` reaches ``U - L`` at ``k = 2m + 1``) and
+    ``e^{-(w-1)β} (U-L) / α`` under add/remove (the window shrinks to one value),
+    against ``(U-L) / (n ε')`` for the global release; where the smooth scale cannot
+    be the smaller, the class uses the global one. ``global_fallback = False`` (and
+    every method but ``"smooth"``) never falls back.
+    """
+    out = np.zeros(len(counts), dtype=bool)
+    if not config.global_fallback or cal is None:
+        return out
+    replace = config.neighbours == "replace"
+    sizes = counts if replace else np.maximum(noisy_counts, 1.0)
+    w = sizes - 2 * trim
+    with np.errstate(over="ignore"):
+        if replace:
+            best = np.exp(-(2 * trim + 1) * cal.beta) / (np.maximum(w, 1) * cal.alpha)
+        else:
+            best = np.exp(-np.maximum(w - 1, 0) * cal.beta) / cal.alpha
+    return best >= 1.0 / (np.maximum(sizes, 1.0) * eps1)
 
 
 def _square_bounds(lo: float, hi: float) -> tuple[float, float]:
@@ -378,4 +452,4 @@ def _square_bounds(lo: float, hi: float) -> tuple[float, float]:
 
 
 __all__ = ["AUTO_FRACTION", "AUTO_RATIO", "METHODS", "BudgetSplit", "NBConfig", "ReleaseRecord",
-           "TrainResult", "budget_split", "check_trim", "train"]
+           "TrainResult", "budget_split", "check_trim", "global_classes", "train"]

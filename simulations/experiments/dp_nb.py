@@ -30,11 +30,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.model_selection import StratifiedKFold
+from sklearn.model_selection import KFold, StratifiedKFold
 
+from ppknn.core.errors import ConfigError
 from ppknn.core.rng import SeedPolicy
 from ppknn.protocols.dp_nb.datasets import NBDataset
-from ppknn.protocols.dp_nb.schema import FeatureSchema
+from ppknn.protocols.dp_nb.schema import BoundsWarning, FeatureSchema
 from ppknn.protocols.dp_nb.sensitivity import smooth_sensitivity_direct, trimmed_statistics
 from ppknn.protocols.dp_nb.training import NBConfig, train
 
@@ -52,6 +53,10 @@ class MethodSpec:
     delta: float | str = 0.0
     neighbours: str = "add-remove"
     var_floor: float = 1e-3
+    sensitivity: str | None = None
+    """``"exact"``, ``"bound"`` or ``None`` (exact under replace, bound under add/remove)."""
+    fallback: bool = False
+    """Release at global sensitivity where smooth cannot win (not in the paper)."""
 
     def config(self, epsilon: float, n_train: int) -> NBConfig:
         """The training configuration at ``epsilon`` for ``n_train`` training rows."""
@@ -59,7 +64,8 @@ class MethodSpec:
         if isinstance(delta, str):
             delta = {"1/n": 1.0 / n_train, "1/n^2": 1.0 / n_train**2}[delta]
         return NBConfig(method=self.method, epsilon=epsilon, noise=self.noise, delta=delta,
-                        neighbours=self.neighbours, var_floor=self.var_floor)
+                        neighbours=self.neighbours, var_floor=self.var_floor,
+                        sensitivity=self.sensitivity, global_fallback=self.fallback)
 
 
 PAPER_METHODS = (
@@ -80,23 +86,50 @@ def encode(ds: NBDataset) -> tuple[np.ndarray, np.ndarray, FeatureSchema]:
     return numeric, categorical, schema
 
 
+def fold_schema(ds: NBDataset, train_rows: np.ndarray, bounds: str) -> FeatureSchema:
+    """The schema one fold trains with: the dataset's bounds, or its training rows' range.
+
+    ``bounds="train"`` reads the extremes of the training rows only (never the held-out
+    rows; they leak the training rows' extremes, which the report states);
+    ``"dataset"`` keeps the dataset's own (declared or public) bounds.
+    """
+    if bounds == "dataset":
+        return FeatureSchema.build(ds.X.shape[1], bounds=ds.bounds,
+                                   categories={c: list(v) for c, v in ds.categories.items()})
+    if bounds != "train":
+        raise ConfigError(f"bounds must be 'train' or 'dataset', got {bounds!r}")
+    num = list(ds.numeric)
+    part = ds.X[np.ix_(train_rows, num)].astype(np.float64)
+    lower, upper = part.min(axis=0), part.max(axis=0)
+    upper = np.where(upper > lower, upper, lower + 1.0)
+    return FeatureSchema.build(ds.X.shape[1], bounds=(lower, upper),
+                               categories={c: list(v) for c, v in ds.categories.items()})
+
+
 def cross_validate(ds: NBDataset, methods: Sequence[MethodSpec], epsilons: Sequence[float], *,
-                   repetitions: int, folds: int, seed: int) -> list[dict]:
-    """Accuracy per (repetition, fold, method, ε); see the module docstring."""
-    numeric, categorical, schema = encode(ds)
+                   repetitions: int, folds: int, seed: int, bounds: str = "train",
+                   shuffle: bool = True) -> list[dict]:
+    """Accuracy per (repetition, fold, method, ε); see the module docstring.
+
+    ``bounds``: ``"train"`` (default) takes each fold's bounds from its training rows
+    and clips the held-out rows to them on the client side; ``"dataset"`` uses the
+    dataset's bounds. ``shuffle=False``: unshuffled (and unstratified) k-fold, the same
+    folds every repetition.
+    """
     n_classes = len(ds.classes)
     policy = SeedPolicy(root=seed)
     rows: list[dict] = []
     for rep in range(repetitions):
-        splitter = StratifiedKFold(n_splits=folds, shuffle=True,
-                                   random_state=int(policy.generator("folds", ds.name, rep)
-                                                    .integers(2**31)))
-        with warnings.catch_warnings():  # glass: a class smaller than the fold count
-            warnings.filterwarnings("ignore", message="The least populated class")
-            splits = list(splitter.split(numeric, ds.y))
+        splits = _splits(ds, folds, rep, policy, shuffle)
         for fold, (tr, te) in enumerate(splits):
+            schema = fold_schema(ds, tr, bounds)
+            with warnings.catch_warnings():  # held-out rows outside the training range:
+                warnings.simplefilter("ignore", BoundsWarning)  # clipped, client side
+                numeric, categorical = schema.encode(ds.X, out_of_bounds="clip")
+
             def score(config: NBConfig, stream: tuple, tr=tr, te=te, rep=rep,
-                      fold=fold) -> tuple[float, float]:
+                      fold=fold, schema=schema, numeric=numeric,
+                      categorical=categorical) -> tuple[float, float]:
                 rng = policy.generator("noise", ds.name, rep, fold, *stream)
                 t0 = time.perf_counter()
                 result = train(numeric[tr], categorical[tr], ds.y[tr], n_classes=n_classes,
@@ -119,6 +152,19 @@ def cross_validate(ds: NBDataset, methods: Sequence[MethodSpec], epsilons: Seque
                     rows.append(dict(base, method=spec.label, epsilon=eps, accuracy=acc,
                                      seconds=sec))
     return rows
+
+
+def _splits(ds: NBDataset, folds: int, rep: int, policy: SeedPolicy,
+            shuffle: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Stratified shuffled folds of one repetition, or unshuffled k-fold."""
+    if not shuffle:
+        return list(KFold(n_splits=folds).split(ds.X))
+    splitter = StratifiedKFold(n_splits=folds, shuffle=True,
+                               random_state=int(policy.generator("folds", ds.name, rep)
+                                                .integers(2**31)))
+    with warnings.catch_warnings():  # glass: a class smaller than the fold count
+        warnings.filterwarnings("ignore", message="The least populated class")
+        return list(splitter.split(ds.X, ds.y))
 
 
 def summarise(rows: Sequence[dict]) -> list[dict]:

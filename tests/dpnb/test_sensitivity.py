@@ -210,9 +210,10 @@ def test_bad_inputs_are_rejected(kwargs, match):
 def test_replace_model_exact_value():
     # x = 1..10 in [0, 20], m = 1, w = 8 fixed: D = 9 -> 9/8; one value moved to U: e^-b 19/8
     x = np.arange(1.0, 11.0)
-    s = smooth_sensitivity(x, trim=1, lower=0.0, upper=20.0, beta=1.0, neighbours="replace")
+    kw = dict(trim=1, lower=0.0, upper=20.0, neighbours="replace", method="bound")
+    s = smooth_sensitivity(x, beta=1.0, **kw)
     assert s.mean == pytest.approx(9.0 / 8.0, rel=1e-15)
-    s = smooth_sensitivity(x, trim=1, lower=0.0, upper=20.0, beta=0.1, neighbours="replace")
+    s = smooth_sensitivity(x, beta=0.1, **kw)
     assert s.mean == pytest.approx(math.exp(-0.1) * 19.0 / 8.0, rel=1e-15)
     # variance D^2 (w+1)/w^2: D = 19 at distance 1 gives e^-0.1 * 361 * 9/64 = 45.94,
     # D = 20 at distance 2 gives e^-0.2 * 400 * 9/64 = 46.05 (below the cap 100)
@@ -222,7 +223,8 @@ def test_replace_model_exact_value():
 def test_replace_model_never_exceeds_the_cap_over_the_window():
     # fixed class size: S <= (U - L) / w, unlike add/remove where the window can shrink
     x = np.random.default_rng(1).uniform(4, 6, 30)
-    s = smooth_sensitivity(x, trim=2, lower=0.0, upper=10.0, beta=1e-3, neighbours="replace")
+    s = smooth_sensitivity(x, trim=2, lower=0.0, upper=10.0, beta=1e-3, neighbours="replace",
+                           method="bound")
     a = smooth_sensitivity(x, trim=2, lower=0.0, upper=10.0, beta=1e-3)
     assert s.mean <= 10.0 / 26 * (1 + 1e-12) and a.mean > 5.0
 
@@ -233,7 +235,8 @@ def test_replace_fast_equals_enumeration_and_bounds_local_sensitivity(case):
     x, m, lo, hi, beta = case
     if len(x) - 2 * m <= 0:
         return
-    fast = smooth_sensitivity(x, trim=m, lower=lo, upper=hi, beta=beta, neighbours="replace")
+    fast = smooth_sensitivity(x, trim=m, lower=lo, upper=hi, beta=beta, neighbours="replace",
+                              method="bound")
     direct = smooth_sensitivity_direct(x, trim=m, lower=lo, upper=hi, beta=beta,
                                        neighbours="replace")
     for stat in STATS:
@@ -245,17 +248,18 @@ def test_replace_fast_equals_enumeration_and_bounds_local_sensitivity(case):
         assert true_local_sensitivity_replace(x, m, lo, hi, stat) <= fast.of(stat) * (1 + 1e-12)
 
 
-@settings(max_examples=300, deadline=None)
+@pytest.mark.parametrize("method", ["exact", "bound"])
+@settings(max_examples=200, deadline=None)
 @given(st.integers(1, 40), st.integers(0, 8), st.sampled_from(BETAS), st.integers(0, 2**31 - 1))
-def test_replace_model_is_beta_smooth(n, m, beta, seed):
+def test_replace_model_is_beta_smooth(method, n, m, beta, seed):
     if n - 2 * m <= 0:
         return
     rng = np.random.default_rng(seed)
     x = list(np.round(rng.beta(2, 5, n) * 10, 1))
     i = int(rng.integers(n))
     y = x[:i] + [float(rng.choice([0.0, 10.0, rng.uniform(0, 10)]))] + x[i + 1:]
-    sx = smooth_sensitivity(x, trim=m, lower=0.0, upper=10.0, beta=beta, neighbours="replace")
-    sy = smooth_sensitivity(y, trim=m, lower=0.0, upper=10.0, beta=beta, neighbours="replace")
+    kw = dict(trim=m, lower=0.0, upper=10.0, beta=beta, neighbours="replace", method=method)
+    sx, sy = smooth_sensitivity(x, **kw), smooth_sensitivity(y, **kw)
     for stat in STATS:
         assert sx.of(stat) <= math.exp(beta) * sy.of(stat) * (1 + 1e-12)
         assert sy.of(stat) <= math.exp(beta) * sx.of(stat) * (1 + 1e-12)

@@ -94,7 +94,7 @@ def test_released_means_follow_the_calibrated_noise(neighbours):
     """Many classes with identical data: their released means are i.i.d. T + (S/α) Z."""
     n = 3000 if neighbours == "replace" else 1500
     X, y, base = _many_classes(n)
-    res = _fit(X, y, n, epsilon=3.0, trim=2, neighbours=neighbours)
+    res = _fit(X, y, n, epsilon=3.0, trim=2, neighbours=neighbours, global_fallback=False)
     t = trimmed_statistics(base, trim=2, lower=0.0, upper=10.0).mean
     s = res.sensitivity[:, 0, 0]
     assert np.all(s == s[0])

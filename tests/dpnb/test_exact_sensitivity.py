@@ -1,0 +1,121 @@
+"""Exact smooth sensitivity (replace model) against brute force, and its consequences."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ppknn.core.errors import ConfigError
+from ppknn.protocols.dp_nb.schema import FeatureSchema
+from ppknn.protocols.dp_nb.sensitivity import exact_spread, smooth_sensitivity, trimmed_statistics
+from ppknn.protocols.dp_nb.training import NBConfig, train
+from tests.dpnb.reference import exact_smooth_replace
+
+BETAS = (0.05, 0.3, 1.0, 3.0)
+
+
+@st.composite
+def small(draw, max_n=4, max_trim=1):
+    upper = draw(st.sampled_from([1.0, 10.0]))
+    grid = list(np.linspace(0.0, upper, 6))  # ties and the bounds are likely
+    n = draw(st.integers(1, max_n))
+    x = [float(v) for v in draw(st.lists(st.sampled_from(grid), min_size=n, max_size=n))]
+    m = draw(st.integers(0, max_trim))
+    return x, m, 0.0, upper, draw(st.sampled_from(BETAS))
+
+
+def literal_theorem(x, m, lo, hi, beta):
+    """``max_k e^{-kβ} max_{t<=k+1} (x_(n-m+1+k-t) - x_(m+1-t)) / w``, every k and t."""
+    xs = sorted(x)
+    n = len(xs)
+
+    def order(i):
+        return lo if i <= 0 else hi if i > n else xs[i - 1]
+
+    best_m = best_v = 0.0
+    for k in range(2 * m + 3):
+        g = max(order(n - m + 1 + k - t) - order(m + 1 - t) for t in range(k + 2))
+        best_m = max(best_m, math.exp(-beta * k) * g)
+        best_v = max(best_v, math.exp(-beta * k) * g * g)
+    w = n - 2 * m
+    return best_m / w, best_v * (w - 1) / w**2
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small())
+def test_exact_mean_equals_brute_force_and_the_variance_bound_holds(case):
+    x, m, lo, hi, beta = case
+    if len(x) - 2 * m <= 0:
+        return
+    exact = smooth_sensitivity(x, trim=m, lower=lo, upper=hi, beta=beta, neighbours="replace")
+    bound = smooth_sensitivity(x, trim=m, lower=lo, upper=hi, beta=beta, neighbours="replace",
+                               method="bound")
+    brute_mean, brute_var = exact_smooth_replace(x, m, lo, hi, beta)
+    assert exact.method == "exact"
+    assert exact.mean == pytest.approx(brute_mean, rel=1e-9, abs=1e-300)
+    # the variance: a bound from the exact spread, never below the exact value, never above
+    # the pair bound
+    assert exact.variance >= brute_var * (1 - 1e-9)
+    assert exact.variance <= bound.variance * (1 + 1e-9)
+    assert exact.mean <= bound.mean * (1 + 1e-9)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 60), st.integers(0, 12), st.sampled_from((1e-3, 0.02, 0.3, 2.0)),
+       st.integers(0, 2**31 - 1))
+def test_near_linear_search_equals_the_literal_theorem(n, m, beta, seed):
+    if n - 2 * m <= 0:
+        return
+    rng = np.random.default_rng(seed)
+    x = list(np.round(rng.beta(2, 5, n) * 10, 1))
+    s = smooth_sensitivity(x, trim=m, lower=0.0, upper=10.0, beta=beta, neighbours="replace")
+    mean, var = literal_theorem(x, m, 0.0, 10.0, beta)
+    assert s.mean == pytest.approx(mean, rel=1e-12)
+    assert s.variance == pytest.approx(var, rel=1e-12, abs=1e-300)
+
+
+def test_exact_value_by_hand():
+    # x = 1..10 in [0, 20], m = 1, w = 8: D* = max(x(10) - x(2), x(9) - x(1)) = 8 at k = 0;
+    # k = 1: x(11) - x(2) = 18 -> e^-β 18/8, which wins at β = 0.1
+    x = np.arange(1.0, 11.0)
+    s = smooth_sensitivity(x, trim=1, lower=0.0, upper=20.0, beta=1.0, neighbours="replace")
+    assert s.mean == pytest.approx(1.0, rel=1e-15) and s.local_mean == pytest.approx(1.0)
+    s = smooth_sensitivity(x, trim=1, lower=0.0, upper=20.0, beta=0.1, neighbours="replace")
+    assert s.mean == pytest.approx(math.exp(-0.1) * 18 / 8, rel=1e-15)
+    # variance (w-1)/w² max_k e^{-kβ} G_k²: G = 8, 18, 19, 20 at k = 0..3; k = 3 wins
+    # (e^-0.3 * 400 = 296.3 > e^-0.2 * 361 = 295.6 > e^-0.1 * 324 = 293.2)
+    assert s.variance == pytest.approx(7 / 64 * math.exp(-0.3) * 400, rel=1e-15)
+
+
+def test_the_search_is_near_linear_on_a_large_trim():
+    x = np.random.default_rng(3).beta(2, 5, 40_000) * 10
+    st_ = trimmed_statistics(x, trim=4_000, lower=0.0, upper=10.0)
+    _, _, pairs = exact_spread(st_, 1e-4)
+    assert pairs < 30 * 4_000  # (A + B) log B, not A * B = 1.6e7
+
+
+def test_exact_needs_the_replace_model():
+    with pytest.raises(ConfigError, match="sensitivity = 'exact'.*neighbours = 'replace'"):
+        smooth_sensitivity([1.0, 2.0], trim=0, lower=0.0, upper=5.0, beta=0.1, method="exact")
+    with pytest.raises(ConfigError, match="sensitivity must be one of"):
+        NBConfig(sensitivity="tight", neighbours="replace")
+    assert NBConfig(neighbours="replace").sensitivity == "exact"
+    assert NBConfig().sensitivity == "bound"
+
+
+@pytest.mark.parametrize("neighbours", ["replace", "add-remove"])
+def test_huge_epsilon_on_a_constant_window_releases_instead_of_failing(neighbours):
+    # ε = 1e5 with the paper's noise: β = ε' ~ 5e4, every e^{-kβ} term underflows and a
+    # constant class window has spread 0; the sensitivity is floored at the smallest float
+    x = np.array([[0.0], [0.0], [0.0], [0.0], [0.0], [0.0], [1.0], [2.0], [3.0], [4.0]])
+    y = np.array([0] * 6 + [1] * 4)
+    schema = FeatureSchema.build(1, bounds=([0.0], [4.0]))
+    res = train(x, np.empty((10, 0), int), y, n_classes=2, schema=schema,
+                config=NBConfig(epsilon=1e5, noise="paper", neighbours=neighbours, trim=1,
+                                global_fallback=False), rng=np.random.default_rng(0))
+    assert res.params.theta[0, 0] == pytest.approx(0.0, abs=1e-9)
+    assert np.all(res.sensitivity > 0)
