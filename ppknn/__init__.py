@@ -1,18 +1,96 @@
 """ppknn: multi-party simulation of privacy-preserving nearest-neighbour classification.
 
-The project's layers are installed under this one namespace so that they cannot clash with
-other packages: ``ppknn.core`` (messages, channels, transcript, runtimes, DP core),
-``ppknn.protocols`` (one package per protocol), ``ppknn.parties`` (who holds what) and
-``ppknn.simulations`` (scenarios, registry, runner, results, reporting, CLI).
+The few names a notebook needs:
+
+- :func:`ppknn.run` -- run a scenario (TOML path, dict or ``Scenario``) and get a
+  :class:`ppknn.Result` (pyarrow tables, summary, leakage); nothing is written
+  unless ``output=`` is given.
+- :func:`ppknn.sweep` -- a grid of scenarios x seeds, one table row per run.
+- :func:`ppknn.leakage` -- each protocol's leakage report, from a run or a results folder.
+- :func:`ppknn.load_scenario` -- validate a scenario (precise ``ConfigError`` messages).
+- :data:`ppknn.registry` -- the protocol registry (``registry.names()``,
+  ``registry.get(name).roles``); :func:`ppknn.protocol_names` lists the names.
+- scikit-learn estimators: :class:`ppknn.PPKNNClassifier`,
+  :class:`ppknn.DPRadiusNeighborsClassifier`, :class:`ppknn.DPKNeighborsClassifier`,
+  :class:`ppknn.PCALaplaceSanitizer`, :class:`ppknn.DPTTClassifier`,
+  :class:`ppknn.DPNaiveBayes`.
+
+The project's layers are installed under this one namespace so that they cannot clash
+with other packages named ``core`` or ``simulations``: ``ppknn.core`` (messages, channels,
+transcript, runtimes, DP core), ``ppknn.protocols`` (one package per protocol; a
+subpackage, which is why the registry is ``ppknn.registry`` and not a
+``ppknn.protocols()`` function), ``ppknn.parties`` and ``ppknn.simulations``.
+
+``import ppknn`` is light: the names above are loaded on first use (``ppknn.core``
+modules import this package first, so it must not import the upper layers itself).
+
+>>> import ppknn
+>>> ppknn.protocol_names()[:2], ppknn.registry.get("ppknn-ring").roles[0].name
+(['dp-knn', 'dp-nb'], 'owner')
 """
 
 from __future__ import annotations
 
+import importlib
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
 try:
     __version__ = version("ppknn")
 except PackageNotFoundError:  # pragma: no cover - running from a checkout without install
     __version__ = "0+unknown"
 
-__all__ = ["__version__"]
+_LAZY = {
+    "run": "ppknn.api",
+    "sweep": "ppknn.api",
+    "leakage": "ppknn.api",
+    "load_scenario": "ppknn.api",
+    "protocol_names": "ppknn.api",
+    "Result": "ppknn.api",
+    "Scenario": "ppknn.simulations.scenario",
+    "PPKNNClassifier": "ppknn.simulations.estimators",
+    "DPRadiusNeighborsClassifier": "ppknn.simulations.estimators",
+    "DPKNeighborsClassifier": "ppknn.simulations.estimators",
+    "PCALaplaceSanitizer": "ppknn.simulations.estimators",
+    "DPTTClassifier": "ppknn.simulations.estimators",
+    "DPNaiveBayes": "ppknn.protocols.dp_nb.estimator",
+    "ConfigError": "ppknn.core.errors",
+    "PrivacyLeakWarning": "ppknn.core.errors",
+}
+_MODULES = {"registry": "ppknn.simulations.registry"}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ppknn.api import Result, leakage, load_scenario, protocol_names, run, sweep
+    from ppknn.core.errors import ConfigError, PrivacyLeakWarning
+    from ppknn.protocols.dp_nb.estimator import DPNaiveBayes
+    from ppknn.simulations import registry
+    from ppknn.simulations.estimators import (
+        DPKNeighborsClassifier,
+        DPRadiusNeighborsClassifier,
+        DPTTClassifier,
+        PCALaplaceSanitizer,
+        PPKNNClassifier,
+    )
+    from ppknn.simulations.scenario import Scenario
+
+
+def __getattr__(name: str) -> Any:
+    """Load the public names on first use (keeps ``import ppknn`` light)."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif name in _MODULES:
+        value = importlib.import_module(_MODULES[name])
+    else:
+        raise AttributeError(f"module 'ppknn' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY, *_MODULES})
+
+
+__all__ = ["ConfigError", "DPKNeighborsClassifier", "DPNaiveBayes",
+           "DPRadiusNeighborsClassifier", "DPTTClassifier", "PCALaplaceSanitizer",
+           "PPKNNClassifier", "PrivacyLeakWarning", "Result", "Scenario", "__version__",
+           "leakage", "load_scenario", "protocol_names", "registry", "run", "sweep"]

@@ -35,13 +35,38 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ppknn.core.dp import PrivacyLedger
 from ppknn.core.errors import ConfigError, PrivacyLeakWarning
 from ppknn.core.rng import RandomnessMode, SeedPolicy
 from ppknn.protocols.dp_nb.schema import OUT_OF_BOUNDS, FeatureSchema
 from ppknn.protocols.dp_nb.training import NBConfig, budget_split, check_trim, train
+
+
+def _describe(X: Any, y: Any) -> str:
+    """What is wrong with ``(X, y)``, in the words of the rest of the project."""
+    import scipy.sparse
+
+    if scipy.sparse.issparse(X):
+        return "X is sparse; DPNaiveBayes needs a dense array"
+    try:
+        arr = np.asarray(X)
+    except Exception:  # noqa: BLE001 - described by scikit-learn's message
+        return "X is not an array"
+    if arr.ndim != 2:
+        return f"X must be a 2-D array, got shape {arr.shape}"
+    if y is not None and np.ndim(y) >= 1 and len(y) != arr.shape[0]:
+        return f"X has {arr.shape[0]} rows but y has {len(y)} labels"
+    if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
+        bad = arr[~np.isfinite(arr)].ravel()[0]
+        return f"X holds a missing or non-finite value {float(bad)!r}"
+    return "bad input"
+
+
+class BelowMajorityWarning(UserWarning):
+    """A private fit whose expected accuracy is below always predicting the majority class."""
 
 
 class DPNaiveBayes(ClassifierMixin, BaseEstimator):
@@ -86,6 +111,13 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
         Seed, Generator or ``None`` (see the module docstring).
     mode:
         ``"reproducible"`` or ``"secure"``.
+    utility_draws:
+        After a private fit, train this many more models with fresh noise on folds of
+        the same rows (owner-side diagnostics: never released, not charged to the
+        ledger) and warn (:class:`BelowMajorityWarning`) unless their mean held-out
+        accuracy ``expected_accuracy_`` is above ``majority_accuracy_`` (the accuracy of
+        always predicting the majority class) with 95% confidence; 0 turns the check
+        off (e.g. when the warning itself would reach an untrusted party).
     """
 
     def __init__(self, *, epsilon: float = 1.0, bounds: Any = None,
@@ -94,7 +126,8 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
                  delta: float = 0.0, trim: Any = "auto", var_smoothing: float = 1e-9,
                  var_floor: float = 1e-3, neighbours: str = "add-remove",
                  density: str = "gaussian", out_of_bounds: str = "clip",
-                 random_state: Any = None, mode: str = "reproducible") -> None:
+                 random_state: Any = None, mode: str = "reproducible",
+                 utility_draws: int = 8) -> None:
         self.epsilon = epsilon
         self.bounds = bounds
         self.categories = categories
@@ -111,6 +144,7 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
         self.out_of_bounds = out_of_bounds
         self.random_state = random_state
         self.mode = mode
+        self.utility_draws = utility_draws
 
     # ---------------------------------------------------------------- fitting
     def _config(self) -> NBConfig:
@@ -130,6 +164,38 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
         if rs is None:
             return np.random.default_rng()
         return SeedPolicy(root=rs).generator("dp-nb", "fit")
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        private = self.method != "non-private" and self.epsilon != float("inf")
+        # a private fit adds noise: its accuracy depends on epsilon, and refits differ
+        # unless random_state is an int
+        tags.classifier_tags.poor_score = private
+        tags.non_deterministic = private and (self.random_state is None
+                                              or self.mode == "secure")
+        tags.input_tags.allow_nan = False
+        tags.input_tags.categorical = bool(self.categories)
+        tags.input_tags.string = bool(self.categories)
+        return tags
+
+    def _validate(self, X: Any, y: Any = None, *, reset: bool) -> Any:
+        """scikit-learn's input checks (finite, 2-D, dense, ``n_features_in_``).
+
+        A refusal is a :class:`ConfigError` (a ``ValueError``) saying what was
+        wrong in the project's words, then scikit-learn's own message.
+        """
+        dtype = None if self.categories else np.float64
+        finite = not self.categories
+        try:
+            if y is None:
+                return validate_data(self, X, dtype=dtype, reset=reset,
+                                     ensure_all_finite=finite)
+            X, y = validate_data(self, X, y, dtype=dtype, reset=reset,
+                                 ensure_all_finite=finite)
+        except ValueError as exc:
+            raise ConfigError(f"{_describe(X, y)}: {exc}") from None
+        check_classification_targets(y)
+        return X, y
 
     def _labels(self, y: Any, private: bool) -> tuple[np.ndarray, np.ndarray]:
         y = np.asarray(y)
@@ -166,9 +232,9 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
             The ledger cannot pay for the fit (nothing is released).
         """
         config = self._config()
-        arr = np.asarray(X)
-        if arr.ndim != 2 or arr.shape[0] == 0:
-            raise ConfigError(f"X must be a non-empty 2-D array, got shape {arr.shape}")
+        if y is None:
+            raise ValueError("DPNaiveBayes requires y to be passed, but the target y is None")
+        arr, y = self._validate(X, y, reset=True)
         if self.out_of_bounds not in OUT_OF_BOUNDS[:2]:
             raise ConfigError(f"out_of_bounds must be 'clip' or 'error', got "
                               f"{self.out_of_bounds!r}")
@@ -191,7 +257,68 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
         else:
             result = train(numeric, categorical, codes, **kwargs)
         self._set_fitted(result, classes, schema, ledger if config.private else None)
+        self._check_utility(config, numeric, categorical, codes, schema, len(classes))
         return self
+
+    def _check_utility(self, config: NBConfig, numeric: np.ndarray, categorical: np.ndarray,
+                       codes: np.ndarray, schema: FeatureSchema, n_classes: int) -> None:
+        """Expected accuracy at this ε against always predicting the majority class.
+
+        ``utility_draws`` more models are trained with fresh noise on four fifths of
+        the rows and scored on the other fifth, the folds in turn (owner-side
+        diagnostics: never released, not charged); their mean is
+        ``expected_accuracy_`` (slightly pessimistic: fewer rows, more noise). Unless
+        its one-sided 95% lower bound (``expected_accuracy_low_``, Student t over the
+        draws) is above ``majority_accuracy_``, the fit warns with
+        :class:`BelowMajorityWarning`.
+        """
+        self.majority_accuracy_ = float(np.bincount(codes, minlength=n_classes).max()
+                                        / len(codes))
+        self.expected_accuracy_ = None
+        draws = self.utility_draws
+        if isinstance(draws, bool) or not isinstance(draws, int) or draws < 0:
+            raise ConfigError(f"utility_draws = {draws!r}; allowed: an int >= 0 (0: no check)")
+        if not config.private or draws == 0:
+            return
+        if config.mode is RandomnessMode.SECURE:
+            rng = None
+        elif isinstance(self.random_state, (int, np.integer)):
+            rng = SeedPolicy(root=int(self.random_state)).generator("dp-nb", "utility-check")
+        else:
+            rng = np.random.default_rng()
+        n = len(codes)
+        folds = min(5, n)
+        fold_of = (np.random.default_rng(0).permutation(n) % folds) if folds > 1 else None
+        accs = []
+        for i in range(draws):
+            if fold_of is None:  # one row: score on it
+                train_rows = test_rows = np.arange(n)
+            else:
+                test_rows = np.flatnonzero(fold_of == i % folds)
+                train_rows = np.flatnonzero(fold_of != i % folds)
+            model = train(numeric[train_rows], categorical[train_rows], codes[train_rows],
+                          n_classes=n_classes, schema=schema, config=config, rng=rng).params
+            pred = model.predict(numeric[test_rows], categorical[test_rows])
+            accs.append(float(np.mean(pred == codes[test_rows])))
+        self.expected_accuracy_ = float(np.mean(accs))
+        # one-sided 95% lower bound of the mean (Student t over the draws)
+        if draws > 1:
+            from scipy.stats import t as student_t
+
+            se = float(np.std(accs, ddof=1)) / np.sqrt(draws)
+            low = self.expected_accuracy_ - float(student_t.ppf(0.95, draws - 1)) * se
+        else:
+            low = self.expected_accuracy_
+        self.expected_accuracy_low_ = low
+        below = int(np.sum(np.asarray(accs) < self.majority_accuracy_))
+        if low < self.majority_accuracy_:
+            warnings.warn(
+                f"DPNaiveBayes at epsilon = {config.epsilon:g}: expected accuracy "
+                f"{self.expected_accuracy_:.3f} (95% lower bound {low:.3f}; {below} of "
+                f"{draws} noise draws below, 5-fold on the training rows) is not above the "
+                f"{self.majority_accuracy_:.3f} of always predicting the majority class; "
+                "raise epsilon, declare tighter bounds or use fewer features",
+                BelowMajorityWarning, stacklevel=3)
 
     def _set_fitted(self, result, classes, schema, ledger) -> None:
         params = result.params
@@ -215,7 +342,7 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------- prediction
     def _encode(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         check_is_fitted(self, "params_")
-        return self.schema_.encode(np.asarray(X), out_of_bounds="keep")
+        return self.schema_.encode(self._validate(X, reset=False), out_of_bounds="keep")
 
     def predict_log_proba(self, X: Any) -> np.ndarray:
         """Log posterior class probabilities ``(n, C)``."""
@@ -232,4 +359,4 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
         return self.classes_[self.params_.predict(numeric, categorical)]
 
 
-__all__ = ["DPNaiveBayes"]
+__all__ = ["BelowMajorityWarning", "DPNaiveBayes"]

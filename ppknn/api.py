@@ -1,0 +1,331 @@
+"""The notebook-sized Python API: ``ppknn.run``, ``ppknn.sweep``, ``ppknn.leakage``.
+
+Every function takes a scenario as a TOML path, a mapping (the TOML's
+tables as dicts) or a validated :class:`~ppknn.simulations.scenario.Scenario`,
+and returns results as pyarrow tables (``.to_pandas()`` when pandas is
+installed). Nothing is written unless ``output=`` is given: the transcript
+stays in memory.
+
+Examples
+--------
+>>> import ppknn
+>>> result = ppknn.run({
+...     "data": {"dataset": "sklearn:iris", "max_queries": 30,
+...              "bounds": {"lower": [4, 2, 1, 0], "upper": [8, 4.5, 7, 2.5]}},
+...     "parties": {"n": 3},
+...     "protocol": {"name": "ppknn-ring", "k": 3},
+...     "runtime": {"kind": "inprocess"}})
+>>> round(result.accuracy, 3), result.output is None
+(0.967, True)
+>>> result.predictions.column_names[:3]
+['query', 'label', 'ppknn-ring']
+>>> round(result.leakage["ppknn-ring"].mean_probability, 2)
+0.4
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from ppknn.core.errors import ConfigError
+from ppknn.core.transcript import Transcript
+from ppknn.simulations import registry
+from ppknn.simulations.runner import ProtocolOutcome, RunResult, execute
+from ppknn.simulations.scenario import Scenario, parse_scenario
+from ppknn.simulations.scenario import load_scenario as _load_toml
+from ppknn.simulations.sweep import Sweep, load_sweep
+
+
+def load_scenario(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, *,
+                  overrides: Mapping[str, Any] | None = None) -> Scenario:
+    """A validated scenario from a TOML path, a mapping or a :class:`Scenario`.
+
+    Parameters
+    ----------
+    scenario:
+        A path to a TOML file, the scenario as nested dicts (``{"data": {...},
+        "protocol": {...}}``) or an already validated ``Scenario``.
+    overrides:
+        Dotted keys set afterwards, typed as given:
+        ``{"protocol.k": 3, "runtime.kind": "inprocess"}``.
+
+    Raises
+    ------
+    ConfigError
+        An unknown key, a wrong type or an out-of-range value, named.
+
+    Examples
+    --------
+    >>> sc = load_scenario({"protocol": {"name": "dp-knn"}}, overrides={"protocol.epsilon": 2.0})
+    >>> sc.protocols[0].name, sc.protocols[0].epsilon
+    ('dp-knn', 2.0)
+    >>> load_scenario(42)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ppknn.core.errors.ConfigError: scenario = 42: ...
+    """
+    if isinstance(scenario, Scenario):
+        sc = scenario
+    elif isinstance(scenario, (str, os.PathLike)):
+        sc = _load_toml(scenario)
+    elif isinstance(scenario, Mapping):
+        sc = parse_scenario(dict(scenario))
+    else:
+        raise ConfigError(f"scenario = {scenario!r}: give a TOML path, a mapping or a "
+                          "ppknn Scenario")
+    for key, value in (overrides or {}).items():
+        sc = sc.set_key(key, value)
+    return sc
+
+
+@dataclass(frozen=True)
+class Result:
+    """What :func:`run` returns: tables, the summary and the leakage of one run.
+
+    Attributes
+    ----------
+    run:
+        The runner's :class:`~ppknn.simulations.runner.RunResult` (every
+        protocol's typed output, the plan, the baseline).
+    output:
+        The results folder, when one was written (``run(..., output=...)``).
+    """
+
+    run: RunResult
+    output: Path | None = None
+
+    @property
+    def scenario(self) -> Scenario:
+        """The resolved scenario (every default filled in)."""
+        return self.run.prepared.scenario
+
+    @property
+    def protocols(self) -> list[str]:
+        """The protocols that ran, in order."""
+        return [o.name for o in self.run.outcomes]
+
+    def outcome(self, name: str | None = None) -> ProtocolOutcome:
+        """One protocol's outcome (``name`` may be omitted with one protocol)."""
+        return self.run.outcome if name is None else self.run.outcome_of(name)
+
+    @property
+    def accuracy(self) -> float:
+        """Accuracy of a one-protocol run (``outcome(name).accuracy`` otherwise)."""
+        return self.run.accuracy
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """``summary.json`` as a dict."""
+        from ppknn.simulations.results import summary_of
+
+        return summary_of(self.run)
+
+    @property
+    def predictions(self) -> pa.Table:
+        """Per query: label, each protocol's prediction, its baseline's, its own columns."""
+        from ppknn.simulations.results import prediction_rows
+
+        return pa.Table.from_pylist(prediction_rows(self.run))
+
+    @property
+    def parties(self) -> pa.Table:
+        """Per party: roles, messages and bytes, privacy spent, per-party measures."""
+        from ppknn.simulations.results import party_rows
+
+        return pa.Table.from_pylist(party_rows(self.run))
+
+    @property
+    def transcript(self) -> pa.Table:
+        """Every recorded message (payload seen, provenance, wire bytes)."""
+        t = self.run.transcript
+        return t.table() if t is not None else pa.table({})
+
+    @property
+    def leakage(self) -> dict[str, Any]:
+        """Each protocol's default leakage report (``None`` where it scores none)."""
+        return {o.name: o.leakage for o in self.run.outcomes}
+
+    def write(self, output: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Write the results folder (refuses an existing one unless ``overwrite``)."""
+        from ppknn.simulations.output import staged
+        from ppknn.simulations.results import write_results
+
+        folder = Path(output)
+        with staged(folder, overwrite=overwrite) as stage:
+            write_results(self.run, stage)
+            if self.run.transcript is not None:
+                _copy_transcript(self.run.transcript, stage / "transcript")
+        return folder
+
+    def __repr__(self) -> str:
+        accs = ", ".join(f"{o.name} accuracy {o.accuracy:.4f}" for o in self.run.outcomes)
+        return f"<ppknn.Result {self.run.prepared.run_id}: {accs}>"
+
+
+def _copy_transcript(transcript: Transcript, folder: Path) -> None:
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(transcript.table(), folder / "part-00000.parquet")
+
+
+def run(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, *,
+        output: str | os.PathLike[str] | None = None, overwrite: bool = False,
+        overrides: Mapping[str, Any] | None = None,
+        progress: Callable[[str, int, int], None] | None = None) -> Result:
+    """Run a scenario (any registered protocol, or several) and measure it.
+
+    Parameters
+    ----------
+    scenario:
+        A TOML path, a mapping or a :class:`Scenario` (see :func:`load_scenario`).
+    output:
+        Write the common results folder there (refused if it exists, unless
+        ``overwrite``); ``None``: nothing is written, the transcript stays in memory.
+    overwrite:
+        Replace an existing results folder once the new run is complete.
+    overrides:
+        Dotted keys, e.g. ``{"protocol.k": 3, "runtime.kind": "inprocess"}``.
+    progress:
+        Called with ``(phase, done, total)``.
+
+    Returns
+    -------
+    Result
+        Tables (``predictions``, ``parties``, ``transcript``), ``summary``,
+        ``leakage`` and ``accuracy``.
+
+    Examples
+    --------
+    >>> r = run({"data": {"dataset": "sklearn:wine", "max_queries": 20, "scale": "minmax",
+    ...                   "bounds": {"lower": [0.0] * 13, "upper": [1700.0] * 13}},
+    ...          "protocol": {"name": "dp-knn", "task": "knn", "k": 5, "epsilon": 1.0},
+    ...          "runtime": {"kind": "inprocess"}})
+    >>> r.protocols, r.summary["results"]["dp-knn"]["privacy"]["epsilon"]
+    (['dp-knn'], 1.0)
+    """
+    from ppknn.simulations.output import check_output, staged
+    from ppknn.simulations.results import write_results
+
+    sc = load_scenario(scenario, overrides=overrides)
+    if output is None:
+        return Result(execute(sc, progress=progress))
+    folder = check_output(Path(output), overwrite=overwrite)
+    with staged(folder, overwrite=overwrite) as stage:
+        outcome = execute(sc, transcript_dir=stage / "transcript", progress=progress)
+        write_results(outcome, stage)
+    return Result(outcome, output=folder)
+
+
+def sweep(spec: str | os.PathLike[str] | Mapping[str, Any] | Sweep, *,
+          parallel: str | None = None, output: str | os.PathLike[str] | None = None,
+          progress: Callable[[int, int], None] | None = None) -> pa.Table:
+    """Run a grid of scenarios x seeds and return one row per run.
+
+    Parameters
+    ----------
+    spec:
+        A sweep TOML path, its tables as a mapping (``{"sweep": {...}, "base":
+        {...}, "grid": {"protocol.k": [1, 3]}}``) or a :class:`Sweep`.
+    parallel:
+        ``"ray"`` (fan out over Ray tasks) or ``"sequential"``; ``None``: the
+        file's ``[sweep].parallel``.
+    output:
+        Also write ``sweep.csv``, ``sweep.parquet`` and ``sweep.png`` there
+        (refused if it already holds results); ``None``: nothing is written.
+    progress:
+        Called with ``(done, total)``.
+
+    Examples
+    --------
+    >>> table = sweep({"sweep": {"name": "k", "seeds": [0, 1]},
+    ...                "base": {"data": {"dataset": "sklearn:iris", "max_queries": 15,
+    ...                                  "bounds": {"lower": [4, 2, 1, 0],
+    ...                                             "upper": [8, 4.5, 7, 2.5]}},
+    ...                         "parties": {"n": 3}},
+    ...                "grid": {"protocol.k": [1, 3]}}, parallel="sequential")
+    >>> table.num_rows, len(set(table.column("run_id").to_pylist()))
+    (4, 4)
+    """
+    from pydantic import ValidationError
+
+    from ppknn.core.runtime.pool import fan_out
+    from ppknn.simulations.output import check_output
+    from ppknn.simulations.sweep import run_one, write_table
+
+    if isinstance(spec, Sweep):
+        sw = spec
+    elif isinstance(spec, (str, os.PathLike)):
+        sw = load_sweep(spec)
+    elif isinstance(spec, Mapping):
+        try:
+            sw = Sweep.model_validate(dict(spec))
+        except ValidationError as exc:
+            raise ConfigError(f"invalid sweep: {exc}") from None
+    else:
+        raise ConfigError(f"sweep = {spec!r}: give a TOML path, a mapping or a ppknn Sweep")
+    mode = parallel or sw.sweep.parallel
+    if mode not in ("ray", "sequential"):
+        raise ConfigError(f"parallel = {parallel!r}: allowed: 'ray', 'sequential'")
+    folder = check_output(Path(output), overwrite=False) if output is not None else None
+    jobs = [(point, scenario.model_dump()) for point, scenario in sw.runs()]
+    rows = fan_out(run_one, jobs, use_ray=mode == "ray", address=sw.sweep.address,
+                   chunk_size=sw.sweep.chunk_size, progress=progress)
+    if folder is not None:
+        write_table(rows, folder, grid=sorted(sw.grid), name=sw.sweep.name)
+    return pa.Table.from_pylist(rows)
+
+
+def leakage(source: Result | RunResult | str | os.PathLike[str]) -> dict[str, Any]:
+    """Each protocol's default leakage report, from a run or a saved results folder.
+
+    From a folder (``ppknn run``'s output) it is recomputed from the saved
+    transcript alone, as ``ppknn leakage`` does; a protocol with no
+    registered leakage measure maps to ``None``.
+
+    Examples
+    --------
+    >>> r = run({"data": {"dataset": "sklearn:iris", "max_queries": 10,
+    ...                   "bounds": {"lower": [4, 2, 1, 0], "upper": [8, 4.5, 7, 2.5]}},
+    ...          "parties": {"n": 3}, "runtime": {"kind": "inprocess"}})
+    >>> report = leakage(r)["ppknn-ring"]
+    >>> len(report.parties), 0.0 <= report.mean_probability <= 1.0
+    (3, True)
+    """
+    import json
+
+    from ppknn.simulations.output import check_complete
+
+    if isinstance(source, Result):
+        return source.leakage
+    if isinstance(source, RunResult):
+        return {o.name: o.leakage for o in source.outcomes}
+    folder = Path(source)
+    public_path = folder / "public.json"
+    if not public_path.is_file():
+        raise ConfigError(f"{str(folder)!r} is not a results folder (no public.json)")
+    check_complete(folder)
+    public = json.loads(public_path.read_text())
+    per_protocol = public.get("protocols", {"ppknn-ring": public})
+    transcript = Transcript(folder / "transcript")
+    return {name: registry.get(name).leakage(transcript, facts)
+            for name, facts in per_protocol.items()}
+
+
+def protocol_names() -> list[str]:
+    """The registered protocol names (``ppknn.registry.get(name)`` gives a plugin).
+
+    >>> protocol_names()
+    ['dp-knn', 'dp-nb', 'dptt', 'pca-perturbation', 'ppknn-ring', 'ring-nb']
+    """
+    return registry.names()
+
+
+__all__ = ["Result", "leakage", "load_scenario", "protocol_names", "run",
+           "sweep"]

@@ -1,0 +1,23 @@
+"""scikit-learn estimators for the protocols (each runs the registered protocol inside).
+
+- :class:`PPKNNClassifier` -- the PP-kNN ring (Xiong, Chitti & Liu).
+- :class:`DPRadiusNeighborsClassifier`, :class:`DPKNeighborsClassifier` -- a central DP
+  owner answering r-N / k-NN requests under its ledger (Gursoy et al.).
+- :class:`PCALaplaceSanitizer` -- the PCA + Laplace release as a transformer
+  (Mukherjee et al.).
+- :class:`DPTTClassifier` -- DP kd-tree traversal, a nearest-neighbour classifier (Lepert).
+- :class:`~ppknn.protocols.dp_nb.estimator.DPNaiveBayes` -- DP Naive Bayes with smooth
+  sensitivity (Zafarani & Clifton); it trains in one process, no parties.
+"""
+
+from ppknn.protocols.dp_nb.estimator import DPNaiveBayes
+from ppknn.simulations.estimators.dp_owner import (
+    DPKNeighborsClassifier,
+    DPRadiusNeighborsClassifier,
+)
+from ppknn.simulations.estimators.dptt import DPTTClassifier
+from ppknn.simulations.estimators.ring import PPKNNClassifier
+from ppknn.simulations.estimators.sanitizer import PCALaplaceSanitizer
+
+__all__ = ["DPKNeighborsClassifier", "DPNaiveBayes", "DPRadiusNeighborsClassifier",
+           "DPTTClassifier", "PCALaplaceSanitizer", "PPKNNClassifier"]
