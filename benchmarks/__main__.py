@@ -1,0 +1,404 @@
+"""The benchmark suite: ``python -m benchmarks [--quick] [--output DIR]``.
+
+Every figure is measured side by side in one run on this machine, and start-up a user
+pays is inside the timed region:
+
+* **end to end**: ``ppknn run`` as a user types it (a fresh Python process: interpreter,
+  imports, data, Ray start-up, parties, protocol, baseline, results folder), in-process
+  and on Ray (hosted and one actor per party), beside a bare ``ray.init`` +
+  ``ray.shutdown`` in a fresh process; the ratio that matters is
+  (Ray − bare Ray) / in-process.
+* **actors**: starting n ring-owner actors through the runtime vs n bare Ray actors (an
+  empty class with one method), each until every actor answers; the per-call cost of a
+  runtime call vs a bare actor call; the resident memory of a party worker vs a bare one.
+* **party-side compute**: in-process PP-kNN *cold* (fresh parties: start-up + the first
+  run) vs scikit-learn brute kNN (fit + predict, first call and median of repeats) on the
+  same split, channels on; the first run and start-up also separately.
+* **DP owner**: interactive DP k-NN and r-N answers vs scikit-learn's
+  ``KNeighborsClassifier`` / ``RadiusNeighborsClassifier`` on the same queries.
+* **scale** (full run only): the hosted layout with many logical parties: start-up,
+  protocol time and the peak resident memory of all Ray processes.
+
+It prints one table, and writes ``bench.json`` (every measurement, the machine, the
+settings) and ``bench.png`` (the ratios) into ``--output`` (default
+``results/bench``; an existing folder is refused unless ``--overwrite``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+QUICK = {"e2e_parties": 8, "e2e_queries": 200, "e2e_layouts": ("hosted",),
+         "actor_parties": 8, "calls": 200, "ppknn_parties": (4, 16), "ppknn_queries": 500,
+         "dp_queries": 300, "scale_parties": None, "repeats": 3}
+FULL = {"e2e_parties": 64, "e2e_queries": 1000, "e2e_layouts": ("hosted", "actor-per-party"),
+        "actor_parties": 64, "calls": 1000, "ppknn_parties": (4, 16, 64),
+        "ppknn_queries": 1000, "dp_queries": 1000, "scale_parties": (20_000, 100_000),
+        "repeats": 5}
+
+
+# --------------------------------------------------------------------------- helpers
+def _scenario(path: Path, *, n: int, queries: int, kind: str, layout: str = "hosted",
+              protocol: str = 'name = "ppknn-ring"', dataset: str = "abalone",
+              output: Path) -> Path:
+    path.write_text(
+        f'[run]\nname = "bench"\nseed = 1\noutput = "{output}"\n\n'
+        f'[data]\ndataset = "{dataset}"\ntest_fraction = 0.25\nmax_queries = {queries}\n\n'
+        f"[parties]\nn = {n}\n\n[protocol]\n{protocol}\n\n"
+        f'[runtime]\nkind = "{kind}"\nlayout = "{layout}"\n')
+    return path
+
+
+def _wall(cmd: list[str], env: dict[str, str] | None = None) -> float:
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return wall
+
+
+def _ray_rss_mib(prefix: str = "ray::") -> list[float]:
+    """Resident memory (MiB) of every process whose title starts with ``prefix`` (Linux)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+            if not cmd.startswith(prefix):
+                continue
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    out.append(int(line.split()[1]) / 1024)
+        except (OSError, UnicodeDecodeError):
+            continue
+    return out
+
+
+class _PeakRSS:
+    """Samples the summed resident memory of this process and every Ray process."""
+
+    def __init__(self, every_s: float = 0.2) -> None:
+        self.every_s, self.peak_mib, self._stop = every_s, 0.0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        import resource
+
+        while not self._stop.is_set():
+            own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            self.peak_mib = max(self.peak_mib, own + sum(_ray_rss_mib()))
+            self._stop.wait(self.every_s)
+
+    def __enter__(self) -> _PeakRSS:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _median(fn: Callable[[], Any], repeats: int) -> tuple[float, float]:
+    """(first call, median of the repeats after it) wall seconds of ``fn``."""
+    t0 = time.perf_counter()
+    fn()
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return first, statistics.median(times)
+
+
+# --------------------------------------------------------------------------- cases
+def end_to_end(s: dict[str, Any], tmp: Path, log: Callable[[str], None]) -> dict[str, Any]:
+    """``ppknn run`` in fresh processes: in-process, Ray layouts, and a bare Ray start."""
+    py = sys.executable
+    out: dict[str, Any] = {"parties": s["e2e_parties"], "queries": s["e2e_queries"]}
+    bare = ("import ray; ray.init(address='local', include_dashboard=False, "
+            "logging_level='ERROR', log_to_driver=False); ray.shutdown()")
+    out["bare_ray_s"] = _wall([py, "-c", bare])
+    log(f"  bare ray.init + shutdown: {out['bare_ray_s']:.1f} s")
+    runs = [("inprocess", "hosted")] + [("ray", lay) for lay in s["e2e_layouts"]]
+    for kind, layout in runs:
+        label = kind if kind == "inprocess" else f"ray-{layout}"
+        folder = tmp / f"e2e-{label}"
+        sc = _scenario(tmp / f"{label}.toml", n=s["e2e_parties"], queries=s["e2e_queries"],
+                       kind=kind, layout=layout, output=folder)
+        out[f"{label}_s"] = _wall([py, "-m", "ppknn", "run", str(sc)])
+        summary = json.loads((folder / "summary.json").read_text())
+        out[f"{label}_timings"] = summary["timings_s"]
+        log(f"  ppknn run {label}: {out[f'{label}_s']:.1f} s")
+    for layout in s["e2e_layouts"]:
+        out[f"ray-{layout}_minus_bare_over_inprocess"] = (
+            (out[f"ray-{layout}_s"] - out["bare_ray_s"]) / out["inprocess_s"])
+        out[f"ray-{layout}_over_inprocess"] = out[f"ray-{layout}_s"] / out["inprocess_s"]
+    return out
+
+
+class _Bare:
+    """An empty actor class with one method (the floor a party actor is measured against)."""
+
+    def ping(self, x: Any = None) -> Any:
+        return x
+
+
+def actors(s: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
+    """Start-up and per-call cost of party actors vs bare Ray actors, and worker memory."""
+    import ray
+
+    from ppknn.core.runtime import RunContext, make_runtime
+    from ppknn.simulations.runner import prepare
+    from ppknn.simulations.scenario import parse_scenario
+
+    n, calls = s["actor_parties"], s["calls"]
+    ray.init(address="local", include_dashboard=False, logging_level="ERROR",
+             log_to_driver=False)
+    try:
+        remote = ray.remote(num_cpus=0)(_Bare)
+        t0 = time.perf_counter()
+        bare = [remote.remote() for _ in range(n)]
+        ray.get([a.ping.remote() for a in bare])
+        bare_start = time.perf_counter() - t0
+        bare_rss = _ray_rss_mib("ray::_Bare")
+        one = bare[0]
+        ray.get(one.ping.remote())
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            ray.get(one.ping.remote())
+        bare_call = (time.perf_counter() - t0) / calls
+        for a in bare:
+            ray.kill(a)
+        del bare, one
+        log(f"  {n} bare actors: start {bare_start:.1f} s, call {bare_call * 1e3:.2f} ms")
+
+        sc = parse_scenario({"data": {"dataset": "abalone", "max_queries": 10},
+                             "parties": {"n": n}, "protocol": {"name": "ppknn-ring"},
+                             "runtime": {"kind": "ray", "layout": "actor-per-party"}})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            planned = prepare(sc)
+        specs = [spec for p in planned.protocols for spec in p.plan.specs]
+        rt = make_runtime("ray", layout="actor-per-party")
+        t0 = time.perf_counter()
+        rt.start(specs, RunContext(run_id="bench-actors"))
+        party_start = time.perf_counter() - t0
+        party_rss = _ray_rss_mib("ray::RingDataOwner")
+        name = specs[0].party_id
+        rt.state(name, "party_id")
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            rt.state(name, "party_id")
+        party_call = (time.perf_counter() - t0) / calls
+        rt.shutdown()
+        log(f"  {n} party actors: start {party_start:.1f} s, call {party_call * 1e3:.2f} ms")
+    finally:
+        ray.shutdown()
+    mean = statistics.fmean
+    out = {"parties": n, "bare_start_s": bare_start, "party_start_s": party_start,
+           "start_ratio": party_start / bare_start, "bare_call_ms": bare_call * 1e3,
+           "party_call_ms": party_call * 1e3, "call_ratio": party_call / bare_call,
+           "bare_worker_rss_mib": mean(bare_rss) if bare_rss else None,
+           "party_worker_rss_mib": mean(party_rss) if party_rss else None}
+    if out["party_worker_rss_mib"]:
+        out["parties_per_24gib"] = int(24 * 1024 / out["party_worker_rss_mib"])
+    return out
+
+
+def _run_inprocess(data: dict[str, Any]) -> tuple[Any, Any]:
+    from ppknn.simulations.prepare import prepare_data
+    from ppknn.simulations.runner import execute
+    from ppknn.simulations.scenario import parse_scenario
+
+    sc = parse_scenario({**data, "runtime": {"kind": "inprocess", "channels": True}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return execute(sc), prepare_data(sc)
+
+
+def ppknn_compute(s: dict[str, Any], log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """In-process PP-kNN cold (start-up + first run) vs scikit-learn brute kNN."""
+    from sklearn.neighbors import KNeighborsClassifier
+    from threadpoolctl import threadpool_limits
+
+    rows = []
+    for n in s["ppknn_parties"]:
+        data = {"data": {"dataset": "abalone", "test_fraction": 0.25,
+                         "max_queries": s["ppknn_queries"]},
+                "parties": {"n": n}, "protocol": {"name": "ppknn-ring", "k": 5}}
+        result, prepared = _run_inprocess(data)
+        t = result.timings
+        with threadpool_limits(limits=1):
+            sk_first, sk_med = _median(lambda p=prepared: KNeighborsClassifier(
+                n_neighbors=5, algorithm="brute").fit(p.union_X, p.union_y).predict(p.queries),
+                s["repeats"])
+        cold = t["startup_s"] + t["protocol_s"]
+        rows.append({"parties": n, "queries": len(prepared.queries), "startup_s": t["startup_s"],
+                     "first_run_s": t["protocol_s"], "cold_s": cold, "sklearn_first_s": sk_first,
+                     "sklearn_median_s": sk_med, "cold_over_sklearn": cold / sk_first})
+        log(f"  PP-kNN n={n}: cold {cold:.2f} s vs scikit-learn {sk_first:.3f} s "
+            f"({cold / sk_first:.2f}x)")
+    return rows
+
+
+def dp_owner(s: dict[str, Any], log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Interactive DP k-NN and DP r-N answers vs scikit-learn on the same queries."""
+    from sklearn.neighbors import KNeighborsClassifier, RadiusNeighborsClassifier
+    from threadpoolctl import threadpool_limits
+
+    rows = []
+    for task, proto in (("knn", {"task": "knn", "k": 30}), ("rn", {"task": "rn"})):
+        data = {"data": {"dataset": "phoneme", "test_fraction": 0.25, "scale": "minmax",
+                         "max_queries": s["dp_queries"]},
+                "protocol": {"name": "dp-knn", "epsilon": 1.0, **proto}}
+        result, p = _run_inprocess(data)
+        t = result.timings
+        radius = getattr(result.outcomes[0].config, "radius", 0.1)
+        if task == "knn":
+            def base(p=p):
+                return KNeighborsClassifier(n_neighbors=30, algorithm="brute").fit(
+                    p.union_X, p.union_y).predict(p.queries)
+        else:
+            def base(p=p, r=radius):
+                return RadiusNeighborsClassifier(radius=r, algorithm="brute", outlier_label=0
+                                                 ).fit(p.union_X, p.union_y).predict(p.queries)
+        with threadpool_limits(limits=1):
+            sk_first, sk_med = _median(base, s["repeats"])
+        cold = t["startup_s"] + t["protocol_s"]
+        rows.append({"task": task, "queries": len(p.queries), "startup_s": t["startup_s"],
+                     "protocol_s": t["protocol_s"], "cold_s": cold, "sklearn_first_s": sk_first,
+                     "sklearn_median_s": sk_med, "cold_over_sklearn": cold / sk_first})
+        log(f"  DP owner {task}: cold {cold:.2f} s vs scikit-learn {sk_first:.3f} s "
+            f"({cold / sk_first:.1f}x)")
+    return rows
+
+
+def scale(s: dict[str, Any], tmp: Path, log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Hosted layout with many logical parties: start-up, protocol time, peak memory."""
+    rows = []
+    for n in s["scale_parties"] or ():
+        folder = tmp / f"scale-{n}"
+        sc = _scenario(tmp / f"scale-{n}.toml", n=n, queries=200, kind="ray", layout="hosted",
+                       dataset=f"synthetic:classification?rows={2 * n + 400}&features=8"
+                               "&classes=3", output=folder)
+        with _PeakRSS() as peak:
+            wall = _wall([sys.executable, "-m", "ppknn", "run", str(sc)])
+        timings = json.loads((folder / "summary.json").read_text())["timings_s"]
+        rows.append({"parties": n, "queries": 200, "wall_s": wall, **timings,
+                     "peak_rss_mib": peak.peak_mib})
+        log(f"  hosted n={n}: {wall:.1f} s end to end, peak {peak.peak_mib:.0f} MiB")
+    return rows
+
+
+# --------------------------------------------------------------------------- output
+def _plot(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bars: list[tuple[str, float, float | None]] = []  # label, measured ratio, target
+    e2e = result["end_to_end"]
+    for layout in result["settings"]["e2e_layouts"]:
+        bars.append((f"run ray-{layout}\n(−bare)/inproc",
+                     e2e[f"ray-{layout}_minus_bare_over_inprocess"],
+                     1.15 if layout == "hosted" else None))
+    a = result["actors"]
+    bars += [("actor start\n/bare", a["start_ratio"], 1.3),
+             ("actor call\n/bare", a["call_ratio"], 1.5)]
+    for r in result["ppknn"]:
+        bars.append((f"PP-kNN n={r['parties']}\ncold/sklearn", r["cold_over_sklearn"],
+                     1.5 if r["parties"] == 64 else None))
+    for r in result["dp_owner"]:
+        bars.append((f"DP {r['task']}\n/sklearn", r["cold_over_sklearn"],
+                     5.0 if r["task"] == "knn" else None))
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(bars)), 4))
+    xs = range(len(bars))
+    ax.bar(xs, [b[1] for b in bars], color="tab:blue", label="measured ratio")
+    targets = [(x, b[2]) for x, b in zip(xs, bars) if b[2] is not None]
+    ax.scatter([x for x, _ in targets], [t for _, t in targets], marker="_", s=600,
+               color="tab:red", label="target")
+    ax.set_xticks(list(xs), [b[0] for b in bars], fontsize=7)
+    ax.set_ylabel("ratio (lower is better)")
+    ax.set_yscale("log")
+    ax.set_title(f"ppknn benchmarks ({result['mode']}, {result['machine']['cpus']} CPUs)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the suite; print the table; write ``bench.json`` and ``bench.png``."""
+    ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes (a minute or two)")
+    ap.add_argument("--output", default="results/bench", help="folder for bench.json/png")
+    ap.add_argument("--overwrite", action="store_true", help="replace an existing folder")
+    ap.add_argument("--only", nargs="+", choices=["e2e", "actors", "ppknn", "dp", "scale"],
+                    help="run only these cases")
+    args = ap.parse_args(argv)
+    out = Path(args.output)
+    if out.exists() and not args.overwrite:
+        print(f"error: {out} exists; pass --overwrite to replace it", file=sys.stderr)
+        return 2
+    s = QUICK if args.quick else FULL
+    only = set(args.only or ["e2e", "actors", "ppknn", "dp", "scale"])
+
+    def log(msg: str) -> None:
+        print(msg, flush=True)
+
+    result: dict[str, Any] = {
+        "mode": "quick" if args.quick else "full",
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform()},
+        "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in s.items()},
+    }
+    with tempfile.TemporaryDirectory(prefix="ppknn-bench-") as t:
+        tmp = Path(t)
+        if "e2e" in only:
+            log("end to end (fresh processes):")
+            result["end_to_end"] = end_to_end(s, tmp, log)
+        if "actors" in only:
+            log("actors:")
+            result["actors"] = actors(s, log)
+        if "ppknn" in only:
+            log("party-side compute:")
+            result["ppknn"] = ppknn_compute(s, log)
+        if "dp" in only:
+            log("DP owner:")
+            result["dp_owner"] = dp_owner(s, log)
+        if "scale" in only and s["scale_parties"]:
+            log("scale (hosted):")
+            result["scale"] = scale(s, tmp, log)
+    staging = out.with_name(out.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    (staging / "bench.json").write_text(json.dumps(result, indent=1, default=str))
+    if only >= {"e2e", "actors", "ppknn", "dp"}:
+        _plot(result, staging / "bench.png")
+    if out.exists():
+        shutil.rmtree(out)
+    staging.rename(out)
+    log(f"wrote {out}/bench.json" + (" and bench.png" if (out / "bench.png").exists() else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""``python -m benchmarks --quick`` runs end to end and writes its JSON and plot."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_quick_suite_writes_every_measurement(tmp_path):
+    out = tmp_path / "bench"
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--output", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads((out / "bench.json").read_text())
+    assert (out / "bench.png").stat().st_size > 10_000
+    e2e = result["end_to_end"]
+    assert e2e["bare_ray_s"] > 0 and e2e["inprocess_s"] > 0 and e2e["ray-hosted_s"] > 0
+    assert {"startup_s", "protocol_s"} <= set(e2e["ray-hosted_timings"])
+    a = result["actors"]
+    assert a["party_start_s"] > 0 and a["bare_call_ms"] > 0 and a["party_worker_rss_mib"] > 0
+    assert [r["parties"] for r in result["ppknn"]] == [4, 16]
+    assert all(r["cold_s"] >= r["first_run_s"] for r in result["ppknn"])
+    assert {r["task"] for r in result["dp_owner"]} == {"knn", "rn"}
+    # an existing output folder is refused, and left as it was
+    before = (out / "bench.json").read_text()
+    again = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--only", "ppknn",
+                            "--output", str(out)], cwd=ROOT, capture_output=True, text=True)
+    assert again.returncode == 2 and "--overwrite" in again.stderr
+    assert (out / "bench.json").read_text() == before
