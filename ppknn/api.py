@@ -20,7 +20,7 @@ Examples
 >>> result.predictions.column_names[:3]
 ['query', 'label', 'ppknn-ring']
 >>> round(result.leakage["ppknn-ring"].mean_probability, 2)
-0.4
+0.44
 """
 
 from __future__ import annotations
@@ -169,10 +169,13 @@ class Result:
 
 
 def _copy_transcript(transcript: Transcript, folder: Path) -> None:
-    import pyarrow.parquet as pq
+    """Write an in-memory transcript as the recorder would (parts and ``totals.json``)."""
+    from ppknn.core.transcript import TranscriptRecorder
 
-    folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(transcript.table(), folder / "part-00000.parquet")
+    recorder = TranscriptRecorder(folder)
+    for batch in transcript.table().to_batches(max_chunksize=4096):
+        recorder.append(batch.to_pylist())
+    recorder.close()
 
 
 def run(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, *,

@@ -1,0 +1,135 @@
+"""The public Python API: ``import ppknn`` is light; run / sweep / leakage / load_scenario."""
+
+from __future__ import annotations
+
+import doctest
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import ppknn
+from ppknn.core.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+IRIS = {"data": {"dataset": "sklearn:iris", "max_queries": 20,
+                 "bounds": {"lower": [4, 2, 1, 0], "upper": [8, 4.5, 7, 2.5]}},
+        "parties": {"n": 3}, "protocol": {"name": "ppknn-ring", "k": 3},
+        "runtime": {"kind": "inprocess"}}
+
+
+def test_import_is_light_and_lazy():
+    code = ("import sys, ppknn; heavy = [m for m in sys.modules if m.startswith("
+            "('ppknn.simulations', 'ray', 'sklearn', 'matplotlib'))]; print(heavy, "
+            "ppknn.__version__); ppknn.run; print('ppknn.simulations.runner' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out[0].startswith("[] ") and out[0].split()[-1] not in ("", "0+unknown")
+    assert out[1] == "True"
+
+
+def test_public_names_and_registry():
+    for name in ppknn.__all__:
+        assert getattr(ppknn, name) is not None, name
+    assert ppknn.protocol_names() == ppknn.registry.names()
+    assert "ppknn-ring" in ppknn.protocol_names()
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        ppknn.nope  # noqa: B018
+
+
+def test_api_docstring_examples_run():
+    import ppknn.api
+
+    failures, tried = doctest.testmod(ppknn.api, optionflags=doctest.ELLIPSIS
+                                      | doctest.NORMALIZE_WHITESPACE)
+    assert tried > 5 and failures == 0
+
+
+def _temp_transcripts() -> set[str]:
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), "ppknn-transcript-*")))
+
+
+def test_run_from_a_dict_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    before = _temp_transcripts()
+    result = ppknn.run(IRIS)
+    assert result.output is None and list(tmp_path.iterdir()) == []
+    assert _temp_transcripts() == before
+    assert isinstance(result.predictions, pa.Table) and result.predictions.num_rows == 20
+    assert isinstance(result.parties, pa.Table) and result.parties.num_rows == 3
+    assert result.transcript.num_rows > 0
+    assert result.summary["results"]["ppknn-ring"]["accuracy"] == result.accuracy
+    assert result.leakage["ppknn-ring"].mean_probability >= 0.0
+
+
+def test_run_from_toml_path_and_model_agree(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('[data]\ndataset = "sklearn:iris"\nmax_queries = 20\n'
+                    'bounds = { lower = [4, 2, 1, 0], upper = [8, 4.5, 7, 2.5] }\n'
+                    '[parties]\nn = 3\n[protocol]\nk = 3\n[runtime]\nkind = "inprocess"\n')
+    from_path = ppknn.run(path)
+    from_model = ppknn.run(ppknn.load_scenario(IRIS))
+    assert from_path.predictions.equals(from_model.predictions)
+    changed = ppknn.run(path, overrides={"protocol.k": 1})
+    assert changed.scenario.protocols[0].k == 1
+
+
+def test_run_with_output_writes_the_folder_and_refuses_to_overwrite(tmp_path):
+    out = tmp_path / "r"
+    result = ppknn.run(IRIS, output=out)
+    assert result.output == out
+    assert {"summary.json", "predictions.csv", "transcript"} <= {p.name for p in out.iterdir()}
+    with pytest.raises(ConfigError, match="already holds results"):
+        ppknn.run(IRIS, output=out)
+    from_folder = ppknn.leakage(out)["ppknn-ring"]
+    assert from_folder.mean_probability == result.leakage["ppknn-ring"].mean_probability
+    again = ppknn.run(IRIS, output=out, overwrite=True)
+    assert json.loads((out / "summary.json").read_text())["run_id"] == again.summary["run_id"]
+
+
+def test_result_write_keeps_the_in_memory_transcript(tmp_path):
+    result = ppknn.run(IRIS)
+    folder = result.write(tmp_path / "w")
+    report = ppknn.leakage(folder)["ppknn-ring"]
+    assert report.mean_probability == result.leakage["ppknn-ring"].mean_probability
+
+
+def test_sweep_returns_one_row_per_run_and_writes_only_when_asked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    spec = {"sweep": {"name": "api", "seeds": [0, 1]}, "base": {k: v for k, v in IRIS.items()
+                                                              if k != "runtime"},
+            "grid": {"protocol.k": [1, 3]}}
+    table = ppknn.sweep(spec, parallel="sequential")
+    assert table.num_rows == 4 and len(set(table.column("run_id").to_pylist())) == 4
+    assert list(tmp_path.iterdir()) == []
+    ppknn.sweep(spec, parallel="sequential", output=tmp_path / "sw")
+    assert (tmp_path / "sw" / "sweep.csv").is_file()
+
+
+@pytest.mark.parametrize("bad, message", [
+    (42, "scenario = 42"),
+    ({"protocol": {"name": "nope"}}, "unknown protocol"),
+    ({"data": {"datset": "x"}}, "datset"),
+])
+def test_bad_scenarios_are_config_errors(bad, message):
+    with pytest.raises(ConfigError, match=message):
+        ppknn.run(bad)
+
+
+def test_bad_sweep_parallel_and_leakage_folder(tmp_path):
+    with pytest.raises(ConfigError, match="parallel = 'threads'"):
+        ppknn.sweep({"grid": {"protocol.k": [1]}}, parallel="threads")
+    with pytest.raises(ConfigError, match="not a results folder"):
+        ppknn.leakage(tmp_path)
+
+
+def test_python_dash_m_ppknn_is_the_cli():
+    out = subprocess.run([sys.executable, "-m", "ppknn", "--version"], capture_output=True,
+                         text=True, check=True, cwd=ROOT)
+    assert out.stdout.startswith(f"ppknn {ppknn.__version__}")
