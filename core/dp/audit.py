@@ -43,7 +43,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from ppknn.core.dp.validation import check_delta, check_positive_int, check_probability
 from ppknn.core.errors import ConfigError
@@ -91,6 +90,8 @@ def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
     >>> round(lo, 3), round(hi, 3)
     (0.398, 0.602)
     """
+    from scipy import stats  # imported here: a party that never audits never loads it
+
     lower = 0.0 if k == 0 else float(stats.beta.ppf(alpha, k, n - k + 1))
     upper = 1.0 if k == n else float(stats.beta.ppf(1 - alpha, k + 1, n - k))
     return lower, upper

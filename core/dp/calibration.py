@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 
-from scipy import optimize, special
+from scipy import special
 
 from ppknn.core.dp.validation import check_delta, check_epsilon, check_sensitivity
 
@@ -56,6 +56,8 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
         return math.log(max(gaussian_delta(math.exp(log_sigma), epsilon, 1.0), 1e-300)) - math.log(
             delta
         )
+
+    from scipy import optimize  # lazily: parties that never calibrate never load it
 
     lo, hi = math.log(1e-6), math.log(1e6)
     log_sigma = optimize.brentq(excess, lo, hi, xtol=1e-14, rtol=1e-14)
@@ -87,6 +89,8 @@ def zcdp_to_delta(rho: float, epsilon: float) -> float:
         am1 = math.exp(log_am1)
         alpha = am1 + 1.0
         return am1 * (alpha * rho - epsilon) + am1 * math.log(am1) - alpha * math.log(alpha)
+
+    from scipy import optimize
 
     res = optimize.minimize_scalar(
         log_delta, bounds=(-20.0, 20.0), method="bounded", options={"xatol": 1e-10}

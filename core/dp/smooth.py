@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from ppknn.core.dp import samplers
 from ppknn.core.dp.mechanisms import Release
@@ -258,9 +258,13 @@ class StudentT(_SmoothNoise):
         return gen.standard_t(self.dof, size=shape)
 
     def _standard_from_uniform(self, u):
+        from scipy import stats  # lazily: scipy.stats costs parties seconds of start-up
+
         return stats.t.ppf(u, self.dof)
 
     def _abs_quantile(self, q):
+        from scipy import stats
+
         return float(stats.t.ppf(0.5 + q / 2.0, self.dof))
 
 
