@@ -37,7 +37,7 @@ from ppknn.core.messages import Message, PartyId, uniform_provenance
 from ppknn.protocols.dp_nb.model import DENSITIES, NBParams
 from ppknn.protocols.dp_nb.noise import NOISES
 from ppknn.protocols.dp_nb.schema import FeatureSchema
-from ppknn.protocols.dp_nb.sensitivity import NEIGHBOURS
+from ppknn.protocols.dp_nb.sensitivity import NEIGHBOURS, SENSITIVITIES
 from ppknn.protocols.dp_nb.training import METHODS, NBConfig
 
 PROTOCOL = "dp-nb"
@@ -57,6 +57,8 @@ class ModelRequest:
     trim: Any = "auto"
     neighbours: str = "add-remove"
     density: str = "gaussian"
+    sensitivity: str | None = None
+    global_fallback: bool = True
 
     def __post_init__(self) -> None:
         if not math.isfinite(float(self.epsilon)):
@@ -67,7 +69,8 @@ class ModelRequest:
         """The training configuration (the owner supplies the randomness mode)."""
         return NBConfig(method=self.method, epsilon=self.epsilon, delta=self.delta,
                         noise=self.noise, gamma=self.gamma, trim=self.trim,
-                        neighbours=self.neighbours, density=self.density, mode=mode)
+                        neighbours=self.neighbours, density=self.density, mode=mode,
+                        sensitivity=self.sensitivity, global_fallback=self.global_fallback)
 
     def to_message(self, *, run_id: str, sender: PartyId, receiver: PartyId, request: int,
                    round: int = 1, provenance: int = 1) -> Message:
@@ -82,7 +85,10 @@ class ModelRequest:
                    "epsilon": np.asarray(float(self.epsilon)),
                    "delta": np.asarray(float(self.delta)),
                    "gamma": np.asarray(float(self.gamma)),
-                   "trim": np.asarray(trim), "trim_is_fraction": np.asarray(fraction)}
+                   "trim": np.asarray(trim), "trim_is_fraction": np.asarray(fraction),
+                   "sensitivity": np.asarray(-1 if self.sensitivity is None
+                                             else SENSITIVITIES.index(self.sensitivity)),
+                   "global_fallback": np.asarray(bool(self.global_fallback))}
         return Message(run_id=run_id, protocol=PROTOCOL, round=round, seq=-1, sender=sender,
                        receiver=receiver, kind=TRAIN, payload=payload,
                        provenance={k: uniform_provenance(provenance) for k in payload})
@@ -102,7 +108,10 @@ class ModelRequest:
                       delta=float(p["delta"]), noise=NOISES[int(p["noise"])],
                       gamma=float(p["gamma"]), trim=trim,
                       neighbours=NEIGHBOURS[int(p["neighbours"])],
-                      density=DENSITIES[int(p["density"])])
+                      density=DENSITIES[int(p["density"])],
+                      sensitivity=(None if int(p.get("sensitivity", -1)) < 0
+                                   else SENSITIVITIES[int(p["sensitivity"])]),
+                      global_fallback=bool(p.get("global_fallback", True)))
             return req, int(p["request"])
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise ProtocolError(f"malformed {PROTOCOL!r} request: {exc}") from exc

@@ -11,6 +11,8 @@ Scenario table::
     gamma = 4.0                # tail exponent of the polynomial noise
     trim = "auto"              # trimmed statistics: "auto", an integer m, or a fraction < 0.5
     neighbours = "add-remove"  # or "replace" (the paper's model: class sizes public)
+    # sensitivity = "exact"    # replace only (default there); "bound": the looser pair bound
+    global_fallback = true     # global sensitivity where the smooth release cannot win
     density = "gaussian"       # or "truncated" (normal truncated to the bounds)
     # budget = 2.0             # the owner's total ε (default: what the requests cost)
     # analyst_budget = 1.0     # cap per analyst (default: none)
@@ -44,7 +46,7 @@ from ppknn.protocols.dp_nb.model import DENSITIES
 from ppknn.protocols.dp_nb.noise import APPROXIMATE, NOISES
 from ppknn.protocols.dp_nb.protocol import ModelRequest
 from ppknn.protocols.dp_nb.schema import FeatureSchema
-from ppknn.protocols.dp_nb.sensitivity import NEIGHBOURS
+from ppknn.protocols.dp_nb.sensitivity import NEIGHBOURS, SENSITIVITIES
 from ppknn.simulations.plugins.ring_nb import check_declared_bounds, gaussian_nb
 from ppknn.simulations.prepare import PreparedData, owner_names
 from ppknn.simulations.registry import (
@@ -83,6 +85,10 @@ class DPNBConfig(ProtocolConfig):
     trim: Trim = "auto"
     neighbours: Literal[NEIGHBOURS] = "add-remove"  # type: ignore[valid-type]
     density: Literal[DENSITIES] = "gaussian"  # type: ignore[valid-type]
+    sensitivity: Literal[SENSITIVITIES] | None = None  # type: ignore[valid-type]
+    """``"exact"`` (replace only), ``"bound"``; default: exact under replace, else bound."""
+    global_fallback: bool = Field(True, strict=True)
+    """Release a class at global sensitivity where the smooth release cannot win."""
     budget: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
     """The owner's total ε (default: every analyst's request)."""
     budget_delta: float | None = Field(None, ge=0, lt=1, allow_inf_nan=False, strict=True)
@@ -94,7 +100,8 @@ class DPNBConfig(ProtocolConfig):
         """The request every analyst sends."""
         return ModelRequest(method=self.method, epsilon=self.epsilon, delta=self.delta,
                             noise=self.noise, gamma=self.gamma, trim=self.trim,
-                            neighbours=self.neighbours, density=self.density)
+                            neighbours=self.neighbours, density=self.density,
+                            sensitivity=self.sensitivity, global_fallback=self.global_fallback)
 
     @property
     def private(self) -> bool:
@@ -138,6 +145,10 @@ class DPNaiveBayes(ProtocolPlugin):
         """Declared bounds; δ and noise that go together; budgets that pay for one model."""
         assert isinstance(config, DPNBConfig)
         check_declared_bounds(scenario, source, self.name)
+        if config.sensitivity == "exact" and config.neighbours != "replace":
+            raise _refuse(source, "protocol.sensitivity", config.sensitivity,
+                          f"the exact smooth sensitivity is defined for neighbours = 'replace' "
+                          f"(got {config.neighbours!r}); allowed with add-remove: 'bound'")
         approximate = config.noise in APPROXIMATE
         if config.delta > 0 and config.method != "smooth":
             raise _refuse(source, "protocol.delta", config.delta,
@@ -240,6 +251,8 @@ class DPNaiveBayes(ProtocolPlugin):
         eps_budget, delta_budget = plan.public["owner_budget"].values()
         metrics: dict[str, Any] = {
             "gamma": config.gamma, "trim": config.trim, "neighbours": config.neighbours,
+            "sensitivity": config.request().config().sensitivity,
+            "global_fallback": config.global_fallback,
             "density": config.density, "budget": eps_budget, "budget_delta": delta_budget,
             "analyst_budget": config.analyst_budget,
             "calibration": ("the paper's constant (Cauchy √2·S/ε′, reproduction option, not "

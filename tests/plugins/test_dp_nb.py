@@ -57,7 +57,9 @@ def test_example_scenario_runs_and_writes_the_common_shape(tmp_path):
         assert (folder / f).is_file(), f
     summary = json.loads((folder / "summary.json").read_text())
     r = summary["results"][NAME]
-    assert r["accuracy"] == pytest.approx(220 / 300)
+    # 220 / 300 before the public global fallback (the same draws with global_fallback = false)
+    assert r["accuracy"] == pytest.approx(215 / 300)
+    assert r["global_fallback"] is True and r["sensitivity"] == "bound"
     assert r["baseline"] == {"name": "GaussianNB (union, non-private)",
                              "accuracy": pytest.approx(225 / 300)}
     assert r["privacy"] == {
@@ -171,6 +173,10 @@ BAD = [
     ({"noise": "student"}, {}, "parse", r"protocol\.noise = 'student': .*'polynomial'"),
     ({"neighbours": "swap"}, {}, "parse", r"protocol\.neighbours = 'swap': .*'add-remove'"),
     ({"density": "uniform"}, {}, "parse", r"protocol\.density = 'uniform': .*'gaussian'"),
+    ({"sensitivity": "tight"}, {}, "parse", r"protocol\.sensitivity.* = 'tight': .*'exact'"),
+    ({"sensitivity": "exact"}, {}, "parse",
+     r"protocol\.sensitivity = 'exact': .*neighbours = 'replace'.*'bound'"),
+    ({"global_fallback": 1}, {}, "parse", r"protocol\.global_fallback = 1: .*boolean"),
     ({"gamma": 1.0}, {}, "parse", r"protocol\.gamma = 1\.0: .*greater than 1"),
     ({"trim": 0.5}, {}, "parse", r"protocol\.trim\..* = 0\.5: .*less than 0\.5"),
     ({"trim": -1}, {}, "parse", r"protocol\.trim\..* = -1: .*greater than or equal to 0"),
