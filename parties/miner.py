@@ -91,7 +91,9 @@ class Miner:
         if self.release is None:
             raise ProtocolError(f"{self.party_id}: no release received yet")
         p = dict(self.release.payload)
-        Zq = normalise(self.X, p["lower"], p["upper"])
+        # The public bounds may come from the training rows only, so an instance can lie
+        # outside them: it is clipped onto the bounds (client side) before projecting.
+        Zq = np.clip(normalise(self.X, p["lower"], p["upper"]), 0.0, 1.0)
         train, queries = miner_features(self.release.kind, p, Zq)
         labels = np.asarray(p["labels"])
         preds: dict[str, np.ndarray] = {}
@@ -126,7 +128,7 @@ class Miner:
             if "fixed-k" in plan.methods:
                 preds["fixed-k"] = all_preds[-1]
         return MinerOutput(round=self.release.round, predictions=preds,
-                           **extra)  # type: ignore[arg-type]
+                           **extra)
 
 
 __all__ = ["Miner"]

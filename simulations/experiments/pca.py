@@ -1,6 +1,9 @@
 """The paper's experiments (Mukherjee et al. 2008, §6) as functions of a :class:`Settings`.
 
-For every dataset and repetition, a sanitizer party (90% of the rows) and a
+The reproduction runs the releases as scenario grids (:func:`paper_grids`, one
+``pca-perturbation`` scenario run per release, dataset and repetition, through the
+registry; :func:`run_grid_experiments`). The earlier session path stays for
+scripts: for every dataset and repetition, a sanitizer party (90% of the rows) and a
 miner party (the other 10%, at most ``max_queries`` of them classified) run
 the release protocol once per scheme and parameter (:func:`paper_jobs`);
 the miner classifies its rows and the attacks run over its view read back
@@ -45,6 +48,7 @@ from ppknn.protocols.pca_perturbation.protocol import MiningPlan
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
 from ppknn.simulations.experiments.pca_evaluation import Job, ReleaseResult, Split, run_session
 from ppknn.simulations.experiments.pca_timing import time_mining, time_sanitize
+from ppknn.simulations.grids import Grid, run_grids
 
 BS = (0.1, 0.2, 0.3)
 SDS = (0.1, 0.25, 0.5)
@@ -73,9 +77,8 @@ class Settings:
     datasets:
         Which datasets to run.
     workers:
-        With the in-process runtime, ``> 1`` fans the sessions out over Ray
-        tasks (:func:`core.runtime.pool.fan_out`, one CPU each); ``1`` runs
-        them one after the other here.
+        ``> 1`` fans the grid runs out over Ray tasks (:func:`run_grids`, one CPU each);
+        ``1`` runs them one after the other here (:func:`run_experiments`: the sessions).
     seed:
         Root seed of everything.
     """
@@ -139,15 +142,16 @@ def paper_jobs(m: int, settings: Settings) -> list[Job]:
 def make_split(ds: PaperDataset, rng: np.random.Generator, max_queries: int) -> Split:
     """A random 90/10 split; the miner gets at most ``max_queries`` of the 10%.
 
-    The bounds are the whole table's minimum and maximum: the paper
-    normalises the data before splitting (and so do we, declaring them public).
+    The bounds are the training rows' minimum and maximum. Deviation: the paper normalises
+    the whole table before splitting, so its bounds read the test rows; no parameter of a
+    release here does (the miner clips its rows to the released bounds).
     """
     n = len(ds.y)
     perm = rng.permutation(n)
     n_test = max(1, round(0.1 * n))
     test, train = perm[:n_test][:max_queries], perm[n_test:]
-    # the paper normalises the whole table before splitting: bounds = its min and max
-    bounds = DomainBounds(ds.X.min(axis=0), ds.X.max(axis=0))
+    # deviation: the paper normalises the whole table (test rows included) before splitting
+    bounds = DomainBounds(ds.X[train].min(axis=0), ds.X[train].max(axis=0))
     return Split(X_train=ds.X[train], y_train=ds.y[train], X_test=ds.X[test],
                  y_test=ds.y[test], n_classes=ds.n_classes, bounds=bounds)
 
@@ -231,6 +235,160 @@ def run_experiments(settings: Settings, runtime: str, workdir: Path, *, workers:
     return datasets, [row for rows in results for row in rows]
 
 
+# ------------------------------------------------------------------------ scenario grids
+GRID_PREFIX = "mukherjee-"
+RELEASE_KEYS = ("protocol.scheme", "protocol.b", "protocol.components", "protocol.sd",
+                "protocol.method", "protocol.compare", "protocol.attacks")
+"""The zipped axis of one repetition's releases (one scenario run each)."""
+
+
+def release_points(m: int) -> list[tuple]:
+    """One repetition's releases on ``m`` attributes, as values of :data:`RELEASE_KEYS`.
+
+    The same releases as :func:`paper_jobs`: the b = 0 reference (PCA, no noise), PCA-radius
+    at every b (radius, best-k and k = 5 on one release), No-PCA Laplace (attacked only; the
+    miner's k = 5 is a by-product), Rand-P at three projection sizes, Rand-U and Rand-N.
+    A key a scheme does not use holds a valid placeholder (components 1, b 0.2, sd 0.1).
+
+    >>> [p[0] for p in release_points(4)][:5]
+    ['pca-no-noise', 'pca-laplace', 'pca-laplace', 'pca-laplace', 'laplace']
+    """
+    s = max(1, m // 2)
+    pts: list[tuple] = [("pca-no-noise", 0.2, s, 0.1, "fixed-k", ("best-k",), False)]
+    pts += [("pca-laplace", b, s, 0.1, "radius", ("best-k", "fixed-k"), True) for b in BS]
+    pts += [("laplace", b, 1, 0.1, "fixed-k", (), True) for b in BS]
+    pts += [("rand-p", 0.2, k, 0.1, "best-k", (), True)
+            for k in sorted({max(1, m // 4), max(1, m // 2), m - 1})]
+    pts += [(sch, 0.2, 1, sd, "best-k", (), True) for sch in ("rand-u", "rand-n") for sd in SDS]
+    return pts
+
+
+def materialise(datasets: dict[str, PaperDataset], folder: Path) -> Path:
+    """Write the prepared datasets as CSV files with a ``manifest.json``; returns ``folder``.
+
+    The grids' scenarios read them by name (``[data] dataset``, ``data_dir``): the rows a
+    scenario run sees are exactly these (ionosphere without its constant column, the
+    generated sets as generated). Real sets are written exactly; the 100-dimensional
+    generated sets to 5 decimals (``sd`` >= 2, so the rounding is immaterial), which keeps
+    their files at about 85 MB.
+    """
+    import json
+
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = {}
+    for name, ds in datasets.items():
+        X = np.round(ds.X, 5) if name in LARGE else ds.X
+        columns: dict[str, np.ndarray] = {f"x{j:03d}": X[:, j] for j in range(X.shape[1])}
+        columns["label"] = ds.y
+        pcsv.write_csv(pa.table(columns), folder / f"{name}.csv")
+        manifest[name] = {"file": f"{name}.csv", "label": "label", "rows": int(len(ds.y)),
+                          "features": int(X.shape[1]), "classes": int(ds.n_classes),
+                          "description": ds.note}
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return folder
+
+
+def paper_grids(datasets: dict[str, PaperDataset], settings: Settings, data_dir: Path
+                ) -> list[Grid]:
+    """One :class:`~ppknn.simulations.grids.Grid` per dataset: releases x repetitions.
+
+    Every point is a ``pca-perturbation`` scenario run (a sanitizer with the training rows,
+    a miner with at most ``max_queries`` of the 10% test split). Repetition ``r`` is
+    ``[run].seed = settings.seed + r``: a new random split and new noise; within a
+    repetition every release shares the split. Bounds are the training rows' minimum and
+    maximum (``bounds = "data"``, a :class:`~ppknn.core.errors.PrivacyLeakWarning`), never
+    the test rows'.
+    """
+    grids = []
+    for name, ds in datasets.items():
+        reps = settings.reps_large if name in LARGE else settings.reps
+        base = {
+            "run": {"name": f"mukherjee-{name}"},
+            "data": {"dataset": name, "data_dir": str(data_dir), "test_fraction": 0.1,
+                     "max_queries": settings.max_queries, "bounds": "data"},
+            "parties": {"n": 1},
+            "protocol": {"name": "pca-perturbation", "k": 5, "fallback_k": 5,
+                         "max_validation": settings.max_validation, "rho1": RHO1},
+            "runtime": {"channels": False},
+        }
+        grids.append(Grid(f"{GRID_PREFIX}{name}", base=base,
+                          axes={RELEASE_KEYS: release_points(ds.X.shape[1])},
+                          seeds=tuple(settings.seed + r for r in range(reps))))
+    return grids
+
+
+def _num(value: object) -> float:
+    """A grid cell as a float (``None``, empty and missing are NaN)."""
+    if value is None or value == "":
+        return math.nan
+    return float(value)  # type: ignore[arg-type]
+
+
+def release_row(grid_row: dict, settings: Settings) -> dict:
+    """One grid row as a flat release row (the columns :func:`aggregate` and the report use)."""
+    scheme = grid_row["protocol.scheme"]
+    request = ReleaseRequest(
+        scheme=scheme, round=1,
+        b=grid_row["protocol.b"] if scheme in ("pca-laplace", "laplace") else None,
+        s=grid_row["protocol.components"] if scheme in ("pca-laplace", "pca-no-noise")
+        else None,
+        k=grid_row["protocol.components"] if scheme == "rand-p" else None,
+        sd=grid_row["protocol.sd"] if scheme in ("rand-u", "rand-n") else None)
+    best_s2 = grid_row.get("correlation_attack_s2")
+    return {
+        "dataset": grid_row["dataset"], "rep": int(grid_row["seed"]) - settings.seed,
+        "seed": int(grid_row["seed"]), "scheme": scheme, "label": request.label,
+        "param": request.b if request.b is not None else (
+            request.k if request.k is not None else request.sd),
+        "acc_radius": _num(grid_row.get("accuracy_radius")),
+        "acc_best-k": _num(grid_row.get("accuracy_best_k")),
+        "acc_fixed-k": _num(grid_row.get("accuracy_fixed_k")),
+        "privacy_nofilter": _num(grid_row.get("privacy_transform_attack")),
+        "privacy_filter": _num(grid_row.get("privacy_correlation_attack")),
+        "best_s2": 0 if best_s2 in (None, "") or _num(best_s2) != _num(best_s2)
+        else int(best_s2),
+        "best_k": 0 if grid_row.get("best_k") in (None, "") else int(grid_row["best_k"]),
+        "in_radius": _num(grid_row.get("mean_in_radius")),
+        "fallback": _num(grid_row.get("fallback_fraction")),
+        "amp_min": _num(grid_row.get("amplification_min")),
+        "amp_max": _num(grid_row.get("amplification")),
+        "E": _num(grid_row.get("distortion_mean")), "Var": _num(grid_row.get("distortion_var")),
+        "E_measured": _num(grid_row.get("distortion_mean_measured")),
+        "Var_measured": _num(grid_row.get("distortion_var_measured")),
+        "nsr_min": _num(grid_row.get("noise_to_signal_min")),
+        "nsr_median": _num(grid_row.get("noise_to_signal_median")),
+        "baseline_accuracy": _num(grid_row.get("baseline_accuracy")),
+        "queries": int(grid_row["queries"]), "run_id": grid_row["run_id"],
+    }
+
+
+def run_grid_experiments(settings: Settings, workdir: Path, *, parallel: str = "sequential",
+                         log: Log | None = None
+                         ) -> tuple[dict[str, PaperDataset], list[Grid], dict[str, list[dict]],
+                                    list[dict]]:
+    """The paper's release experiments as scenario grids through the registry.
+
+    Loads (or generates) the datasets, writes them to ``workdir/datasets``, runs
+    :func:`paper_grids` with :func:`~ppknn.simulations.grids.run_grids` (``parallel``:
+    ``"ray"`` fans the runs out as Ray tasks) and returns the datasets, the grids, the
+    grid rows by grid name and the flat release rows (:func:`release_row`).
+    """
+    say = _logger(log)
+    datasets = {name: _load(name, settings) for name in settings.datasets}
+    data_dir = materialise(datasets, Path(workdir) / "datasets")
+    grids = paper_grids(datasets, settings, data_dir.resolve())
+    t0 = time.perf_counter()
+    total = sum(len(g.points()) for g in grids)
+    say(f"{total} scenario runs in {len(grids)} grids")
+    rows = run_grids(grids, parallel=parallel, progress=lambda done, n: say(
+        f"{done}/{n} runs done after {time.perf_counter() - t0:.1f} s"))
+    flat = [release_row(r, settings) for g in grids for r in rows[g.name]]
+    return datasets, grids, rows, flat
+
+
 def _flatten(name: str, rep: int, r: ReleaseResult) -> dict:
     q = r.request
     out = r.output
@@ -254,8 +412,15 @@ def _flatten(name: str, rep: int, r: ReleaseResult) -> dict:
     }
 
 
-def aggregate(rows: list[dict]) -> dict[tuple[str, str], dict[str, tuple[float, float]]]:
-    """Mean and standard deviation over repetitions, per (dataset, release label)."""
+def aggregate(rows: list[dict]) -> dict[tuple[str, str], dict[str, tuple[float, float, float]]]:
+    """Mean, standard deviation and 95% half-width over repetitions, per (dataset, label).
+
+    The standard deviation is the sample one (``ddof = 1``; 0 for one repetition) and the
+    half-width Student's ``t(0.975, n - 1) * sd / sqrt(n)`` (NaN for one repetition): the
+    interval is over repetitions, each a new split and new noise.
+    """
+    from scipy import stats as sps
+
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for r in rows:
         groups[(r["dataset"], r["label"])].append(r)
@@ -266,7 +431,10 @@ def aggregate(rows: list[dict]) -> dict[tuple[str, str], dict[str, tuple[float, 
             vals = [g.get(col) for g in group]
             if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
                 arr = np.asarray(vals, dtype=np.float64)
-                stats[col] = (float(np.mean(arr)), float(np.std(arr)))
+                n = len(arr)
+                sd = float(np.std(arr, ddof=1)) if n > 1 else 0.0
+                half = float(sps.t.ppf(0.975, n - 1) * sd / math.sqrt(n)) if n > 1 else math.nan
+                stats[col] = (float(np.mean(arr)), sd, half)
         out[key] = stats
     return out
 
@@ -344,13 +512,19 @@ __all__ = [
     "QUICK",
     "RHO1",
     "SDS",
+    "RELEASE_KEYS",
     "SessionJob",
     "Settings",
     "additive_audit",
     "aggregate",
     "make_split",
+    "materialise",
+    "paper_grids",
     "paper_jobs",
+    "release_points",
+    "release_row",
     "run_experiments",
+    "run_grid_experiments",
     "run_session_job",
     "timing",
     "worst_case",

@@ -180,7 +180,7 @@ def run_session(split: Split, jobs: Sequence[Job], *, make_runtime: Callable[[],
         finally:
             rt.shutdown()
         reader = RoundReader(Transcript(Path(tmp)))
-        Zq = normalise(split.X_test, split.bounds.lower, split.bounds.upper)
+        Zq = np.clip(normalise(split.X_test, split.bounds.lower, split.bounds.upper), 0.0, 1.0)
         results = []
         for job, out in zip(jobs, outputs):
             r = job.request.round

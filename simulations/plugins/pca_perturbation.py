@@ -268,7 +268,8 @@ class PCAPerturbation(ProtocolPlugin):
         """scikit-learn kNN, k = ``protocol.k``, the miner's ``1/d²`` weights, clean union."""
         assert isinstance(config, PCAPerturbationConfig)
         Z = normalise(data.train_X, data.bounds.lower, data.bounds.upper)
-        Zq = normalise(data.queries, data.bounds.lower, data.bounds.upper)
+        # the miner's view of its rows: clipped to the public bounds
+        Zq = np.clip(normalise(data.queries, data.bounds.lower, data.bounds.upper), 0, 1)
         return Baseline(f"kNN k={config.k}, 1/d² weights (union, non-private)",
                         baseline_knn(Z, data.train_y, Zq, config.k))
 
@@ -307,7 +308,7 @@ class PCAPerturbation(ProtocolPlugin):
         if config.scheme == "pca-laplace":
             # ground truth: |noisy x - q|^2 - |x - q|^2 over (training row, query) pairs,
             # to set beside the published E(D), Var(D) (eqs. 12-13)
-            Zq = normalise(data.queries, data.bounds.lower, data.bounds.upper)
+            Zq = np.clip(normalise(data.queries, data.bounds.lower, data.bounds.upper), 0, 1)
             mean, var = measured_distortion(release, truth, Zq,
                                             rng=data.policy.generator("measure", "distortion"))
             metrics.update(distortion_mean_measured=mean, distortion_var_measured=var)

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from ppknn.simulations.experiments.pca import QUICK, run_experiments
+from ppknn.simulations.experiments.pca import QUICK, run_grid_experiments
 from ppknn.simulations.reporting import Claim, read_rows
 from ppknn.simulations.reproduce import REPRODUCTIONS, load
 from ppknn.simulations.reproduce.mukherjee import run
@@ -43,11 +43,10 @@ def test_registered():
 
 
 def test_progress_goes_to_the_log_not_to_stderr(quick_run, capfd, tmp_path):
-    assert any("sessions done" in line for line in LOG)
+    assert any("runs done" in line for line in LOG)
     assert any(line.startswith("timing n=") for line in LOG)
     capfd.readouterr()
-    run_experiments(dataclasses.replace(QUICK, datasets=("iris",), reps=1), "inprocess",
-                    tmp_path)
+    run_grid_experiments(dataclasses.replace(QUICK, datasets=("iris",), reps=1), tmp_path)
     assert capfd.readouterr().err == ""
 
 
@@ -112,10 +111,11 @@ def test_headline_states_the_tradeoff_verdict(quick_run):
     tables = {p.stem: read_rows(p) for p in (tmp / "out").glob("*.csv")}
     tradeoff = next(c for c in check_claims(tables) if c.id == "fig5-tradeoff")
     names = list(dict.fromkeys(r["dataset"] for r in tables["fig9_accuracy"]))
-    below, total = tradeoff_points(tables["fig5_tradeoff"], names)
+    below, on, total = tradeoff_points(tables["fig5_tradeoff"], names)
     assert tradeoff.measured == below / total
     head = text.split("## Settings")[0]
-    assert f"{below} of {total} baseline points" in head
+    assert f"**{below} of {total} baseline points" in head
+    assert f"{on} lie on it" in head and f"{total - below - on} above it" in head
     if tradeoff.verdict != "reproduced":
         assert "PCA-radius does not dominate the baselines" in head
         assert "main result is " + {"partly": "only partly reproduced",
@@ -123,10 +123,11 @@ def test_headline_states_the_tradeoff_verdict(quick_run):
 
 
 @pytest.mark.ray
-def test_sessions_fanned_out_on_ray_give_the_same_rows(ray_local, tmp_path):
+def test_grids_fanned_out_on_ray_give_the_same_rows(ray_local, tmp_path):
     settings = dataclasses.replace(QUICK, datasets=("iris",), reps=2)
-    _, serial = run_experiments(settings, "inprocess", tmp_path, workers=1)
-    _, parallel = run_experiments(settings, "inprocess", tmp_path, workers=2)
+    *_, serial = run_grid_experiments(settings, tmp_path / "a")
+    *_, parallel = run_grid_experiments(settings, tmp_path / "b", parallel="ray")
     assert len(serial) == 2 * 16
-    assert [{k: repr(v) for k, v in r.items()} for r in serial] == \
-        [{k: repr(v) for k, v in r.items()} for r in parallel]
+    drop = {"run_id"}
+    assert [{k: repr(v) for k, v in r.items() if k not in drop} for r in serial] == \
+        [{k: repr(v) for k, v in r.items() if k not in drop} for r in parallel]

@@ -179,3 +179,64 @@ def test_tiny_b_approaches_the_baseline_and_reports_unbounded_amplification():
     assert r["rho2_bound"] == 1.0 and r["log_amplification"] == pytest.approx(1e5)
     keep = _non_tied(result, 5)
     np.testing.assert_array_equal(o.predictions[keep], o.baseline.predictions[keep])
+
+
+# ------------------------------------------------------------- no test row sets a parameter
+def _run_with_test_rows(tmp_path: Path, shift: float):
+    """A two-fold contiguous split of a small table; the test fold's rows scaled by ``shift``."""
+    rng = np.random.default_rng(5)
+    X = np.vstack([rng.normal(0, 1, (60, 4)), rng.normal(2, 1, (60, 4))])
+    y = np.repeat([0, 1], 60)
+    order = rng.permutation(120)
+    X, y = X[order], y[order]
+    X[:40] = X[:40] * shift + shift  # fold 0 (the queries): far outside when shift is large
+    folder = tmp_path / f"shift-{shift:g}"
+    folder.mkdir()
+    lines = ["a,b,c,d,label"] + [",".join(f"{v!r}" for v in row) + f",{c}"
+                                 for row, c in zip(X.tolist(), y.tolist())]
+    (folder / "t.csv").write_text("\n".join(lines) + "\n")
+    (folder / "manifest.json").write_text(json.dumps({"t": {"file": "t.csv", "label": "label"}}))
+    sc = parse_scenario({
+        "data": {"dataset": "t", "data_dir": str(folder), "folds": 3, "fold": 0,
+                 "shuffle": False, "bounds": "data"},
+        "parties": {"n": 1}, "runtime": {"kind": "inprocess", "channels": False},
+        "protocol": {"name": NAME, "scheme": "pca-laplace", "components": 2, "b": 0.2,
+                     "compare": ["best-k", "fixed-k"]}}, source="test")
+    with pytest.warns(Warning, match="training rows"):
+        out = execute(sc)
+    view = out.transcript.view("miner")
+    (release,) = [m for m in view.received if m.kind.startswith("release:")]
+    return out, release
+
+
+def test_test_rows_outside_the_training_range_do_not_move_the_release(tmp_path):
+    """Every released parameter is the same whether the queries lie inside or far outside."""
+    near, rel_near = _run_with_test_rows(tmp_path, 1.0)
+    far, rel_far = _run_with_test_rows(tmp_path, 100.0)
+    assert rel_near.payload.keys() == rel_far.payload.keys()
+    for key in rel_near.payload:
+        assert np.array_equal(np.asarray(rel_near.payload[key]),
+                              np.asarray(rel_far.payload[key])), key
+    a, b = near.outcome.summary(), far.outcome.summary()
+    for key in ("amplification", "amplification_min", "domain_amplification", "radius2",
+                "rho2_bound", "distortion_mean", "distortion_var"):
+        assert a[key] == b[key], key
+    # the far queries are clipped onto the bounds by the miner and still classified
+    preds = far.outcome.predictions
+    assert len(preds) == 40 and set(np.unique(preds)) <= {0, 1}
+    # the released bounds are the training rows' extremes, not the queries'
+    lower = np.asarray(rel_far.payload["lower"])
+    assert lower.min() > -5 and np.asarray(rel_far.payload["upper"]).max() < 8
+
+
+def test_compare_reports_every_method_and_refuses_radius_without_statistics():
+    out = execute(scenario(compare=["best-k", "fixed-k"])).outcome
+    m = out.summary()
+    for key in ("accuracy_radius", "accuracy_best_k", "accuracy_fixed_k"):
+        assert 0.0 <= m[key] <= 1.0, key
+    assert m["accuracy_radius"] == pytest.approx(out.accuracy)
+    assert m["distortion_mean"] is not None and m["distortion_mean_measured"] is not None
+    assert m["noise_to_signal_min"] <= m["noise_to_signal_median"]
+    assert m["amplification_min"] == pytest.approx(m["amplification"], rel=1e-9)
+    assert_refused(raw(scheme="rand-u", method="best-k", compare=["radius"]), "parse",
+                   r"protocol\.compare = \['radius'\]")
