@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import warnings
+from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
@@ -23,7 +25,7 @@ from rich.table import Table
 
 from ppknn.core.errors import PartyFailure, PpknnError, PrivacyLeakWarning
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Multi-party simulations of privacy-preserving nearest-neighbour "
                        "classification.")
 console = Console(stderr=True, soft_wrap=True)
@@ -45,6 +47,39 @@ def _version(value: bool) -> None:
 def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """Multi-party simulations of privacy-preserving nearest-neighbour classification."""
+
+
+class RuntimeKind(str, Enum):
+    """Where the parties run: ``inprocess`` (one process) or ``ray`` (actors / tasks)."""
+
+    inprocess = "inprocess"
+    ray = "ray"
+
+
+def embedded_quickstart() -> Any:
+    """The scenario ``ppknn run`` runs without a file (``scenarios/quickstart.toml``)."""
+    from importlib.resources import as_file, files
+
+    from ppknn.simulations.scenario import load_scenario
+
+    with as_file(files("ppknn.simulations") / "quickstart.toml") as path:
+        return load_scenario(path)
+
+
+def _starting_ray(address: str | None) -> None:
+    """Say on stderr that Ray is starting (it can take 10-20 s) or being joined.
+
+    A new local Ray instance enables token authentication by default and warns
+    that it did; setting ``RAY_AUTH_MODE=token`` first keeps exactly that
+    (authentication on, a token generated if missing) without the warning. An
+    explicit ``RAY_AUTH_MODE``, or joining a running cluster, is left alone.
+    """
+    joining = address or os.environ.get("RAY_ADDRESS")
+    if joining:
+        console.print(f"connecting to Ray at {joining}...")
+        return
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
+    console.print("starting Ray (a local instance; the first start takes 10-20 s)...")
 
 
 def _fail(exc: Exception, code: int) -> None:
@@ -69,7 +104,7 @@ def run(
     scenario: Optional[Path] = typer.Argument(  # noqa: UP007 - typer needs Optional
         None, help="Scenario TOML file; omitted: the embedded quickstart default."),
     output: Optional[Path] = typer.Option(None, help="Results folder (overrides [run].output)."),  # noqa: UP007
-    runtime: Optional[str] = typer.Option(None, help="'ray' or 'inprocess' (overrides [runtime].kind)."),  # noqa: UP007,E501
+    runtime: Optional[RuntimeKind] = typer.Option(None, help="Where the parties run (overrides [runtime].kind)."),  # noqa: UP007,E501
     address: Optional[str] = typer.Option(None, help="Ray address, e.g. 'auto' (overrides [runtime].address)."),  # noqa: UP007,E501
     seed: Optional[int] = typer.Option(None, help="Root seed (overrides [run].seed)."),  # noqa: UP007
     sets: list[str] = typer.Option([], "--set", help="Any scenario key, typed: "
@@ -82,14 +117,13 @@ def run(
     from ppknn.simulations.output import staged
     from ppknn.simulations.results import summary_of, write_results
     from ppknn.simulations.runner import execute
-    from ppknn.simulations.scenario import Scenario, load_scenario
+    from ppknn.simulations.scenario import load_scenario
 
     try:
-        sc = load_scenario(scenario) if scenario else Scenario().with_overrides(
-            run={"name": "quickstart", "output": "results/quickstart"})
+        sc = load_scenario(scenario) if scenario else embedded_quickstart()
         overrides: dict[str, dict] = {}
         if runtime:
-            overrides.setdefault("runtime", {})["kind"] = runtime
+            overrides.setdefault("runtime", {})["kind"] = runtime.value
         if address:
             overrides.setdefault("runtime", {})["address"] = address
         if seed is not None:
@@ -98,6 +132,8 @@ def run(
             sc = sc.with_overrides(**overrides)
         sc = _apply_sets(sc, sets)
         folder = Path(output or sc.run.output)
+        if sc.runtime.kind == "ray":
+            _starting_ray(sc.runtime.address)
         with warnings.catch_warnings(record=True) as caught, \
                 staged(folder, overwrite=overwrite) as stage:
             warnings.simplefilter("always", PrivacyLeakWarning)
@@ -120,6 +156,10 @@ def run(
                     outcome = execute(sc, transcript_dir=stage / "transcript",
                                       progress=progress)
             write_results(outcome, stage)
+            if sc.audit.trials:
+                from ppknn.simulations.leakage.audit import audit_scenario, write_audit
+
+                write_audit(audit_scenario(sc, progress=progress), stage)
             if deviations is not None:
                 from ppknn.simulations.leakage.deviations import write_report
 
@@ -208,7 +248,8 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
     _print_leakage(rows, results_dir, top)
 
 
-def _print_leakage(rows: list[Any], results_dir: Path, top: int) -> None:
+def _print_leakage(rows: list[Any], results_dir: Path, top: int, *,
+                   title: str | None = None) -> None:
     """The leakage table: rows above their bound first, then the largest values."""
     from ppknn.simulations.leakage.table import ABOVE
 
@@ -217,7 +258,7 @@ def _print_leakage(rows: list[Any], results_dir: Path, top: int) -> None:
         return
     order = sorted(rows, key=lambda r: (r.verdict != ABOVE, r.protocol, r.attack))
     shown = order[:top] if len(order) > top else order
-    title = f"leakage from {results_dir}/transcript ({len(rows)} rows in leakage.csv)"
+    title = title or f"leakage from {results_dir}/transcript ({len(rows)} rows in leakage.csv)"
     table = Table(title=title)
     for col in ("protocol", "observer", "target", "attack", "value [95% CI]", "bound",
                 "verdict"):
@@ -251,6 +292,48 @@ def _print_disclosure(report: Any, results_dir: Path, top: int) -> None:
         where = results_dir / "disclosure.csv"
         out.print("per-party probability: min {:.3f}, quartiles {:.3f} / {:.3f} / {:.3f}, "
                   "max {:.3f}; ".format(*q) + f"every party in {where}")
+
+
+@app.command()
+def audit(
+    scenario: Path = typer.Argument(..., help="Scenario TOML file ([audit] sets trials, the "
+                                    "record removed, the confidence)."),
+    trials: Optional[int] = typer.Option(None, min=100, help="Runs per input (overrides "  # noqa: UP007
+                                         "[audit].trials; default 200 when unset)."),
+    output: Optional[Path] = typer.Option(None, help="Folder for audit.csv and audit.json "  # noqa: UP007
+                                          "(default: [run].output + '-audit')."),
+    runtime: Optional[str] = typer.Option(None, help="'ray' fans the trials out over Ray, "  # noqa: UP007
+                                          "'inprocess' runs them here (overrides "
+                                          "[runtime].kind)."),
+    sets: list[str] = typer.Option([], "--set", help="Any scenario key, typed."),
+) -> None:
+    """Empirical ε lower bounds: rerun each DP release on neighbouring inputs."""
+    from ppknn.simulations.leakage.audit import audit_scenario, write_audit
+    from ppknn.simulations.scenario import load_scenario
+
+    try:
+        sc = _apply_sets(load_scenario(scenario), sets)
+        n = trials or sc.audit.trials or 200
+        folder = Path(output or f"{sc.run.output}-audit")
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=console) as bar:
+            tasks: dict[str, TaskID] = {}
+
+            def progress(phase: str, done: int, total: int) -> None:
+                if phase not in tasks:
+                    tasks[phase] = bar.add_task(phase, total=total)
+                bar.update(tasks[phase], completed=done, total=total)
+
+            runs = audit_scenario(sc, trials=n, progress=progress,
+                                  use_ray=None if runtime is None else runtime == "ray")
+        write_audit(runs, folder)
+    except PartyFailure as exc:
+        _fail(exc, 3)
+    except PpknnError as exc:
+        _fail(exc, 2)
+    _print_leakage([r.row for r in runs], folder, 50,
+                   title=f"audit of {scenario}: {n} runs per neighbouring input")
+    out.print(f"audit written to [bold]{folder}[/] (audit.csv, audit.json)")
 
 
 @app.command()
@@ -329,7 +412,8 @@ def reproduce(
     quick: bool = typer.Option(False, "--quick", help="Small settings (under two minutes)."),
     output: Optional[Path] = typer.Option(None, help="Tables and plots folder "  # noqa: UP007
                                           "(default results/reproduce/NAME)."),
-    ray_runtime: bool = typer.Option(False, "--ray", help="Run the parties on Ray."),
+    runtime: RuntimeKind = typer.Option(RuntimeKind.inprocess, help="Where the parties run."),
+    ray_runtime: bool = typer.Option(False, "--ray", hidden=True, help="= --runtime ray."),
     docs: Optional[Path] = typer.Option(  # noqa: UP007
         None, "--docs", help="Write the report as ROOT/docs/reproductions/NAME.md (the "
         "committed reports: e.g. --docs .); by default it goes into the output folder and "
@@ -358,8 +442,10 @@ def reproduce(
             kwargs["log"] = lambda text: console.log(f"{name}: {text}")
         report_path = (registry.report_path(name, docs) if docs is not None
                        else Path(folder) / f"{name}.md")
-        report = module.run(folder, quick=quick, runtime="ray" if ray_runtime else "inprocess",
-                            report=report_path, **kwargs)
+        kind = "ray" if ray_runtime else runtime.value
+        if kind == "ray":
+            _starting_ray(None)
+        report = module.run(folder, quick=quick, runtime=kind, report=report_path, **kwargs)
     except PartyFailure as exc:
         _fail(exc, 3)
     except PpknnError as exc:
@@ -370,7 +456,11 @@ def reproduce(
 @app.command()
 def sweep(
     file: Path = typer.Argument(..., help="Sweep TOML file (base scenario, grid, seeds)."),
-    sequential: bool = typer.Option(False, "--sequential", help="Run here, one by one."),
+    runtime: Optional[RuntimeKind] = typer.Option(  # noqa: UP007
+        None, help="'ray': fan the runs out over Ray tasks; 'inprocess': run them here, one "
+        "by one (overrides [sweep].parallel)."),
+    sequential: bool = typer.Option(False, "--sequential", hidden=True,
+                                    help="= --runtime inprocess."),
     output: Optional[Path] = typer.Option(None, help="Overrides [sweep].output."),  # noqa: UP007
     chunk_size: Optional[int] = typer.Option(  # noqa: UP007
         None, min=1, help="Runs per Ray task; overrides [sweep].chunk_size."),
@@ -394,10 +484,14 @@ def sweep(
             spec = spec.model_copy(update={
                 "sweep": spec.sweep.model_copy(update={"chunk_size": chunk_size})})
         n_runs = len(spec.runs())
+        parallel = ("sequential" if sequential or runtime is RuntimeKind.inprocess
+                    else "ray" if runtime is RuntimeKind.ray else None)
+        if (parallel or spec.sweep.parallel) == "ray":
+            _starting_ray(spec.sweep.address)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=console) as bar:
             task = bar.add_task(f"sweep {spec.sweep.name}", total=n_runs)
-            rows = run_sweep(spec, parallel="sequential" if sequential else None, output=output,
+            rows = run_sweep(spec, parallel=parallel, output=output,
                              progress=lambda done, total: bar.update(task, completed=done))
     except PartyFailure as exc:
         _fail(exc, 3)

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ppknn.simulations.cli import app
-from ppknn.simulations.scenario import Scenario, load_scenario
+from ppknn.simulations.scenario import load_scenario
 
 runner = CliRunner()
 
@@ -82,10 +82,13 @@ def test_leakage_on_non_results_folder(tmp_path):
 def test_quickstart_file_is_the_embedded_default():
     from pathlib import Path
 
+    from ppknn.simulations.cli import embedded_quickstart
+
     path = Path(__file__).resolve().parent.parent / "scenarios" / "quickstart.toml"
-    embedded = Scenario().with_overrides(run={"name": "quickstart",
-                                              "output": "results/quickstart"})
-    assert load_scenario(path) == embedded
+    packaged = Path(__file__).resolve().parent.parent / "simulations" / "quickstart.toml"
+    assert path.read_text() == packaged.read_text()
+    assert load_scenario(path) == embedded_quickstart()
+    assert embedded_quickstart().data.bounds != "data"  # declared: no warning of its own
 
 
 @pytest.mark.ray

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from ppknn.simulations.cli import app
@@ -86,3 +90,34 @@ def test_several_protocols_take_overrides_by_index(tmp_path):
     assert changed.protocols[0].k == 3 and changed.protocols[1:] == mixed.protocols[1:]
     result = runner.invoke(app, ["run", "scenarios/mixed.toml", "--set", "protocol.k=3"])
     assert result.exit_code == 2 and "protocol[i].k" in result.output
+
+
+def test_quickstart_prints_no_warning_of_its_own(tmp_path):
+    result = runner.invoke(app, ["run", "--runtime", "inprocess", "--output", str(tmp_path / "q"),
+                                 "--set", "data.max_queries=30"])
+    assert result.exit_code == 0, result.output
+    assert "warning" not in result.output.lower()
+
+
+def test_runtime_flag_is_one_choice_on_run_sweep_and_reproduce():
+    for command in ("run", "sweep", "reproduce"):
+        shown = runner.invoke(app, [command, "--help"])
+        assert "--runtime <inprocess|ray>" in shown.output, command
+    bad = runner.invoke(app, ["run", "--runtime", "spark"])
+    assert bad.exit_code == 2 and "'spark' is not one of 'inprocess', 'ray'" in bad.output
+    run_help = runner.invoke(app, ["run", "--help"]).output
+    assert "[runtime].kind" in run_help  # help text is not eaten as markup
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_quickstart_on_ray_says_it_is_starting_ray_and_warns_nothing(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
+    env["HOME"] = str(tmp_path)  # a fresh ~/.ray: the auth token is generated there
+    done = subprocess.run([sys.executable, "-m", "ppknn", "run", "--output", str(tmp_path / "q"),
+                           "--set", "data.max_queries=20"], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "starting Ray" in done.stderr
+    assert "warning" not in done.stderr.lower(), done.stderr
+    assert (tmp_path / "q" / "summary.json").is_file()
