@@ -35,6 +35,7 @@ from ppknn.protocols.ppknn.pp_topk import (
     local_topk,
     topk_step,
 )
+from ppknn.protocols.ppknn.votes import VOTE_RULES, combine_k_weighted, voter_mask
 from ppknn.protocols.ring_nb import steps as nb
 from ppknn.protocols.ring_nb.config import GROUPS, RingNBSetup
 from ppknn.protocols.ring_nb.config import PROTOCOL as NB_PROTOCOL
@@ -109,6 +110,7 @@ class RingDataOwner:
         self.start: PartyId = ""
         self.params: TopKParams | None = None
         self.weighting = "uniform"
+        self.vote = "paper"
 
     # -- set-up -------------------------------------------------------------
     def configure(self, setup: RingSetup) -> int:
@@ -118,7 +120,10 @@ class RingDataOwner:
             raise ConfigError(f"{self.party_id}: ring {list(ring)} must contain me and {start!r}")
         if weighting not in WEIGHTINGS:
             raise ConfigError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+        if setup.vote not in VOTE_RULES:
+            raise ConfigError(f"vote must be one of {list(VOTE_RULES)}, got {setup.vote!r}")
         self.ring, self.start, self.params, self.weighting = tuple(ring), start, params, weighting
+        self.vote = setup.vote
         self._position = self.ring.index(self.party_id)  # O(n) once, not on every step
         return int(self.X.shape[1])
 
@@ -184,6 +189,34 @@ class RingDataOwner:
         return Message(self.run_id, TOPK, round, -1, self.party_id, self.successor,
                        "topk-vector", {"g": out.g}, {"g": out.provenance})
 
+    def topk_initial(self, incoming: None = None) -> Message:
+        """Start node, ``start_step = "last"``: send the initial vector on unchanged.
+
+        The message is labelled round 1 (the round the vector enters).
+        """
+        p = self.params
+        assert p is not None
+        if self.party_id != self.start:
+            raise ProtocolError(f"{self.party_id}: only the start node sends the initial vector")
+        g, prov = initial_vector(len(self.v), p)
+        return Message(self.run_id, TOPK, 1, -1, self.party_id, self.successor,
+                       "topk-vector", {"g": g}, {"g": prov})
+
+    def topk_close_round(self, incoming: Message, round: int) -> Message:
+        """Start node, ``start_step = "last"``: Algorithm 2 as the last node of ``round``.
+
+        The output enters round ``round + 1`` and is labelled so.
+        """
+        out = self.topk_step(incoming, round)
+        return Message(self.run_id, TOPK, round + 1, -1, self.party_id, self.successor,
+                       out.kind, out.payload, out.provenance)
+
+    def topk_close_last(self, incoming: Message, round: int) -> list[Message]:
+        """Start node, ``start_step = "last"``: Algorithm 2 in the last round, then broadcast."""
+        out = self.topk_step(incoming, round)
+        return self.topk_finish(Message(self.run_id, TOPK, round, -1, self.party_id,
+                                        self.party_id, out.kind, out.payload, out.provenance))
+
     def topk_finish(self, incoming: Message) -> list[Message]:
         """Start node: the last round's vector is final; broadcast it to every other node."""
         self._set_final(incoming.payload["g"])
@@ -202,36 +235,56 @@ class RingDataOwner:
 
     # -- local classification -----------------------------------------------
     def local_votes(self) -> np.ndarray:
-        """Encoded local class-vote vector ``(Q, C)`` (uint64) from the final vector.
+        """Encoded local class-vote vector (uint64) from the final vector.
 
-        Every point with distance <= Delta (the k-th value) votes, so ties at
-        Delta give more than k voters. Distance weights are ``1/dist``; when
-        the smallest distance in the (public) final vector is 0, only
+        ``vote = "paper"``: every point with distance <= Delta (the k-th value)
+        votes, so ties at Delta give more than k voters; ``"exact-k"``: only
+        points whose distance occurs in the final vector; ``"k-weighted"``: the
+        vector is ``(Q, 2C + 2)``: the votes of the points in the final vector,
+        the votes of the other points within Delta, and the two counts, so the
+        total can give the second group ``k - matched`` votes in all
+        (:mod:`~ppknn.protocols.ppknn.votes`). Distance weights are ``1/dist``;
+        when the smallest distance in the (public) final vector is 0, only
         zero-distance points vote, with weight 1 (scikit-learn's rule).
+        Otherwise the vector is ``(Q, C)``.
         """
         assert self.final_g is not None and self.params is not None
         g = self.final_g
-        votes = np.zeros((len(g), self.n_classes), dtype=np.uint64)
+        c_n = self.n_classes
+        weighted = self.vote == "k-weighted"
+        votes = np.zeros((len(g), 2 * c_n + 2 if weighted else c_n), dtype=np.uint64)
         scale = ss.weight_scale(g[:, 0], self.params.k)
         for q_idx, dist, rows in self._index.within(g[:, -1]):
-            voters = dist <= g[q_idx, -1][:, None]
-            used = np.flatnonzero(voters.any(axis=0))
-            if len(used) < voters.shape[1]:  # drop columns nobody votes in
-                dist, rows, voters = dist[:, used], rows[:, used], voters[:, used]
-            if self.weighting == "uniform":
-                enc = voters.astype(np.uint64)
+            if weighted:
+                matched = voter_mask(dist, g[q_idx], "exact-k", rows)
+                groups = [matched, (dist <= g[q_idx, -1][:, None]) & ~matched]
             else:
-                zero_rows = g[q_idx, 0] == 0
-                with np.errstate(divide="ignore"):
-                    w = np.where(dist > 0, 1.0 / dist, 0.0)
-                w = np.where(zero_rows[:, None], (dist == 0).astype(np.float64), w)
-                enc = ss.encode_fixed(np.where(voters, w, 0.0), scale[q_idx])
-            labels = self.y[rows]
-            onehot_sum = np.zeros((len(q_idx), self.n_classes), dtype=np.uint64)
-            for c in np.unique(labels[voters]):
-                onehot_sum[:, c] = np.where(labels == c, enc, 0).sum(axis=1, dtype=np.uint64)
-            votes[q_idx] = onehot_sum
+                groups = [voter_mask(dist, g[q_idx], self.vote, rows)]
+            for j, voters in enumerate(groups):
+                votes[q_idx, j * c_n:(j + 1) * c_n] = self._class_votes(
+                    dist, rows, voters, g[q_idx, 0] == 0, scale[q_idx])
+                if weighted:
+                    votes[q_idx, 2 * c_n + j] = voters.sum(axis=1).astype(np.uint64)
         return votes
+
+    def _class_votes(self, dist: np.ndarray, rows: np.ndarray, voters: np.ndarray,
+                     zero_rows: np.ndarray, scale: np.ndarray) -> np.ndarray:
+        """``(q, C)`` encoded votes of the ``voters`` columns."""
+        used = np.flatnonzero(voters.any(axis=0))
+        if len(used) < voters.shape[1]:  # drop columns nobody votes in
+            dist, rows, voters = dist[:, used], rows[:, used], voters[:, used]
+        if self.weighting == "uniform":
+            enc = voters.astype(np.uint64)
+        else:
+            with np.errstate(divide="ignore"):
+                w = np.where(dist > 0, 1.0 / dist, 0.0)
+            w = np.where(zero_rows[:, None], (dist == 0).astype(np.float64), w)
+            enc = ss.encode_fixed(np.where(voters, w, 0.0), scale)
+        labels = self.y[rows]
+        onehot_sum = np.zeros((len(voters), self.n_classes), dtype=np.uint64)
+        for c in np.unique(labels[voters]):
+            onehot_sum[:, c] = np.where(labels == c, enc, 0).sum(axis=1, dtype=np.uint64)
+        return onehot_sum
 
     # -- ring secure sum (Algorithm 3) --------------------------------------
     def ring_sum_start(self, incoming: None = None) -> Message:
@@ -306,6 +359,9 @@ class RingDataOwner:
 
     def _set_total(self, total: np.ndarray) -> None:
         self.total = ss.decode_total(total)
+        if self.vote == "k-weighted":
+            assert self.params is not None
+            self.total = combine_k_weighted(self.total, self.n_classes, self.params.k)
         self.predictions = np.argmax(self.total, axis=1)
 
     def receive_total(self, result: Message) -> np.ndarray:

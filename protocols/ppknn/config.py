@@ -20,6 +20,7 @@ from ppknn.core.errors import ConfigError
 from ppknn.core.messages import PartyId
 from ppknn.protocols.ppknn.pp_topk import TopKParams
 from ppknn.protocols.ppknn.secure_sum import SUM_KINDS
+from ppknn.protocols.ppknn.votes import VOTE_RULES
 
 MIN_PARTIES = 3
 """PP-kNN needs at least this many owners on the ring."""
@@ -27,11 +28,18 @@ MIN_PARTIES = 3
 
 @dataclass(frozen=True, kw_only=True)
 class PPKNNConfig:
-    """Public configuration of one PP-kNN run."""
+    """Public configuration of one PP-kNN run.
+
+    ``vote``: ``"paper"`` (every point within the final vector's k-th value votes),
+    ``"exact-k"`` (only points whose distance occurs in the final vector) or
+    ``"k-weighted"`` (those, and the other points within Delta sharing the remaining
+    ``k - matched`` votes); see :mod:`~ppknn.protocols.ppknn.votes`.
+    """
 
     params: TopKParams
     weighting: str = "uniform"
     secure_sum: str = "ring"
+    vote: str = "paper"
 
     def __post_init__(self) -> None:
         if self.weighting not in ("uniform", "distance"):
@@ -39,6 +47,8 @@ class PPKNNConfig:
         if self.secure_sum not in SUM_KINDS:
             raise ConfigError(f"secure_sum must be one of {list(SUM_KINDS)}, "
                               f"got {self.secure_sum!r}")
+        if self.vote not in VOTE_RULES:
+            raise ConfigError(f"vote must be one of {list(VOTE_RULES)}, got {self.vote!r}")
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,7 @@ class RingSetup:
     start: PartyId
     params: TopKParams
     weighting: str = "uniform"
+    vote: str = "paper"
 
 
 __all__ = ["MIN_PARTIES", "PPKNNConfig", "RingSetup"]

@@ -3,15 +3,20 @@
 1. Every owner computes distances to the public query batch and keeps its
    k smallest (``V``).
 2. PP-TopK over the ring for ``rounds`` rounds; the start node broadcasts
-   the final vector; ``Delta`` = its k-th value.
+   the final vector; ``Delta`` = its k-th value. With ``start_step =
+   "first"`` the start node is the first node of every round; with
+   ``"last"`` it forwards the initial vector and is the last node of every
+   round (a flagged reading: :mod:`~ppknn.protocols.ppknn.pp_topk`).
 3. Every owner builds its local class-vote vector over its points with
-   distance <= Delta (unweighted or distance-weighted).
+   distance <= Delta (``vote = "paper"``) or whose distance occurs in the
+   final vector (``"exact-k"``, :mod:`~ppknn.protocols.ppknn.votes`),
+   unweighted or distance-weighted.
 4. The owners add the vote vectors with a secure sum (ring or
    secret-shared); every owner predicts the argmax (lowest class index on
    ties, as scikit-learn).
 
-Ties at Delta: every point at distance exactly Delta votes, so a query can
-have more than k voters; the simulation counts such queries
+Ties at Delta (``vote = "paper"``): every point at distance exactly Delta
+votes, so a query can have more than k voters; the simulation counts such queries
 (:func:`ties_at_kth`) and the scikit-learn equivalence check excludes them,
 because scikit-learn then picks an arbitrary subset of the tied points.
 
@@ -98,7 +103,8 @@ def run_ppknn(runtime: Runtime, queries: np.ndarray, config: PPKNNConfig, *,
     queries = np.asarray(queries, dtype=np.float64)
     if queries.ndim != 2:
         raise ConfigError(f"queries must be a 2-D array (Q, D), got shape {queries.shape}")
-    setup = RingSetup(ring=ring, start=start, params=config.params, weighting=config.weighting)
+    setup = RingSetup(ring=ring, start=start, params=config.params, weighting=config.weighting,
+                      vote=config.vote)
     # set-up and distances in one call per host; a party whose feature count differs from
     # the queries' raises ConfigError naming itself (no round trip through the driver)
     runtime.map([Call(p, "configure", (setup,), "setup") for p in order]
@@ -106,10 +112,19 @@ def run_ppknn(runtime: Runtime, queries: np.ndarray, config: PPKNNConfig, *,
 
     # PP-TopK: rounds x ring, then the start node sends the final vector to every other node
     rounds = config.params.rounds
-    msg = runtime.chain([Step(p, "topk_step", (r,), TOPK, r)
-                         for r in range(1, rounds + 1) for p in order])
-    runtime.scatter(Step(start, "topk_finish", (), TOPK, rounds), msg,
-                    [Call(p, "receive_final", (), TOPK, rounds) for p in others])
+    finals = [Call(p, "receive_final", (), TOPK, rounds) for p in others]
+    if config.params.start_step == "first":
+        msg = runtime.chain([Step(p, "topk_step", (r,), TOPK, r)
+                             for r in range(1, rounds + 1) for p in order])
+        runtime.scatter(Step(start, "topk_finish", (), TOPK, rounds), msg, finals)
+    else:  # the start node forwards the initial vector and closes every round
+        steps = [Step(start, "topk_initial", (), TOPK, 1)]
+        for r in range(1, rounds + 1):
+            steps += [Step(p, "topk_step", (r,), TOPK, r) for p in others]
+            if r < rounds:
+                steps.append(Step(start, "topk_close_round", (r,), TOPK, r + 1))
+        msg = runtime.chain(steps)
+        runtime.scatter(Step(start, "topk_close_last", (rounds,), TOPK, rounds), msg, finals)
 
     # secure sum of the local vote vectors; the start node sends the total to every other node
     receive = [Call(p, "receive_total", (), "result") for p in others]

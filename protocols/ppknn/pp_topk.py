@@ -8,7 +8,14 @@ leading axis: ``G`` and ``V`` are ``(Q, k)`` and sorted ascending per row.
 
 Step of node ``i`` in round ``r`` (per query):
 
-* ``P_r = P0 * d**(r-1)``;
+* ``P_r = P0 * d**(r-1)`` (``schedule = "r-1"``, the default) or
+  ``P0 * d**r`` (``schedule = "r"``). READING (flagged deviation risk): the
+  paper's formula is garbled in both places it appears (the prose before
+  Algorithm 2 reads "P0 * d^r" with the exponent lost, the algorithm's first
+  line "P0 * d^(r-1)" half-legible). ``r - 1`` is taken because it is the only
+  reading consistent with the correctness bound of §5.1,
+  ``(1 - P0**r * d**(r(r-1)/2))**k`` = the product of ``P_1 .. P_r``; the
+  other reading is offered so its effect can be measured;
 * ``G' = topk(G ∪ V)`` as a *stable multiset merge*: values of ``G`` come
   before equal values of ``V``, so a node's value displaces an incoming one
   only when strictly smaller; ``m`` = how many of the node's own values
@@ -22,8 +29,19 @@ Step of node ``i`` in round ``r`` (per query):
   (1-indexed as in the paper), then sort.
 
 The start node begins round 1 from ``k`` copies of the public maximum
-distance (the diameter of the declared domain; a finite value is needed
-because the random-fill range uses ``G[k-m+1]``). Nodes with fewer than
+distance. READING (flagged): the paper says the start node "initializes a
+global vector ... and sends this vector to its successor"; it does not say
+whether the start node itself runs Algorithm 2 on that initial vector in
+round 1 (``start_step = "first"``, the default: the start node is the first
+node of every round) or forwards it unchanged and runs Algorithm 2 when the
+vector comes back, as the last node of every round (``start_step = "last"``).
+Both readings are implemented; under ``"first"`` the start node's successor
+knows that every value below the maximum in the first vector it receives is
+the start node's or a random fill. The initial value is public and finite
+(the random-fill range uses ``G[k-m+1]``): the paper's "number larger than the
+maximum distance between any query and any data point", computed from the
+declared bounds and the public queries only (:func:`public_max_distance`; the
+domain's diameter when every query lies inside the bounds). Nodes with fewer than
 ``k`` points pad ``V`` with ``+inf``: pads never enter ``G`` and are never
 transmitted.
 
@@ -48,6 +66,12 @@ from ppknn.core.messages import PROVENANCE_DTYPE, PUBLIC, RANDOM_FILL
 
 PROTOCOL = "pp-topk"
 
+SCHEDULES = ("r-1", "r")
+"""Readings of the randomisation schedule: the exponent of ``d`` in ``P_r``."""
+
+START_STEPS = ("first", "last")
+"""Readings of the start node's place in a round (module docstring)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class TopKParams:
@@ -67,6 +91,13 @@ class TopKParams:
         Minimum width of the random-fill range (>= 0).
     max_distance:
         Public maximum distance: the initial value of the global vector.
+    schedule:
+        ``"r-1"``: ``P_r = P0 * d**(r-1)``; ``"r"``: ``P_r = P0 * d**r``
+        (module docstring: the paper's formula is garbled).
+    start_step:
+        ``"first"``: the start node runs Algorithm 2 on the initial vector in
+        round 1; ``"last"``: it forwards the initial vector and runs Algorithm 2
+        as the last node of every round (module docstring).
     """
 
     k: int
@@ -75,6 +106,8 @@ class TopKParams:
     rounds: int = 2
     delta: float = 1e-3
     max_distance: float
+    schedule: str = "r-1"
+    start_step: str = "first"
 
     def __post_init__(self) -> None:
         if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
@@ -90,15 +123,56 @@ class TopKParams:
             raise ConfigError(f"delta must be finite and >= 0, got {self.delta}")
         if not (np.isfinite(self.max_distance) and self.max_distance > 0):
             raise ConfigError(f"max_distance must be finite and > 0, got {self.max_distance}")
+        if self.schedule not in SCHEDULES:
+            raise ConfigError(f"schedule must be one of {list(SCHEDULES)}, got {self.schedule!r}")
+        if self.start_step not in START_STEPS:
+            raise ConfigError(f"start_step must be one of {list(START_STEPS)}, "
+                              f"got {self.start_step!r}")
 
     def randomisation_probability(self, round: int) -> float:
-        """``P_r = P0 * d**(r-1)``."""
-        return float(self.p0 * self.d ** (round - 1))
+        """``P_r = P0 * d**(r-1)`` (or ``P0 * d**r`` with ``schedule = "r"``)."""
+        exponent = round - 1 if self.schedule == "r-1" else round
+        return float(self.p0 * self.d ** exponent)
 
     def correctness_bound(self) -> float:
-        """Paper's lower bound on P(final vector = true top-k)."""
+        """Paper's lower bound on P(final vector = true top-k).
+
+        ``(1 - prod_r P_r)**k``: ``(1 - P0**r * d**(r(r-1)/2))**k`` as in §5.1; with
+        ``schedule = "r"`` the product is ``P0**r * d**(r(r+1)/2)``.
+
+        >>> TopKParams(k=2, p0=1.0, d=0.5, rounds=2, max_distance=1.0).correctness_bound()
+        0.25
+        >>> TopKParams(k=2, p0=1.0, d=0.5, rounds=2, max_distance=1.0,
+        ...            schedule="r").correctness_bound()
+        0.765625
+        """
         r = self.rounds
-        return float((1.0 - self.p0**r * self.d ** (r * (r - 1) / 2)) ** self.k)
+        product = float(np.prod([self.randomisation_probability(j) for j in range(1, r + 1)]))
+        return float((1.0 - product) ** self.k)
+
+
+def public_max_distance(lower: np.ndarray, upper: np.ndarray, queries: np.ndarray) -> float:
+    """The initial value of the global vector: no query-to-point distance exceeds it.
+
+    The larger of the domain's diameter and the distance from any query to the
+    farthest corner of the box ``[lower, upper]``. It reads only public inputs (the
+    declared or training-derived bounds and the query batch), so a query outside
+    the bounds (possible when the bounds come from the training rows) is handled
+    exactly, without clipping it.
+
+    >>> public_max_distance(np.zeros(2), np.ones(2), np.array([[0.5, 0.5]]))
+    1.4142135623730951
+    >>> public_max_distance(np.zeros(2), np.ones(2), np.array([[3.0, 1.0]]))
+    3.1622776601683795
+    """
+    lower = np.asarray(lower, dtype=np.float64)
+    upper = np.asarray(upper, dtype=np.float64)
+    diameter = float(np.linalg.norm(upper - lower))
+    queries = np.asarray(queries, dtype=np.float64)
+    if queries.size == 0:
+        return diameter
+    far = np.maximum(np.abs(queries - lower), np.abs(queries - upper))
+    return float(max(diameter, np.sqrt((far**2).sum(axis=1)).max()))
 
 
 def euclidean_distances(queries: np.ndarray, points: np.ndarray) -> np.ndarray:
@@ -206,11 +280,14 @@ def true_topk(distance_blocks: list[np.ndarray], k: int) -> np.ndarray:
 
 __all__ = [
     "PROTOCOL",
+    "SCHEDULES",
+    "START_STEPS",
     "StepOutcome",
     "TopKParams",
     "euclidean_distances",
     "initial_vector",
     "local_topk",
+    "public_max_distance",
     "topk_step",
     "true_topk",
 ]

@@ -29,7 +29,7 @@ from ppknn.core.runtime import PartySpec, RunContext, make_runtime
 from ppknn.core.transcript import Transcript
 from ppknn.parties.ring_owner import RingDataOwner
 from ppknn.protocols.ppknn import PPKNNConfig, random_ring, ring_from_start, run_ppknn, ties_at_kth
-from ppknn.protocols.ppknn.pp_topk import TopKParams, euclidean_distances
+from ppknn.protocols.ppknn.pp_topk import TopKParams, euclidean_distances, public_max_distance
 
 
 @dataclass(frozen=True)
@@ -98,13 +98,19 @@ def make_split_batch(dataset: Dataset, *, n: int, splits: int, seed: int,
         qy.append(dataset.y[test])
         qb.append(np.full(len(test), s))
         trains.append(train)
-    bounds = DomainBounds.from_data(dataset.X, warn=False)
+    # The initial value of PP-TopK's vector reads public inputs only: bounds from each
+    # split's training rows (never its test rows) and the public queries; one value for
+    # the batch, the largest over its splits.
+    max_distance = 0.0
+    for train, q in zip(trains, qx):
+        b = DomainBounds.from_data(dataset.X[train], warn=False)
+        max_distance = max(max_distance, public_max_distance(b.lower, b.upper, q))
     return SplitBatch(
         dataset=dataset, n=n, splits=splits,
         party_X=tuple(np.concatenate(x) for x in px), party_y=tuple(np.concatenate(y) for y in py),
         party_block=tuple(np.concatenate(b) for b in pb),
         queries=np.concatenate(qx), labels=np.concatenate(qy), query_block=np.concatenate(qb),
-        train_index=tuple(trains), max_distance=bounds.diameter, seed=seed,
+        train_index=tuple(trains), max_distance=max_distance, seed=seed,
     )
 
 

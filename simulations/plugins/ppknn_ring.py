@@ -11,6 +11,17 @@ Scenario table::
     delta = 0.001                # minimum width of the random-fill range
     weighting = "uniform"        # or "distance"
     secure_sum = "ring"          # or "shared" (collusion-resistant)
+    vote = "paper"               # or "exact-k": only points whose distance is in the
+                                 # final vector vote (at most k voters); or "k-weighted":
+                                 # those, plus the other points within Delta sharing the
+                                 # remaining k - matched votes
+    schedule = "r-1"             # reading of the garbled P_r: "r-1" or "r" (p0 * d**r)
+    start_step = "first"         # reading: the start node runs Algorithm 2 first in
+                                 # round 1, or "last" (forwards the initial vector)
+
+The initial value of the global vector is computed from the bounds and the
+public queries (:func:`~ppknn.protocols.ppknn.pp_topk.public_max_distance`),
+so queries outside bounds taken from the training rows are handled exactly.
 
 Parties: ``[parties].n`` ring data owners (at least 3), each holding its
 share of the training rows; the query batch is public. Baseline:
@@ -40,7 +51,8 @@ from ppknn.protocols.ppknn import (
     random_ring,
     ring_from_start,
 )
-from ppknn.protocols.ppknn.pp_topk import TopKParams
+from ppknn.protocols.ppknn.pp_topk import TopKParams, euclidean_distances, public_max_distance
+from ppknn.protocols.ppknn.votes import voter_mask
 from ppknn.simulations.disclosure import measure_disclosure
 from ppknn.simulations.knn import sklearn_knn, union_topk_and_ties
 from ppknn.simulations.prepare import PreparedData
@@ -69,6 +81,9 @@ class PPKNNRingConfig(ProtocolConfig):
     delta: float = Field(1e-3, ge=0)
     weighting: Literal["uniform", "distance"] = "uniform"
     secure_sum: Literal["ring", "shared"] = "ring"
+    vote: Literal["paper", "exact-k", "k-weighted"] = "paper"
+    schedule: Literal["r-1", "r"] = "r-1"
+    start_step: Literal["first", "last"] = "first"
 
     @field_validator("delta")
     @classmethod
@@ -115,9 +130,10 @@ class PPKNNRing(ProtocolPlugin):
              "a data owner on the ring, in ring order from the start node"),
         Role("start", RingDataOwner, "1 of the owners", "the random start node"),
     )
-    metrics = ("k", "p0", "d", "rounds", "weighting", "secure_sum", "accuracy_ppknn",
-               "accuracy_knn", "agreement_with_knn", "queries_with_tie_at_kth",
-               "topk_exact_fraction", "topk_correctness_bound", "disclosure_mean",
+    metrics = ("k", "p0", "d", "rounds", "weighting", "secure_sum", "vote", "schedule",
+               "start_step", "accuracy_ppknn", "accuracy_knn", "agreement_with_knn",
+               "queries_with_tie_at_kth", "topk_exact_fraction", "topk_correctness_bound",
+               "voters_mean", "queries_over_k_voters", "disclosure_mean",
                "disclosure_ci_low", "disclosure_ci_high")
     guarantee = "no DP: per-node disclosure probability to the successor (paper §6.6)"
     adversaries = ("successor-attribution",)
@@ -136,15 +152,17 @@ class PPKNNRing(ProtocolPlugin):
                               f"({len(data.train_y)} training rows); choose k <= "
                               f"{len(data.train_y)}")
         ring, start = ring_of(data)
+        max_distance = public_max_distance(data.bounds.lower, data.bounds.upper, data.queries)
         params = TopKParams(k=config.k, p0=config.p0, d=config.d, rounds=config.rounds,
-                            delta=config.delta, max_distance=data.bounds.diameter)
+                            delta=config.delta, max_distance=max_distance,
+                            schedule=config.schedule, start_step=config.start_step)
         ppknn = PPKNNConfig(params=params, weighting=config.weighting,
-                            secure_sum=config.secure_sum)
+                            secure_sum=config.secure_sum, vote=config.vote)
         order = ring_from_start(ring, start)
         public = {
             "run_id": data.run_id, "ring": list(ring), "start": start,
             "party_index": {p: i for i, p in enumerate(data.owner_names)},
-            "max_distance": data.bounds.diameter, "n_queries": int(len(data.queries)),
+            "max_distance": max_distance, "n_queries": int(len(data.queries)),
             "k": config.k, "classes": [str(c) for c in data.dataset.classes],
         }
         # ring order from the start node: in the hosted layout neighbours share a host
@@ -181,7 +199,11 @@ class PPKNNRing(ProtocolPlugin):
             "queries_with_tie_at_kth": int(ties.sum()),
             "topk_exact_fraction": float(exact.mean()),
             "topk_correctness_bound": plan.config.params.correctness_bound(),
+            "vote": config.vote, "schedule": config.schedule, "start_step": config.start_step,
         }
+        voters = _voters(data, detail.final_vector, config.vote, config.k)
+        metrics["voters_mean"] = float(voters.mean()) if len(voters) else float("nan")
+        metrics["queries_over_k_voters"] = int((voters > config.k).sum())
         report = None
         per_party: dict[str, dict[str, Any]] = {}
         if transcript is not None:
@@ -229,6 +251,30 @@ class PPKNNRing(ProtocolPlugin):
             return False
         plot_disclosure(ax, outcome.leakage)
         return True
+
+
+def _voters(data: PreparedData, final: np.ndarray, rule: str, k: int) -> np.ndarray:
+    """Voters (total vote weight, unweighted) per query under ``rule`` (simulation side).
+
+    ``"k-weighted"``: the matched points plus ``min(rest, k - matched)``, the weight the
+    other points within Delta share.
+    """
+    matched = np.zeros(len(data.queries), dtype=np.float64)
+    within = np.zeros(len(data.queries), dtype=np.float64)
+    for i in range(len(data.owner_rows)):
+        x = data.owner_X(i)
+        if len(x) == 0:
+            continue
+        dist = euclidean_distances(data.queries, x)
+        if rule != "paper":
+            matched += voter_mask(dist, final, "exact-k").sum(axis=1)
+        if rule != "exact-k":
+            within += voter_mask(dist, final, "paper").sum(axis=1)
+    if rule == "paper":
+        return within
+    if rule == "exact-k":
+        return matched
+    return matched + np.minimum(within - matched, np.maximum(k - matched, 0))
 
 
 __all__ = ["NAME", "PPKNNRing", "PPKNNRingConfig", "check_ring_size", "owner_specs", "ring_of"]
