@@ -21,14 +21,19 @@ Kinds (:data:`KINDS`), by the honest class they replace:
 ``DPTTClient``
     ``lie-bits``: answers the opposite of its exponential-mechanism bit with
     probability ``probability`` (default 1): the client lies about its decisions.
+    ``no-randomisation``: answers every decision with its best side, without
+    the exponential mechanism (randomisation off) while the run still claims ε.
+``NBOwner`` (dp-nb)
+    ``weak-noise-nb``: trains at ε / ``scale`` (noise scale times ``scale``, default
+    0.5) while the model it releases states ε.
 ``Sanitizer``
     ``weak-noise``: adds Laplace noise of ``scale`` (default 0.5) times the
     promised b while its release still states the promised b and amplification.
 
 Examples
 --------
->>> sorted(KINDS)
-['drop-out', 'lie-bits', 'never-randomise', 'repeat-query', 'tiny-distances', 'weak-noise']
+>>> len(KINDS), sorted(KINDS)[:3]
+(8, ['drop-out', 'lie-bits', 'never-randomise'])
 >>> KINDS["never-randomise"].honest.__name__
 'RingDataOwner'
 """
@@ -42,11 +47,13 @@ from typing import Any
 
 import numpy as np
 
+from ppknn.core.dp import PrivacyLedger
 from ppknn.core.errors import ConfigError
 from ppknn.core.messages import Message
 from ppknn.core.runtime import PartySpec
 from ppknn.parties.analyst import Analyst
 from ppknn.parties.dptt_client import DPTTClient
+from ppknn.parties.nb_owner import NBOwner
 from ppknn.parties.ring_owner import RingDataOwner
 from ppknn.parties.sanitizer import Sanitizer
 from ppknn.protocols.ppknn.config import RingSetup
@@ -145,6 +152,24 @@ class LyingClient(DPTTClient):
                                                  .astype(np.uint8)})
 
 
+class TruthfulClient(DPTTClient):
+    """``no-randomisation`` (module docstring)."""
+
+    def __init__(self, *, deviation: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+
+    def choose(self, nodes: Message) -> Message:
+        """The best side of every decision, with no exponential mechanism."""
+        msg = super().choose(nodes)  # keeps the honest bookkeeping
+        assert self.setup is not None and self.queries is not None
+        slots = np.asarray(nodes.payload["slot"], dtype=np.int64)
+        values = {name: np.asarray(nodes.payload[name]) for name in self.setup.utility.fields}
+        disc = int(np.asarray(nodes.payload["disc"]).reshape(-1)[0])
+        utilities = self.setup.utility.scores(self.queries[slots], values, disc)
+        bits = np.argmax(utilities, axis=1).astype(np.uint8)
+        return dataclasses.replace(msg, payload={"bits": bits})
+
+
 class WeakNoiseSanitizer(Sanitizer):
     """``weak-noise`` (module docstring)."""
 
@@ -163,6 +188,29 @@ class WeakNoiseSanitizer(Sanitizer):
         if "amplification" in payload:
             payload["amplification"] = np.asarray(payload["amplification"]) ** self._scale
         return dataclasses.replace(msg, payload=payload)
+
+
+class WeakNoiseNBOwner(NBOwner):
+    """``weak-noise-nb`` (module docstring)."""
+
+    def __init__(self, *, deviation: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._scale = _number(dict(deviation or {}), "scale", 0.5, low=1e-9, high=1.0)
+        # its own ledger pays for the larger ε it really spends, so nothing is refused
+        self.ledger = PrivacyLedger(owner=self.party_id,
+                                    epsilon=float(kwargs["epsilon"]) / self._scale,
+                                    delta=float(kwargs.get("delta", 0.0)))
+
+    def train(self, message: Message) -> Message:
+        """A model trained at ε / scale (noise scale times ``scale``), labelled ε."""
+        claimed = np.asarray(message.payload["epsilon"], dtype=np.float64)
+        strong = dataclasses.replace(message, payload={**message.payload,
+                                                       "epsilon": claimed / self._scale})
+        reply = super().train(strong)
+        if "epsilon" in reply.payload:
+            reply = dataclasses.replace(reply, payload={**reply.payload, "epsilon": np.asarray(
+                np.asarray(reply.payload["epsilon"]) * self._scale)})
+        return reply
 
 
 @dataclass(frozen=True)
@@ -186,8 +234,12 @@ KINDS: dict[str, Kind] = {
                          "an analyst asks the same instance over and over"),
     "lie-bits": Kind(DPTTClient, LyingClient, ("probability",),
                      "the DP-TT client lies about its decisions"),
+    "no-randomisation": Kind(DPTTClient, TruthfulClient, (),
+                             "the DP-TT client answers every decision truthfully (no EM)"),
     "weak-noise": Kind(Sanitizer, WeakNoiseSanitizer, ("scale",),
                        "the sanitizer adds less noise than it claims"),
+    "weak-noise-nb": Kind(NBOwner, WeakNoiseNBOwner, ("scale",),
+                          "the DP Naive Bayes owner adds less noise than it claims"),
 }
 """Deviation kind -> :class:`Kind` (module docstring)."""
 
@@ -216,5 +268,6 @@ def deviant_spec(spec: PartySpec, kind: str, params: Mapping[str, Any]) -> Party
 
 
 __all__ = ["KINDS", "DropOutOwner", "Kind", "LyingClient", "NeverRandomiseOwner",
-           "RepeatQueryAnalyst", "TinyDistancesOwner", "WeakNoiseSanitizer", "check_deviation",
+           "RepeatQueryAnalyst", "TinyDistancesOwner", "TruthfulClient",
+           "WeakNoiseNBOwner", "WeakNoiseSanitizer", "check_deviation",
            "deviant_spec"]

@@ -561,6 +561,59 @@ def datasets() -> None:
     out.print("  synthetic:classification?rows=N&features=D&classes=C  (generated, any size)")
 
 
+@app.command()
+def compare(
+    spec: Optional[Path] = typer.Argument(  # noqa: UP007
+        None, help="Comparison spec TOML (datasets, protocols with privacy levels, seeds); "
+        "omitted with --quick: the embedded quick spec."),
+    quick: bool = typer.Option(False, "--quick", help="The embedded quick spec: every "
+                               "protocol, two levels, two bundled datasets, two seeds."),
+    runtime: Optional[RuntimeKind] = typer.Option(  # noqa: UP007
+        None, help="'ray': fan the runs out over Ray tasks; 'inprocess': one by one "
+        "(overrides [compare].parallel; the table is the same)."),
+    output: Optional[Path] = typer.Option(None, help="Overrides [compare].output."),  # noqa: UP007
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing folder "
+                                   "(only once the new comparison is complete)."),
+) -> None:
+    """All protocols on the same data at matched privacy: one table, plots and a report."""
+    import time
+
+    from ppknn.simulations.compare import (
+        QUICK_SPEC,
+        load_comparison,
+        run_comparison,
+        write_report,
+    )
+    from ppknn.simulations.output import staged
+
+    try:
+        if spec is None and not quick:
+            raise PpknnError("give a comparison spec file, or --quick for the embedded one")
+        comparison = load_comparison(QUICK_SPEC if spec is None else spec)
+        folder = output or Path(comparison.compare.output)
+        parallel = ("sequential" if runtime is RuntimeKind.inprocess
+                    else "ray" if runtime is RuntimeKind.ray else comparison.compare.parallel)
+        jobs = comparison.jobs()  # validates every cell before anything runs
+        if parallel == "ray":
+            _starting_ray(comparison.compare.address)
+        t0 = time.perf_counter()
+        with staged(folder, overwrite=overwrite) as stage, \
+                Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                         TimeElapsedColumn(), console=console) as bar:
+            task = bar.add_task(f"compare {comparison.compare.name}", total=len(jobs))
+            rows = run_comparison(comparison, parallel=parallel,
+                                  progress=lambda done, total: bar.update(task, completed=done))
+            command = "ppknn compare " + ("--quick" if spec is None else str(spec))
+            write_report(comparison, rows, stage, command=command,
+                         seconds=time.perf_counter() - t0, quick=spec is None)
+    except PartyFailure as exc:
+        _fail(exc, 3)
+    except PpknnError as exc:
+        _fail(exc, 2)
+    out.print(f"{len(rows)} runs; report [bold]{folder}/compare.md[/] (+ compare.csv, "
+              "compare.parquet, compare-aggregate.csv, three plots)")
+
+
 def main() -> None:
     """Console-script entry point."""
     app(prog_name="ppknn")

@@ -1,0 +1,77 @@
+"""Audit mode and calibration: broken variants measure a leak above their promise.
+
+Every check is seeded; the auditor's bound holds with probability 95%, and
+the honest and broken settings sit far from the bound (the honest feature's
+true loss is a fraction of the promise, the broken one's several times it),
+so the tests have power and rarely flake.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ppknn.core.errors import ConfigError
+from ppknn.simulations.leakage.audit import audit_scenario, write_audit
+from ppknn.simulations.leakage.table import ABOVE, WITHIN, read_table
+from ppknn.simulations.scenario import parse_scenario
+
+from .test_leakage import small
+
+TRIALS = 120
+
+
+def nb(**protocol) -> dict:
+    data = small("dp-nb", data={
+        "dataset": "synthetic:classification?rows=600&features=2&classes=2",
+        "bounds": {"lower": [-6.0, -6.0], "upper": [6.0, 6.0]}, "max_queries": 20,
+        "test_fraction": 0.2}, parties={"n": 1, "analysts": 1})
+    data["protocol"].update(method="vaidya", **protocol)
+    return data
+
+
+def dptt() -> dict:
+    data = small("dptt")
+    data["data"]["dataset"] = "synthetic:classification?rows=1000&features=2&classes=2"
+    data["data"]["test_fraction"] = 0.02
+    data["protocol"].update(final_epsilon=2.0, client_budget=2.0)  # about 1 per decision
+    return data
+
+
+def _audit(data: dict, deviation: dict | None = None):
+    if deviation is not None:
+        data["deviation"] = [deviation]
+    (run,) = audit_scenario(parse_scenario(data), trials=TRIALS, use_ray=False)
+    return run
+
+
+def test_dp_nb_audit_stays_below_the_promise_and_catches_weak_noise(tmp_path):
+    honest = _audit(nb())
+    assert honest.row.verdict == WITHIN and honest.row.value < 1.0
+    broken = _audit(nb(), {"party": "nb-owner", "kind": "weak-noise-nb",
+                           "params": {"scale": 0.05}})
+    assert broken.row.verdict == ABOVE and broken.row.value > 1.3
+    write_audit([honest, broken], tmp_path)
+    rows = read_table(tmp_path / "audit.csv")
+    assert [r["verdict"] for r in rows] == [WITHIN, ABOVE]
+    assert rows[0]["trials"] == 2 * TRIALS
+
+
+def test_dptt_audit_catches_a_client_that_does_not_randomise():
+    honest = _audit(dptt())
+    assert honest.row.verdict == WITHIN
+    broken = _audit(dptt(), {"party": "client", "kind": "no-randomisation"})
+    assert broken.row.verdict == ABOVE
+    a, b = broken.samples
+    assert np.unique(a).size == 1 and np.unique(b).size == 1 and a[0] != b[0]
+
+
+def test_audit_refuses_protocols_without_a_promise_and_too_few_trials():
+    with pytest.raises(ConfigError, match="promise no ε"):
+        audit_scenario(parse_scenario(small("pca-perturbation")), trials=TRIALS, use_ray=False)
+    with pytest.raises(ConfigError, match="at least 100 runs"):
+        audit_scenario(parse_scenario(nb()), trials=50, use_ray=False)
+    data = nb()
+    data["audit"] = {"record": 10_000}
+    with pytest.raises(ConfigError, match="record = 10000"):
+        audit_scenario(parse_scenario(data), trials=TRIALS, use_ray=False)
