@@ -177,8 +177,42 @@ def _inverse_square(dist: np.ndarray) -> np.ndarray:
     return w
 
 
+def _digest(*arrays: np.ndarray) -> str:
+    """A content digest of arrays (shape, dtype and bytes)."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=20)
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.shape}{a.dtype}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+_BASELINE_CACHE: dict[tuple[str, int], np.ndarray] = {}
+_BASELINE_CACHE_SIZE = 8
+
+
 def baseline_knn(X: np.ndarray, y: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
-    """scikit-learn's brute-force kNN with the miner's weights, on one BLAS thread."""
+    """scikit-learn's brute-force kNN with the miner's weights, on one BLAS thread.
+
+    Cached by value within the process (a digest of ``X``, ``y``, ``queries`` and ``k``):
+    the releases of one grid repetition share the split, so the baseline is computed once.
+    The answer is a pure function of its inputs, so the cache cannot change a result.
+    """
+    key = (_digest(np.asarray(X, dtype=np.float64), np.asarray(y),
+                   np.asarray(queries, dtype=np.float64)), int(k))
+    hit = _BASELINE_CACHE.get(key)
+    if hit is None:
+        hit = _baseline_knn(X, y, queries, k)
+        hit.flags.writeable = False
+        if len(_BASELINE_CACHE) >= _BASELINE_CACHE_SIZE:
+            _BASELINE_CACHE.pop(next(iter(_BASELINE_CACHE)))
+        _BASELINE_CACHE[key] = hit
+    return hit.copy()
+
+
+def _baseline_knn(X: np.ndarray, y: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
     from sklearn.neighbors import KNeighborsClassifier
     from threadpoolctl import threadpool_limits
 

@@ -240,3 +240,20 @@ def test_compare_reports_every_method_and_refuses_radius_without_statistics():
     assert m["amplification_min"] == pytest.approx(m["amplification"], rel=1e-9)
     assert_refused(raw(scheme="rand-u", method="best-k", compare=["radius"]), "parse",
                    r"protocol\.compare = \['radius'\]")
+
+
+def test_the_baseline_cache_is_by_value():
+    """Equal inputs share one computation; a changed input (or k) is computed again."""
+    from ppknn.simulations.plugins import pca_perturbation as plugin
+
+    rng = np.random.default_rng(0)
+    X, y, q = rng.random((50, 3)), rng.integers(0, 2, 50), rng.random((7, 3))
+    first = plugin.baseline_knn(X, y, q, 3)
+    assert np.array_equal(plugin.baseline_knn(X.copy(), y.copy(), q.copy(), 3), first)
+    assert np.array_equal(first, plugin._baseline_knn(X, y, q, 3))
+    moved = q.copy()
+    moved[0] = X[np.flatnonzero(y != first[0])[0]]  # query 0 onto a point of the other class
+    assert plugin.baseline_knn(X, y, moved, 3)[0] != first[0]
+    assert np.array_equal(plugin.baseline_knn(X, y, q, 1), plugin._baseline_knn(X, y, q, 1))
+    first[:] = -1  # the caller's copy: the cache is not touched
+    assert (plugin.baseline_knn(X, y, q, 3) >= 0).all()
