@@ -1,0 +1,165 @@
+"""``ppknn compare``: the spec, the network model, the reference, equal runs, the CLI."""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from ppknn.core.errors import ConfigError, PrivacyLeakWarning
+from ppknn.simulations.cli import app
+from ppknn.simulations.compare import (
+    PROFILES,
+    QUICK_SPEC,
+    NetworkProfile,
+    aggregate,
+    load_comparison,
+    predict_network,
+    ranking,
+    run_comparison,
+)
+from ppknn.simulations.prepare import prepare_data
+from ppknn.simulations.scenario import parse_scenario
+
+IRIS = QUICK_SPEC["dataset_settings"]["sklearn:iris"]
+
+
+def small(protocols, datasets=("sklearn:iris",), seeds=(0,), **extra):
+    return load_comparison({
+        "compare": {"name": "t", "datasets": list(datasets), "seeds": list(seeds),
+                    "parallel": "sequential"},
+        "base": {"data": {"scale": "minmax", "max_queries": 30}},
+        "dataset_settings": {"sklearn:iris": IRIS},
+        "protocol": protocols, **extra})
+
+
+RING = {"name": "ppknn-ring", "privacy_key": "p0", "levels": [1.0, 0.0]}
+OWNER = {"name": "dp-knn", "privacy_key": "epsilon", "levels": [1.0],
+         "settings": {"task": "knn", "k": 5}}
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"protocol": [{"name": "nope", "privacy_key": "p0", "levels": [1.0]}]}, "unknown protocol"),
+    ({"protocol": [{"name": "dp-knn", "privacy_key": "p0", "levels": [1.0]}]}, "has no key 'p0'"),
+    ({"protocol": [{"name": "dp-knn", "privacy_key": "epsilon", "levels": []}]},
+     "at least 1 item"),
+    ({"protocol": [RING], "dataset_settings": {"glass": {}}}, "not in compare.datasets"),
+    ({"protocol": [RING], "network": {"slow": {"latency_ms": 1, "bandwidth_mbps": 0}}},
+     "greater than 0"),
+])
+def test_bad_specs_are_refused(spec, message):
+    base = {"compare": {"datasets": ["sklearn:iris"]}}
+    with pytest.raises(ConfigError, match=message):
+        load_comparison({**base, **spec})
+
+
+def test_a_bad_level_fails_before_anything_runs():
+    spec = small([{**OWNER, "levels": [-1.0]}])
+    with pytest.raises(ConfigError, match="protocol.epsilon = -1"):
+        spec.jobs()
+
+
+def test_network_model_against_a_hand_computed_critical_path():
+    """A ring of n owners over r rounds pays at least n*r sequential hops; a central owner
+    answers in one round trip, so the ring's predicted WAN time is at least n*r latencies."""
+    n, r = 6, 2
+    spec = small([{**RING, "levels": [1.0], "settings": {"rounds": r}},
+                  OWNER], base={"data": {"scale": "minmax", "max_queries": 20},
+                                "parties": {"n": n}})
+    rows = run_comparison(spec)
+    ring, owner = rows
+    assert ring["hops"] >= n * r and owner["hops"] == 2
+    wan = PROFILES["wan"]
+    per_hop = wan.latency_ms / 1e3 + ring["bytes"] / ring["messages"] * 8 / (wan.bandwidth_mbps
+                                                                            * 1e6)
+    assert ring["network_wan_s"] == pytest.approx(ring["hops"] * per_hop, rel=1e-12)
+    assert ring["network_wan_s"] >= n * r * 0.050
+    assert owner["network_wan_s"] == pytest.approx(
+        2 * (0.050 + owner["bytes"] / owner["messages"] * 8 / 100e6), rel=1e-12)
+    custom = NetworkProfile(latency_ms=0.0, bandwidth_mbps=8.0)  # 1 byte per microsecond
+    assert predict_network(hops=3, messages=2, bytes_=2000, profile=custom) == \
+        pytest.approx(3 * 1000 * 1e-6)
+
+
+def test_reference_equals_scikit_learn_and_no_privacy_rows_equal_it():
+    from sklearn.neighbors import KNeighborsClassifier
+
+    spec = small([RING, {"name": "dp-nb", "privacy_key": "epsilon", "levels": [1e6]}],
+                 seeds=(0, 1))
+    rows = run_comparison(spec)
+    for row in rows:
+        sc = parse_scenario({"data": {"dataset": "sklearn:iris", "scale": "minmax",
+                                      "max_queries": 30, **IRIS["data"]},
+                             "protocol": {"name": row["protocol"]}, "run": {"seed": row["seed"]}})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            p = prepare_data(sc)
+        if row["protocol"] == "ppknn-ring":
+            knn = KNeighborsClassifier(n_neighbors=5, algorithm="brute").fit(p.union_X, p.union_y)
+            assert row["reference_accuracy"] == pytest.approx(
+                float(np.mean(knn.predict(p.queries) == p.query_labels)))
+    no_privacy = [r for r in rows if (r["protocol"], r["level"]) in
+                  {("ppknn-ring", 0.0), ("dp-nb", 1e6)}]
+    assert len(no_privacy) == 4
+    for r in no_privacy:
+        assert abs(r["accuracy"] - r["reference_accuracy"]) <= 0.05, r
+
+
+def test_aggregate_and_ranking():
+    rows = [{"dataset": "d", "protocol": p, "level_rank": 1, "privacy_key": "epsilon",
+             "level": 1.0, "accuracy": a, "reference_accuracy": 0.9, "reference": "kNN",
+             "empirical_epsilon_lb": e, "hops": 2, "messages": 2, "bytes": 10,
+             "network_wan_s": 0.1}
+            for p, a, e in (("a", 0.8, 0.5), ("a", 0.6, 0.5), ("b", 0.75, 2.0))]
+    agg = aggregate(rows)
+    a = next(r for r in agg if r["protocol"] == "a")
+    assert a["accuracy"] == pytest.approx(0.7) and a["seeds"] == 2
+    assert 0.0 <= a["accuracy_low"] < 0.7 < a["accuracy_high"] <= 1.0
+    rank = ranking(agg)[0]
+    assert rank["best_at_strongest_setting"] == "b"
+    assert rank["best_with_empirical_eps_lb_le_1"].startswith("a ")
+
+
+@pytest.mark.ray
+def test_one_cell_reruns_identically_on_both_runtimes(ray_local):
+    spec = small([RING, OWNER], seeds=(0, 1))
+    seq = run_comparison(spec, parallel="sequential")
+    par = run_comparison(spec, parallel="ray")
+    drop = {"protocol_s"}
+    assert [_plain(r, drop) for r in seq] == [_plain(r, drop) for r in par]
+    again = run_comparison(spec.model_copy(update={"compare": spec.compare.model_copy(
+        update={"seeds": [1]})}), parallel="sequential")
+    assert _plain(again[0], drop | {"run_id"}) == _plain(seq[1], drop | {"run_id"})
+
+
+def _plain(row, drop):
+    """The row without timings, NaN written as a string so that equal rows compare equal."""
+    return {k: ("nan" if isinstance(v, float) and v != v else v)
+            for k, v in row.items() if k not in drop}
+
+
+def test_quick_cli_writes_the_report_and_refuses_to_overwrite(tmp_path):
+    out = tmp_path / "cmp"
+    runner = CliRunner()
+    done = runner.invoke(app, ["compare", "--quick", "--runtime", "inprocess",
+                               "--output", str(out)])
+    assert done.exit_code == 0, done.output
+    text = (out / "compare.md").read_text()
+    for protocol in ("ppknn-ring", "dp-knn", "dptt", "pca-perturbation", "dp-nb"):
+        assert f"**{protocol}**" in text
+    assert "When to choose which" in text and "[" in text  # intervals
+    for f in ("compare.csv", "compare.parquet", "compare-aggregate.csv",
+              "utility_vs_privacy_level.png", "utility_vs_leakage.png", "utility_vs_cost.png"):
+        assert (out / f).stat().st_size > 0
+    before = (out / "compare.md").read_text()
+    again = runner.invoke(app, ["compare", "--quick", "--runtime", "inprocess",
+                                "--output", str(out)])
+    assert again.exit_code == 2 and (out / "compare.md").read_text() == before
+
+
+def test_quick_spec_is_a_valid_spec():
+    spec = load_comparison(copy.deepcopy(QUICK_SPEC))
+    assert len(spec.jobs()) == 2 * 5 * 2 * 2
