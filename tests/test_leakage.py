@@ -139,3 +139,69 @@ def test_verdict_and_epsilon_from_rates():
     assert point == 0 and lo == 0 and hi > 0
     point, lo, hi = epsilon_from_rates(990, 1000, 10, 1000)
     assert point == pytest.approx(np.log(99)) and 3.5 < lo < point < hi
+
+
+def test_streamed_ring_attacks_equal_the_whole_transcript_ones(tmp_path):
+    from ppknn.core.leakage import Claims, score_attribution
+    from ppknn.core.transcript import View
+    from ppknn.protocols.ppknn.pp_topk_attacks import informed_successor
+    from ppknn.simulations.disclosure import measure_disclosure
+    from ppknn.simulations.leakage.stream import ring_attribution
+
+    data = small("ppknn-ring", protocol={"rounds": 3, "p0": 0.5})
+    data["runtime"]["flush_every"] = 3  # many small parts: rounds span several
+    result = execute(parse_scenario(data), transcript_dir=tmp_path / "t")
+    assert len(result.transcript.parts()) > 5
+    public = result.outcome.plan.public
+    plain, informed = ring_attribution(result.transcript, public)
+    assert plain == measure_disclosure(result.transcript, public)
+    msgs = result.transcript.messages(with_provenance=True, protocol="pp-topk")
+    claims = Claims(informed.adversary)
+    for view in View.per_party(msgs, public["ring"]).values():
+        claims.items.extend(informed_successor(view, max_distance=public["max_distance"]).items)
+    assert informed == score_attribution(claims, msgs, public["party_index"],
+                                         public["n_queries"])
+    assert sum(d.disclosed for d in informed.parties) > 0
+
+
+def test_scripted_coalition_and_pooled_analysts(tmp_path):
+    ring = small("ppknn-ring")
+    ring["adversary"] = [{"attack": "coalition-attribution",
+                          "observers": ["owner-00", "owner-04"]}]
+    result = run_into(tmp_path / "r", ring)
+    rows = [r for r in read_table(tmp_path / "r" / "leakage.csv")
+            if r["attack"] == "coalition-attribution"]
+    n = len(result.outcome.plan.public["ring"])
+    assert [r["observer"] for r in rows] == ["owner-00+owner-04"] * (n - 2)
+    assert {r["target"] for r in rows} == set(result.outcome.plan.public["ring"]) - {
+        "owner-00", "owner-04"}
+    nb = small("dp-nb")
+    nb["adversary"] = [{"attack": "model-membership-inference",
+                        "observers": ["nb-analyst-00", "nb-analyst-01", "nb-analyst-02"]}]
+    run_into(tmp_path / "n", nb)
+    (pooled,) = [r for r in read_table(tmp_path / "n" / "leakage.csv")
+                 if r["observer"].count("+") == 2]
+    assert pooled["bound"] == 3.0  # three models at ε 1, composed
+    assert pooled["verdict"] == WITHIN
+    write_table(recompute(tmp_path / "n"), tmp_path / "again.csv")
+    assert rows_equal(read_table(tmp_path / "n" / "leakage.csv"),
+                      read_table(tmp_path / "again.csv"))
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    ({"attack": "guess"}, "unknown attack 'guess' for protocol 'ppknn-ring'; allowed: "
+                          "['coalition-attribution', 'informed-successor', "),
+    ({"attack": "coalition-attribution"}, "needs the observing parties"),
+    ({"attack": "successor-attribution", "params": {"x": 1}},
+     "unknown parameter(s) ['x'] for attack 'successor-attribution'; allowed: []"),
+    ({"attack": "successor-attribution", "protocol": "dptt"},
+     "adversary[0].protocol = 'dptt': not a protocol of this scenario"),
+])
+def test_bad_adversaries_are_refused_by_the_scenario(entry, message):
+    from ppknn.core.errors import ConfigError
+
+    data = small("ppknn-ring")
+    data["adversary"] = [entry]
+    with pytest.raises(ConfigError) as err:
+        parse_scenario(data)
+    assert message in str(err.value)

@@ -202,14 +202,20 @@ def _observer_filter(adv: Adversary, ring: Sequence[str]) -> Callable[[str], str
     return observer_of
 
 
-@register(RING, "successor-attribution", default=True,
-          description="the paper's §6.6 attack by each node's successor")
-def _successor(ctx: Context, adv: Adversary) -> list[LeakageRow]:
-    from ppknn.simulations.disclosure import measure_disclosure
+def _streamed(ctx: Context) -> tuple[Any, Any]:
+    """Successor and informed reports, one bounded-memory pass, cached on the context."""
+    from ppknn.simulations.leakage.stream import ring_attribution
 
-    report = measure_disclosure(ctx.transcript, ctx.public)
-    ring = list(ctx.public["ring"])
-    observer_of = _observer_filter(adv, ring)
+    key = "_ring_attribution"
+    cache = ctx.__dict__.setdefault("_cache", {})
+    if key not in cache:
+        cache[key] = ring_attribution(ctx.transcript, ctx.public)
+    return cache[key]
+
+
+def _report_rows(ctx: Context, adv: Adversary, report: Any, quantity: str, note: str
+                 ) -> list[LeakageRow]:
+    observer_of = _observer_filter(adv, list(ctx.public["ring"]))
     rows = []
     for d in report.parties:
         observer = observer_of(d.party)
@@ -218,29 +224,23 @@ def _successor(ctx: Context, adv: Adversary) -> list[LeakageRow]:
         precision = "n/a" if math.isnan(d.precision) else f"{d.precision:.3f}"
         rows.append(proportion_row(
             successes=d.disclosed, trials=d.trials, protocol=ctx.protocol, observer=observer,
-            target=d.party, attack=adv.attack,
-            quantity="disclosure probability (paper §6.6)",
-            note=f"claims' precision {precision} ({d.correct}/{d.claimed} values); the paper "
-                 "measures disclosure but promises no bound"))
+            target=d.party, attack=adv.attack, quantity=quantity,
+            note=f"claims' precision {precision} ({d.correct}/{d.claimed} values); {note}"))
     return rows
+
+
+@register(RING, "successor-attribution", default=True,
+          description="the paper's §6.6 attack by each node's successor")
+def _successor(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    return _report_rows(ctx, adv, _streamed(ctx)[0], "disclosure probability (paper §6.6)",
+                        "the paper measures disclosure but promises no bound")
 
 
 @register(RING, "informed-successor", default=True,
           description="the successor keeps only claims that survive into the final vector")
 def _informed(ctx: Context, adv: Adversary) -> list[LeakageRow]:
-    from ppknn.protocols.ppknn.pp_topk_attacks import informed_successor
-
-    msgs = ctx.messages()
-    claims = Claims(adv.attack)
-    ring = list(ctx.public["ring"])
-    observer_of = _observer_filter(adv, ring)
-    for party, view in View.per_party(msgs, ring).items():
-        if adv.observers and party not in adv.observers:
-            continue
-        claims.items.extend(informed_successor(
-            view, max_distance=float(ctx.public["max_distance"])).items)
-    return _attribution_rows(ctx, adv, claims, "disclosure probability (informed)",
-                             observer_of, "stronger than the paper's attacker; no bound")
+    return _report_rows(ctx, adv, _streamed(ctx)[1], "disclosure probability (informed)",
+                        "stronger than the paper's attacker; no bound")
 
 
 @register(RING, "coalition-attribution", default=False, needs_observers=True,
@@ -632,15 +632,21 @@ def _dptt_side(ctx: Context, adv: Adversary) -> list[LeakageRow]:
     if "queries" not in ctx.truth:
         return []
     observers = tuple(adv.observers or ("server",))
-    claims = side_claims(ctx.view(observers))
-    n = int(claims.slot.size)
+    if observers == ("server",):  # the default: streamed level by level
+        from ppknn.simulations.leakage.stream import dptt_side_inference
+
+        tally = dptt_side_inference(ctx.transcript, np.asarray(ctx.truth["queries"]))
+        n, correct, utility = tally.decisions, tally.correct, tally.utility
+    else:
+        claims = side_claims(ctx.view(observers))
+        n, utility = int(claims.slot.size), claims.utility
+        correct = int(np.sum(claims.right == true_sides(claims, ctx.truth["queries"])))
     if n == 0:
         return []
-    correct = int(np.sum(claims.right == true_sides(claims, ctx.truth["queries"])))
     base = dict(protocol=ctx.protocol, observer=observer_name(observers),
                 target="client (each query)", attack=adv.attack)
     eps = float(ctx.public.get("per_decision_epsilon", float("nan")))
-    if claims.utility != "cmp":
+    if utility != "cmp":
         return [proportion_row(successes=correct, trials=n,
                                quantity="decisions whose side the server infers", note=(
                                    "DIS: ε holds for queries within the privacy radius; "

@@ -219,8 +219,9 @@ def plot_table(rows: Sequence[LeakageRow], path: Path, *, title: str) -> Path:
         ax.set_title(f"{protocol}: {quantity}{more}", fontsize=9)
         ax.legend(fontsize=6, loc="best")
     fig.suptitle(f"leakage: {title}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.subplots_adjust(left=0.38, right=0.97, top=1 - 0.5 / fig.get_figheight(),
+                        bottom=0.5 / fig.get_figheight(), hspace=0.6)
+    fig.savefig(path, dpi=80)
     plt.close(fig)
     return path
 
