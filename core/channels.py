@@ -9,6 +9,9 @@ receiver and kind, so a message that is
 * **tampered** (any header or ciphertext bit) fails authentication,
 * **replayed** (a sequence number not above the last one accepted from
   that sender) is refused,
+* **dropped or reordered** (a sequence number that skips one: the next
+  message from that sender must carry the last accepted number plus one)
+  is refused at the next message that arrives,
 * **misdirected** (delivered to a party other than its receiver, or with a
   rewritten receiver) fails,
 
@@ -38,7 +41,9 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes, serialization
@@ -73,6 +78,8 @@ class Envelope:
 class _Endpoint:
     """Sequence numbering and receive-side checks shared by both endpoints."""
 
+    _forced: int | None = None
+
     def __init__(self, party: PartyId, run_id: str) -> None:
         if not party:
             raise ConfigError("party name must be a non-empty string")
@@ -80,11 +87,37 @@ class _Endpoint:
         self.run_id = run_id
         self._next_seq: dict[PartyId, int] = {}
         self._last_seen: dict[PartyId, int] = {}
+        self._unordered: frozenset[PartyId] = frozenset()
 
     def next_seq(self, receiver: PartyId) -> int:
+        if self._forced is not None:
+            return self._forced
         seq = self._next_seq.get(receiver, 0)
         self._next_seq[receiver] = seq + 1
         return seq
+
+    def seal_as(self, seq: int, message: Message, plaintext: bytes | None = None) -> Any:
+        """Seal ``message`` with sequence number ``seq`` instead of the next one.
+
+        Used by parties that number their messages from call tickets (see
+        :mod:`core.runtime.concurrency`) and by fault injection (a reordered
+        message); the counter of the ordinary numbering is not touched.
+        """
+        self._forced = seq
+        try:
+            return self.seal(message, plaintext)  # type: ignore[attr-defined]
+        finally:
+            self._forced = None
+
+    def expect_unordered(self, senders: Iterable[PartyId]) -> None:
+        """Senders whose sequence numbers are increasing but not contiguous.
+
+        A party serving calls concurrently numbers its messages from call
+        tickets (see :mod:`core.runtime.concurrency`); gaps from it are
+        expected, so only replays are refused. From every other sender the
+        next number must be exactly one more than the last.
+        """
+        self._unordered = frozenset(senders)
 
     def _check_incoming(self, header: Message) -> None:
         if header.receiver != self.party:
@@ -96,12 +129,31 @@ class _Endpoint:
             raise IntegrityError(
                 f"message from run {header.run_id!r} delivered in run {self.run_id!r}"
             )
+        self._check_sequence(header)
+
+    def _check_sequence(self, header: Message) -> None:
         last = self._last_seen.get(header.sender, -1)
         if header.seq <= last:
             raise IntegrityError(
                 f"replayed message from {header.sender!r} to {self.party!r}: "
                 f"seq {header.seq} <= last accepted {last}"
             )
+        if header.seq != last + 1 and header.sender not in self._unordered:
+            missing = header.seq - last - 1
+            raise IntegrityError(
+                f"message(s) lost or reordered from {header.sender!r} to {self.party!r}: "
+                f"expected seq {last + 1}, got {header.seq} ({missing} missing; protocol "
+                f"{header.protocol!r}, round {header.round})"
+            )
+
+    def missing(self) -> dict[PartyId, list[int]]:
+        """Sequence numbers that never arrived, per sender (checked at the end of a run).
+
+        Always empty here: a sequential receiver refuses a gap at the next
+        message. A concurrent receiver can only tell once every message is in
+        (:mod:`core.runtime.concurrency`).
+        """
+        return {}
 
     def _accept(self, header: Message) -> None:
         self._last_seen[header.sender] = header.seq

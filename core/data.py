@@ -9,8 +9,12 @@ checkout, then ``~/.cache/ppknn/datasets``. scikit-learn's bundled sets
 them ``sklearn:iris`` etc., or plainly when no CSV of that name exists.
 Synthetic data of any size: ``synthetic:classification?rows=50000&features=8&classes=3``.
 
-Categorical columns are one-hot encoded (a ``"?"`` is its own category);
-labels are encoded as integers ``0..C-1`` with the original values kept in
+A feature column holding text is an error unless the dataset's manifest
+entry declares it categorical (``"categorical": ["col", ...]``; the shipped
+``adult`` and ``abalone`` are declared here when their manifest says
+nothing). Categorical columns are one-hot encoded (a ``"?"`` is its own
+category). A dataset with fewer than two classes is refused. Labels are
+encoded as integers ``0..C-1`` with the original values kept in
 :attr:`Dataset.classes`.
 
 Examples
@@ -100,13 +104,36 @@ def load_dataset(name: str, *, directory: str | os.PathLike[str] | None = None) 
     manifest_path = root / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     if name in manifest:
-        return _load_csv(name, root / manifest[name]["file"], manifest[name]["label"])
+        entry = manifest[name]
+        declared = entry.get("categorical", KNOWN_CATEGORICAL.get(name, ()))
+        if isinstance(declared, str) or not all(isinstance(c, str) for c in declared):
+            raise DataError(f"dataset {name!r}: manifest 'categorical' must be a list of column "
+                            f"names, got {declared!r}")
+        return _check_classes(_load_csv(name, root / entry["file"], entry["label"],
+                                        categorical=tuple(declared)))
     if name in SKLEARN_DATASETS:
         return _load_sklearn(name)
     raise DataError(
         f"unknown dataset {name!r}; available: {available_datasets(directory)} "
         f"(data directory: {str(root)!r}; set PPKNN_DATA_DIR to change it)"
     )
+
+
+KNOWN_CATEGORICAL: dict[str, tuple[str, ...]] = {
+    "adult": ("workclass", "education", "marital_status", "occupation", "relationship", "race",
+              "sex", "native_country"),
+    "abalone": ("sex",),
+}
+"""Categorical columns of the shipped datasets whose manifest does not declare them."""
+
+
+def _check_classes(ds: Dataset) -> Dataset:
+    """Refuse data with fewer than two classes: there is nothing to classify."""
+    if ds.n_classes < 2:
+        shown = ds.classes.tolist() if ds.n_classes else []
+        raise DataError(f"dataset {ds.name!r} has {ds.n_classes} class(es) {shown}; "
+                        "classification needs at least 2")
+    return ds
 
 
 def _load_sklearn(name: str) -> Dataset:
@@ -160,7 +187,8 @@ def _load_synthetic(name: str) -> Dataset:
                    tuple(f"x{i}" for i in range(params["features"])))
 
 
-def _load_csv(name: str, path: Path, label: str) -> Dataset:
+def _load_csv(name: str, path: Path, label: str, *,
+              categorical: tuple[str, ...] = ()) -> Dataset:
     import pyarrow.csv as pcsv
 
     if not path.is_file():
@@ -171,17 +199,28 @@ def _load_csv(name: str, path: Path, label: str) -> Dataset:
         raise DataError(f"dataset {name!r}: cannot read {str(path)!r}: {exc}") from exc
     if label not in table.column_names:
         raise DataError(f"dataset {name!r}: label column {label!r} not in {table.column_names}")
+    unknown = sorted(set(categorical) - set(table.column_names))
+    if unknown:
+        raise DataError(f"dataset {name!r}: manifest declares categorical columns {unknown} "
+                        f"that the file does not have; columns: {table.column_names}")
     columns = []
     feature_names: list[str] = []
     for col in table.column_names:
         if col in (label, "split"):
             continue
         arr = table[col].to_numpy(zero_copy_only=False)
-        if arr.dtype.kind in "biuf":
+        if col not in categorical and arr.dtype.kind in "biuf":
             columns.append(arr.astype(np.float64)[:, None])
             feature_names.append(col)
         else:  # categorical: one-hot, "?" is its own category
             values = np.asarray(arr, dtype=str)
+            if col not in categorical:
+                row = _first_non_numeric(values)
+                bad = str(values[row])
+                raise DataError(
+                    f"dataset {name!r}: feature column {col!r} is not numeric ({bad!r} "
+                    f"at row {row}); declare it categorical in the manifest "
+                    f"(\"categorical\": [{col!r}]) or fix the file {str(path)!r}")
             cats = np.unique(values)
             columns.append((values[:, None] == cats[None, :]).astype(np.float64))
             feature_names += [f"{col}={c}" for c in cats]
@@ -190,6 +229,16 @@ def _load_csv(name: str, path: Path, label: str) -> Dataset:
     classes, y = np.unique(raw, return_inverse=True)
     check_finite(X, name)
     return Dataset(name, X, y.astype(np.int64), classes, tuple(feature_names))
+
+
+def _first_non_numeric(values: np.ndarray) -> int:
+    """Index of the first value that does not parse as a number."""
+    for i, v in enumerate(values):
+        try:
+            float(v)
+        except ValueError:
+            return i
+    return 0
 
 
 def check_finite(X: np.ndarray, what: str) -> None:

@@ -41,7 +41,10 @@ class BudgetExhausted(PpknnError, ValueError):
 
 
 class PartyFailure(PpknnError, RuntimeError):
-    """A party died, raised, or timed out while a protocol was running.
+    """A party died, raised, hung, lost its node or timed out while a protocol was running.
+
+    Every runtime turns any failure inside a party into this one error, so
+    callers handle one failure path.
 
     Parameters
     ----------
@@ -53,19 +56,39 @@ class PartyFailure(PpknnError, RuntimeError):
         The protocol round (``-1`` when not applicable).
     reason:
         What happened, in words.
+    cause:
+        The traceback of the exception raised inside the party, as text
+        (empty when the party died or hung without raising). Text, not the
+        exception object, so it survives pickling between processes.
+
+    Examples
+    --------
+    >>> err = PartyFailure("owner-02", "pp-topk", 2, "RuntimeError: boom", cause="Traceback ...")
+    >>> str(err)
+    "party 'owner-02' failed in protocol 'pp-topk' round 2: RuntimeError: boom"
+    >>> err.cause
+    'Traceback ...'
     """
 
-    def __init__(self, party: str, protocol: str, round: int, reason: str) -> None:
+    def __init__(self, party: str, protocol: str, round: int, reason: str,
+                 cause: str = "") -> None:
         self.party = party
         self.protocol = protocol
         self.round = round
         self.reason = reason
+        self.cause = cause
         super().__init__(
             f"party {party!r} failed in protocol {protocol!r} round {round}: {reason}"
         )
 
+    def where(self, protocol: str, round: int) -> PartyFailure:
+        """This failure with the protocol and round filled in when it did not know them."""
+        if self.protocol:
+            return self
+        return PartyFailure(self.party, protocol, round, self.reason, self.cause)
+
     def __reduce__(self):  # keep pickling (Ray) faithful
-        return (PartyFailure, (self.party, self.protocol, self.round, self.reason))
+        return (PartyFailure, (self.party, self.protocol, self.round, self.reason, self.cause))
 
 
 class PrivacyLeakWarning(UserWarning):

@@ -7,7 +7,8 @@ and even then the old folder is removed only after the new one is complete,
 so interrupting a run at any point leaves the earlier results untouched.
 A failed run keeps what it recorded: its staging folder becomes the output
 (or ``NAME.failed-N`` when the output already exists) with a
-``failure.json`` saying who failed, where and why.
+``failure.json`` saying who failed, where and why. A run refused before
+anything ran (bad input) writes nothing.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def failure_record(exc: BaseException) -> dict[str, Any]:
     record: dict[str, Any] = {"error": type(exc).__name__, "message": str(exc),
                               "traceback": "".join(traceback.format_exception(exc))}
     if isinstance(exc, PartyFailure):
-        record.update(party=exc.party, protocol=exc.protocol, round=exc.round)
+        record.update(party=exc.party, protocol=exc.protocol, round=exc.round,
+                      reason=exc.reason, cause=exc.cause)
     return record
 
 
@@ -63,7 +65,8 @@ def staged(folder: Path, *, overwrite: bool = False) -> Iterator[Path]:
 
     On an exception, the staging folder (with whatever the run recorded and a
     ``failure.json``) is kept under ``folder`` if that did not exist, else
-    under ``folder.failed-N``; the exception propagates.
+    under ``folder.failed-N``; the exception propagates. A run refused before
+    it recorded anything (bad input) leaves nothing behind.
     """
     folder = check_output(Path(folder), overwrite=overwrite)
     try:
@@ -75,6 +78,10 @@ def staged(folder: Path, *, overwrite: bool = False) -> Iterator[Path]:
     try:
         yield stage
     except BaseException as exc:
+        if not any(p.is_file() for p in stage.rglob("*")):
+            # refused before anything ran (bad input): nothing is written
+            shutil.rmtree(stage, ignore_errors=True)
+            raise
         (stage / FAILURE).write_text(json.dumps(failure_record(exc), indent=1))
         target = folder
         if target.exists():
@@ -95,8 +102,10 @@ def staged(folder: Path, *, overwrite: bool = False) -> Iterator[Path]:
 def check_complete(folder: Path) -> None:
     """Refuse a results folder whose run failed or whose transcript is not closed."""
     folder = Path(folder)
-    if (folder / FAILURE).is_file():
-        why = json.loads((folder / FAILURE).read_text()).get("message", "")
+    failed = next((f for f in (folder / FAILURE, folder / "transcript" / FAILURE)
+                   if f.is_file()), None)
+    if failed is not None:
+        why = json.loads(failed.read_text()).get("message", "")
         raise ConfigError(f"{str(folder)!r} holds a failed run ({why}); its transcript ends at "
                           "the failure and is not scored")
     if not (folder / "transcript" / "totals.json").is_file():

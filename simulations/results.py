@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ppknn.core.leakage import DisclosureReport
+from ppknn.core.rng import describe as describe_randomness
 from ppknn.simulations.reporting.csvio import write_rows
 from ppknn.simulations.runner import ProtocolOutcome, RunResult
 
@@ -51,6 +52,7 @@ def summary_of(result: RunResult) -> dict[str, Any]:
         "protocols": [o.name for o in result.outcomes],
         "runtime": result.runtime,
         "randomness_mode": s.run.mode,
+        "randomness": describe_randomness(s.run.mode),
         "channels": "on" if s.runtime.channels else "off",
         "dataset": p.data.dataset.name,
         "parties": _parties_count(result),

@@ -11,6 +11,7 @@ It returns a :class:`RunResult`; :mod:`simulations.results` writes it.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,11 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from ppknn.core.errors import ConfigError, PartyFailure
-from ppknn.core.runtime import PartySpec, RunContext, Runtime, make_runtime
+from ppknn.core.errors import ConfigError
+from ppknn.core.runtime import FaultPlan, PartySpec, RunContext, Runtime, make_runtime
 from ppknn.core.transcript import Transcript
 from ppknn.protocols.base import ProtocolResult
 from ppknn.simulations import registry
+from ppknn.simulations.output import FAILURE, failure_record
 from ppknn.simulations.prepare import PreparedData, prepare_data
 from ppknn.simulations.registry import Baseline, Measured, Plan, ProtocolPlugin
 from ppknn.simulations.scenario import ProtocolConfig, Scenario
@@ -227,10 +229,28 @@ def runtime_for(scenario: Scenario, party_names: list[str]) -> Runtime:
 def context_for(scenario: Scenario, run_id: str, transcript_dir: Path | None) -> RunContext:
     """The run context a scenario asks for (``[runtime]``)."""
     r = scenario.runtime
+    f = scenario.faults
+    fault = None if f is None else FaultPlan(f.party, f.method, f.occurrence, f.kind, f.delay_s)
     return RunContext(run_id=run_id, transcript_dir=transcript_dir,
                       secure_channels=r.channels, record_batch=r.record_batch,
                       flush_every=r.flush_every, record_batch_bytes=r.record_batch_bytes,
-                      flush_bytes=r.flush_bytes, party_timeout_s=r.party_timeout_s)
+                      flush_bytes=r.flush_bytes, party_timeout_s=r.party_timeout_s,
+                      fault=fault)
+
+
+def _keep_what_was_recorded(rt: Runtime, exc: BaseException,
+                            transcript_dir: Path | None) -> None:
+    """Close the transcript of a failed run and say why it ends (``failure.json``)."""
+    try:
+        rt.close_transcript()
+    except Exception:  # noqa: BLE001 - the original error is the one to report
+        pass
+    if transcript_dir is not None:
+        try:
+            transcript_dir.mkdir(parents=True, exist_ok=True)
+            (transcript_dir / FAILURE).write_text(json.dumps(failure_record(exc), indent=1))
+        except OSError:  # the folder itself is gone: the error still propagates
+            pass
 
 
 def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
@@ -250,18 +270,26 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
     progress:
         Called with (phase, done, total).
 
-    On a :class:`~core.errors.PartyFailure` the transcript recorded so far is
-    flushed to ``transcript_dir`` before the error propagates.
+    On any failure (a :class:`~core.errors.PartyFailure`, an
+    :class:`~core.errors.IntegrityError`, an interrupt) the transcript
+    recorded so far is flushed to ``transcript_dir`` and closed (in bounded
+    time, with ``totals.json``), ``failure.json`` beside it says who failed,
+    where and why (with the cause's traceback), and the error propagates.
     """
     prepared = prepare(scenario)
     specs = prepared.specs()
+    if scenario.faults is not None and scenario.faults.party not in {s.party_id for s in specs}:
+        shown = [s.party_id for s in specs][:20]
+        raise ConfigError(f"faults.party = {scenario.faults.party!r} is not a party of the run; "
+                          f"parties: {shown}")
+    context = context_for(scenario, prepared.run_id, transcript_dir)
     own_runtime = runtime is None
     rt = runtime if runtime is not None else runtime_for(scenario, [s.party_id for s in specs])
     timings: dict[str, float] = {}
     results: list[tuple[PlannedProtocol, ProtocolResult, float]] = []
     try:
         t0 = time.perf_counter()
-        rt.start(specs, context_for(scenario, prepared.run_id, transcript_dir))
+        rt.start(specs, context)
         timings["startup_s"] = time.perf_counter() - t0
         for p in prepared.protocols:
             if progress:
@@ -271,24 +299,14 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
             results.append((p, result, time.perf_counter() - t0))
             if progress:
                 progress(f"protocol {p.name}", 1, 1)
+        rt.check_delivery()  # a message lost on its way to a concurrent party
         timings["protocol_s"] = sum(sec for _, _, sec in results)
         communication = rt.close_transcript()
         table = None if transcript_dir is not None else rt.transcript_table()
-    except PartyFailure:
-        try:
-            rt.close_transcript()
-        finally:
-            if own_runtime:
-                rt.shutdown()
-        raise
-    except BaseException:
-        try:  # keep what was recorded before the error
-            rt.close_transcript()
-        except Exception:  # noqa: BLE001 - the original error is the one to report
-            pass
-        finally:
-            if own_runtime:
-                rt.shutdown()
+    except BaseException as exc:
+        _keep_what_was_recorded(rt, exc, transcript_dir)
+        if own_runtime:
+            rt.shutdown()
         raise
     if own_runtime:
         rt.shutdown()

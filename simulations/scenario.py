@@ -140,11 +140,22 @@ class RuntimeSection(_Section):
     hosts: int | None = Field(None, ge=1)
     placement: dict[str, dict[str, float]] = Field(default_factory=dict)
     channels: bool = True
-    party_timeout_s: float = Field(60.0, gt=0)
+    party_timeout_s: float = Field(60.0, gt=0, allow_inf_nan=False)
     record_batch: int = Field(256, ge=1)
     flush_every: int = Field(4096, ge=1)
     record_batch_bytes: int = Field(8 << 20, ge=1)
     flush_bytes: int = Field(64 << 20, ge=1)
+
+
+class FaultsSection(_Section):
+    """``[faults]``: inject one fault into one party's calls (see ``simulations.faults``)."""
+
+    party: str = Field(min_length=1)
+    method: str = "*"
+    occurrence: int = Field(1, ge=1)
+    kind: Literal["kill", "raise", "hang", "slow", "memory", "drop", "duplicate", "reorder",
+                  "tamper"] = "kill"
+    delay_s: float | None = Field(None, ge=0, allow_inf_nan=False)
 
 
 class AdversarySection(_Section):
@@ -197,6 +208,8 @@ class Scenario(_Section):
         default_factory=lambda: _parse_protocols({}, "<default>"))
     """One or more protocols over the same parties and data (``[protocol]`` or ``[[protocol]]``)."""
     runtime: RuntimeSection = RuntimeSection()
+    faults: FaultsSection | None = None
+    """An injected fault (fault-injection runs only; absent in honest runs)."""
     adversary: tuple[AdversarySection, ...] = ()
     """Scripted adversaries (``[[adversary]]``), scored besides each protocol's defaults."""
     audit: AuditSection = AuditSection()
@@ -223,6 +236,8 @@ class Scenario(_Section):
         for section, values in sections.items():
             if section not in data:
                 raise ConfigError(f"unknown scenario section {section!r}; allowed: {list(data)}")
+            if data[section] is None and section == "faults":
+                data[section] = {}
             if not isinstance(data[section], dict):
                 raise ConfigError(f"scenario section {section!r} holds several protocols; "
                                   "override one with set_key('protocol[i].key', value)")
@@ -363,7 +378,9 @@ def set_dotted(data: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
                           "'data.dataset' or 'protocol[1].k'")
     section, index, name = m.group(1), m.group(2), m.group(3)
     out = copy.deepcopy(data)
-    table = out.setdefault(section, {})
+    if out.get(section) is None:  # an optional section not given yet (e.g. [faults])
+        out[section] = {}
+    table = out[section]
     if isinstance(table, tuple):
         table = out[section] = list(table)
     if isinstance(table, list):

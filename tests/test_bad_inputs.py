@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import json
+import math
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from ppknn.core.data import DomainBounds, load_dataset, partition
-from ppknn.core.errors import ConfigError, DataError
-from ppknn.core.runtime import InProcessRuntime, PartySpec, RunContext
+from ppknn.core.errors import ConfigError, DataError, PpknnError
+from ppknn.core.rng import SeedPolicy
+from ppknn.core.runtime import FaultPlan, InProcessRuntime, PartySpec, RunContext, make_runtime
 from ppknn.parties.ring_owner import RingDataOwner
 from ppknn.protocols.ppknn import PPKNNConfig, run_ppknn
 from ppknn.protocols.ppknn.pp_topk import TopKParams
 from ppknn.simulations.runner import prepare
-from ppknn.simulations.scenario import load_scenario, parse_scenario
+from ppknn.simulations.scenario import load_scenario, parse_scenario, set_dotted
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SCENARIO_CASES = [
     ({"parties": {"n": 2}}, "parties.n = 2", "greater than or equal to 3"),
@@ -125,3 +133,189 @@ def test_declared_bounds_must_hold(tmp_path):
         prepare(sc)
     with pytest.raises(ConfigError, match="upper bound 0.0 < lower bound 1.0"):
         DomainBounds(np.array([1.0]), np.array([0.0]))
+
+
+# -- the bad-input table: every protocol's scenario section and the shared ones ----------
+# Each row: (protocol whose example scenario is the base, dotted key, bad value). The value
+# must be refused with a PpknnError (ConfigError / DataError) naming it, before any party
+# starts (only ``prepare`` runs: the scenario is validated, the data loaded and planned).
+
+nan, inf = math.nan, math.inf
+TABLE = {
+    "ppknn-ring": [
+        ("protocol.k", 0), ("protocol.k", -3), ("protocol.k", 2.5), ("protocol.k", "five"),
+        ("protocol.p0", -0.1), ("protocol.p0", 1.5), ("protocol.p0", nan), ("protocol.d", 0.0),
+        ("protocol.d", 2.0), ("protocol.d", inf), ("protocol.rounds", 0), ("protocol.delta", -1.0),
+        ("protocol.delta", nan), ("protocol.weighting", "cosine"),
+        ("protocol.secure_sum", "paillier"), ("protocol.vote", "plurality"),
+        ("protocol.schedule", "r+1"), ("protocol.start_step", "middle"), ("protocol.kk", 3),
+        ("parties.n", 2), ("parties.n", 0), ("protocol.k", 100000),
+    ],
+    "ring-nb": [
+        ("protocol.epsilon", 0.0), ("protocol.epsilon", -1.0), ("protocol.epsilon", inf),
+        ("protocol.epsilon", nan), ("protocol.split", [1.0, 1.0]),
+        ("protocol.split", [1.0, -1.0, 1.0]), ("protocol.split", [0.0, 0.0, 0.0]),
+        ("protocol.secure_sum", "plain"), ("protocol.var_floor", -0.1),
+        ("protocol.var_smoothing", -1.0), ("protocol.budget", 0.5), ("protocol.budget", -1.0),
+        ("parties.n", 2), ("data.bounds", "data"),
+    ],
+    "dp-knn": [
+        ("protocol.task", "kmeans"), ("protocol.algorithm", "magic"), ("protocol.epsilon", 0.0),
+        ("protocol.epsilon", -0.5), ("protocol.epsilon", inf), ("protocol.epsilon", nan),
+        ("protocol.budget", 0.1), ("protocol.budget", -4.0), ("protocol.analyst_budget", -1.0),
+        ("protocol.delta", -0.1), ("protocol.delta", 1.5), ("protocol.radius", -0.1),
+        ("protocol.radius", 0.0), ("protocol.radius", "huge"), ("protocol.radius_target", -1.0),
+        ("protocol.radius_epsilon", 0.0), ("protocol.k", 0), ("protocol.batches", 0),
+        ("protocol.weight", 0.0), ("protocol.weight", 1.0), ("protocol.weight", 1.5),
+        ("protocol.candidates", 0), ("protocol.clique_time_limit_s", 0.0),
+        ("protocol.count_share", 1.5), ("protocol.gamma", -1.0), ("parties.analysts", 0),
+    ],
+    "dp-nb": [
+        ("protocol.method", "magic"), ("protocol.epsilon", 0.0), ("protocol.epsilon", -1.0),
+        ("protocol.epsilon", inf), ("protocol.delta", -0.1), ("protocol.delta", 1.0),
+        ("protocol.noise", "uniform"), ("protocol.gamma", 1.0), ("protocol.gamma", 0.5),
+        ("protocol.trim", 0.5), ("protocol.trim", -1), ("protocol.trim", "most"),
+        ("protocol.neighbours", "swap"), ("protocol.density", "uniform"),
+        ("protocol.sensitivity", "approx"), ("protocol.budget", 0.5), ("protocol.budget", -1.0),
+        ("protocol.budget_delta", -0.1), ("protocol.analyst_budget", -1.0),
+        ("protocol.analyst_budget", 0.5), ("data.bounds", "data"),
+    ],
+    "dptt": [
+        ("protocol.variant", "X9"), ("protocol.variant", "E-1"), ("protocol.variant", "N0"),
+        ("protocol.variant", "GS-N"), ("protocol.utility", "euclid"), ("protocol.radius", -1.0),
+        ("protocol.final_epsilon", 0.0), ("protocol.final_epsilon", -10.0),
+        ("protocol.final_epsilon", inf), ("protocol.epsilon", 1.0), ("protocol.delta", -1e-7),
+        ("protocol.delta", 1.0), ("protocol.client_budget", 1.0), ("protocol.client_budget", -1.0),
+        ("protocol.predict", "vote"), ("protocol.geo_radius", -1.0), ("protocol.geo_epsilon", 0.0),
+        ("protocol.calibration", "guess"), ("protocol.variant", "E1000"),
+    ],
+    "pca-perturbation": [
+        ("protocol.scheme", "pca-gauss"), ("protocol.components", 0), ("protocol.components", 14),
+        ("protocol.b", -0.2), ("protocol.b", nan), ("protocol.sd", -0.1), ("protocol.n_sd", -1.0),
+        ("protocol.method", "nearest"), ("protocol.compare", ["radius", "magic"]),
+        ("protocol.k", 0), ("protocol.fallback_k", 0), ("protocol.ks", [0, 1]),
+        ("protocol.folds", 1), ("protocol.max_validation", 0), ("protocol.rho1", 0.0),
+        ("protocol.rho1", 1.5), ("protocol.attacks", "maybe"), ("data.bounds.lower", [0.0]),
+    ],
+    "shared": [
+        ("run.seed", -1), ("run.mode", "chaotic"), ("run.name", 3), ("data.test_fraction", 0.0),
+        ("data.test_fraction", 1.0), ("data.max_queries", 0), ("data.scale", "zscore"),
+        ("data.dataset", "nope"), ("data.dataset", "synthetic:blobs"),
+        ("data.dataset", "synthetic:classification?rows=1"), ("parties.partition", "zipf"),
+        ("parties.alpha", 0.0), ("parties.size_skew", -1.0), ("runtime.kind", "spark"),
+        ("runtime.layout", "ring"), ("runtime.hosts", 0), ("runtime.num_cpus", 0),
+        ("runtime.party_timeout_s", 0.0), ("runtime.party_timeout_s", inf),
+        ("runtime.party_timeout_s", nan), ("runtime.party_timeout_s", -5.0),
+        ("runtime.record_batch", 0), ("runtime.flush_every", 0), ("runtime.record_batch_bytes", 0),
+        ("runtime.flush_bytes", 0), ("runtime.channels", "maybe"), ("faults.kind", "explode"),
+        ("faults.occurrence", 0), ("faults.delay_s", -1.0), ("faults.party", ""),
+    ],
+}
+
+# where the message shows the value in its own words
+SHOWN = {("protocol.kk", 3): "unknown key 'protocol.kk'",
+         ("protocol.compare", ("radius", "magic")): "protocol.compare.1 = 'magic'",
+         ("protocol.ks", (0, 1)): "protocol.ks.0 = 0",
+         ("data.dataset", "synthetic:blobs"): "'blobs'",
+         ("data.dataset", "synthetic:classification?rows=1"): "'rows': 1"}
+ROWS = [(protocol, key, value) for protocol, cases in TABLE.items() for key, value in cases]
+
+
+def _bad_scenario(protocol, key, value):
+    base = "ppknn-ring" if protocol == "shared" else protocol
+    data = load_scenario(ROOT / "scenarios" / f"{base}.toml").model_dump()
+    if key.startswith("faults."):
+        data["faults"] = {"party": "owner-01"}
+    return set_dotted(data, key, value)
+
+
+def _shown(key, value):
+    frozen = tuple(value) if isinstance(value, list) else value
+    return SHOWN.get((key, frozen), repr(value) if not isinstance(value, float)
+                     or math.isfinite(value) else str(value))
+
+
+def test_the_table_covers_every_protocol_with_at_least_100_cases():
+    from ppknn.simulations import registry
+
+    assert len(ROWS) >= 100
+    assert set(registry.names()) <= set(TABLE)
+
+
+@pytest.mark.parametrize("protocol, key, value", ROWS,
+                         ids=[f"{p}-{k}={v!r}" for p, k, v in ROWS])
+def test_bad_input_table(protocol, key, value):
+    with pytest.raises(PpknnError) as err:
+        prepare(parse_scenario(_bad_scenario(protocol, key, value), source="test"))
+    message = str(err.value)
+    shown = _shown(key, value)
+    assert shown in message or shown.replace("'", "") in message, message
+    if "=" in message and key.split(".")[0] in ("protocol", "runtime", "run", "parties",
+                                                "faults"):
+        assert key.split(".")[-1] in message  # the key is named too
+
+
+CLI_SUBSET = [ROWS[i] for i in range(0, len(ROWS), 10)]
+
+
+@pytest.mark.parametrize("protocol, key, value", CLI_SUBSET,
+                         ids=[f"{p}-{k}" for p, k, _ in CLI_SUBSET])
+def test_bad_input_on_the_cli_exits_2_in_one_line_writing_nothing(tmp_path, protocol, key,
+                                                                    value):
+    from typer.testing import CliRunner
+
+    from ppknn.simulations.cli import app
+
+    base = "ppknn-ring" if protocol == "shared" else protocol
+    path = ROOT / "scenarios" / f"{base}.toml"
+    literal = (json.dumps(value) if not isinstance(value, float) or math.isfinite(value)
+               else str(value))
+    extra = ["--set", "faults.party=\"owner-01\""] if key.startswith("faults.") else []
+    result = CliRunner().invoke(app, ["run", str(path), "--output", str(tmp_path / "out"),
+                                      "--runtime", "inprocess", *extra,
+                                      "--set", f"{key}={literal}"])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error:") and "Traceback" not in result.output
+    assert not (tmp_path / "out").exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+PY_CASES = [
+    (lambda: RunContext(run_id="r", party_timeout_s=math.inf), "party_timeout_s must be a finite"),
+    (lambda: RunContext(run_id="r", party_timeout_s=0), "got 0"),
+    (lambda: RunContext(run_id="r", startup_timeout_s=math.nan), "got nan"),
+    (lambda: RunContext(run_id=""), "run_id must be a non-empty"),
+    (lambda: RunContext(run_id="r", record_batch=0), "record_batch must be >= 1, got 0"),
+    (lambda: FaultPlan("p", kind="explode"), "fault kind 'explode'"),
+    (lambda: FaultPlan("p", occurrence=0), "occurrence must be an integer >= 1, got 0"),
+    (lambda: FaultPlan("p", kind="hang", delay_s=-1.0), "delay_s must be a finite number >= 0"),
+    (lambda: FaultPlan("", kind="kill"), "fault party must be a non-empty"),
+    (lambda: PartySpec("p", dict, max_concurrency=0), "max_concurrency of party 'p'"),
+    (lambda: make_runtime("spark"), "unknown runtime 'spark'"),
+    (lambda: SeedPolicy(root=-1), "seed must be a non-negative integer, got -1"),
+    (lambda: SeedPolicy(mode="chaotic"), "'chaotic'"),
+]
+
+
+@pytest.mark.parametrize("build, fragment", PY_CASES)
+def test_python_entry_points_refuse_bad_values(build, fragment):
+    with pytest.raises(ConfigError, match=re.escape(fragment)):
+        build()
+
+
+def test_ray_address_nobody_listens_on_fails_fast_in_one_line():
+    import socket
+    import time
+
+    from ppknn.core.runtime.ray_runtime import check_cluster_answers
+
+    with socket.socket() as s:  # a free port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    with pytest.raises(ConfigError) as err:
+        check_cluster_answers(f"127.0.0.1:{port}")
+    assert time.monotonic() - t0 < 10
+    message = str(err.value)
+    assert f"no Ray cluster answers at 127.0.0.1:{port}" in message and "ray start" in message
+    assert "\n" not in message

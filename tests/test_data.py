@@ -82,3 +82,68 @@ def test_bounds_from_data_warn_and_diameter():
         b = DomainBounds.from_data(X)
     assert any(issubclass(w.category, PrivacyLeakWarning) for w in caught)
     assert b.diameter == 5.0
+
+
+def _tiny(tmp_path, monkeypatch, csv: str, entry: dict | None = None):
+    (tmp_path / "manifest.json").write_text(json.dumps(
+        {"tiny": {"file": "tiny.csv", "label": "c", **(entry or {})}}))
+    (tmp_path / "tiny.csv").write_text(csv)
+    monkeypatch.setenv("PPKNN_DATA_DIR", str(tmp_path))
+
+
+def test_text_in_a_feature_column_is_an_error_unless_declared(tmp_path, monkeypatch):
+    from ppknn.core.errors import DataError
+
+    csv = "a,b,c\n1,2,x\n3,oops,y\n5,6,x\n"
+    _tiny(tmp_path, monkeypatch, csv)
+    with pytest.raises(DataError, match=r"feature column 'b' is not numeric \('oops' at row 1\); "
+                                        r"declare it categorical"):
+        load_dataset("tiny")
+    _tiny(tmp_path, monkeypatch, csv, {"categorical": ["b"]})
+    ds = load_dataset("tiny")
+    assert ds.feature_names == ("a", "b=2", "b=6", "b=oops")
+    _tiny(tmp_path, monkeypatch, csv, {"categorical": ["zz"]})
+    with pytest.raises(DataError, match=r"declares categorical columns \['zz'\]"):
+        load_dataset("tiny")
+
+
+def test_shipped_categorical_datasets_still_load():
+    ds = load_dataset("abalone")
+    assert any(f.startswith("sex=") for f in ds.feature_names)
+
+
+def test_single_class_data_is_refused(tmp_path, monkeypatch):
+    from ppknn.core.errors import DataError
+
+    _tiny(tmp_path, monkeypatch, "a,b,c\n1,2,x\n3,4,x\n5,6,x\n")
+    with pytest.raises(DataError, match=r"has 1 class\(es\) \['x'\]; classification needs at "
+                                        "least 2"):
+        load_dataset("tiny")
+
+
+def test_nan_never_reaches_fixed_point_encoding():
+    from ppknn.core.errors import ProtocolError
+    from ppknn.protocols.ppknn.secure_sum import encode_fixed
+
+    assert encode_fixed(np.array([1.5, 2.0]), 2.0).tolist() == [3, 4]
+    with pytest.raises(ProtocolError, match="NaN refused"):
+        encode_fixed(np.array([1.0, np.nan]))
+    with pytest.raises(ProtocolError, match="NaN refused"):
+        encode_fixed(np.array([1.0]), np.array([np.nan]))
+
+
+def test_normalise_clips_or_refuses_and_refuses_constant_features():
+    from ppknn.core.errors import ConfigError
+    from ppknn.protocols.pca_perturbation.sanitize import normalise
+
+    lo, hi = np.array([0.0, 10.0]), np.array([2.0, 20.0])
+    X = np.array([[1.0, 15.0], [-1.0, 25.0]])
+    assert normalise(X, lo, hi).tolist() == [[0.5, 0.5], [0.0, 1.0]]
+    with pytest.raises(ConfigError, match=r"value -1.0 at row 1, attribute 0 is outside its "
+                                          r"bounds \[0.0, 2.0\]"):
+        normalise(X, lo, hi, out_of_bounds="raise")
+    with pytest.raises(ConfigError, match=r"attribute 1: its bounds \[10.0, 10.0\] have no "
+                                          r"width \(a constant feature\)"):
+        normalise(X, lo, np.array([2.0, 10.0]))
+    with pytest.raises(ConfigError, match="NaN at row 0, attribute 1"):
+        normalise(np.array([[1.0, np.nan]]), lo, hi)

@@ -49,14 +49,28 @@ def test_failed_run_keeps_earlier_results_and_records_the_failure(tmp_path):
     out = tmp_path / "res"
     assert _run(out).exit_code == 0
     before = _digest(out)
+    failed = _run(out, "--overwrite", "--set", "faults.party=owner-01",
+                  "--set", "faults.kind=raise", "--set", "faults.occurrence=3")
+    assert failed.exit_code == 3, failed.output
+    assert "party 'owner-01' failed" in failed.output and "Traceback" not in failed.output
+    assert _digest(out) == before
+    record = json.loads((tmp_path / "res.failed-1" / FAILURE).read_text())
+    assert record["error"] == "PartyFailure" and record["party"] == "owner-01"
+    assert "RuntimeError: injected fault" in record["cause"]
+    assert (tmp_path / "res.failed-1" / "transcript" / "totals.json").is_file()
+    with pytest.raises(ConfigError, match="holds a failed run"):
+        check_complete(tmp_path / "res.failed-1")
+
+
+def test_bad_input_writes_nothing(tmp_path):
+    out = tmp_path / "res"
+    assert _run(out).exit_code == 0
+    before = _digest(out)
     failed = _run(out, "--overwrite", "--set", "protocol.k=100000")  # k > training rows
     assert failed.exit_code == 2
     assert "larger than the union" in failed.output
     assert _digest(out) == before
-    record = json.loads((tmp_path / "res.failed-1" / FAILURE).read_text())
-    assert record["error"] == "ConfigError" and "k = 100000" in record["message"]
-    with pytest.raises(ConfigError, match="holds a failed run"):
-        check_complete(tmp_path / "res.failed-1")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["res"]  # no failed-N, no staging
 
 
 @pytest.mark.parametrize("bad, message", [

@@ -186,7 +186,8 @@ def test_hosted_layout_chain_runs_in_hosts_and_fails_with_cohosted_names(ray_loc
         assert rt.host_members == [names[:3], names[3:]]
         out = rt.fetch(rt.chain([Step(n, "step", (1,), "relay", 1) for n in names]))
         assert out.header.sender == "p5"
-        ref = rt.chain([Step(n, "step", (r,), "relay", r) for r in range(2, 60) for n in names])
+        ref = rt.chain([Step(n, "step", (r,), "relay", r) for r in range(2, 60) for n in names],
+                       out)  # p5's message to p0 is delivered: nothing is lost
         killer = threading.Timer(1.0, rt.kill, args=("p4",))
         killer.start()
         with pytest.raises(PartyFailure) as err:

@@ -5,9 +5,13 @@ A protocol driver builds a *chain of calls*: ``ref = runtime.call(party,
 earlier calls; on Ray they are ``ObjectRef``\\ s, so payloads move from
 party to party without passing through the driver. :meth:`Runtime.fetch`
 waits for everything called since the last fetch and returns the values
-asked for. A party that dies or stops making progress fails the run with
-:class:`~core.errors.PartyFailure` naming it; an exception raised inside a
-party step (e.g. :class:`~core.errors.IntegrityError`) is re-raised as is.
+asked for. Every failure inside a party -- it raises, its process dies, it
+hangs for ``party_timeout_s``, its node is lost, it runs out of memory --
+fails the run with one error, :class:`~core.errors.PartyFailure` naming the
+party, protocol and round, with the cause's traceback (``cause``); the
+framework's own errors raised in a step (e.g.
+:class:`~core.errors.IntegrityError` for a tampered, replayed, dropped or
+reordered message) pass as they are.
 
 Ordering. A party with ``PartySpec.max_concurrency == 1`` (the default)
 runs its calls one at a time in the order the driver made them, on both
@@ -25,12 +29,13 @@ reach the recorder may differ (compare with
 from __future__ import annotations
 
 import abc
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ppknn.core.errors import ConfigError
+from ppknn.core.errors import ConfigError, IntegrityError
 from ppknn.core.messages import PartyId
 from ppknn.core.runtime.host import FaultPlan, PartySpec
 
@@ -62,7 +67,8 @@ class RunContext:
     startup_timeout_s:
         How long creating a party (an actor, on Ray) may take.
     fault:
-        Optional simulated crash (tests and scenario fault injection).
+        Optional injected fault (:class:`~core.runtime.host.FaultPlan`: tests,
+        ``[faults]`` in a scenario, ``ppknn chaos``).
     record:
         Record the transcript; off for sweeps that only need the outputs
         (no message is encoded unless channels are on).
@@ -83,13 +89,16 @@ class RunContext:
     def __post_init__(self) -> None:
         if not self.run_id:
             raise ConfigError("run_id must be a non-empty string")
-        if self.party_timeout_s <= 0:
-            raise ConfigError(f"party_timeout_s must be > 0, got {self.party_timeout_s}")
+        if not (self.party_timeout_s > 0 and math.isfinite(self.party_timeout_s)):
+            raise ConfigError(f"party_timeout_s must be a finite number of seconds > 0, got "
+                              f"{self.party_timeout_s} (a run must fail, not hang, when a "
+                              "party stops)")
         for name in ("record_batch", "flush_every", "record_batch_bytes", "flush_bytes"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.startup_timeout_s <= 0:
-            raise ConfigError(f"startup_timeout_s must be > 0, got {self.startup_timeout_s}")
+        if not (self.startup_timeout_s > 0 and math.isfinite(self.startup_timeout_s)):
+            raise ConfigError(f"startup_timeout_s must be a finite number of seconds > 0, got "
+                              f"{self.startup_timeout_s}")
 
 
 @dataclass(frozen=True)
@@ -146,6 +155,23 @@ class Runtime(abc.ABC):
     @abc.abstractmethod
     def close_transcript(self) -> dict[str, Any]:
         """Flush every live host and close the recorder; returns communication totals."""
+
+    def check_delivery(self) -> None:
+        """Refuse a run in which a message never arrived (call once every call is done).
+
+        Raises :class:`~core.errors.IntegrityError` naming the sender, the
+        receiver and the missing sequence numbers. Sequential receivers
+        refuse a gap at the next message already; this catches the messages
+        lost on their way to a party that serves calls concurrently.
+        """
+        problems = self._undelivered()
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise IntegrityError(problems[0] + more)
+
+    def _undelivered(self) -> list[str]:
+        """Every host's :meth:`~core.runtime.host.PartyHost.undelivered`."""
+        return []
 
     @abc.abstractmethod
     def transcript_table(self) -> Any:

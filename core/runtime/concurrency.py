@@ -42,12 +42,10 @@ Examples
 >>> owner.open(firsts[0])
 Traceback (most recent call last):
 ...
-ppknn.core.errors.IntegrityError: replayed message from 'alice' to 'owner': seq 0 was already accepted
+ppknn.core.errors.IntegrityError: replayed message from 'alice' to 'owner': seq 0 was ...accepted
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from ppknn.core.channels import PlainEndpoint, SecureEndpoint
 from ppknn.core.errors import IntegrityError, ProtocolError
@@ -100,34 +98,44 @@ class _SeenSeqs:
 class _Concurrent:
     """Mixin for the endpoints of a concurrent party (see the module docstring).
 
-    Relies on :class:`core.channels._Endpoint` calling ``_check_incoming``
+    Relies on :class:`core.channels._Endpoint` calling ``_check_sequence``
     before and ``_accept`` after authenticating a message, and ``next_seq``
     when sealing.
     """
 
-    _forced: int | None = None
     _seen: dict[PartyId, _SeenSeqs]
 
-    def seal_as(self, seq: int, message: Message, plaintext: bytes | None = None) -> Any:
-        """Seal ``message`` with sequence number ``seq`` (the caller holds the host's lock)."""
-        self._forced = seq
-        try:
-            return self.seal(message, plaintext)  # type: ignore[attr-defined]
-        finally:
-            self._forced = None
-
     def next_seq(self, receiver: PartyId) -> int:
-        if self._forced is None:
+        if self._forced is None:  # type: ignore[attr-defined]
             raise ProtocolError(f"{self.party!r} serves calls concurrently: its messages are "  # type: ignore[attr-defined]
                                 "stamped from the call's ticket (seal_as), not a counter")
-        return self._forced
+        return self._forced  # type: ignore[attr-defined]
 
-    def _check_incoming(self, header: Message) -> None:
-        super()._check_incoming(header)  # type: ignore[misc]  # receiver, run, seq >= 0
+    def _check_sequence(self, header: Message) -> None:
+        if header.seq < 0:
+            raise IntegrityError(f"message from {header.sender!r} to {self.party!r} has "  # type: ignore[attr-defined]
+                                 f"sequence number {header.seq} < 0")
         seen = self._seen.get(header.sender)
         if seen is not None and header.seq in seen:
             raise IntegrityError(f"replayed message from {header.sender!r} to "
                                  f"{self.party!r}: seq {header.seq} was already accepted")  # type: ignore[attr-defined]
+
+    def missing(self) -> dict[PartyId, list[int]]:
+        """Per sequential sender, the numbers below the highest accepted that never arrived.
+
+        A sequential sender numbers its messages 0, 1, 2, ...; a concurrent
+        receiver opens them in any order, so a lost (or never delivered)
+        one shows only once the run's messages are all in: a hole.
+        """
+        out = {}
+        for sender, seen in self._seen.items():
+            if sender in self._unordered or not seen.above:  # type: ignore[attr-defined]
+                continue
+            top = max(seen.above)
+            holes = [q for q in range(seen.floor, top) if q not in seen.above][:10]
+            if holes:
+                out[sender] = holes
+        return out
 
     def _accept(self, header: Message) -> None:
         # ``_last_seen`` stays empty, so the base check only refuses negative numbers

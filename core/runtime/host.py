@@ -24,14 +24,17 @@ see :mod:`core.runtime.concurrency`.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 import threading
-from collections.abc import Callable, Mapping
+import traceback
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ppknn.core.channels import Envelope, SecureEndpoint, make_endpoint
-from ppknn.core.errors import ConfigError, ProtocolError
+from ppknn.core.errors import ConfigError, PartyFailure, PpknnError, ProtocolError
 from ppknn.core.messages import Message, PartyId, encode_arrays
 from ppknn.core.runtime.concurrency import CallStamps, make_concurrent_endpoint
 from ppknn.core.transcript import make_record
@@ -96,17 +99,86 @@ class PartySpec:
                               f">= 1, got {n!r}")
 
 
+FAULT_KINDS = ("kill", "raise", "hang", "slow", "memory", "drop", "duplicate", "reorder",
+               "tamper")
+"""What an injected fault does when it fires (see :class:`FaultPlan`)."""
+
+
 @dataclass(frozen=True)
 class FaultPlan:
-    """Simulated failure: the host process dies when ``party`` runs ``method``.
+    """A fault injected into one call of one party, at the host (never in party code).
 
-    ``occurrence`` counts calls of that method on that party (1 = the first).
-    Used by failure tests and scenario fault injection.
+    The host counts the calls of ``method`` on ``party`` (every method when
+    ``method`` is ``"*"``); the ``occurrence``-th one (1 = the first) fails
+    as ``kind`` says:
+
+    ``kill``
+        the process hosting the party dies without cleanup (in-process: the
+        party is marked dead);
+    ``raise``
+        the step raises ``RuntimeError`` before it runs;
+    ``hang``
+        the call never returns (it waits ``delay_s`` when given);
+    ``slow``
+        a slow link: the call waits ``delay_s`` before the step runs, then
+        goes on normally;
+    ``memory``
+        the step asks for more memory than any machine has (``MemoryError``);
+    ``drop``
+        the call's first outgoing message is lost on the wire (its sequence
+        number is used up, the receiver gets the next one);
+    ``duplicate``
+        the call's first incoming message is delivered twice;
+    ``reorder``
+        the call's first outgoing message overtakes the one before it
+        (sealed with the next sequence number; the next message gets its
+        number);
+    ``tamper``
+        one byte of the call's first outgoing message is flipped on the wire.
+
+    With no fault configured, hosts run exactly the honest code path.
     """
 
     party: PartyId
-    method: str
+    method: str = "*"
     occurrence: int = 1
+    kind: str = "kill"
+    delay_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAULT_KINDS:
+            raise ConfigError(f"fault kind {self.kind!r} is not one of {list(FAULT_KINDS)}")
+        if not self.party:
+            raise ConfigError("fault party must be a non-empty party name")
+        if isinstance(self.occurrence, bool) or not isinstance(self.occurrence, int) \
+                or self.occurrence < 1:
+            raise ConfigError(f"fault occurrence must be an integer >= 1, got "
+                              f"{self.occurrence!r}")
+        if self.delay_s is not None and not (self.delay_s >= 0 and math.isfinite(self.delay_s)):
+            raise ConfigError(f"fault delay_s must be a finite number >= 0, got {self.delay_s!r}")
+        if self.kind == "slow" and self.delay_s is None:
+            raise ConfigError("fault kind 'slow' needs delay_s (seconds each matching call waits)")
+
+    def matches(self, party: PartyId, method: str) -> bool:
+        """Whether a call of ``party.method`` counts towards this fault."""
+        return party == self.party and self.method in ("*", method)
+
+
+_MESSAGE_FAULTS = ("drop", "duplicate", "reorder", "tamper")
+
+
+class _Fault:
+    """The fault of the current call (kept for the messaging of that call)."""
+
+    __slots__ = ("fired", "kind")
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.fired = False
+
+
+def _exit_process(party: PartyId) -> None:
+    os._exit(17)  # simulate a crash: the process dies without cleanup
 
 
 def check_outputs(party: PartyId, method: str, out: Any, expected: int) -> Any:
@@ -129,6 +201,7 @@ class PartyHost:
         record_batch: int = 256,
         record_batch_bytes: int = 8 << 20,
         fault: FaultPlan | None = None,
+        on_kill: Callable[[PartyId], None] = _exit_process,
     ) -> None:
         if record_batch < 1:
             raise ConfigError(f"record_batch must be >= 1, got {record_batch}")
@@ -142,6 +215,10 @@ class PartyHost:
         self._record_bytes = 0
         self.fault = fault
         self._fault_count = 0
+        self._on_kill = on_kill
+        self._stop = threading.Event()  # set when the runtime abandons this host
+        self._reordered: dict[tuple[PartyId, PartyId], int] = {}
+        self._fired = False  # a message fault fires once
         self.parties: dict[PartyId, Any] = {}
         self.endpoints: dict[PartyId, Any] = {}
         self._records: list[dict[str, Any]] = []
@@ -163,8 +240,17 @@ class PartyHost:
         self.endpoints[spec.party_id] = endpoint
         return endpoint.public_key if isinstance(endpoint, SecureEndpoint) else b""
 
-    def register_peers(self, directory: Mapping[PartyId, bytes]) -> None:
-        """Give every hosted party the public-key directory."""
+    def register_peers(self, directory: Mapping[PartyId, bytes],
+                       unordered: Iterable[PartyId] = ()) -> None:
+        """Give every hosted party the public-key directory.
+
+        ``unordered`` names the parties serving calls concurrently: their
+        sequence numbers have gaps by design (see
+        :meth:`core.channels.SecureEndpoint.expect_unordered`).
+        """
+        unordered = frozenset(unordered)
+        for endpoint in self.endpoints.values():
+            endpoint.expect_unordered(unordered)
         if self.secure_channels:
             # one directory per host, shared by its parties (in-process: by every host)
             shared = directory if isinstance(directory, dict) else dict(directory)
@@ -201,12 +287,7 @@ class PartyHost:
         party, ignored for the others).
         """
         party = self.parties[party_id]
-        if self.fault is not None and self.fault.party == party_id and self.fault.method == method:
-            with self._lock:
-                self._fault_count += 1
-                crash = self._fault_count >= self.fault.occurrence
-            if crash:
-                os._exit(17)  # simulate a crash: the process dies without cleanup
+        fault = self._fault_for(party_id, method) if self.fault is not None else None
         stamps = None
         if party_id in self._concurrent:
             if ticket is None:
@@ -215,8 +296,60 @@ class PartyHost:
             stamps = CallStamps(ticket)
         endpoint = self.endpoints[party_id]
         opened = [self._open(endpoint, a) for a in args]
-        result = getattr(party, method)(*opened)
-        return self._send(endpoint, result, stamps)
+        try:
+            if fault is not None:
+                self._before_step(party_id, method, fault, endpoint, args)
+            result = getattr(party, method)(*opened)
+        except PpknnError:
+            raise  # the framework's own errors say what happened (e.g. IntegrityError)
+        except Exception as exc:  # noqa: BLE001 - any other failure inside a party: one path
+            where = next((a for a in opened if isinstance(a, Message)), None)
+            raise PartyFailure(party_id, where.protocol if where else "",
+                               where.round if where else -1,
+                               f"{type(exc).__name__} in {method!r}: {exc}",
+                               cause="".join(traceback.format_exception(exc))) from exc
+        return self._send(endpoint, result, stamps, fault)
+
+    # -- fault injection (only when a FaultPlan is configured) ------------
+    def _fault_for(self, party_id: PartyId, method: str) -> _Fault | None:
+        plan = self.fault
+        if plan is None or not plan.matches(party_id, method):
+            return None
+        with self._lock:
+            self._fault_count += 1
+            count = self._fault_count
+            if plan.kind == "slow" and count >= plan.occurrence:
+                return _Fault("slow")  # a slow link stays slow
+            if plan.kind in _MESSAGE_FAULTS:  # the first call from then on with a message
+                return _Fault(plan.kind) if count >= plan.occurrence and not self._fired else None
+        return _Fault(plan.kind) if count == plan.occurrence else None
+
+    def _before_step(self, party_id: PartyId, method: str, fault: _Fault, endpoint: Any,
+                     args: tuple) -> None:
+        plan = self.fault
+        assert plan is not None
+        kind = fault.kind
+        if kind == "kill":
+            self._on_kill(party_id)
+        elif kind == "raise":
+            raise RuntimeError(f"injected fault: {party_id}.{method} raised")
+        elif kind == "memory":
+            import numpy as np
+
+            np.empty(1 << 62, dtype=np.uint8)  # no machine has 4 EiB: MemoryError
+        elif kind in ("hang", "slow"):
+            self._stop.wait(plan.delay_s if plan.delay_s is not None else None)
+            if kind == "hang" and plan.delay_s is None:  # abandoned by the runtime
+                raise PartyFailure(party_id, "", -1, "hung (fault injection); abandoned")
+        elif kind == "duplicate":
+            first = next((a for a in args if isinstance(a, (Message, Envelope))), None)
+            if first is not None:
+                self._fired = True
+                self._open(endpoint, first)  # delivered a second time: a replay
+
+    def abandon(self) -> None:
+        """Release a call waiting in an injected hang (the runtime gave up on it)."""
+        self._stop.set()
 
     def run_chain(self, steps: list[tuple[PartyId, str, tuple]], incoming: Any) -> Any:
         """Consecutive steps of a chain hosted here: each step's output is the next one's input.
@@ -277,6 +410,17 @@ class PartyHost:
         """Simulation-only access to a party attribute (ground truth for scorers)."""
         return getattr(self.parties[party_id], attribute)
 
+    def undelivered(self) -> list[str]:
+        """Messages to the parties hosted here that never arrived (holes in sequence numbers).
+
+        A party serving calls concurrently accepts messages in any order, so
+        a lost one can only be seen once the run's calls are done.
+        """
+        with self._lock:
+            return [f"message(s) lost from {sender!r} to {party!r}: seq {holes} never arrived"
+                    for party, endpoint in self.endpoints.items()
+                    for sender, holes in endpoint.missing().items()]
+
     def flush(self) -> int:
         """Send buffered records to the recorder and wait until it has them."""
         with self._lock:
@@ -297,34 +441,63 @@ class PartyHost:
                 return type(arg)(endpoint.open(a) for a in arg)
         return arg
 
-    def _send(self, endpoint: Any, result: Any, stamps: CallStamps | None) -> Any:
+    def _send(self, endpoint: Any, result: Any, stamps: CallStamps | None,
+              fault: _Fault | None = None) -> Any:
         if isinstance(result, Message):
-            return self._seal(endpoint, result, stamps)
+            return self._seal(endpoint, result, stamps, fault)
         if isinstance(result, (list, tuple)) and result and all(
             isinstance(r, Message) for r in result
         ):
-            return type(result)(self._seal(endpoint, r, stamps) for r in result)
+            return type(result)(self._seal(endpoint, r, stamps, fault) for r in result)
         return result
 
-    @staticmethod
-    def _stamp(endpoint: Any, message: Message, plaintext: bytes | None,
-               stamps: CallStamps | None) -> Any:
+    def _stamp(self, endpoint: Any, message: Message, plaintext: bytes | None,
+               stamps: CallStamps | None, fault: _Fault | None = None) -> Any:
         """Number and seal ``message`` (the caller holds the lock)."""
+        if fault is not None and not fault.fired and fault.kind in ("drop", "reorder", "tamper"):
+            fault.fired = self._fired = True
+            return self._stamp_faulty(endpoint, message, plaintext, stamps, fault.kind)
+        key = (endpoint.party, message.receiver)
+        if stamps is None and key in self._reordered:  # the message that was overtaken
+            return endpoint.seal_as(self._reordered.pop(key), message, plaintext)
         if stamps is None:
             return endpoint.seal(message, plaintext)
         return endpoint.seal_as(stamps.next(message.receiver), message, plaintext)
 
-    def _seal(self, endpoint: Any, message: Message, stamps: CallStamps | None = None) -> Any:
+    def _stamp_faulty(self, endpoint: Any, message: Message, plaintext: bytes | None,
+                      stamps: CallStamps | None, kind: str) -> Any:
+        """Seal ``message`` as a lossy or hostile network would deliver it."""
+        def number() -> int:
+            return stamps.next(message.receiver) if stamps else endpoint.next_seq(
+                message.receiver)
+
+        if kind == "drop":
+            number()  # the lost message used this number
+            return endpoint.seal_as(number(), message, plaintext)
+        if kind == "reorder":
+            first, second = number(), number()
+            self._reordered[(endpoint.party, message.receiver)] = first
+            return endpoint.seal_as(second, message, plaintext)
+        wire = endpoint.seal_as(number(), message, plaintext)  # tamper
+        if isinstance(wire, Envelope):
+            flipped = bytes([wire.ciphertext[0] ^ 0x01]) + wire.ciphertext[1:]
+            return dataclasses.replace(wire, ciphertext=flipped)
+        payload = {k: (v + 1 if getattr(v, "dtype", None) is not None and v.dtype.kind in "iuf"
+                       else v) for k, v in wire.payload.items()}
+        return dataclasses.replace(wire, payload=payload)  # undetectable without channels
+
+    def _seal(self, endpoint: Any, message: Message, stamps: CallStamps | None = None,
+              fault: _Fault | None = None) -> Any:
         if message.sender != endpoint.party:
             raise ConfigError(
                 f"party {endpoint.party!r} tried to send as {message.sender!r}"
             )
         if not getattr(self.recorder, "enabled", True) and not self.secure_channels:
             with self._lock:  # nothing to record, nothing to encrypt
-                return self._stamp(endpoint, message, None, stamps)
+                return self._stamp(endpoint, message, None, stamps, fault)
         plaintext = encode_arrays(message.payload)
         with self._lock:
-            wire = self._stamp(endpoint, message, plaintext, stamps)
+            wire = self._stamp(endpoint, message, plaintext, stamps, fault)
         stamped = wire.header if isinstance(wire, Envelope) else wire
         record = make_record(
             stamped.__class__(**{**stamped.header(), "payload": {}},
@@ -344,5 +517,5 @@ class PartyHost:
         return wire
 
 
-__all__ = ["FaultPlan", "NullRecorder", "PartyHost", "PartySpec", "RecorderClient",
+__all__ = ["FAULT_KINDS", "FaultPlan", "NullRecorder", "PartyHost", "PartySpec", "RecorderClient",
            "check_outputs"]

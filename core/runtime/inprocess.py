@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +44,12 @@ class InProcessRuntime(Runtime):
     driver's order: this runtime is the deterministic reference, and the
     party's messages are numbered exactly as on Ray (see
     :mod:`core.runtime.concurrency`).
+
+    Each call runs on one worker thread while the driver waits at most
+    ``party_timeout_s`` for it, so a party that hangs fails the run with
+    :class:`~core.errors.PartyFailure` naming it, as on Ray; an exception
+    raised inside a party step becomes ``PartyFailure`` too (the framework's
+    own errors, e.g. :class:`~core.errors.IntegrityError`, pass as they are).
     """
 
     name = "inprocess"
@@ -51,6 +59,7 @@ class InProcessRuntime(Runtime):
         self.recorder: TranscriptRecorder | None = None
         self.hosts: dict[PartyId, PartyHost] = {}
         self._dead: set[PartyId] = set()
+        self._worker: ThreadPoolExecutor | None = None
 
     def start(self, specs: Sequence[PartySpec], context: RunContext) -> None:  # noqa: D102
         self.context = context
@@ -65,13 +74,43 @@ class InProcessRuntime(Runtime):
                              # the recorder is in this process: hand records straight to
                              # it (it bounds its buffer), so thousands of parties don't each
                              # hold a batch
-                             record_batch=1, fault=None)
+                             record_batch=1,
+                             fault=context.fault if context.fault and
+                             context.fault.party == spec.party_id else None,
+                             on_kill=self._killed)
             keys[spec.party_id] = host.add_party(spec)
             self.hosts[spec.party_id] = host
             self._parties.append(spec.party_id)
         for host in self.hosts.values():
-            host.register_peers(keys)
-        self._fault = context.fault
+            host.register_peers(keys, unordered=self._concurrency)
+
+    def _killed(self, party: PartyId) -> None:
+        """An injected crash: the party is dead from now on."""
+        self._dead.add(party)
+        raise PartyFailure(party, "", -1, "party crashed (fault injection)")
+
+    def _run(self, party: PartyId, method: str, protocol: str, round: int,
+             fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run one call on the worker thread; a call that outlives the timeout fails the run.
+
+        The driver waits at most ``party_timeout_s`` for each call. A call
+        that does not return by then is abandoned (its thread is left to
+        finish on its own, its party is dead for the rest of the run) and
+        :class:`~core.errors.PartyFailure` names the party.
+        """
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ppknn-party")
+        future = self._worker.submit(fn, *args, **kwargs)
+        timeout = self.context.party_timeout_s if self.context else 60.0
+        try:
+            return future.result(timeout=timeout)
+        except FutureTimeout:
+            self._dead.add(party)
+            self.hosts[party].abandon()
+            self._worker.shutdown(wait=False)
+            self._worker = None  # the stuck thread keeps the old one; later calls get a new one
+            raise PartyFailure(party, protocol, round,
+                               f"no progress for {timeout:g} s in {method!r}") from None
 
     def call(self, party: PartyId, method: str, *args: Any, protocol: str = "",
              round: int = 0, num_returns: int = 1) -> Any:
@@ -93,24 +132,25 @@ class InProcessRuntime(Runtime):
         try:
             if party in self._dead:
                 raise PartyFailure(party, protocol, round, "party process is dead")
-            if self._fault and self._fault.party == party and self._fault.method == method:
-                self._dead.add(party)
-                raise PartyFailure(party, protocol, round, "party crashed (fault injection)")
             values = [a.value if isinstance(a, LocalRef) else a for a in args]
-            out = self.hosts[party].invoke(party, method, *values, ticket=ticket)
+            out = self._run(party, method, protocol, round, self.hosts[party].invoke, party,
+                            method, *values, ticket=ticket)
             if num_returns == 1:
                 refs[0].value = out
             else:
                 for r, v in zip(refs, check_outputs(party, method, out, num_returns)):
                     r.value = v
         except BaseException as exc:  # kept and raised at fetch, as on Ray
+            if isinstance(exc, PartyFailure):
+                exc = exc.where(protocol, round)
             for r in refs:
                 r.error = exc
             record.refs = refs
         return refs if num_returns > 1 else refs[0]
 
     def fetch(self, refs: Any, *, progress: Progress | None = None) -> Any:  # noqa: D102
-        pending, self._pending = self._pending, []
+        pending: list[CallRecord] = self._pending
+        self._pending = []
         if progress is not None:
             progress(len(pending), len(pending))
         for c in pending:
@@ -135,13 +175,22 @@ class InProcessRuntime(Runtime):
                 host.flush()
         return self.recorder.close()
 
+    def _undelivered(self) -> list[str]:
+        return [p for party, host in self.hosts.items() if party not in self._dead
+                for p in host.undelivered()]
+
     def transcript_table(self):  # noqa: D102
         if self.recorder is None:
             raise ConfigError("no transcript: the runtime was not started")
         return self.recorder.table()
 
     def shutdown(self) -> None:  # noqa: D102
+        for host in self.hosts.values():
+            host.abandon()  # a call stuck in an injected hang returns
         self.hosts.clear()
+        if self._worker is not None:
+            self._worker.shutdown(wait=False)
+            self._worker = None
 
 
 def _resolve(refs: Any) -> Any:

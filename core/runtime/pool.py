@@ -61,8 +61,12 @@ def fan_out(fn: Callable[[T], R], items: Sequence[T], *, use_ray: bool,
     import ray
 
     if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING,
-                 log_to_driver=False)
+        if address:  # attach only when asked, and fail fast when nobody answers
+            from ppknn.core.runtime.ray_runtime import check_cluster_answers
+
+            check_cluster_answers(address)
+        ray.init(address=address or "local", include_dashboard=False,
+                 logging_level=logging.WARNING, log_to_driver=False)
     if not total:
         return []
     size = chunk_size or chunk_size_for(total, ray.cluster_resources().get("CPU", 1),

@@ -32,19 +32,75 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+from ray.exceptions import GetTimeoutError, RayActorError, RayError, RayTaskError
 
-from ppknn.core.errors import ConfigError, PartyFailure
+from ppknn.core.errors import ConfigError, PartyFailure, PpknnError
 from ppknn.core.messages import PartyId
 from ppknn.core.runtime.base import Call, CallRecord, Progress, RunContext, Runtime, Step
 from ppknn.core.runtime.host import NullRecorder, PartyHost, PartySpec
 from ppknn.core.transcript import TranscriptRecorder
 
 _POLL_S = 0.1
+CLOSE_FLUSH_S = 3.0
+"""How long closing the transcript waits, in all, for the live hosts' last batches."""
+CLOSE_RECORDER_S = 30.0
+"""How long closing the transcript waits for the recorder to write its last part."""
 LAYOUTS = ("actor-per-party", "hosted")
 ACTOR_MEMORY_MIB = 120
 """Memory of one party's Ray worker of its own (measured: 168 MiB resident, shared pages
 included), for the actor-per-party size check."""
+
+
+CONNECT_TIMEOUT_S = 3.0
+"""How long attaching to a Ray cluster may wait for its head to answer."""
+_HOW_TO_START = ("start one with `ray start --head` (and set RAY_ADDRESS or --address to the "
+                 "address it prints), or give no address to run on a local Ray started for the "
+                 "run")
+
+
+def _cluster_record() -> str | None:
+    """The address in the record of the last ``ray start`` on this machine, if any."""
+    import tempfile
+    from pathlib import Path
+
+    for root in (Path("/tmp/ray"), Path(tempfile.gettempdir()) / "ray"):
+        record = root / "ray_current_cluster"
+        if record.is_file():
+            text = record.read_text().strip()
+            return text or None
+    return None
+
+
+def check_cluster_answers(address: str, *, timeout_s: float = CONNECT_TIMEOUT_S) -> str:
+    """Refuse, within ``timeout_s``, an address where no Ray head answers.
+
+    ``"auto"`` means ``RAY_ADDRESS`` or else the record of the last
+    ``ray start`` on this machine. Returns the ``host:port`` probed.
+    Raises :class:`~core.errors.ConfigError` in one line saying how to start Ray.
+    """
+    import os
+    import socket
+
+    given = address
+    if address == "auto":
+        resolved = os.environ.get("RAY_ADDRESS") or _cluster_record()
+        if not resolved or resolved == "auto":
+            raise ConfigError(f"runtime.address = 'auto': no running Ray cluster found (no "
+                              f"RAY_ADDRESS, no record of a `ray start` here); {_HOW_TO_START}")
+        address = resolved
+    target = address.split("://", 1)[-1].split("/", 1)[0]
+    host, _, port = target.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"runtime.address = {given!r}: expected 'auto', 'HOST:PORT' or "
+                          "'ray://HOST:PORT'")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise ConfigError(f"runtime.address = {given!r}: no Ray cluster answers at {target} "
+                          f"({why}); {_HOW_TO_START}") from None
+    return target
 
 
 class RayRecorderClient:
@@ -68,8 +124,10 @@ class RayRuntime(Runtime):
     Parameters
     ----------
     address:
-        Ray cluster address (``"auto"``, ``"ray://..."``); ``None`` starts or
-        reuses a local Ray instance.
+        Ray cluster address to attach to (``"auto"``, ``"HOST:PORT"``,
+        ``"ray://..."``; refused within seconds when no head answers);
+        ``None`` reuses this process's Ray or starts a fresh local instance,
+        never attaching to a cluster record left by ``ray start``.
     num_cpus:
         CPUs for a local Ray started here (``None``: all).
     layout:
@@ -122,6 +180,15 @@ class RayRuntime(Runtime):
     _users_of_started_ray = 0
 
     def _ensure_ray(self) -> None:
+        """Use the Ray of this process, or start one: a local instance unless asked to attach.
+
+        With no address, a fresh local instance is started (``address="local"``)
+        even when a cluster record of an earlier ``ray start`` exists (its head
+        may be long dead). With an address (``"auto"``, ``"host:port"``,
+        ``"ray://host:port"``) the cluster must answer within
+        :data:`CONNECT_TIMEOUT_S`, else :class:`~core.errors.ConfigError` says
+        how to start one.
+        """
         if ray.is_initialized():
             if RayRuntime._users_of_started_ray and not self._started_ray:
                 RayRuntime._users_of_started_ray += 1
@@ -134,10 +201,17 @@ class RayRuntime(Runtime):
             "configure_logging": True,
         }
         if self.address:
+            check_cluster_answers(self.address)
             kwargs["address"] = self.address
-        elif self.num_cpus is not None:
-            kwargs["num_cpus"] = self.num_cpus
-        ray.init(**kwargs)
+        else:
+            kwargs["address"] = "local"
+            if self.num_cpus is not None:
+                kwargs["num_cpus"] = self.num_cpus
+        try:
+            ray.init(**kwargs)
+        except ConnectionError as exc:
+            raise ConfigError(f"runtime.address = {self.address!r}: cannot attach to Ray "
+                              f"({str(exc).splitlines()[0]}); {_HOW_TO_START}") from None
         self._started_ray = True
         RayRuntime._users_of_started_ray += 1
 
@@ -184,10 +258,11 @@ class RayRuntime(Runtime):
                 self.hosts[spec.party_id] = host
                 self._host_index[spec.party_id] = index
                 self._parties.append(spec.party_id)
-                key_refs[spec.party_id] = host.add_party.remote(spec)  # type: ignore[union-attr]
+                key_refs[spec.party_id] = host.add_party.remote(spec)
         keys = self._get_setup(key_refs, "setup")
         unique = {i: self.hosts[m[0]] for i, m in enumerate(self.host_members)}
-        self._get_setup({self.host_members[i][0]: h.register_peers.remote(keys)
+        unordered = sorted(self._concurrency)
+        self._get_setup({self.host_members[i][0]: h.register_peers.remote(keys, unordered)
                          for i, h in unique.items()}, "key exchange")
 
     def _check_actor_memory(self, n_actors: int) -> None:
@@ -372,7 +447,8 @@ class RayRuntime(Runtime):
         return refs
 
     def fetch(self, refs: Any, *, progress: Progress | None = None) -> Any:  # noqa: D102
-        pending, self._pending = self._pending, []
+        pending: list[CallRecord] = self._pending
+        self._pending = []
         timeout = self.context.party_timeout_s if self.context else 60.0
         remaining = list(pending)
         total = len(pending)
@@ -387,20 +463,36 @@ class RayRuntime(Runtime):
                 if progress is not None:
                     progress(total - len(remaining), total)
             elif time.monotonic() - last_progress > timeout:
+                self._consumed.clear()
                 stuck = remaining[0]
                 self._raise_first_failure(pending)
+                members = self.host_members[self._host_index[stuck.party]]
+                self._abandon(stuck.party)  # it cannot flush while stuck: do not wait for it
+                cohosted = f" (its host also held {members})" if len(members) > 1 else ""
                 raise PartyFailure(stuck.party, stuck.protocol, stuck.round,
-                                   f"no progress for {timeout:.0f} s in {stuck.method!r}")
+                                   f"no progress for {timeout:g} s in {stuck.method!r}"
+                                   f"{cohosted}")
         # Errors travel down a chain, so the chains' ends (results nobody consumed) tell
         # whether anything failed; a failure is attributed to the first failed call.
         leaves = [r for c in pending for r in c.refs if r not in self._consumed]
         self._consumed.clear()
         try:
-            ray.get(leaves)
+            ray.get(leaves, timeout=timeout)
             return _get_nested(refs)
-        except (RayActorError, RayTaskError):
+        except (RayError, GetTimeoutError) as exc:
             self._raise_first_failure(pending)
-            raise
+            last = pending[-1] if pending else CallRecord((), "?", "?", "", -1)
+            raise PartyFailure(last.party, last.protocol, last.round,
+                               f"{type(exc).__name__}: {exc}") from exc
+
+    def _abandon(self, party: PartyId) -> None:
+        """Give up on the host of ``party`` (stuck or unreachable): kill it, mark it dead."""
+        members = self.host_members[self._host_index[party]]
+        self._dead.update(members)
+        try:
+            ray.kill(self.hosts[party], no_restart=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
 
     def _raise_first_failure(self, calls: Sequence[CallRecord]) -> None:
         for c in calls:
@@ -409,17 +501,24 @@ class RayRuntime(Runtime):
                 continue
             try:
                 ray.get(list(c.refs))
-            except RayActorError as exc:
-                members = self.host_members[self._host_index[c.party]]
-                self._dead.update(members)
-                cohosted = f" (its host also held {members})" if len(members) > 1 else ""
-                raise PartyFailure(c.party, c.protocol, c.round,
-                                   f"actor died during {c.method!r}{cohosted}") from exc
             except RayTaskError as exc:
                 cause = exc.cause if getattr(exc, "cause", None) is not None else exc
                 if isinstance(cause, PartyFailure):
-                    raise cause from exc
-                raise exc  # the step's own exception (e.g. IntegrityError), as Ray re-raises it
+                    raise cause.where(c.protocol, c.round) from exc
+                if isinstance(cause, PpknnError):  # the framework's own (e.g. IntegrityError):
+                    raise cause.with_traceback(None) from exc  # its message, not Ray's
+                raise PartyFailure(c.party, c.protocol, c.round,
+                                   f"{type(cause).__name__} during {c.method!r}: {cause}",
+                                   cause=str(exc)) from exc
+            except RayError as exc:  # the actor died, its node was lost, its result is gone
+                members = self.host_members[self._host_index[c.party]]
+                self._dead.update(members)
+                cohosted = f" (its host also held {members})" if len(members) > 1 else ""
+                what = ("actor died" if isinstance(exc, RayActorError)
+                        else f"{type(exc).__name__}")
+                raise PartyFailure(c.party, c.protocol, c.round,
+                                   f"{what} during {c.method!r}{cohosted}",
+                                   cause=str(exc)) from exc
 
     def state(self, party: PartyId, attribute: str) -> Any:  # noqa: D102
         self._check_party(party)
@@ -453,7 +552,14 @@ class RayRuntime(Runtime):
                 if m[0] not in self._dead]
         return list(ray.get(refs, timeout=60))
 
-    def close_transcript(self) -> dict[str, Any]:  # noqa: D102
+    def close_transcript(self) -> dict[str, Any]:
+        """Flush the live hosts and close the recorder, in bounded time.
+
+        The live hosts get :data:`CLOSE_FLUSH_S` seconds *in all* to hand over
+        their last batches (a host that does not answer by then is given up:
+        its unflushed batch is lost, the rest is kept); the recorder then gets
+        :data:`CLOSE_RECORDER_S` to write its last part and ``totals.json``.
+        """
         if self.recorder is None:
             return {}
         flushes = {}
@@ -464,16 +570,32 @@ class RayRuntime(Runtime):
                 flushes[m[0]] = self.hosts[m[0]].flush.remote()
             except Exception:  # noqa: BLE001 - the actor (or Ray) is gone: nothing to flush
                 self._dead.update(m)
-        for party, ref in flushes.items():
-            try:
-                ray.get(ref, timeout=10)
-            except (RayActorError, GetTimeoutError):
-                self._dead.add(party)  # a dead host's unflushed batch is lost; the rest is kept
+        if flushes:
+            refs = list(flushes.values())
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=CLOSE_FLUSH_S)
+            done = set(ready)
+            for party, ref in flushes.items():
+                if ref not in done:
+                    self._abandon(party)
+                    continue
+                try:
+                    ray.get(ref, timeout=0)
+                except (RayError, GetTimeoutError):
+                    self._dead.add(party)  # a dead host's unflushed batch is lost
         try:
-            return ray.get(self.recorder.close.remote(), timeout=60)
-        except (RayActorError, GetTimeoutError) as exc:
+            return ray.get(self.recorder.close.remote(), timeout=CLOSE_RECORDER_S)
+        except (RayError, GetTimeoutError) as exc:
             raise PartyFailure("transcript-recorder", "transcript", 0,
                                f"the recorder did not close: {exc}") from exc
+
+    def _undelivered(self) -> list[str]:
+        live = [self.hosts[m[0]] for m in self.host_members if m[0] not in self._dead]
+        timeout = self.context.party_timeout_s if self.context else 60.0
+        try:
+            found = ray.get([h.undelivered.remote() for h in live], timeout=timeout)
+        except (RayError, GetTimeoutError):
+            return []  # a host gone at the very end: nothing more to check there
+        return [p for problems in found for p in problems]
 
     def transcript_table(self) -> Any:  # noqa: D102
         if self.recorder is None:
@@ -548,4 +670,4 @@ def _get_nested(refs: Any) -> Any:
     raise ConfigError(f"cannot fetch {type(refs).__name__}")
 
 
-__all__ = ["RayRecorderClient", "RayRuntime"]
+__all__ = ["CONNECT_TIMEOUT_S", "RayRecorderClient", "RayRuntime", "check_cluster_answers"]

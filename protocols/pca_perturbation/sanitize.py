@@ -99,9 +99,39 @@ def check_training_data(X: object, y: object, *, what: str) -> tuple[np.ndarray,
     return arr, labels.astype(np.int64)
 
 
-def normalise(X: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
-    """Map ``[lower, upper]`` to ``[0, 1]`` per attribute (values outside map outside)."""
-    return (np.asarray(X, dtype=np.float64) - lower) / (upper - lower)
+def normalise(X: np.ndarray, lower: np.ndarray, upper: np.ndarray, *,
+              out_of_bounds: str = "clip") -> np.ndarray:
+    """Map ``[lower, upper]`` to ``[0, 1]`` per attribute.
+
+    A value outside its bounds is clipped to them (``out_of_bounds="clip"``)
+    or refused (``"raise"``); a constant attribute (``lower == upper``) and a
+    NaN are refused with :class:`~core.errors.ConfigError` naming them.
+
+    >>> normalise(np.array([[1.0, 5.0], [4.0, 9.0]]), np.array([0.0, 5.0]), np.array([2.0, 7.0]))
+    array([[0.5, 0. ],
+           [1. , 1. ]])
+    """
+    X = np.asarray(X, dtype=np.float64)
+    lower = np.asarray(lower, dtype=np.float64)
+    upper = np.asarray(upper, dtype=np.float64)
+    if out_of_bounds not in ("clip", "raise"):
+        raise ConfigError(f"out_of_bounds must be 'clip' or 'raise', got {out_of_bounds!r}")
+    constant = np.flatnonzero(np.broadcast_to(upper <= lower, lower.shape))
+    if constant.size:
+        j = int(constant[0])
+        raise ConfigError(f"cannot normalise attribute {j}: its bounds [{lower.flat[j]}, "
+                          f"{upper.flat[j]}] have no width (a constant feature); declare wider "
+                          "public bounds or drop the feature")
+    if np.isnan(X).any():
+        row, col = (int(v) for v in np.argwhere(np.isnan(X))[0])
+        raise ConfigError(f"cannot normalise NaN at row {row}, attribute {col}")
+    outside = (X < lower) | (X > upper)
+    if out_of_bounds == "raise" and outside.any():
+        row, col = (int(v) for v in np.argwhere(outside)[0])
+        raise ConfigError(f"value {X[row, col]} at row {row}, attribute {col} is outside its "
+                          f"bounds [{np.broadcast_to(lower, X.shape)[row, col]}, "
+                          f"{np.broadcast_to(upper, X.shape)[row, col]}]")
+    return np.clip((X - lower) / (upper - lower), 0.0, 1.0)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -57,9 +57,14 @@ def weight_scale(smallest_distance: np.ndarray, k: int) -> np.ndarray:
 
 
 def encode_fixed(values: np.ndarray, scale: np.ndarray | float = 1.0) -> np.ndarray:
-    """Non-negative floats to uint64 fixed point: ``round(values * scale)``."""
+    """Non-negative floats to uint64 fixed point: ``round(values * scale)``.
+
+    NaN (in the values or the scale) is refused, never encoded.
+    """
     values = np.asarray(values, dtype=np.float64)
     scale = np.asarray(scale, dtype=np.float64)
+    if np.isnan(values).any() or np.isnan(scale).any():
+        raise ProtocolError("fixed-point encoding of NaN refused (a value or scale is NaN)")
     if scale.ndim:
         scale = scale.reshape((-1,) + (1,) * (values.ndim - 1))
     scaled = np.rint(values * scale)

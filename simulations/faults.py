@@ -1,0 +1,187 @@
+"""Fault injection: run a scenario with one injected fault and check that it fails cleanly.
+
+A fault is injected at the runtime's host, around the calls of one party
+(:class:`~core.runtime.host.FaultPlan`: party, method, call number, kind),
+so party and protocol code run unchanged and, with no fault configured,
+exactly as in an honest run. A scenario asks for one with a ``[faults]``
+section; ``ppknn chaos SCENARIO`` runs the scenario once per fault kind.
+
+A case *holds* when the run ends in :class:`~core.errors.PartyFailure` (or
+:class:`~core.errors.IntegrityError`, for messages dropped, duplicated,
+reordered or tampered with on the wire) that names the faulty party,
+within ``party_timeout_s`` + :data:`SLACK_S` seconds, with the transcript
+recorded up to the failure readable on disk (``totals.json`` written) and a
+``failure.json`` beside it saying who failed, where and why.
+
+Examples
+--------
+>>> [c.kind for c in chaos_cases("owner-01", channels=True)][:3]
+['kill', 'raise', 'hang']
+>>> "tamper" in [c.kind for c in chaos_cases("owner-01", channels=False)]
+False
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ppknn.core.errors import ConfigError, IntegrityError, PartyFailure, PpknnError
+from ppknn.core.runtime import FaultPlan
+from ppknn.core.runtime.host import FAULT_KINDS
+from ppknn.core.transcript import Transcript
+
+SLACK_S = 5.0
+"""Seconds a failure may take beyond ``party_timeout_s`` (detection and closing)."""
+
+SLOW_FACTOR = 3.0
+"""A slow link waits this many times ``party_timeout_s`` per call: the run must time out."""
+
+
+def chaos_cases(party: str, *, channels: bool, method: str = "*", occurrence: int = 1,
+                party_timeout_s: float = 2.0,
+                kinds: Sequence[str] | None = None) -> list[FaultPlan]:
+    """One fault of each kind on ``party`` (``tamper`` only with channels on).
+
+    Without channels a flipped payload byte cannot be detected by design
+    (the channel only checks the receiver and sequence numbers), so it is
+    left out unless asked for by name.
+    """
+    chosen = list(kinds) if kinds else [k for k in FAULT_KINDS if channels or k != "tamper"]
+    unknown = sorted(set(chosen) - set(FAULT_KINDS))
+    if unknown:
+        raise ConfigError(f"fault kinds {unknown} unknown; allowed: {list(FAULT_KINDS)}")
+    return [FaultPlan(party, method, occurrence, kind,
+                      SLOW_FACTOR * party_timeout_s if kind == "slow" else None)
+            for kind in chosen]
+
+
+@dataclass(frozen=True)
+class ChaosOutcome:
+    """How one injected fault ended.
+
+    Attributes
+    ----------
+    fault:
+        The fault injected.
+    error:
+        The exception type the run ended with (``""``: it completed).
+    message:
+        Its message.
+    named:
+        Whether the error names the faulty party.
+    seconds:
+        From the start of the protocols (every party up) to the error
+        propagating out of the run, transcript closed.
+    bound_s:
+        ``party_timeout_s`` + :data:`SLACK_S`.
+    transcript_rows:
+        Messages on disk (``-1``: the transcript cannot be read).
+    closed:
+        ``totals.json`` and ``failure.json`` were written.
+    """
+
+    fault: FaultPlan
+    error: str
+    message: str
+    named: bool
+    seconds: float
+    bound_s: float
+    transcript_rows: int
+    closed: bool
+
+    @property
+    def ok(self) -> bool:
+        """The run failed cleanly: the right error, naming the party, in time, transcript kept."""
+        return (self.error in ("PartyFailure", "IntegrityError") and self.named
+                and self.seconds <= self.bound_s and self.transcript_rows >= 0 and self.closed)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A row of ``chaos.json``."""
+        return {"kind": self.fault.kind, "party": self.fault.party, "method": self.fault.method,
+                "occurrence": self.fault.occurrence, "error": self.error,
+                "message": self.message, "names_party": self.named,
+                "seconds": round(self.seconds, 3), "bound_s": self.bound_s,
+                "transcript_rows": self.transcript_rows, "closed": self.closed, "ok": self.ok}
+
+
+def run_with_fault(scenario: Any, fault: FaultPlan, transcript_dir: Path, *,
+                   runtime: Any = None) -> ChaosOutcome:
+    """Run ``scenario`` with ``fault`` injected; the transcript goes to ``transcript_dir``."""
+    from ppknn.simulations.runner import execute
+
+    faulty = scenario.with_overrides(faults=fault_section(fault))
+    bound = faulty.runtime.party_timeout_s + SLACK_S
+    started: list[float] = []
+
+    def progress(phase: str, done: int, total: int) -> None:
+        if not started:  # the parties are up: the protocols start now
+            started.append(time.monotonic())
+
+    error, message = "", ""
+    try:
+        execute(faulty, transcript_dir=transcript_dir, runtime=runtime, progress=progress)
+    except (PartyFailure, IntegrityError) as exc:
+        error, message = type(exc).__name__, str(exc)
+    except PpknnError as exc:
+        error, message = type(exc).__name__, str(exc)
+    seconds = time.monotonic() - (started[0] if started else time.monotonic())
+    try:
+        rows = len(Transcript(transcript_dir)) if transcript_dir.is_dir() else -1
+    except Exception:  # noqa: BLE001 - an unreadable transcript is what this measures
+        rows = -1
+    closed = ((transcript_dir / "totals.json").is_file()
+              and (transcript_dir / "failure.json").is_file())
+    return ChaosOutcome(fault, error, message.splitlines()[0] if message else "",
+                        repr(fault.party) in message, seconds, bound, rows, closed)
+
+
+def fault_section(fault: FaultPlan) -> dict[str, Any]:
+    """The ``[faults]`` table that asks for ``fault``."""
+    out: dict[str, Any] = {"party": fault.party, "method": fault.method,
+                           "occurrence": fault.occurrence, "kind": fault.kind}
+    if fault.delay_s is not None:
+        out["delay_s"] = fault.delay_s
+    return out
+
+
+def run_chaos(scenario: Any, output: Path, *, party: str | None = None,
+              kinds: Sequence[str] | None = None, method: str = "*", occurrence: int = 1,
+              progress: Callable[[FaultPlan, ChaosOutcome], None] | None = None,
+              ) -> list[ChaosOutcome]:
+    """Run ``scenario`` once per fault kind on ``party`` (default: the second party).
+
+    Each case writes its transcript to ``output/<kind>/transcript``; the
+    outcomes go to ``output/chaos.json``. ``output`` must not exist yet.
+    """
+    from ppknn.simulations.runner import prepare
+
+    output = Path(output)
+    if output.exists():
+        raise ConfigError(f"output {str(output)!r} already exists; chaos runs write a fresh "
+                          "folder (choose another --output)")
+    names = [s.party_id for s in prepare(scenario).specs()]
+    victim = party or (names[1] if len(names) > 1 else names[0])
+    if victim not in names:
+        raise ConfigError(f"--party {victim!r} is not a party of the scenario; parties: "
+                          f"{names[:20]}")
+    cases = chaos_cases(victim, channels=scenario.runtime.channels, method=method,
+                        occurrence=occurrence, party_timeout_s=scenario.runtime.party_timeout_s,
+                        kinds=kinds)
+    output.mkdir(parents=True)
+    outcomes = []
+    for fault in cases:
+        outcome = run_with_fault(scenario, fault, output / fault.kind / "transcript")
+        outcomes.append(outcome)
+        if progress is not None:
+            progress(fault, outcome)
+    (output / "chaos.json").write_text(json.dumps([o.as_dict() for o in outcomes], indent=1))
+    return outcomes
+
+
+__all__ = ["SLACK_S", "ChaosOutcome", "chaos_cases", "fault_section", "run_chaos",
+           "run_with_fault"]
