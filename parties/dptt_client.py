@@ -66,7 +66,7 @@ class DPTTClient:
             raise ConfigError(f"expected a DPTTSetup, got {type(setup).__name__}")
         rounds = setup.rounds(info.height)
         self.setup, self.info = setup, info
-        self.mechanism = ExponentialMechanism(epsilon=setup.epsilon,
+        self.mechanism = ExponentialMechanism(epsilon=setup.mechanism_epsilon,
                                               sensitivity=setup.utility.sensitivity,
                                               mode=self.mode)
         return rounds

@@ -52,7 +52,7 @@ class DPTTServer:
         if (points is None) == (tree is None):
             raise ConfigError("give the server either points or a prebuilt tree, not both")
         self.party_id, self.client, self.run_id, self.index = party_id, client, run_id, index
-        self.tree = tree if tree is not None else ModifiedKDTree.build(points)
+        self.tree = tree if tree is not None else ModifiedKDTree.build_cached(points)
         self.labels: np.ndarray | None = None
         if labels is not None:
             lab = np.asarray(labels)

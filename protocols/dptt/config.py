@@ -15,7 +15,7 @@ ppknn.core.errors.ConfigError: epsilon must be a finite number > 0, got 0.0
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -26,6 +26,8 @@ from ppknn.protocols.dptt.variants import DEFAULT_DELTA, PrivacyAccount, Variant
 
 PROTOCOL = "dptt"
 """Protocol name in every DP-TT message."""
+CALIBRATIONS = ("proven", "thesis-reading")
+"""How the exponential mechanism scales the utility (:class:`DPTTSetup`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,12 +45,22 @@ class DPTTSetup:
         ε of each exponential mechanism (per decision), > 0.
     delta:
         δ of the bounded-range composition bound.
+    calibration:
+        How the client's exponential mechanism scales the utility.
+        ``"proven"`` (default): ``exp(ε u / (2Δ))`` (Algorithm 12), each
+        decision ε-bounded-range and ε-DP. ``"thesis-reading"``:
+        ``exp(ε u / Δ)``, the mechanism the thesis's reported accuracies
+        imply (a reading, for the reproduction only): each decision is then
+        2ε-bounded-range and ε-DP for CMP (randomised response with log-odds
+        ε), 2ε-DP for DIS; :meth:`account` charges what it really spends and
+        :meth:`stated_account` gives what the thesis would state.
     """
 
     variant: Variant
     utility: Utility
     epsilon: float
     delta: float = DEFAULT_DELTA
+    calibration: str = "proven"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "variant", Variant.parse(self.variant))
@@ -57,13 +69,46 @@ class DPTTSetup:
                               f"{self.utility!r}")
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         object.__setattr__(self, "delta", check_delta(self.delta))
+        if self.calibration not in CALIBRATIONS:
+            raise ConfigError(f"calibration must be one of {list(CALIBRATIONS)}, got "
+                              f"{self.calibration!r}")
+
+    @property
+    def mechanism_epsilon(self) -> float:
+        """The ε handed to the exponential mechanism ``exp(ε u / (2Δ))``.
+
+        ``"thesis-reading"`` runs ``exp(ε u / Δ) = exp(2ε u / (2Δ))``.
+        """
+        return self.epsilon * (2.0 if self.calibration == "thesis-reading" else 1.0)
 
     def rounds(self, height: int) -> int:
         """Client/server rounds for a tree of this height."""
         return self.variant.rounds(height)
 
     def account(self, height: int) -> PrivacyAccount:
-        """Final ε of one query (worst-case height)."""
+        """Final ε one query really spends (worst-case height; see ``calibration``).
+
+        >>> s = DPTTSetup(variant="E8", utility=Utility.cmp(), epsilon=5.0,
+        ...               calibration="thesis-reading")
+        >>> a, st = s.account(17), s.stated_account(17)
+        >>> round(st.epsilon_br, 3), round(a.epsilon_br, 3), a.epsilon_sum
+        (45.0, 45.0, 45.0)
+        >>> round(DPTTSetup(variant="E8", utility=Utility.dis(1.0), epsilon=5.0,
+        ...                 calibration="thesis-reading").account(17).epsilon_sum, 6)
+        90.0
+        """
+        if self.calibration == "proven":
+            return self.stated_account(height)
+        c = self.variant.compositions(height)
+        # exp(εu/Δ) is 2ε-bounded-range per decision; as pure DP it is ε (CMP) or 2ε (DIS)
+        true = PrivacyAccount.of(c, 2.0 * self.epsilon, self.delta)
+        per_dp = self.epsilon if self.utility.name == "cmp" else 2.0 * self.epsilon
+        total = c * per_dp
+        return replace(true, epsilon=per_dp, epsilon_sum=total,
+                       epsilon_br=min(true.epsilon_br, total))
+
+    def stated_account(self, height: int) -> PrivacyAccount:
+        """The account of ε-bounded-range decisions at ``epsilon`` (what the thesis states)."""
         return self.variant.account(height, epsilon=self.epsilon, delta=self.delta)
 
 
@@ -108,4 +153,4 @@ class ClientOutcome:
     labels: np.ndarray | None = None
 
 
-__all__ = ["PROTOCOL", "ClientOutcome", "DPTTSetup", "ServerInfo"]
+__all__ = ["CALIBRATIONS", "PROTOCOL", "ClientOutcome", "DPTTSetup", "ServerInfo"]

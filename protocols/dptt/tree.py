@@ -36,6 +36,7 @@ array([3.])
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,6 +91,9 @@ def _rank_within(flags: np.ndarray, seg: np.ndarray, first: np.ndarray) -> np.nd
     """For each position, how many earlier positions of its segment have ``flags`` set."""
     c = np.cumsum(flags) - flags
     return c - c[first][seg]
+
+
+_TREES: dict[tuple, ModifiedKDTree] = {}
 
 
 @dataclass(frozen=True, eq=False)
@@ -184,6 +188,30 @@ class ModifiedKDTree:
             nlo = np.stack([ilo, mid], axis=1).ravel()
             nhi = np.stack([mid, ihi], axis=1).ravel()
         return cls(points=x, lo=lo, hi=hi, value=value, perm=orders[0], height=height)
+
+    @classmethod
+    def build_cached(cls, points: object) -> ModifiedKDTree:
+        """:meth:`build`, memoised by the value of ``points`` (a few trees, this process only).
+
+        The tree is a pure function of the points, so runs over the same data
+        (a grid of scenarios) share one; its arrays are read-only.
+
+        >>> a = ModifiedKDTree.build_cached(np.arange(8.0))
+        >>> a is ModifiedKDTree.build_cached(np.arange(8.0)), a.value.flags.writeable
+        (True, False)
+        """
+        x = check_points(points)
+        digest = hashlib.blake2b(np.ascontiguousarray(x).data, digest_size=16)
+        key = (x.shape, digest.hexdigest())
+        tree = _TREES.get(key)
+        if tree is None:
+            tree = cls.build(x)
+            for a in (tree.points, tree.lo, tree.hi, tree.value, tree.perm):
+                a.setflags(write=False)
+            while len(_TREES) >= 4:
+                _TREES.pop(next(iter(_TREES)))
+            _TREES[key] = tree
+        return tree
 
     @staticmethod
     def _partition(orders: list[np.ndarray], d: int, ilo: np.ndarray, ihi: np.ndarray,

@@ -70,6 +70,11 @@ class Row:
         Mean fraction of the data the client received per query (DP-TT only).
     rounds, messages:
         Client/server rounds and messages (GEO: 1 and 2).
+    stated_final_epsilon_br:
+        The final ε the thesis would state for the run (ε-bounded-range
+        decisions; equals ``final_epsilon_br`` under the proven calibration).
+    calibration:
+        The exponential mechanism's calibration (:class:`~protocols.dptt.config.DPTTSetup`).
     """
 
     method: str
@@ -90,6 +95,8 @@ class Row:
     seen_fraction: float
     rounds: int
     messages: int
+    stated_final_epsilon_br: float = NAN
+    calibration: str = "proven"
 
     def as_dict(self) -> dict[str, Any]:
         """The row as a plain dict (for CSV)."""

@@ -1,9 +1,16 @@
-"""The grid of the thesis's experiments (§6) and a cached sweep over it.
+"""The grid of the thesis's experiments (§6), declared as scenario grids, and the rows they give.
 
-:class:`Grid` fixes sizes and parameter lists; :class:`Sweep` opens one
-:class:`~simulations.experiments.dptt_evaluation.Bench` per (dimension, size) on demand
-and memoises every measured :class:`~simulations.experiments.dptt_evaluation.Row`, so a
-configuration shared by several figures runs once.
+:class:`Grid` fixes sizes and parameter lists (the reproduction's settings);
+:func:`configurations` lists every DP-TT configuration the figures and
+claims read, :func:`scenario_grids` turns them into
+:class:`ppknn.simulations.grids.Grid` scenario grids of the ``dptt``
+registry plugin (one grid per dataset: the thesis's synthetic law at one
+dimension and size, written as CSV files by :func:`write_datasets`), and
+:meth:`Sweep.run` runs them through the registry exactly as ``ppknn run``
+runs a scenario (:func:`ppknn.simulations.grids.run_grids`). The GEO
+baseline of a configuration is the plugin's ``geo_*`` metrics of the same
+run (``protocol.geo_radius``), released as fairly as the thesis prescribes
+against that run's release.
 
 Experiment settings taken from the thesis: DIS with ε = 1 per decision and
 the sensitivity bound (privacy radius) r from 10^9 down to 10^3 by decades;
@@ -14,25 +21,38 @@ Not given by the thesis and chosen here: the number of queries, the split
 and neighbourhood sizes of each family (the thesis names P0/P4/P8, E8, N5,
 N20), and the seed.
 
+Every run of the grids uses the settings' seed as ``[run].seed`` (the
+client's exponential-mechanism stream and GEO's stream) and as
+``[data].split_seed`` (which rows of the pool are the queries).
+
 Examples
 --------
 >>> grid = Grid.quick()
 >>> grid.n_points, len(grid.cmp_epsilons) < len(THESIS_EPSILONS)
 (100000, True)
+>>> configs = configurations(Grid.quick(n_points=2000, dims=(1,)))
+>>> len(configs) == len(set(configs)), configs[0].utility
+(True, 'cmp')
 """
 
 from __future__ import annotations
 
+import json
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ppknn.core.errors import ConfigError
 from ppknn.core.rng import SeedPolicy
 from ppknn.protocols.dptt.data import SPAN, synthetic_points
-from ppknn.protocols.dptt.utility import Utility
-from ppknn.protocols.dptt.variants import DEFAULT_DELTA, Variant
-from ppknn.simulations.experiments.dptt_evaluation import Bench, Row
+from ppknn.protocols.dptt.variants import DEFAULT_DELTA
+from ppknn.simulations.experiments.dptt_evaluation import Row
+from ppknn.simulations.grids import Grid as ScenarioGrid
+from ppknn.simulations.grids import run_grids
 
 THESIS_EPSILONS = (0.01, 0.1, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0, 10.0, 12.0, 17.0)
 """§6.2.2: the per-decision ε of the CMP experiments."""
@@ -49,6 +69,14 @@ DIS_COMPARISON = ("basic", "P8", "E8", "GS", "N20", "GS-N20")
 """Figs. 6.14/6.15."""
 CMP_COMPARISON = ("basic", "E8", "GS", "N20", "GS-N20")
 """Figs. 6.28/6.29 (the thesis leaves P out)."""
+CLAIM_VARIANTS = ("basic", "E8", "GS", "P4", "P8")
+"""CMP variants the claims read besides the comparison."""
+LIMIT_EPSILON = 200.0
+"""ε per decision at which CMP is deterministic in practice (a wrong side has chance e^-100)."""
+LIMIT_VARIANTS = ("E8", "GS")
+"""Variants whose ε → ∞ limit the claims read."""
+CALIBRATION_VARIANTS = ("E8",)
+"""CMP variants measured under both calibrations (the thesis's 95% at final ε ≈ 50)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,7 +103,7 @@ class Grid:
 
     @classmethod
     def quick(cls, **overrides: Any) -> Grid:
-        """Small lists, same sizes: the whole reproduction in well under two minutes."""
+        """Small lists, same sizes: every figure and claim from a few hundred short runs."""
         base = cls(n_queries=300, radii=(1e9, 1e7, 1e5, 1e4, 1e3),
                    cmp_epsilons=(0.1, 1.0, 3.0, 5.0, 7.0, 10.0, 12.0, 17.0),
                    families={"P": ("basic", "P4", "P8"), "E": ("E4", "E8"), "GS": ("GS",),
@@ -88,114 +116,288 @@ class Grid:
         """Fig. 6.18's database sizes: the run's size and a tenth of it."""
         return (self.n_points // 10, self.n_points)
 
+    def dataset(self, dims: int, n_points: int) -> str:
+        """The name of the synthetic dataset of ``dims``-D data with ``n_points`` server rows."""
+        return f"lepert-{self.distribution}-{dims}d-{n_points}"
+
+
+@dataclass(frozen=True)
+class Config:
+    """One DP-TT run of the reproduction (and the GEO baseline measured beside it)."""
+
+    dims: int
+    n_points: int
+    utility: str
+    variant: str
+    epsilon: float
+    radius: float | None = None
+    geo_radius: float | None = None
+    geo_epsilon: float | None = None
+    calibration: str = "proven"
+
+    def protocol(self) -> tuple[Any, ...]:
+        """The values of :data:`PROTOCOL_KEYS`, in order."""
+        return (self.utility, self.variant, float(self.epsilon), self.radius, self.geo_radius,
+                self.geo_epsilon, self.calibration)
+
+
+PROTOCOL_KEYS = ("protocol.utility", "protocol.variant", "protocol.epsilon", "protocol.radius",
+                 "protocol.geo_radius", "protocol.geo_epsilon", "protocol.calibration")
+"""The zipped axis of every grid: one configuration per point."""
+
+
+def _variants(*groups: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(v for group in groups for v in group))
+
+
+def cmp_config(g: Grid, dims: int, n_points: int, variant: str, epsilon: float,
+               calibration: str = "proven") -> Config:
+    """The configuration of a CMP run.
+
+    Basic at the run's size carries GEO at the global sensitivity (Figs.
+    6.28/6.29), so the figures that read basic share its run.
+    """
+    geo = SPAN if (variant == "basic" and n_points == g.n_points and calibration == "proven"
+                   and epsilon in g.cmp_epsilons) else None
+    return Config(dims, n_points, "cmp", variant, epsilon, geo_radius=geo,
+                  calibration=calibration)
+
+
+def configurations(g: Grid) -> list[Config]:
+    """Every configuration the figures and claims read, each once, in a fixed order."""
+    out: list[Config] = []
+    families = [v for labels in g.families.values() for v in labels]
+    cmp_variants = _variants(families, g.cmp_comparison, CLAIM_VARIANTS)
+    n = g.n_points
+    for dims in g.dims:
+        for v in cmp_variants:  # CMP; GEO at the global sensitivity beside basic
+            out += [cmp_config(g, dims, n, v, e) for e in g.cmp_epsilons]
+            if v in LIMIT_VARIANTS:
+                out.append(cmp_config(g, dims, n, v, LIMIT_EPSILON))
+        for v in CALIBRATION_VARIANTS:
+            out += [cmp_config(g, dims, n, v, e, "thesis-reading") for e in g.cmp_epsilons]
+        for v in _variants(families, g.dis_comparison):  # DIS and GEO at the same radius
+            out += [Config(dims, n, "dis", v, g.dis_epsilon, radius=r, geo_radius=r)
+                    for r in g.radii]
+        out += [Config(dims, n, "cmp", "basic", 1.0, geo_radius=1.0 / x, geo_epsilon=1.0)
+                for x in g.geo_ratios]  # Fig. 6.17: GEO alone (ε* = 1)
+        for size in g.size_comparison:  # Fig. 6.18
+            out += [cmp_config(g, dims, size, "basic", e) for e in g.cmp_epsilons]
+    if 2 in g.dims:  # Fig. 6.1 (2-D)
+        out += [cmp_config(g, 2, size, v, g.sent_epsilon)
+                for size in g.sent_sizes for v in g.sent_variants]
+    return list(dict.fromkeys(out))
+
+
+def _sizes(g: Grid) -> list[tuple[int, int]]:
+    return sorted({(c.dims, c.n_points) for c in configurations(g)})
+
+
+def write_datasets(g: Grid, folder: Path) -> Path:
+    """Write the synthetic datasets the grids read (CSV + ``manifest.json``); returns ``folder``.
+
+    Each dataset is ``n + Q`` points of the thesis's law (:mod:`protocols.dptt.data`), the
+    server's ``n`` rows and the client's ``Q`` queries once split; the label (needed
+    by the registry's classification columns, unused by the thesis's accuracies) is
+    whether the first coordinate lies above the middle of the domain. Existing files
+    are rewritten only when their content would differ.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    policy = SeedPolicy(root=g.seed)
+    manifest: dict[str, Any] = {}
+    for dims, n in _sizes(g):
+        name = g.dataset(dims, n)
+        x = synthetic_points(n + g.n_queries, dims, policy.generator("data", dims, n),
+                             distribution=g.distribution)
+        cols = {f"x{i}": x[:, i] for i in range(dims)}
+        cols["label"] = (x[:, 0] >= SPAN / 2).astype(np.int64)
+        path = folder / f"{name}.csv"
+        pcsv.write_csv(pa.table(cols), path)
+        manifest[name] = {"file": path.name, "label": "label"}
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return folder
+
+
+def base_scenario(g: Grid, dims: int, n_points: int, data_dir: Path) -> dict[str, Any]:
+    """The scenario every run on one dataset shares (the protocol keys come from the axis)."""
+    return {
+        "data": {"dataset": g.dataset(dims, n_points), "data_dir": str(data_dir),
+                 "test_fraction": g.n_queries / (n_points + g.n_queries),
+                 "max_queries": g.n_queries, "split_seed": g.seed,
+                 "bounds": {"lower": [0.0] * dims, "upper": [SPAN] * dims}},
+        "parties": {"n": 1},
+        "protocol": {"name": "dptt", "delta": g.delta, "predict": "nearest"},
+        "run": {"seed": g.seed, "name": "lepert"},
+    }
+
+
+def scenario_grids(g: Grid, data_dir: Path) -> tuple[list[ScenarioGrid], list[list[Config]]]:
+    """One scenario grid per dataset and the configurations of its points, in order."""
+    by_data: dict[tuple[int, int], list[Config]] = {}
+    for c in configurations(g):
+        by_data.setdefault((c.dims, c.n_points), []).append(c)
+    grids, configs = [], []
+    for (dims, n), cs in sorted(by_data.items()):
+        grids.append(ScenarioGrid(f"lepert-{dims}d-{n}", base=base_scenario(g, dims, n, data_dir),
+                                  axes={PROTOCOL_KEYS: [c.protocol() for c in cs]},
+                                  seeds=(g.seed,)))
+        configs.append(cs)
+    return grids, configs
+
+
+NAN = float("nan")
+
+
+def dptt_row(c: Config, r: dict[str, Any]) -> Row:
+    """The DP-TT :class:`Row` of one grid row."""
+    return Row(method="DP-TT", dims=c.dims, n_points=int(r["n_points"]),
+               n_queries=int(r["queries"]), utility=c.utility, variant=str(r["variant"]),
+               epsilon=float(r["per_decision_epsilon"]),
+               radius=float(c.radius) if c.radius is not None else NAN,
+               compositions=int(r["compositions"]),
+               final_epsilon_br=float(r["final_epsilon_br"]),
+               final_epsilon_sum=float(r["final_epsilon_sum"]), geo_per_unit=NAN,
+               nn_accuracy=float(r["nn_accuracy"]), top5_accuracy=float(r["top5_accuracy"]),
+               released_mean=float(r["released_mean"]), seen_fraction=float(r["seen_fraction"]),
+               rounds=int(r["rounds"]), messages=2 * int(r["rounds"]) + 2,
+               stated_final_epsilon_br=float(r["stated_final_epsilon_br"]),
+               calibration=str(r["calibration"]))
+
+
+def geo_row(c: Config, r: dict[str, Any], *, alone: bool = False) -> Row:
+    """The GEO :class:`Row` measured beside one grid row (``alone``: no DP-TT account)."""
+    return Row(method="GEO", dims=c.dims, n_points=int(r["n_points"]),
+               n_queries=int(r["queries"]), utility="-", variant=c.variant,
+               epsilon=float(r["geo_epsilon"]), radius=float(r["geo_radius"]),
+               compositions=0 if alone else int(r["compositions"]),
+               final_epsilon_br=NAN if alone else float(r["final_epsilon_br"]),
+               final_epsilon_sum=NAN if alone else float(r["final_epsilon_sum"]),
+               geo_per_unit=float(r["geo_per_unit"]),
+               nn_accuracy=float(r["geo_nn_accuracy"]),
+               top5_accuracy=float(r["geo_top5_accuracy"]),
+               released_mean=float(r["geo_released_mean"]), seen_fraction=NAN, rounds=1,
+               messages=2)
+
+
+@dataclass(frozen=True)
+class DataFacts:
+    """What the claims read off one dataset: the tree's height and the nearest-point gaps."""
+
+    height: int
+    nearest: np.ndarray
+    """Per query, the distance to its nearest server point."""
+
 
 class Sweep:
-    """Measure configurations of a :class:`Grid`, each once (module docstring)."""
+    """The rows of every configuration of a :class:`Grid`, measured by :meth:`run`.
 
-    def __init__(self, grid: Grid) -> None:
+    The lookups (:meth:`dis`, :meth:`cmp`, ...) answer from those rows; a
+    configuration that :func:`configurations` does not list is an error
+    (the figures and claims may only read what the grids ran).
+    """
+
+    def __init__(self, grid: Grid, rows: dict[Config, dict[str, Any]],
+                 facts: dict[int, DataFacts]) -> None:
         self.grid = grid
-        self.policy = SeedPolicy(root=grid.seed)
-        self._benches: dict[tuple[int, int], Bench] = {}
-        self._rows: dict[tuple, Row] = {}
-        self._found: dict[tuple, np.ndarray] = {}
-        # TODO(runtime lifetime): on Ray every bench's session starts its own RayRuntime, and
-        # RayRuntime.shutdown() calls ray.shutdown() when it is the last runtime using the Ray
-        # instance it started, so Ray restarts when a bench closes while no other is open.
-        # core/runtime/ray_runtime.py has no option to leave Ray running; once it has one,
-        # the caller should own one Ray lifetime for the whole sweep.
+        self._rows = rows
+        self.facts = facts
 
-    def close(self) -> None:
-        """Close every bench."""
-        for bench in list(self._benches.values()):
-            bench.close()
-        self._benches.clear()
+    @classmethod
+    def run(cls, grid: Grid, data_dir: Path, *, parallel: str = "sequential",
+            progress: Callable[..., Any] | None = None,
+            raw: dict[str, list[dict[str, Any]]] | None = None) -> Sweep:
+        """Write the datasets, run every scenario grid, keep the rows.
 
-    def __enter__(self) -> Sweep:
-        return self
+        ``raw``, when given, receives each scenario grid's rows as
+        :func:`~ppknn.simulations.grids.run_grids` returned them.
+        """
+        from scipy.spatial import cKDTree
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        from ppknn.protocols.dptt.tree import tree_height
+        from ppknn.simulations.prepare import prepare_data
+        from ppknn.simulations.scenario import parse_scenario
 
-    def release(self, dims: int, n_points: int | None = None) -> None:
-        """Close one bench (its rows stay cached)."""
-        bench = self._benches.pop((dims, n_points or self.grid.n_points), None)
-        if bench is not None:
-            bench.close()
+        write_datasets(grid, data_dir)
+        grids, configs = scenario_grids(grid, data_dir)
+        out = run_grids(grids, parallel=parallel, progress=progress)
+        if raw is not None:
+            raw.update(out)
+        rows = {c: r for g, cs in zip(grids, configs) for c, r in zip(cs, out[g.name])}
+        facts = {}
+        for dims in grid.dims:
+            base = base_scenario(grid, dims, grid.n_points, data_dir)
+            base["protocol"]["epsilon"] = 1.0  # any: only the split is read
+            data = prepare_data(parse_scenario(base))
+            gaps, _ = cKDTree(data.train_X).query(data.queries, k=1)
+            facts[dims] = DataFacts(height=tree_height(len(data.train_y)),
+                                    nearest=np.asarray(gaps, dtype=np.float64))
+        return cls(grid, rows, facts)
 
     def rows(self) -> list[Row]:
-        """Every row measured so far."""
-        return list(self._rows.values())
+        """Every DP-TT row."""
+        return [dptt_row(c, r) for c, r in self._rows.items()]
 
-    def bench(self, dims: int, n_points: int | None = None) -> Bench:
-        """The bench of ``dims``-D data of ``n_points`` points (the grid's size by default)."""
-        n = n_points or self.grid.n_points
-        key = (dims, n)
-        if key not in self._benches:
-            g = self.grid
-            points = synthetic_points(n, dims, self.policy.generator("points", dims, n),
-                                      distribution=g.distribution)
-            queries = synthetic_points(g.n_queries, dims,
-                                       self.policy.generator("queries", dims, n),
-                                       distribution=g.distribution)
-            self._benches[key] = Bench(points=points, queries=queries, runtime=g.runtime,
-                                       seed=self.policy.seed_sequence("client", dims, n)
-                                       .generate_state(1)[0].item(), delta=g.delta)
-        return self._benches[key]
+    def _get(self, c: Config) -> dict[str, Any]:
+        try:
+            return self._rows[c]
+        except KeyError:
+            raise ConfigError(f"the reproduction read a configuration its grids did not run: "
+                              f"{c}") from None
 
-    def dptt(self, dims: int, variant: str, utility: Utility, epsilon: float,
-             n_points: int | None = None) -> Row:
-        """DP-TT at one configuration."""
-        n = n_points or self.grid.n_points
-        key = ("DP-TT", dims, n, Variant.parse(variant).label, utility.name,
-               utility.sensitivity, float(epsilon))
-        if key not in self._rows:
-            row, found = self.bench(dims, n).dptt(variant, utility, epsilon)
-            self._rows[key], self._found[key] = row, found
-        return self._rows[key]
+    def height(self, dims: int) -> int:
+        """The worst-case tree height of the run's ``dims``-D data."""
+        return self.facts[dims].height
+
+    def median_gap(self, dims: int) -> float:
+        """The median distance from a query to its nearest server point (``dims``-D)."""
+        f = self.facts.get(dims)
+        return float(np.median(f.nearest)) if f is not None else math.nan
 
     def dis(self, dims: int, variant: str, radius: float) -> tuple[Row, Row]:
         """DIS at radius r (ε = the grid's) and GEO at the same radius and final ε."""
-        util = Utility.dis(radius)
-        row = self.dptt(dims, variant, util, self.grid.dis_epsilon)
-        return row, self._geo_for(dims, variant, util, self.grid.dis_epsilon, radius)
+        c = Config(dims, self.grid.n_points, "dis", variant, self.grid.dis_epsilon,
+                   radius=radius, geo_radius=radius)
+        r = self._get(c)
+        return dptt_row(c, r), geo_row(c, r)
 
-    def cmp(self, dims: int, variant: str, epsilon: float, n_points: int | None = None) -> Row:
+    def cmp(self, dims: int, variant: str, epsilon: float, n_points: int | None = None, *,
+            calibration: str = "proven") -> Row:
         """CMP at ε per decision."""
-        return self.dptt(dims, variant, Utility.cmp(), epsilon, n_points)
+        c = cmp_config(self.grid, dims, n_points or self.grid.n_points, variant, epsilon,
+                       calibration)
+        return dptt_row(c, self._get(c))
 
     def cmp_geo_global(self, dims: int, variant: str, epsilon: float) -> Row:
         """GEO with the global sensitivity (the domain, 10^9) at the CMP variant's final ε."""
-        return self._geo_for(dims, variant, Utility.cmp(), epsilon, SPAN)
-
-    def _geo_for(self, dims: int, variant: str, util: Utility, epsilon: float,
-                 radius: float) -> Row:
-        n = self.grid.n_points
-        dkey = ("DP-TT", dims, n, Variant.parse(variant).label, util.name, util.sensitivity,
-                float(epsilon))
-        key = ("GEO", *dkey[1:], float(radius))
-        if key not in self._rows:
-            acct = self.dptt(dims, variant, util, epsilon)
-            self._rows[key] = self.bench(dims).geo(variant, self._found[dkey],
-                                                   epsilon=acct.final_epsilon_br,
-                                                   radius=radius, account=acct)
-        return self._rows[key]
+        c = Config(dims, self.grid.n_points, "cmp", variant, epsilon, geo_radius=SPAN)
+        return geo_row(c, self._get(c))
 
     def geo_alone(self, dims: int, ratio: float) -> Row:
         """GEO answering one point per query at ε*/Δ = ``ratio`` (ε* = 1), Fig. 6.17."""
-        key = ("GEO-alone", dims, float(ratio))
-        if key not in self._rows:
-            ones = np.ones(self.grid.n_queries, dtype=np.int64)
-            self._rows[key] = self.bench(dims).geo("basic", ones, epsilon=1.0,
-                                                   radius=1.0 / ratio)
-        return self._rows[key]
+        c = Config(dims, self.grid.n_points, "cmp", "basic", 1.0, geo_radius=1.0 / ratio,
+                   geo_epsilon=1.0)
+        return geo_row(c, self._get(c), alone=True)
 
 
 __all__ = [
     "CMP_COMPARISON",
     "DIS_COMPARISON",
     "FAMILIES",
+    "LIMIT_EPSILON",
+    "PROTOCOL_KEYS",
     "THESIS_EPSILONS",
     "THESIS_RADII",
+    "Config",
+    "DataFacts",
     "Grid",
     "Sweep",
+    "base_scenario",
+    "cmp_config",
+    "configurations",
+    "scenario_grids",
+    "write_datasets",
 ]

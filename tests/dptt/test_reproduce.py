@@ -1,4 +1,8 @@
-"""`ppknn reproduce lepert --quick`: a CSV and PNG per figure, a report of generated numbers."""
+"""`ppknn reproduce lepert`: every figure and claim from scenario grids of the dptt plugin.
+
+The test runs the reproduction on a small grid (the same figures and claims as ``--quick``,
+fewer points, queries and parameter values) so that it stays fast.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,23 @@ import csv
 import re
 
 from ppknn.simulations import reproduce
+from ppknn.simulations.experiments.dptt_sweeps import Grid, configurations
 from ppknn.simulations.reporting import fmt
 
+SMALL = Grid.quick(
+    n_points=2000, n_queries=150, radii=(1e9, 1e5, 1e4, 1e3), cmp_epsilons=(1.0, 5.0, 17.0),
+    families={"P": ("basic", "P4", "P8"), "E": ("E8",), "GS": ("GS",), "N": ("N5",),
+              "GS-N": ("GS-N5",)},
+    dis_comparison=("basic", "P8", "E8", "GS", "N5", "GS-N5"),
+    cmp_comparison=("basic", "E8", "GS", "N5"), geo_ratios=(1e-6, 1e-4, 1e-2),
+    sent_sizes=(500, 2000), sent_variants=("basic", "E8"))
 
-def test_quick_reproduction_writes_figures_and_report(tmp_path):
+
+def test_small_reproduction_writes_figures_grids_and_report(tmp_path):
     module = reproduce.load("lepert")
     report = module.run(tmp_path / "out", quick=True, runtime="inprocess",
-                        report=tmp_path / "lepert.md")
+                        report=tmp_path / "lepert.md", grid=SMALL,
+                        audit=module.AuditSettings(variants=("basic",), n_samples=2000))
     text = report.read_text()
     images = re.findall(r"!\[[^\]]+\]\(lepert/([^)]+)\.png\)", text)
     assert len(images) >= 25
@@ -27,21 +41,40 @@ def test_quick_reproduction_writes_figures_and_report(tmp_path):
         # every accuracy carries its 95% interval
         assert all(float(r[f"{m}_low"]) <= float(r[f"{m}_accuracy"]) <= float(r[f"{m}_high"])
                    for r in rows for m in ("nn", "top5"))
-    # the report's numbers are generated: the accounting table and the claims table
-    assert "| E8 | 9 | 9 | 20 | 256 | 9.00 | 9.00 | 9.00 | 90.0 | 90.0 |" in text
+    # every DP-TT point is a registry run: the grids' long tables hold one row per configuration
+    grids = sorted((tmp_path / "out" / "grids").glob("grid-*.csv"))
+    runs = []
+    for path in grids:
+        with path.open() as fh:
+            runs += list(csv.DictReader(fh))
+    assert len(runs) == len(configurations(SMALL))
+    assert {r["protocol"] for r in runs} == {"dptt"}
+    with (tmp_path / "out" / "fig6_02_dis_vs_geo_1d.csv").open() as fh:
+        fig = list(csv.DictReader(fh))
+    dis = [r for r in fig if r["series"] == "DP-TT-DIS"]
+    geo = [r for r in fig if r["series"] == "GEO"]
+    by_radius = {float(r["protocol.radius"]): r for r in runs
+                 if r["dataset"] == "lepert-normal-1d-2000" and r["utility"] == "dis"
+                 and r["variant"] == "basic"}
+    for d, g in zip(dis, geo):
+        run = by_radius[float(d["radius"])]
+        assert float(d["nn_accuracy"]) == float(run["nn_accuracy"])
+        assert float(g["nn_accuracy"]) == float(run["geo_nn_accuracy"])
+    # the report's numbers are generated: the accounting table (H = 11) and the claims table
+    assert "| E8 | 3 | 3 | 8 | 256 | 3.00 | 3.00 | 3.00 | 30.0 | 30.0 |" in text
     claims = [line for line in text.splitlines() if re.match(r"\| (Figs?\.|§)", line)]
-    assert len(claims) >= 12
+    assert len(claims) >= 14
     verdicts = [re.search(r"\| \*\*(reproduced|partly|differs)\*\* \|", c) for c in claims]
     assert all(verdicts)
-    counts = {v: sum(m.group(1) == v for m in verdicts) for v in ("reproduced", "partly",
-                                                                    "differs")}
-    assert (f"Claims: {counts['reproduced']} reproduced, {counts['partly']} partly, "
-            f"{counts['differs']} differ." in text)
-    with (tmp_path / "out" / "fig6_02_dis_vs_geo_1d.csv").open() as fh:
-        dis = [r for r in csv.DictReader(fh) if r["series"] == "DP-TT-DIS"]
     best_raw = max(float(r["nn_accuracy"]) for r in dis)
-    assert f"| DP-TT-DIS | 1,000 | 1.00e+09 | {fmt(best_raw)} |" in text
+    assert f"| DP-TT-DIS | 1,000 | 1.00e+09 | {fmt(best_raw)} | [" in text
+    # the calibration reading and the audit, with intervals
+    assert "exp(εu/Δ), thesis reading" in text and "if the mechanism was exp(εu/Δ)" in text
+    audit = text[text.index("## Empirical privacy audit"):]
+    assert re.search(r"\| CMP \| exp\(εu/2Δ\), proven \| basic \| 8 \| 4.00 \| 4.00 \| 4.00 "
+                     r"\| [0-9.]+ \| \[[-0-9.]+, [0-9.]+\] \| 2,000 \|", audit)
     # every deviation of the paper is listed
     deviations = text[text.index("## Where this differs from the paper"):]
-    for needle in ("Gowalla", "number of queries", "Algorithm 5", "caption of Fig. 6.1"):
+    for needle in ("Gowalla", "number of queries", "Algorithm 5", "caption of Fig. 6.1",
+                   "exp(εu/Δ)", "GEO baseline"):
         assert needle in deviations

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ppknn.core.errors import PrivacyLeakWarning
 from ppknn.protocols.dptt.tree import ModifiedKDTree
 from ppknn.simulations.knn import union_topk_and_ties
 from ppknn.simulations.results import write_results
@@ -182,6 +183,14 @@ BAD = [
     (raw(variant=8), "parse", r"protocol\.variant = 8: .*valid string"),
     (raw(predict="vote"), "parse", r"protocol\.predict = 'vote': .*'nearest' or 'majority'"),
     (raw(k=1), "parse", r"unknown key 'protocol\.k'; allowed keys here: .*'variant'"),
+    (raw(geo_epsilon=1.0), "parse",
+     r"protocol\.geo_epsilon = 1\.0: the GEO baseline runs only with protocol\.geo_radius"),
+    (raw(geo_radius=0.0), "parse", r"protocol\.geo_radius = 0\.0: .*greater than 0"),
+    (raw(geo_radius=float("nan")), "parse", r"protocol\.geo_radius = nan: .*finite"),
+    (tiny(geo_radius=1.0), "prepare",
+     r"protocol\.geo_radius = 1\.0: the GEO baseline perturbs 1-D .*the data has 4 features"),
+    (raw(calibration="loose"), "parse",
+     r"protocol\.calibration = 'loose': .*'proven' or 'thesis-reading'"),
 ]
 
 
@@ -229,3 +238,86 @@ def test_a_million_points_gs_n20_parses_and_plans():
     assert public["final_epsilon_br"] == pytest.approx(10.0, rel=1e-12)
     assert public["per_decision_epsilon"] == pytest.approx(0.213903, rel=1e-5)
     assert len(planned.plan.specs) == 2 and planned.plan.queries.shape == (queries, 2)
+
+
+def _csv_dataset(folder: Path, name: str, X: np.ndarray, y: np.ndarray) -> None:
+    """Write ``name`` as a CSV dataset with a manifest in ``folder`` (rows in file order)."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    folder.mkdir(parents=True, exist_ok=True)
+    cols = {f"x{i}": X[:, i] for i in range(X.shape[1])}
+    cols["label"] = y
+    pcsv.write_csv(pa.table(cols), folder / f"{name}.csv")
+    manifest = folder / "manifest.json"
+    entries = json.loads(manifest.read_text()) if manifest.is_file() else {}
+    entries[name] = {"file": f"{name}.csv", "label": "label"}
+    manifest.write_text(json.dumps(entries))
+
+
+@pytest.mark.parametrize("scale", ["none", "minmax"])
+def test_test_rows_outside_the_training_range_do_not_move_the_released_parameters(
+        tmp_path, scale):
+    """Bounds from data read the training rows only; queries outside them are still answered."""
+    rng = np.random.default_rng(5)
+    train = rng.uniform(0.0, 1.0, (400, 2))
+    y = np.r_[(train[:, 0] > 0.5).astype(np.int64), np.zeros(40, np.int64)]
+    inside = rng.uniform(0.2, 0.8, (40, 2))
+    outside = inside * 50.0 + 100.0  # far beyond the training rows' range
+    for name, test in (("inside", inside), ("outside", outside)):
+        _csv_dataset(tmp_path, name, np.vstack([train, test]), y)
+    results = {}
+    for name in ("inside", "outside"):
+        sc = parse_scenario({
+            "data": {"dataset": name, "data_dir": str(tmp_path), "folds": 11, "fold": 10,
+                     "shuffle": False, "bounds": "data", "scale": scale},
+            "parties": {"n": 1}, "runtime": {"kind": "inprocess"},
+            "protocol": {"name": "dptt", "variant": "E2", "utility": "dis", "radius": 0.1,
+                         "final_epsilon": 5.0, "geo_radius": 0.1}}, source=name)
+        with pytest.warns(PrivacyLeakWarning, match="training rows"):
+            results[name] = execute(sc)
+    a, b = (results[k] for k in ("inside", "outside"))
+    np.testing.assert_array_equal(a.prepared.data.train_X, b.prepared.data.train_X)
+    np.testing.assert_array_equal(a.prepared.data.bounds.lower, b.prepared.data.bounds.lower)
+    np.testing.assert_array_equal(a.prepared.data.bounds.upper, b.prepared.data.bounds.upper)
+    released = ("tree_height", "compositions", "rounds", "per_decision_epsilon",
+                "final_epsilon_br", "final_epsilon_sum", "br_delta", "n_queries",
+                "training_rows")
+    pa, pb = a.outcome.plan.public, b.outcome.plan.public
+    assert {k: pa[k] for k in released} == {k: pb[k] for k in released}
+    assert pa["tree_height"] == 9 and pa["n_queries"] == 40
+    # the queries outside are answered (their nearest training points are at the corner)
+    sa, sb = a.outcome.summary(), b.outcome.summary()
+    for s in (sa, sb):
+        assert 0.0 <= s["nn_accuracy"] <= s["top5_accuracy"] <= 1.0
+        assert 0.0 <= s["geo_nn_accuracy"] <= 1.0
+    assert sa["privacy"] == sb["privacy"]
+
+
+def test_geo_baseline_rides_on_the_run_with_the_thesis_fairness_rule():
+    base = {"final_epsilon": DROP, "client_budget": DROP, "epsilon": 2.0}
+    r = execute(scenario(variant="E8", geo_radius=0.05, **base)).outcome.summary()
+    assert r["geo_epsilon"] == r["final_epsilon_br"] and r["geo_radius"] == 0.05
+    assert r["geo_per_unit"] == pytest.approx(r["final_epsilon_br"] / 0.05)
+    # E: one GEO run per query releasing as many neighbours as DP-TT's subtree held
+    assert r["geo_released_mean"] == pytest.approx(r["found_mean"])
+    # with almost no noise GEO finds the nearest point of every query
+    exact = execute(scenario(variant="basic", geo_radius=1e-9, geo_epsilon=1e3, **base))
+    assert exact.outcome.summary()["geo_nn_accuracy"] == 1.0
+    # GEO never touches the DP-TT release: the same run without GEO gives the same numbers
+    plain = execute(scenario(variant="E8", **base)).outcome.summary()
+    for key in ("nn_accuracy", "top5_accuracy", "released_mean", "final_epsilon_br"):
+        assert plain[key] == r[key]
+    assert "geo_nn_accuracy" not in plain
+
+
+def test_thesis_reading_calibration_charges_what_it_spends():
+    base = {"final_epsilon": DROP, "client_budget": DROP, "epsilon": 1.0}
+    proven = execute(scenario(variant="E8", **base)).outcome.summary()
+    read = execute(scenario(variant="E8", calibration="thesis-reading", **base)
+                   ).outcome.summary()
+    assert proven["stated_final_epsilon_br"] == proven["final_epsilon_br"] == 6.0
+    # exp(εu/Δ) on CMP: ε-DP per decision (sum 6) but 2ε-bounded-range
+    assert read["stated_final_epsilon_br"] == 6.0 and read["final_epsilon_sum"] == 6.0
+    assert read["privacy"]["epsilon"] == 6.0
+    assert read["calibration"] == "thesis-reading"
