@@ -163,3 +163,14 @@ def test_quick_cli_writes_the_report_and_refuses_to_overwrite(tmp_path):
 def test_quick_spec_is_a_valid_spec():
     spec = load_comparison(copy.deepcopy(QUICK_SPEC))
     assert len(spec.jobs()) == 2 * 5 * 2 * 2
+
+
+def test_the_full_spec_covers_every_protocol_on_eight_datasets_three_levels_ten_seeds():
+    from pathlib import Path
+
+    spec = load_comparison(Path(__file__).resolve().parent.parent / "scenarios" / "compare.toml")
+    assert len(spec.compare.datasets) >= 8 and len(spec.compare.seeds) >= 10
+    assert {e.name for e in spec.protocol} == {"ppknn-ring", "dp-knn", "dptt",
+                                               "pca-perturbation", "dp-nb"}
+    assert all(len(e.levels) >= 3 for e in spec.protocol)
+    assert len(spec.jobs()) == 9 * 5 * 3 * 10  # every cell validates before anything runs
