@@ -4,6 +4,12 @@ See :mod:`protocols.ppknn.pp_topk_attacks` for the adversary and the exact
 definition. The public facts an adversary may use (ring, start node,
 maximum distance) come from the run's ``public.json``; ground truth comes
 only from the transcript's provenance, and only the scorer reads it.
+
+:func:`measure_disclosure` streams the transcript one round at a time
+(:func:`simulations.leakage.stream.ring_attribution`), so its memory is one
+round's vectors, not the whole transcript; :func:`measure_disclosure_whole`
+is the direct version over every message at once (the reference the
+streamed one is tested against).
 """
 
 from __future__ import annotations
@@ -18,7 +24,15 @@ from ppknn.protocols.ppknn.pp_topk_attacks import ADVERSARY, successor_attributi
 
 
 def measure_disclosure(transcript: Transcript, public: Mapping[str, Any]) -> DisclosureReport:
-    """Run the successor-attribution attack for every node and score it."""
+    """Run the successor-attribution attack for every node and score it (streamed)."""
+    from ppknn.simulations.leakage.stream import ring_attribution
+
+    return ring_attribution(transcript, public)[0]
+
+
+def measure_disclosure_whole(transcript: Transcript, public: Mapping[str, Any]
+                             ) -> DisclosureReport:
+    """The same measure over the whole transcript at once (reference)."""
     with_truth = transcript.messages(with_provenance=True, protocol=PROTOCOL)
     claims = Claims(ADVERSARY)
     for view in View.per_party(with_truth, public["party_index"]).values():
@@ -29,4 +43,4 @@ def measure_disclosure(transcript: Transcript, public: Mapping[str, Any]) -> Dis
                              int(public["n_queries"]))
 
 
-__all__ = ["measure_disclosure"]
+__all__ = ["measure_disclosure", "measure_disclosure_whole"]

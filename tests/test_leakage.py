@@ -104,7 +104,10 @@ def test_ring_successor_rows_agree_with_the_disclosure_table(folders):
         assert (r["value"], r["ci_low"], r["ci_high"], r["trials"]) == \
             (d["probability"], d["ci_low"], d["ci_high"], d["trials"])
         assert r["observer"] == ring[(ring.index(r["target"]) + 1) % len(ring)]
-    report = result.outcome.leakage  # today's measure, on the same transcript
+    from ppknn.simulations.disclosure import measure_disclosure_whole
+
+    report = measure_disclosure_whole(result.transcript, result.outcome.plan.public)
+    assert report == result.outcome.leakage  # today's measure, on the same transcript
     assert [d.probability for d in report.parties] == pytest.approx(
         [disclosure[d.party]["probability"] for d in report.parties], abs=1e-6)
 
@@ -145,7 +148,7 @@ def test_streamed_ring_attacks_equal_the_whole_transcript_ones(tmp_path):
     from ppknn.core.leakage import Claims, score_attribution
     from ppknn.core.transcript import View
     from ppknn.protocols.ppknn.pp_topk_attacks import informed_successor
-    from ppknn.simulations.disclosure import measure_disclosure
+    from ppknn.simulations.disclosure import measure_disclosure_whole
     from ppknn.simulations.leakage.stream import ring_attribution
 
     data = small("ppknn-ring", protocol={"rounds": 3, "p0": 0.5})
@@ -154,7 +157,7 @@ def test_streamed_ring_attacks_equal_the_whole_transcript_ones(tmp_path):
     assert len(result.transcript.parts()) > 5
     public = result.outcome.plan.public
     plain, informed = ring_attribution(result.transcript, public)
-    assert plain == measure_disclosure(result.transcript, public)
+    assert plain == measure_disclosure_whole(result.transcript, public)
     msgs = result.transcript.messages(with_provenance=True, protocol="pp-topk")
     claims = Claims(informed.adversary)
     for view in View.per_party(msgs, public["ring"]).values():

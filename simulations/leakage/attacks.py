@@ -678,7 +678,11 @@ def _dptt_location(ctx: Context, adv: Adversary) -> list[LeakageRow]:
         return []
     queries = np.asarray(ctx.truth["queries"], dtype=np.float64)
     observers = tuple(adv.observers or ("server",))
-    est, has = location_estimates(ctx.view(observers), len(queries))
+    from ppknn.simulations.leakage.stream import round_messages
+
+    releases = [m for _, msgs in round_messages(ctx.transcript, DPTT, kinds=("release",),
+                                                with_provenance=False) for m in msgs]
+    est, has = location_estimates(View.of(releases, observers), len(queries))
     if not has.any():
         return []
     err = np.linalg.norm(est[has] - queries[has], axis=1)
@@ -694,16 +698,21 @@ def _dptt_location(ctx: Context, adv: Adversary) -> list[LeakageRow]:
 @register(DPTT, "client-sees-training-points", default=True,
           description="the client receives the server's released points")
 def _dptt_client(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    from ppknn.simulations.leakage.stream import round_messages
+
     observers = tuple(adv.observers or ("client",))
-    view = ctx.view(observers)
     ids: set[int] = set()
-    for m in view.received:
-        if m.kind == "release":
-            ids.update(np.asarray(m.payload["ids"]).tolist())
-        elif m.kind == "nodes":
-            for key in ("parent_id", "left_id", "right_id"):
-                if key in m.payload:
-                    ids.update(np.asarray(m.payload[key]).tolist())
+    for _, msgs in round_messages(ctx.transcript, DPTT, kinds=("nodes", "release"),
+                                  with_provenance=False):
+        for m in msgs:
+            if m.receiver not in observers:
+                continue
+            if m.kind == "release":
+                ids.update(np.asarray(m.payload["ids"]).tolist())
+            else:
+                for key in ("parent_id", "left_id", "right_id"):
+                    if key in m.payload:
+                        ids.update(np.asarray(m.payload[key]).tolist())
     n = int(ctx.public["training_rows"])
     return [proportion_row(
         successes=len(ids), trials=n, protocol=ctx.protocol,
