@@ -33,12 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sklearn.naive_bayes import GaussianNB  # noqa: E402
 
 from ppknn.protocols.dp_nb.datasets import load_nb_dataset, synthetic_bounded  # noqa: E402
-from ppknn.protocols.dp_nb.external import ensure_venv, run_diffprivlib  # noqa: E402
 from ppknn.protocols.dp_nb.sensitivity import (  # noqa: E402
     smooth_sensitivity,
     smooth_sensitivity_direct,
 )
 from ppknn.protocols.dp_nb.training import NBConfig, train  # noqa: E402
+from ppknn.simulations.experiments.diffprivlib_peer import ensure_venv, run_diffprivlib  # noqa: E402
 from ppknn.simulations.experiments.dp_nb import MethodSpec, cross_validate, encode  # noqa: E402
 
 

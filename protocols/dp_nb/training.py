@@ -348,9 +348,9 @@ def train(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray, *, n_clas
                     s_a[c] = (hi - lo) / n_c, (hi - lo) ** 2 * (n_c - 1) / n_c**2
                     if x.size <= 1:
                         empty[c] = True  # nothing (n = 0) or a constant variance to protect
-                else:
-                    stats_a[c] = float(np.sum(x - lo)), float(np.sum((x - mid) ** 2))
-                    s_a[c] = hi - lo, (hi - lo) ** 2 / 4.0
+                else:  # sums centred on the middle: |x - mid| <= (U - L) / 2
+                    stats_a[c] = float(np.sum(x - mid)), float(np.sum((x - mid) ** 2))
+                    s_a[c] = (hi - lo) / 2.0, (hi - lo) ** 2 / 4.0
             elif smooth_method:
                 st = trimmed_statistics(x, trim=int(trim[c]), lower=lo, upper=hi)
                 stats_a[c] = st.mean, st.variance
@@ -395,7 +395,7 @@ def train(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray, *, n_clas
         vcap = (hi - lo) ** 2 / 4.0
         if fallback.any() and not replace:  # noisy sums over the noisy class sizes
             size = np.maximum(class_count[fallback], 1.0)
-            mean_f = lo + noisy[fallback, 0] / size
+            mean_f = (lo + hi) / 2.0 + noisy[fallback, 0] / size
             noisy[fallback, 0] = mean_f
             noisy[fallback, 1] = noisy[fallback, 1] / size - (np.clip(mean_f, lo, hi)
                                                              - (lo + hi) / 2.0) ** 2

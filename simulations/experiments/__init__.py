@@ -10,7 +10,10 @@ dp_nb
     DP Naive Bayes (Zafarani & Clifton): cross-validated accuracy and training time.
 zafarani
     The DP Naive Bayes reproduction's runs: accuracy, diffprivlib side by side, widened
-    bounds, training time, the privacy audit and the model-release service.
+    bounds, training time, the privacy audit, the model-release service and the
+    breast_cancer peer comparison (a scenario grid through the ``dp-nb`` plugin).
+diffprivlib_peer
+    IBM diffprivlib's GaussianNB on the same folds, in its own virtual environment.
 dptt_session, dptt_evaluation, dptt_sweeps
     DP-TT (Lepert): a runtime for many batches, the measured rows and the experiment grid.
 pca, pca_evaluation, pca_timing

@@ -1,4 +1,4 @@
-"""IBM diffprivlib's GaussianNB side by side, in a separate virtual environment.
+"""IBM diffprivlib's GaussianNB side by side, in a separate virtual environment (experiments).
 
 diffprivlib needs scikit-learn < 1.7 while ppknn runs on a newer one, so it
 never enters ppknn's dependencies: :func:`ensure_venv` makes (once, with
@@ -39,16 +39,17 @@ out = []
 for ds in job["datasets"]:
     data = np.load(ds["npz"])
     X, y = data["X"], data["y"]
-    bounds = (np.asarray(ds["lower"]), np.asarray(ds["upper"]))
     for split in ds["splits"]:
         tr, te = np.asarray(split["train"]), np.asarray(split["test"])
+        bounds = (np.asarray(split.get("lower", ds["lower"])),
+                  np.asarray(split.get("upper", ds["upper"])))
         for k, eps in enumerate(job["epsilons"]):
             seed = int(split["seed"]) * 1000 + k
             clf = GaussianNB(epsilon=eps, bounds=bounds, random_state=seed)
             t0 = time.perf_counter()
             clf.fit(X[tr], y[tr])
             sec = time.perf_counter() - t0
-            acc = float(np.mean(clf.predict(X[te]) == y[te]))
+            acc = float(np.mean(clf.predict(np.clip(X[te], *bounds)) == y[te]))
             out.append(dict(dataset=ds["name"], repetition=split["repetition"],
                             fold=split["fold"], epsilon=eps, accuracy=acc, seconds=sec))
 json.dump({"version": diffprivlib.__version__, "rows": out}, open(sys.argv[2], "w"))
@@ -97,11 +98,23 @@ def ensure_venv(*, create: bool, venv: Path = VENV) -> tuple[Path | None, str]:
     return python, f"diffprivlib {version} in {venv} (created)"
 
 
+def _split(sp: tuple) -> dict:
+    r, f, tr, te = sp[:4]
+    out = {"repetition": r, "fold": f, "seed": 100 * r + f,
+           "train": [int(v) for v in tr], "test": [int(v) for v in te]}
+    if len(sp) == 6:
+        out["lower"] = [float(v) for v in sp[4]]
+        out["upper"] = [float(v) for v in sp[5]]
+    return out
+
+
 def run_diffprivlib(python: Path, jobs: list[dict], epsilons: list[float]
                     ) -> tuple[list[dict] | None, str]:
     """Run GaussianNB on every job's splits; ``(rows, message)`` (``rows`` None on failure).
 
-    A job is ``dict(name, X, y, lower, upper, splits=[(repetition, fold, train, test)])``.
+    A job is ``dict(name, X, y, lower, upper, splits=[(repetition, fold, train, test)])``;
+    a split may carry its own bounds as ``(repetition, fold, train, test, lower, upper)``
+    (e.g. the fold's training range). Held-out rows are clipped to the bounds.
     """
     with tempfile.TemporaryDirectory(prefix="ppknn-dpl-") as tmp:
         entries: list[dict] = []
@@ -113,9 +126,7 @@ def run_diffprivlib(python: Path, jobs: list[dict], epsilons: list[float]
                 "name": job["name"], "npz": str(npz),
                 "lower": [float(v) for v in job["lower"]],
                 "upper": [float(v) for v in job["upper"]],
-                "splits": [{"repetition": r, "fold": f, "seed": 100 * r + f,
-                            "train": [int(v) for v in tr], "test": [int(v) for v in te]}
-                           for r, f, tr, te in job["splits"]]})
+                "splits": [_split(sp) for sp in job["splits"]]})
         (Path(tmp) / "job.json").write_text(json.dumps(spec))
         (Path(tmp) / "run.py").write_text(SCRIPT)
         try:

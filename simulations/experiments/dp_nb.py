@@ -86,12 +86,14 @@ def encode(ds: NBDataset) -> tuple[np.ndarray, np.ndarray, FeatureSchema]:
     return numeric, categorical, schema
 
 
-def fold_schema(ds: NBDataset, train_rows: np.ndarray, bounds: str) -> FeatureSchema:
+def fold_schema(ds: NBDataset, train_rows: np.ndarray, bounds: str,
+                widen: float = 1.0) -> FeatureSchema:
     """The schema one fold trains with: the dataset's bounds, or its training rows' range.
 
     ``bounds="train"`` reads the extremes of the training rows only (never the held-out
     rows; they leak the training rows' extremes, which the report states);
-    ``"dataset"`` keeps the dataset's own (declared or public) bounds.
+    ``"dataset"`` keeps the dataset's own (declared or public) bounds. ``widen``
+    (``"train"`` only) makes the range ``widen`` times wider around its centre.
     """
     if bounds == "dataset":
         return FeatureSchema.build(ds.X.shape[1], bounds=ds.bounds,
@@ -102,13 +104,14 @@ def fold_schema(ds: NBDataset, train_rows: np.ndarray, bounds: str) -> FeatureSc
     part = ds.X[np.ix_(train_rows, num)].astype(np.float64)
     lower, upper = part.min(axis=0), part.max(axis=0)
     upper = np.where(upper > lower, upper, lower + 1.0)
-    return FeatureSchema.build(ds.X.shape[1], bounds=(lower, upper),
+    extra = (widen - 1.0) * (upper - lower) / 2.0
+    return FeatureSchema.build(ds.X.shape[1], bounds=(lower - extra, upper + extra),
                                categories={c: list(v) for c, v in ds.categories.items()})
 
 
 def cross_validate(ds: NBDataset, methods: Sequence[MethodSpec], epsilons: Sequence[float], *,
                    repetitions: int, folds: int, seed: int, bounds: str = "train",
-                   shuffle: bool = True) -> list[dict]:
+                   shuffle: bool = True, widen: float = 1.0) -> list[dict]:
     """Accuracy per (repetition, fold, method, ε); see the module docstring.
 
     ``bounds``: ``"train"`` (default) takes each fold's bounds from its training rows
@@ -120,9 +123,9 @@ def cross_validate(ds: NBDataset, methods: Sequence[MethodSpec], epsilons: Seque
     policy = SeedPolicy(root=seed)
     rows: list[dict] = []
     for rep in range(repetitions):
-        splits = _splits(ds, folds, rep, policy, shuffle)
+        splits = fold_splits(ds, folds, rep, policy, shuffle)
         for fold, (tr, te) in enumerate(splits):
-            schema = fold_schema(ds, tr, bounds)
+            schema = fold_schema(ds, tr, bounds, widen)
             with warnings.catch_warnings():  # held-out rows outside the training range:
                 warnings.simplefilter("ignore", BoundsWarning)  # clipped, client side
                 numeric, categorical = schema.encode(ds.X, out_of_bounds="clip")
@@ -154,7 +157,7 @@ def cross_validate(ds: NBDataset, methods: Sequence[MethodSpec], epsilons: Seque
     return rows
 
 
-def _splits(ds: NBDataset, folds: int, rep: int, policy: SeedPolicy,
+def fold_splits(ds: NBDataset, folds: int, rep: int, policy: SeedPolicy,
             shuffle: bool) -> list[tuple[np.ndarray, np.ndarray]]:
     """Stratified shuffled folds of one repetition, or unshuffled k-fold."""
     if not shuffle:
@@ -167,15 +170,33 @@ def _splits(ds: NBDataset, folds: int, rep: int, policy: SeedPolicy,
         return list(splitter.split(ds.X, ds.y))
 
 
+def t_interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """Mean and its 95% Student-t interval (clipped to [0, 1] for accuracies).
+
+    One value gives the degenerate interval ``(v, v)``.
+    """
+    from scipy import stats
+
+    v = np.asarray(values, dtype=np.float64)
+    mean = float(v.mean())
+    if v.size < 2:
+        return mean, mean, mean
+    half = float(stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
+    return mean, max(mean - half, 0.0), min(mean + half, 1.0)
+
+
 def summarise(rows: Sequence[dict]) -> list[dict]:
-    """Mean and standard deviation of the accuracy over (repetition, fold), per method and ε."""
+    """Accuracy per dataset, method and ε: mean, sd and 95% t interval over (repetition, fold)."""
     groups: dict[tuple, list[float]] = defaultdict(list)
     for r in rows:
         groups[(r["dataset"], r["method"], r["epsilon"])].append(r["accuracy"])
-    return [dict(dataset=d, method=m, epsilon=e, mean=float(np.mean(v)),
-                 std=float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, runs=len(v))
-            for (d, m, e), v in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1],
-                                                                        kv[0][2]))]
+    out = []
+    for (d, m, e), v in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+        mean, low, high = t_interval(v)
+        out.append(dict(dataset=d, method=m, epsilon=e, mean=mean,
+                        std=float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, ci_low=low,
+                        ci_high=high, runs=len(v)))
+    return out
 
 
 def paired_difference(rows: Sequence[dict], a: str, b: str) -> list[dict]:
@@ -235,5 +256,6 @@ def time_training(ds: NBDataset, *, epsilon: float, repeats: int, seed: int,
     return rows
 
 
-__all__ = ["PAPER_METHODS", "MethodSpec", "cross_validate", "encode", "paired_difference",
+__all__ = ["PAPER_METHODS", "MethodSpec", "cross_validate", "encode", "fold_schema",
+           "fold_splits", "paired_difference", "t_interval",
            "summarise", "time_training"]

@@ -99,3 +99,10 @@ def test_many_features_at_moderate_epsilon_reach_the_global_peer(neighbours):
     assert with_fallback > 0.85
     assert with_fallback > without + 0.05
     assert not math.isnan(without)
+
+
+def test_default_release_beats_the_majority_class_at_epsilon_one():
+    # the default (add/remove, fallback on) at ε = 1: above the 0.627 majority class; the
+    # same releases without the fallback are not
+    assert _breast_cancer_accuracy(1.0, True, "add-remove") > 0.66
+    assert _breast_cancer_accuracy(1.0, False, "add-remove") < 0.6
