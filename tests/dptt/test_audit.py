@@ -55,3 +55,17 @@ def test_auditor_catches_a_client_spending_more_than_it_claims():
     result = audit(_traversals(setup, OverconfidentClient), -100.0, 100.0, n_samples=30_000,
                    rng=np.random.default_rng(12), vectorized=True, confidence=0.999)
     assert result.eps_lower > setup.account(5).epsilon_sum
+
+
+def test_thesis_reading_calibration_spends_twice_the_proven_loss_on_a_cmp_traversal():
+    """exp(εu/Δ) on CMP is randomised response at log-odds ε; exp(εu/2Δ) at ε/2."""
+    from ppknn.simulations.experiments.dptt_audit import audit_variant
+
+    proven = audit_variant("basic", "cmp", epsilon=0.5, n_samples=10_000, seed=4)
+    read = audit_variant("basic", "cmp", epsilon=0.5, calibration="thesis-reading",
+                         n_samples=10_000, seed=4)
+    assert proven.compositions == read.compositions == 8
+    assert proven.spent_epsilon == read.spent_epsilon == read.promised_sum == 4.0
+    # the proven traversal really loses H ε / 2 = 2 on this pair, the thesis reading H ε = 4
+    assert proven.eps_lower < 2.0 < read.eps_lower < read.spent_epsilon
+    assert read.loss_low == read.eps_lower < read.loss_high
