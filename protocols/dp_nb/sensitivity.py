@@ -54,6 +54,24 @@ Bun & Steinke (2019) with a one-index looser spread, applied to the variance
 too. It is β-smooth because one replacement shifts the order statistics of
 one side by at most one position.
 
+Exact (replace; ``method="exact"``, the default under replace). The trimmed
+mean's local sensitivity under replace is exactly ``D*(y) / w`` with the *exact
+spread* ``D*(y) = max(y_(n-m+1) - y_(m+1), y_(n-m) - y_(m))`` (move the lowest
+window value to ``U`` or the highest to ``L``), and the largest ``D*`` over the
+samples at distance ``k`` is ``G_k = max_{0<=t<=k+1} x_(n-m+1+k-t) - x_(m+1-t)``
+(``k - t`` values moved to ``U``, ``t`` to ``L``; Bun & Steinke 2019, the paper's
+Theorem 4), so ``S = max_k e^{-kβ} G_k / w`` exactly -- the pair bound above has
+the spread one index looser and ``w - 1`` for ``w``. The pairs ``(a, b)`` with
+value ``e^{-(a+b)β} (x_(n-m+1+a) - x_(m+1-b))`` have a monotone maximiser (``a``
+does not grow with ``b``), so a level-by-level divide and conquer finds the
+maximum in ``O((m + 2) log m)`` evaluations (:func:`exact_spread`). Variance:
+two windows one replacement apart share ``w - 1`` values and lie in an
+interval of length ``D*``, so ``|ΔV| <= (w - 1) D*² / w²`` and ``S_V = (w-1)/w²
+max_k e^{-kβ} G_k²`` -- a bound (the exact smooth sensitivity of the trimmed
+variance depends on the window's inner values too), never below the exact
+value and never above the pair bound; ``tests/dpnb`` checks both against brute
+force over every sample reachable on a grid.
+
 The fast algorithm swaps the maxima. For fixed ``(i, j)``, ``k -> exp(-kβ)
 ℓ(D, w + 2a - k)`` is log-convex while ``ℓ`` is below its cap, so its
 maximum over ``k`` is at ``k = a`` or near the end where ``ℓ`` reaches the

@@ -39,12 +39,28 @@ released; under replace the true size, public in that model); or ``"auto"``:
 factor ``e^{-2mβ}`` to shrink the bounds' range ``AUTO_RATIO``-fold where the
 class allows, and ``0`` at ε = ∞ (so ε = ∞ gives the non-private model).
 
+Sensitivity (``sensitivity``): ``"exact"`` (default under replace: Theorem 4's
+exact smooth sensitivity of the trimmed mean, the exact-spread bound for the
+variance) or ``"bound"`` (the pair bound; the only one under add/remove).
+
+Global fallback (``global_fallback``, default on; not in the paper): for the
+``"smooth"`` method, a class whose smooth release cannot beat global sensitivity
+even in its best case -- a public rule on the class size (noisy under add/remove),
+``m``, β, α and ε', see :func:`global_classes` -- is released with Laplace noise at
+global sensitivity instead: under replace the mean and variance at ``(U-L)/n``
+and ``(U-L)²(n-1)/n²``; under add/remove the sums of ``x - (L+U)/2`` and of its
+square (sensitivities ``(U-L)/2`` and ``(U-L)²/4``) divided by the noisy class
+count. With many features and small classes (breast_cancer: 30 features, ε' =
+ε/61, β = ε'/10) the smooth sensitivity is close to the range itself and the
+proven calibration's factor 2(γ+1) makes it far noisier than global sensitivity.
+
 Post-processing: means are clipped to ``[L, U]`` and variances to
-``[0, (U - L)²/4]``; released (noisy) variances are then raised to at least
+``[0, (U - L)²/4]``; every variance (of every model, the non-private one
+included, so it is the same model without noise) is then raised to at least
 ``var_floor · (U - L)²`` -- the paper truncates negative values to zero, but a
 zero variance makes the Gaussian degenerate and one such feature decides every
-prediction -- and every variance gets ``var_smoothing · max_j (U_j - L_j)²``
-added (``GaussianNB``'s rule, with public ranges in place of the data's variance).
+prediction -- and gets ``var_smoothing · max_j (U_j - L_j)²`` added
+(``GaussianNB``'s rule, with public ranges in place of the data's variance).
 
 Examples
 --------

@@ -726,6 +726,7 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path,
         table.write_csv(output / figure.csv)
         png = plot(figure, table, folder=output, run=name)
         shutil.copy(png, figdir / png.name)
+        shutil.copy(output / figure.csv, figdir / figure.csv)  # the figure's data beside it
     timings["total"] = time.perf_counter() - t_all
     meta = {"quick": quick, "runtime": runtime, "settings": asdict(s), "seconds": timings,
             "service": svc, "diffprivlib": dpl_message, "unavailable": UNAVAILABLE,
