@@ -298,7 +298,10 @@ def paper_grids(datasets: dict[str, PaperDataset], settings: Settings, data_dir:
     Every point is a ``pca-perturbation`` scenario run (a sanitizer with the training rows,
     a miner with at most ``max_queries`` of the 10% test split). Repetition ``r`` is
     ``[run].seed = settings.seed + r``: a new random split and new noise; within a
-    repetition every release shares the split. Bounds are the training rows' minimum and
+    repetition every release shares the split and the sanitizer's noise stream (each run
+    is release round 1 of its own scenario: common random numbers across b and schemes,
+    where the paper's session draws fresh noise per release; each release's noise is
+    still exactly its scheme's distribution). Bounds are the training rows' minimum and
     maximum (``bounds = "data"``, a :class:`~ppknn.core.errors.PrivacyLeakWarning`), never
     the test rows'.
     """

@@ -29,13 +29,14 @@ import math
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ppknn.core.errors import ConfigError
 from ppknn.protocols.pca_perturbation.datasets import UNAVAILABLE, PaperDataset
 from ppknn.simulations.experiments.pca import (
     BS,
@@ -602,19 +603,28 @@ def build_report(*, tables: Tables, datasets: dict[str, PaperDataset], releases:
 
 # --------------------------------------------------------------------------- entry point
 def run(output: Path, *, quick: bool, runtime: str, report: Path,
-        settings: Settings | None = None, log: Callable[[str], None] | None = None) -> Path:
+        settings: Settings | None = None, workers: int | None = None,
+        log: Callable[[str], None] | None = None) -> Path:
     """Run the reproduction (see module docstring); returns the report's path.
 
-    ``settings`` overrides the quick/full sizes (tests); progress goes to
-    ``log`` (default: the experiments' logger).
+    ``settings`` overrides the quick/full sizes (tests); ``workers`` overrides their
+    ``workers`` (``--set workers=1``: the grid runs one after the other in this process,
+    no Ray; ``> 1``: fanned out as Ray tasks); progress goes to ``log`` (default: the
+    experiments' logger).
     """
     settings = settings or (QUICK if quick else FULL)
+    if workers is not None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ConfigError(f"workers = {workers!r}: allowed an integer >= 1")
+        settings = replace(settings, workers=workers)
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     # Single-threaded BLAS: the products here are small, and on a shared two-core
     # machine threaded BLAS spends more time waiting than computing.
     parallel = "ray" if runtime == "ray" or settings.workers > 1 else "sequential"
+    if workers == 1:
+        parallel = "sequential"
     with threadpool_limits(limits=1, user_api="blas"):
         datasets, grids, grid_rows, rows = run_grid_experiments(settings, output,
                                                                 parallel=parallel, log=log)
