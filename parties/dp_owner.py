@@ -8,13 +8,17 @@ batch to ε-DP radii alone (``"convert"`` queries). For every request it
    count, algorithm, ε finite and > 0, a fresh request id per analyst);
 2. does the data-free work: the region overlap graph, its components and
    clique bounds (cached per batch, so the same batch at several ε is
-   analysed once);
-3. **reserves the batch's ε on the ledger** -- owner-wide and per analyst
+   analysed once); for an r-N batch without a radius this waits until the
+   radius is chosen (step 4);
+3. **reserves the batch's ε on the ledger** (with a private radius, its ε_r
+   too: :attr:`~ppknn.protocols.dp_knn.protocol.Query.cost`) -- owner-wide and per analyst
    (the message's sender) -- raising :class:`~core.errors.BudgetExhausted`
    before any training row is read when it does not fit;
-4. reads the data, draws the noise from a stream addressed by
-   ``(analyst, request id)`` (so concurrent requests never share a generator
-   and a run repeats whatever the interleaving), and
+4. reads the data -- first, for a batch without a radius, choosing one ε_r-DP
+   radius for it (:func:`~ppknn.protocols.dp_knn.radius.choose_radius`) --, draws the
+   noise from a stream addressed by ``(analyst, request id)`` (so concurrent
+   requests never share a generator and a run repeats whatever the
+   interleaving), and
 5. answers with one message that carries the labels and the ε charged.
 
 The ledger is thread-safe, so one owner can serve many analysts at once:
@@ -49,6 +53,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 from collections import OrderedDict
@@ -68,6 +73,7 @@ from ppknn.protocols.dp_knn.conversion import convert_interactive, convert_nonin
 from ppknn.protocols.dp_knn.index import LabelIndex
 from ppknn.protocols.dp_knn.knn import classify_knn
 from ppknn.protocols.dp_knn.protocol import Answer, Query
+from ppknn.protocols.dp_knn.radius import choose_radius
 from ppknn.protocols.dp_knn.rn import DEFAULT_CLIQUE_TIME_S, RNPlan, classify_rn, plan_rn
 from ppknn.protocols.dp_knn.validation import encode_labels
 from ppknn.protocols.service import answer_or_refuse
@@ -206,18 +212,30 @@ class DPOwner:
         analyst = request.sender
         self._claim(analyst, rid)
         plan = None
-        if query.task == "rn" and query.algorithm == "proposed":
+        if query.task == "rn" and query.algorithm == "proposed" and not query.auto_radius:
             plan = self._plan(query.x, query.radius)  # public: test instances only
         label = f"{query.kind} x{query.n_queries} (request {rid})"
+        if query.auto_radius:
+            label += f", radius ε_r {query.radius_epsilon:g} + classification ε {query.epsilon:g}"
         try:
-            reservation = self.ledger.reserve(PrivacyCost(query.epsilon), analyst=analyst,
+            reservation = self.ledger.reserve(PrivacyCost(query.cost), analyst=analyst,
                                               label=label)
         except BaseException:
             self._release(analyst, rid)  # refused before any noise was drawn: the id stays free
             raise
+        charged = query.cost
         with reservation:
+            if query.auto_radius:
+                rng_r = self._policy.generator("dp-owner", "radius", analyst, rid)
+                r = choose_radius(self._index, query.x, target=float(query.radius_target or 0),
+                                  epsilon=float(query.radius_epsilon or 0), bounds=self.bounds,
+                                  rng=rng_r, mode=self.mode)
+                query = dataclasses.replace(query, radius=r, radius_target=None,
+                                            radius_epsilon=None)
+                if query.algorithm == "proposed":  # the radius is now public (released)
+                    plan = self._plan(query.x, query.radius)
             rng = self._policy.generator("dp-owner", "answer", analyst, rid)
-            answer = self._compute(query, rid, plan, rng)
+            answer = dataclasses.replace(self._compute(query, rid, plan, rng), epsilon=charged)
         return answer.to_message(run_id=self.run_id, sender=self.party_id, receiver=analyst,
                                  round=request.round, provenance=self.index)
 

@@ -51,19 +51,28 @@ class DPKNNSetup:
     Parameters
     ----------
     task, algorithm:
-        ``"rn"`` with one of :data:`~protocols.dp_knn.rn.RN_ALGORITHMS`, or
-        ``"knn"`` with one of :data:`~protocols.dp_knn.knn.KNN_ALGORITHMS`.
+        ``"rn"`` with one of :data:`~protocols.dp_knn.rn.RN_ALGORITHMS`,
+        ``"knn"`` with one of :data:`~protocols.dp_knn.knn.KNN_ALGORITHMS`, or
+        ``"convert"`` with one of :data:`~protocols.dp_knn.conversion.CONVERSIONS`
+        (the ε-DP radii of a k-NN batch, no labels: its rows stay unanswered).
     epsilon:
-        ε of each request batch (what the owner's ledger charges per request).
+        ε of each request batch's classification (or conversion); the ledger charges
+        it, plus ``radius_epsilon`` when the owner chooses the radius.
     batches:
         Requests per analyst: each analyst's contiguous block of the query
         rows is cut into this many contiguous batches.
     radius:
-        r-N: the public radius of every test instance.
+        r-N: the public radius of every test instance; ``None`` with
+        ``radius_target`` and ``radius_epsilon``: the owner chooses one radius per
+        request privately (:mod:`~protocols.dp_knn.radius`), charged ``radius_epsilon``.
     k:
         k-NN: the neighbour count of every test instance.
     weight, candidates, gamma:
         The converted k-NN classifiers' parameters (:class:`~protocols.dp_knn.protocol.Query`).
+    lower, upper:
+        The public domain bounds. The analyst clips its test instances to them before
+        sending (bounds declared or taken from the training rows need not hold the
+        queries; the owner's conversions assume instances inside the domain).
     """
 
     task: str
@@ -75,10 +84,20 @@ class DPKNNSetup:
     weight: float = 0.5
     candidates: int = 10
     gamma: float | None = None
+    radius_target: float | None = None
+    radius_epsilon: float | None = None
+    lower: tuple[float, ...] | None = None
+    upper: tuple[float, ...] | None = None
 
     def query(self, x: np.ndarray) -> Query:
-        """The request for the test instances ``x``."""
+        """The request for the test instances ``x`` (clipped to the public bounds)."""
+        if self.lower is not None and self.upper is not None:
+            x = np.clip(x, np.asarray(self.lower), np.asarray(self.upper))
         if self.task == "rn":
+            if self.radius is None:
+                return Query(task="rn", algorithm=self.algorithm, x=x, epsilon=self.epsilon,
+                             radius_target=self.radius_target,
+                             radius_epsilon=self.radius_epsilon)
             return Query(task="rn", algorithm=self.algorithm, x=x, radius=self.radius,
                          epsilon=self.epsilon)
         return Query(task=self.task, algorithm=self.algorithm, x=x, k=self.k,

@@ -65,6 +65,27 @@ class LabelIndex:
             return np.zeros(len(x), dtype=np.int64)
         return np.asarray(self._all.query_ball_point(x, r, return_length=True), dtype=np.int64)
 
+    def count_profile(self, x: np.ndarray, radii: np.ndarray, *, chunk: int = 1 << 22
+                      ) -> np.ndarray:
+        """``(L,)`` int64: summed over ``x``, the training rows within each of the ``radii``.
+
+        ``radii`` ascending. One pass over the (query, row) distances, in chunks of
+        about ``chunk`` pairs: each distance goes to the first radius that holds it.
+        """
+        radii = np.asarray(radii, dtype=np.float64)
+        out = np.zeros(len(radii), dtype=np.int64)
+        if self._all is None or len(x) == 0:
+            return out
+        X = self._X
+        xx = (X**2).sum(1)
+        step = max(1, chunk // max(1, len(X)))
+        for start in range(0, len(x), step):
+            q = x[start:start + step]
+            d2 = np.maximum((q**2).sum(1)[:, None] + xx[None, :] - 2.0 * (q @ X.T), 0.0)
+            slot = np.searchsorted(radii, np.sqrt(d2).ravel(), side="left")
+            out += np.bincount(slot, minlength=len(radii) + 1)[: len(radii)]
+        return np.cumsum(out)
+
     def knn_counts(self, x: np.ndarray, k: np.ndarray) -> np.ndarray:
         """``(Q, C)`` int64: labels among the ``min(k_i, N)`` nearest rows of ``x_i``.
 

@@ -7,11 +7,14 @@ transcript records every release with its price.
 
 Request payload
     ``request`` (its id, unique per analyst), ``x`` ``(Q, D)``, ``radius``
-    ``(Q,)`` (r-N) or ``k`` ``(Q,)`` (k-NN, conversion), ``epsilon``, and
+    ``(Q,)`` (r-N) or ``k`` ``(Q,)`` (k-NN, conversion), ``epsilon``; an r-N
+    request whose radius the owner chooses privately carries ``radius_target``
+    and ``radius_epsilon`` instead of ``radius``; and
     for the converted k-NN classifiers and conversions ``weight``, ``candidates``, ``gamma``
     (0 = the default 0.01% of ``|Ω(D)|``).
 Answer payload
-    ``request``, ``epsilon`` (charged), ``labels`` (label indices into the
+    ``request``, ``epsilon`` (charged: the classification's ε plus, for a
+    private radius, ε_r), ``labels`` (label indices into the
     owner's public label set; -1 for a conversion), ``radius`` (the r used: given or converted),
     ``sensitivity`` (noise sensitivity per instance), ``component``
     (overlap-graph component, -1 for baselines), ``clique_method`` (index
@@ -78,8 +81,13 @@ class Query:
         ``(Q, D)`` test instances.
     radius, k:
         Per-instance radius (r-N) or neighbour count (k-NN); a scalar is broadcast.
+        An r-N query with ``radius=None`` asks the owner to choose one radius for
+        the batch privately (:mod:`~ppknn.protocols.dp_knn.radius`).
     epsilon:
-        The batch's budget (finite, > 0).
+        The classification's budget (finite, > 0).
+    radius_target, radius_epsilon:
+        For ``radius=None``: the mean neighbour count aimed at, and ε_r of the
+        radius's release (charged on top of ``epsilon``; :attr:`cost`).
     weight:
         The conversion's share w of ε (converted k-NN only), in ``(0, 1)``;
         a ``"convert"`` query spends all of ε on the conversion.
@@ -98,6 +106,8 @@ class Query:
     weight: float = 0.5
     candidates: int = 10
     gamma: float | None = None
+    radius_target: float | None = None
+    radius_epsilon: float | None = None
     n_queries: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
@@ -113,7 +123,20 @@ class Query:
         if self.task == "rn":
             if self.k is not None:
                 raise ConfigError("an r-N query takes a radius, not k")
-            object.__setattr__(self, "radius", check_radii(self.radius, len(x)))
+            if self.radius is None:
+                if self.radius_target is None or self.radius_epsilon is None:
+                    raise ConfigError("an r-N query without a radius needs radius_target and "
+                                      "radius_epsilon (the owner then chooses it privately)")
+                t = self.radius_target
+                if not (isinstance(t, (int, float)) and math.isfinite(t) and t > 0):
+                    raise ConfigError(f"radius_target must be a finite number > 0, got {t!r}")
+                object.__setattr__(self, "radius_epsilon",
+                                   check_epsilon(self.radius_epsilon, name="radius_epsilon"))
+            else:
+                if self.radius_target is not None or self.radius_epsilon is not None:
+                    raise ConfigError("an r-N query takes a radius or radius_target with "
+                                      "radius_epsilon, not both")
+                object.__setattr__(self, "radius", check_radii(self.radius, len(x)))
         else:
             if self.radius is not None:
                 raise ConfigError("a k-NN query takes k, not a radius")
@@ -125,6 +148,16 @@ class Query:
                                    check_positive_int(self.candidates, name="candidates"))
                 if self.gamma is not None and not (math.isfinite(self.gamma) and self.gamma > 0):
                     raise ConfigError(f"gamma must be a finite number > 0, got {self.gamma!r}")
+
+    @property
+    def auto_radius(self) -> bool:
+        """Whether the owner chooses the radius (privately, at ``radius_epsilon``)."""
+        return self.task == "rn" and self.radius is None
+
+    @property
+    def cost(self) -> float:
+        """The ε the owner charges: ``epsilon``, plus ``radius_epsilon`` for a private radius."""
+        return self.epsilon + (self.radius_epsilon or 0.0) if self.auto_radius else self.epsilon
 
     @property
     def kind(self) -> str:
@@ -139,7 +172,10 @@ class Query:
             "x": self.x,
             "epsilon": np.asarray(self.epsilon, dtype=np.float64),
         }
-        if self.task == "rn":
+        if self.auto_radius:
+            payload["radius_target"] = np.asarray(self.radius_target, dtype=np.float64)
+            payload["radius_epsilon"] = np.asarray(self.radius_epsilon, dtype=np.float64)
+        elif self.task == "rn":
             payload["radius"] = np.asarray(self.radius, dtype=np.float64)
         else:
             payload["k"] = np.asarray(self.k, dtype=np.int64)
@@ -160,7 +196,10 @@ class Query:
             request = int(_scalar(p["request"]))
             kwargs: dict[str, Any] = {"task": task, "algorithm": algorithm, "x": p["x"],
                                       "epsilon": float(_scalar(p["epsilon"]))}
-            if task == "rn":
+            if task == "rn" and "radius_target" in p:
+                kwargs["radius_target"] = float(_scalar(p["radius_target"]))
+                kwargs["radius_epsilon"] = float(_scalar(p["radius_epsilon"]))
+            elif task == "rn":
                 kwargs["radius"] = p["radius"]
             else:
                 kwargs["k"] = p["k"]

@@ -29,6 +29,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -108,6 +109,40 @@ def load_experiment_data(name: str, *, seed: int, limit: int | None = None) -> E
     lo, hi = X.min(axis=0), X.max(axis=0)
     X = (X - lo) / np.where(hi > lo, hi - lo, 1.0)
     return ExperimentData(name, X, y, int(y.max()) + 1, source, stand_in)
+
+
+def write_datasets(folder: Path, *, seed: int, names: Sequence[str] = PAPER_DATASETS,
+                   directory: str | None = None) -> Path:
+    """Write the experiments' datasets, rows in a seeded random order, as CSV into ``folder``.
+
+    Each dataset -- a stand-in (:data:`STAND_INS`) or a file of the data directory
+    (``directory``) -- is written with its raw features and integer labels, its rows
+    permuted once by a stream of ``seed``, beside a ``manifest.json``. The scenario grids
+    of the reproduction read them by name with ``[data] data_dir = folder`` and
+    contiguous folds (``shuffle = false``): the same as shuffled k-fold, and a batch of
+    the first n rows of a test fold (``max_queries``) is a random subset of it (the
+    shipped banknote file and the thyroid stand-in are sorted by class). Returns ``folder``.
+    """
+    import json
+
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = {}
+    for name in names:
+        rng = SeedPolicy(root=seed).generator("gursoy", "data", name)
+        if name in STAND_INS:
+            X, y = _stand_in(name, rng)
+        else:
+            ds = load_dataset(name, directory=directory)
+            X, y = ds.X, ds.y
+        order = rng.permutation(len(y))
+        X, y = X[order], y[order]
+        header = ",".join([*(f"x{i}" for i in range(X.shape[1])), "class"])
+        lines = [",".join(map(repr, row)) + f",{label}"
+                 for row, label in zip(X.tolist(), y.tolist())]
+        (folder / f"{name}.csv").write_text(header + "\n" + "\n".join(lines) + "\n")
+        manifest[name] = {"file": f"{name}.csv", "label": "class"}
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return folder
 
 
 def kfold(n: int, folds: int, rng: np.random.Generator) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -295,7 +330,7 @@ def grid_resolution(data: ExperimentData, train: np.ndarray, test: np.ndarray, *
         free = convert_noninteractive(index, x, k, epsilon=epsilon, bounds=bounds, rng=rng,
                                       grid=exact)
         out.append({"dataset": data.name, "m": m, "rule": m == rule,
-                    "avre_noisy": float(np.mean(noisy)),
+                    "avre_noisy": float(np.mean(noisy)), "avre_noisy_values": noisy,
                     "avre_noise_free": avre(truth, free.radii)})
     return out
 
@@ -356,4 +391,5 @@ __all__ = [
     "kfold",
     "load_experiment_data",
     "run_fold",
+    "write_datasets",
 ]

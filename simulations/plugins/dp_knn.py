@@ -4,14 +4,18 @@ Scenario table::
 
     [protocol]
     name = "dp-knn"
-    task = "rn"                  # or "knn"
+    task = "rn"                  # or "knn", or "convert" (ε-DP k-NN radii, no labels)
     algorithm = "proposed"       # rn: proposed, baseline-laplace, baseline-exponential;
-                                 # knn: interactive (default), noninteractive, baseline
-    epsilon = 0.5                # ε of each request batch
+                                 # knn: interactive (default), noninteractive, baseline;
+                                 # convert: interactive (default), noninteractive
+    epsilon = 0.5                # ε of each request batch's classification
     budget = 4.0                 # the owner's total ε (default: what every request costs)
     analyst_budget = 1.0         # optional cap per analyst
-    radius = 0.1                 # rn: the PUBLIC radius of every test instance
-    k = 5                        # knn: neighbours
+    radius = 0.1                 # rn: the PUBLIC radius of every test instance, or
+                                 # "auto": the owner picks one per request, ε-DP:
+    radius_target = 10.0         #   the mean neighbour count aimed at (the paper: 5-20)
+    radius_epsilon = 1.0         #   ε_r of the radius, charged on top of epsilon
+    k = 5                        # knn / convert: neighbours
     batches = 1                  # requests per analyst
 
 Parties: one ``dp-owner`` holding the union of the training rows (whatever
@@ -25,7 +29,13 @@ read from the owner's ledger: ε-DP under add/remove-one-record
 neighbours, owner-wide and per analyst. Baseline: scikit-learn's
 ``RadiusNeighborsClassifier`` (same radius, empty regions → the first
 class, as the protocol without noise) or ``KNeighborsClassifier`` (same k)
-on the union, on one BLAS thread.
+on the union, on one BLAS thread; with ``radius = "auto"`` its radius is the
+non-private rule's (the ladder radius nearest ``radius_target`` neighbours on
+the query rows), so the gap to it includes the price of a private radius.
+``task = "convert"`` releases radii only: its rows stay unanswered (accuracy
+0) and its measures are ``avre`` (average relative error of the radii against
+the true k-th neighbour distance, %) and ``rmse_k`` (RMSE of the neighbour
+counts within the released radii against the true ones).
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ from ppknn.core.transcript import Transcript
 from ppknn.parties.analyst import Analyst
 from ppknn.parties.dp_owner import DPOwner
 from ppknn.parties.specs import analyst_spec, dp_owner_spec
+from ppknn.protocols.dp_knn.conversion import CONVERSIONS, avre, rmse_k
 from ppknn.protocols.dp_knn.driver import DPKNNRun, DPKNNSetup, drive, request_blocks
 from ppknn.protocols.dp_knn.knn import KNN_ALGORITHMS
 from ppknn.protocols.dp_knn.rn import DEFAULT_CLIQUE_TIME_S, RN_ALGORITHMS
@@ -63,8 +74,8 @@ from ppknn.simulations.scenario import Scenario
 
 NAME = "dp-knn"
 OWNER = "dp-owner"
-ALGORITHMS = {"rn": RN_ALGORITHMS, "knn": KNN_ALGORITHMS}
-DEFAULT_ALGORITHM = {"rn": "proposed", "knn": "interactive"}
+ALGORITHMS = {"rn": RN_ALGORITHMS, "knn": KNN_ALGORITHMS, "convert": CONVERSIONS}
+DEFAULT_ALGORITHM = {"rn": "proposed", "knn": "interactive", "convert": "interactive"}
 GUARANTEE = "ε-DP, add/remove one training record (central owner's ledger)"
 
 
@@ -76,20 +87,23 @@ def analyst_names(n: int) -> tuple[str, ...]:
 class DPKNNConfig(ProtocolConfig):
     """``[protocol]`` of ``dp-knn``.
 
-    ``radius`` is used by ``task = "rn"``; ``k``, ``weight``, ``candidates``,
-    ``gamma`` by ``task = "knn"`` (the last three by the converted
-    classifiers only); a task ignores the others, so one table can be swept
-    over tasks.
+    ``radius`` (and with ``"auto"``, ``radius_target`` and ``radius_epsilon``) is
+    used by ``task = "rn"``; ``k``, ``weight``, ``candidates``, ``gamma`` by
+    ``task = "knn"`` and ``"convert"`` (the last three by the converted classifiers
+    and the conversions only; ``weight`` by ``"knn"`` only); a task ignores the
+    others, so one table can be swept over tasks.
     """
 
     name: Literal["dp-knn"] = "dp-knn"
-    task: Literal["rn", "knn"] = "rn"
+    task: Literal["rn", "knn", "convert"] = "rn"
     algorithm: str | None = Field(None, validate_default=True)
     epsilon: float = Field(0.5, gt=0, allow_inf_nan=False, strict=True)
     budget: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
     analyst_budget: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
     delta: float = Field(0.0, ge=0, lt=1, allow_inf_nan=False, strict=True)
-    radius: float = Field(0.1, gt=0, allow_inf_nan=False, strict=True)
+    radius: float | Literal["auto"] = Field(0.1, union_mode="left_to_right")
+    radius_target: float = Field(10.0, gt=0, allow_inf_nan=False, strict=True)
+    radius_epsilon: float = Field(1.0, gt=0, allow_inf_nan=False, strict=True)
     k: int = Field(5, ge=1, strict=True)
     batches: int = Field(1, ge=1, strict=True)
     weight: float = Field(0.5, gt=0, lt=1, allow_inf_nan=False, strict=True)
@@ -98,6 +112,31 @@ class DPKNNConfig(ProtocolConfig):
     clique_time_limit_s: float = Field(DEFAULT_CLIQUE_TIME_S, gt=0, allow_inf_nan=False,
                                        strict=True)
     count_share: float = Field(0.05, gt=0, lt=1, allow_inf_nan=False, strict=True)
+
+    @field_validator("radius", mode="before")
+    @classmethod
+    def _radius(cls, v: Any) -> Any:
+        allowed = ("allowed: a finite number greater than 0 (the public radius) or \"auto\" "
+                   "(the owner chooses it, ε-DP at radius_epsilon)")
+        if isinstance(v, str):
+            if v != "auto":
+                raise ValueError(allowed)
+            return v
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ValueError(f"not a number; {allowed}")
+        if not (math.isfinite(v) and v > 0):
+            raise ValueError(f"must be finite and greater than 0; {allowed}")
+        return float(v)
+
+    @property
+    def auto_radius(self) -> bool:
+        """Whether the owner chooses the r-N radius privately (``radius = "auto"``)."""
+        return self.task == "rn" and self.radius == "auto"
+
+    @property
+    def request_cost(self) -> float:
+        """ε the ledger charges per request: ``epsilon`` (+ ``radius_epsilon`` with "auto")."""
+        return self.epsilon + self.radius_epsilon if self.auto_radius else self.epsilon
 
     @field_validator("algorithm")
     @classmethod
@@ -119,7 +158,7 @@ def _refuse(key: str, value: Any, why: str, source: str | None = None) -> Config
 
 def total_cost(config: DPKNNConfig, analysts: int) -> Fraction:
     """ε of every request of the scenario, exactly (as the ledger adds it)."""
-    return analysts * config.batches * exact(config.epsilon)
+    return analysts * config.batches * exact(config.request_cost)
 
 
 def owner_budget(config: DPKNNConfig, analysts: int) -> float:
@@ -143,8 +182,33 @@ def baseline_rn(X: np.ndarray, y: np.ndarray, queries: np.ndarray, *, radius: fl
         return np.asarray(rnc.predict(queries))
 
 
-def region_counts(X: np.ndarray, queries: np.ndarray, radius: float) -> np.ndarray:
-    """Training rows within ``radius`` of each query (simulation side, for the measures)."""
+def nonprivate_radius(config: DPKNNConfig, data: PreparedData) -> float:
+    """The public radius, or for ``"auto"`` the non-private rule's on all query rows."""
+    if not config.auto_radius:
+        return float(config.radius)
+    from ppknn.protocols.dp_knn.index import LabelIndex
+    from ppknn.protocols.dp_knn.radius import choose_radius
+
+    index = LabelIndex(data.train_X, data.train_y, n_classes=data.n_classes)
+    x = np.clip(data.queries, data.bounds.lower, data.bounds.upper)
+    return choose_radius(index, x, target=config.radius_target, epsilon=math.inf,
+                         bounds=data.bounds, rng=None)
+
+
+def conversion_errors(X: np.ndarray, queries: np.ndarray, k: int, radii: np.ndarray
+                      ) -> tuple[float, float]:
+    """AvRE (%) and RMSE in k of released radii against the true k-th neighbour distances."""
+    from scipy.spatial import cKDTree
+
+    tree = cKDTree(X)
+    dist = np.asarray(tree.query(queries, k=k)[0]).reshape(len(queries), -1)[:, -1]
+    true_counts = tree.query_ball_point(queries, dist, return_length=True)
+    counts = tree.query_ball_point(queries, radii, return_length=True)
+    return avre(dist, radii), rmse_k(true_counts, counts)
+
+
+def region_counts(X: np.ndarray, queries: np.ndarray, radius: Any) -> np.ndarray:
+    """Training rows within ``radius`` (one or one per query) of each query (for the measures)."""
     from scipy.spatial import cKDTree
 
     return np.asarray(cKDTree(X).query_ball_point(queries, radius, return_length=True))
@@ -167,8 +231,8 @@ class DPKNN(ProtocolPlugin):
     )
     metrics = ("task", "algorithm", "epsilon_per_request", "epsilon_budget", "epsilon_spent",
                "requests", "refused_requests", "answered_fraction", "accuracy_answered",
-               "batches", "radius", "k", "mean_sensitivity", "clique_upper_bounds",
-               "empty_regions")
+               "batches", "radius", "radius_epsilon", "baseline_radius", "k",
+               "mean_sensitivity", "clique_upper_bounds", "empty_regions", "avre", "rmse_k")
     guarantee = GUARANTEE
     adversaries = ()
     driver = staticmethod(drive)
@@ -179,11 +243,13 @@ class DPKNN(ProtocolPlugin):
         assert isinstance(config, DPKNNConfig)
         for key in ("budget", "analyst_budget"):
             cap = getattr(config, key)
-            if cap is not None and exact(cap) < exact(config.epsilon):
+            if cap is not None and exact(cap) < exact(config.request_cost):
                 who = "the owner's" if key == "budget" else "each analyst's"
+                what = (f"protocol.epsilon + protocol.radius_epsilon = {config.request_cost!r}"
+                        if config.auto_radius else f"protocol.epsilon = {config.epsilon!r}")
                 raise _refuse(key, cap, f"{who} cap is below the cost of one request "
-                              f"(protocol.epsilon = {config.epsilon!r}), so every request "
-                              f"would be refused; allowed: >= {config.epsilon!r}", source)
+                              f"({what}), so every request would be refused; allowed: "
+                              f">= {config.request_cost!r}", source)
 
     def plan(self, config: ProtocolConfig, data: PreparedData) -> Plan:
         """The DP owner (union of the training rows) and the analysts (query blocks)."""
@@ -198,7 +264,7 @@ class DPKNN(ProtocolPlugin):
         except ConfigError as exc:
             raise _refuse("batches", config.batches, f"{exc}; allowed: <= "
                           f"{n_queries // n_analysts}") from None
-        if config.task == "knn" and config.k > n_train:
+        if config.task != "rn" and config.k > n_train:
             raise _refuse("k", config.k, f"larger than the {n_train} training rows the DP "
                           f"owner holds; allowed: <= {n_train}")
         analysts = analyst_names(n_analysts)
@@ -214,17 +280,24 @@ class DPKNN(ProtocolPlugin):
                           max_concurrency=n_analysts)
         specs = (owner, *(analyst_spec(party_id=a, owner=OWNER, run_id=data.run_id, index=i + 1)
                           for i, a in enumerate(analysts)))
+        public_radius = (float(config.radius) if config.task == "rn" and not config.auto_radius
+                         else None)
         setup = DPKNNSetup(task=config.task, algorithm=str(config.algorithm),
-                           epsilon=config.epsilon, batches=config.batches,
-                           radius=config.radius if config.task == "rn" else None,
-                           k=config.k if config.task == "knn" else None, weight=config.weight,
-                           candidates=config.candidates, gamma=config.gamma)
+                           epsilon=config.epsilon, batches=config.batches, radius=public_radius,
+                           k=config.k if config.task != "rn" else None, weight=config.weight,
+                           candidates=config.candidates, gamma=config.gamma,
+                           radius_target=config.radius_target if config.auto_radius else None,
+                           radius_epsilon=config.radius_epsilon if config.auto_radius else None,
+                           lower=tuple(float(v) for v in data.bounds.lower),
+                           upper=tuple(float(v) for v in data.bounds.upper))
         public = {
             "run_id": data.run_id, "owner": OWNER, "analysts": list(analysts),
             "task": config.task, "algorithm": config.algorithm,
-            "epsilon_per_request": config.epsilon, "epsilon_budget": budget,
+            "epsilon_per_request": config.request_cost, "epsilon_budget": budget,
             "analyst_budget": config.analyst_budget,
-            "radius": setup.radius, "k": setup.k, "batches": config.batches,
+            "radius": setup.radius if not config.auto_radius else "auto",
+            "radius_target": setup.radius_target, "radius_epsilon": setup.radius_epsilon,
+            "k": setup.k, "batches": config.batches,
             "requests": [[analysts[b.analyst], b.batch, b.start, b.stop] for b in blocks],
             "n_queries": n_queries, "training_rows": n_train,
             "bounds": {"lower": data.bounds.lower.tolist(), "upper": data.bounds.upper.tolist()},
@@ -237,9 +310,11 @@ class DPKNN(ProtocolPlugin):
         """scikit-learn's non-private counterpart on the union (one BLAS thread)."""
         assert isinstance(config, DPKNNConfig)
         if config.task == "rn":
-            return Baseline(f"r-N radius {config.radius:g}, empty → class 0 (non-private)",
+            radius = nonprivate_radius(config, data)
+            how = "the non-private rule's " if config.auto_radius else ""
+            return Baseline(f"r-N {how}radius {radius:.4g}, empty → class 0 (non-private)",
                             baseline_rn(data.train_X, data.train_y, data.queries,
-                                        radius=config.radius, outlier=0))
+                                        radius=radius, outlier=0))
         return Baseline(f"kNN k={config.k} (union, non-private)",
                         sklearn_knn(data.train_X, data.train_y, data.queries, k=config.k))
 
@@ -255,9 +330,11 @@ class DPKNN(ProtocolPlugin):
         upper = np.array([str(m).startswith("bound:") for m in methods])
         metrics: dict[str, Any] = {
             "task": config.task, "algorithm": config.algorithm,
-            "epsilon_per_request": config.epsilon, "batches": config.batches,
+            "epsilon_per_request": config.request_cost, "batches": config.batches,
             "radius": config.radius if config.task == "rn" else None,
-            "k": config.k if config.task == "knn" else None,
+            "radius_epsilon": config.radius_epsilon if config.auto_radius else None,
+            "baseline_radius": None,
+            "k": config.k if config.task != "rn" else None,
             "analyst_budget": config.analyst_budget, "delta_budget": config.delta,
             "answered_fraction": float(np.mean(answered)),
             "accuracy_answered": (float(np.mean(pred[answered] == labels[answered]))
@@ -265,11 +342,21 @@ class DPKNN(ProtocolPlugin):
             "mean_sensitivity": (float(np.nanmean(sens[answered])) if answered.any()
                                  else None),
             "clique_upper_bounds": int(upper.sum()),
-            "empty_regions": None,
+            "empty_regions": None, "avre": None, "rmse_k": None,
         }
+        radii = np.asarray(result.per_query["radius"], dtype=np.float64)
+        got = ~np.asarray(result.per_query["refused"], dtype=bool)
         if config.task == "rn":
+            if config.auto_radius:  # the radii the owner released (one per request)
+                metrics["radius"] = float(np.mean(radii[got])) if got.any() else None
+                metrics["baseline_radius"] = nonprivate_radius(config, data)
+            used = np.where(got, radii, metrics["baseline_radius"] or config.radius)
             metrics["empty_regions"] = int(np.sum(region_counts(data.train_X, data.queries,
-                                                                config.radius) == 0))
+                                                                used) == 0))
+        if config.task == "convert" and got.any():
+            x = np.clip(data.queries, data.bounds.lower, data.bounds.upper)[got]
+            metrics["avre"], metrics["rmse_k"] = conversion_errors(
+                data.train_X, x, config.k, radii[got])
         per_party: dict[str, dict[str, Any]] = {}
         analysts = plan.roles["analyst"]
         for i, a in enumerate(analysts):
@@ -318,4 +405,4 @@ class DPKNN(ProtocolPlugin):
 
 
 __all__ = ["NAME", "OWNER", "DPKNN", "DPKNNConfig", "analyst_names", "baseline_rn",
-           "owner_budget", "total_cost"]
+           "conversion_errors", "nonprivate_radius", "owner_budget", "total_cost"]

@@ -4,14 +4,19 @@
 r-N accuracy vs the number of test instances at ε = 0.5, 1, 2 (Figs. 7-9),
 the k-NN → r-N conversion error in r (AvRE, Fig. 10) and in k (RMSE,
 Fig. 11) vs ε̂ at k = 30, and k-NN accuracy vs k at ε = 0.5, 1, 2
-(Figs. 12-14) -- with fivefold cross-validation, every private answer asked
-of a :class:`~parties.dp_owner.DPOwner` through the chosen runtime. It
-writes one CSV and one PNG per figure, audits the r-N classifiers
-empirically, times the proposed classifier against scikit-learn, and
-writes the Markdown report: a :class:`~simulations.reporting.Report` whose
-claims are :class:`~simulations.reporting.Claim` data (the paper's
-statement, the measured value with its 95% interval, the verdict computed
-by the model), every number computed by this run.
+(Figs. 12-14) -- as **scenario grids** (:func:`grids`): every point is one
+``dp-knn`` scenario run through the protocol registry exactly as ``ppknn run``
+runs it (fivefold cross-validation as ``[data] folds/fold``, noise
+repetitions as ``[run].seed``), fanned out over Ray with ``--ray``. The
+r-N radius is released by the DP owner under its ledger (``radius =
+"auto"``), not read off the data. Studies that are not protocol runs --
+the non-interactive grid's resolution, the empirical privacy audit, the
+timing against scikit-learn -- stay experiment functions. It writes one
+CSV and one PNG per figure and the Markdown report: a
+:class:`~ppknn.simulations.reporting.Report` whose claims are
+:class:`~ppknn.simulations.reporting.Claim` data (the paper's statement,
+the measured value with its 95% interval, the verdict computed by the
+model), every number computed by this run.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import math
 import shutil
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -29,18 +34,19 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from ppknn.core.data import load_dataset
 from ppknn.core.rng import SeedPolicy
 from ppknn.simulations.experiments.dp_knn import (
     PAPER_DATASETS,
     STAND_INS,
-    FoldPlan,
     benchmark,
     grid_resolution,
     kfold,
     load_experiment_data,
     run_audits,
-    run_fold,
+    write_datasets,
 )
+from ppknn.simulations.grids import Grid, run_grids, write_grid_rows
 from ppknn.simulations.reporting import (
     Claim,
     Figure,
@@ -87,6 +93,7 @@ class Settings:
     knn_queries: int = 100
     weight: float = 0.5
     radius_target: float = 10.0
+    radius_epsilon: float = 1.0
     clique_time_limit_s: float = 2.0
     audit_samples: int = 200_000
     grid_sizes: tuple[int, ...] = (2, 4, 6, 8, 10, 14, 20)
@@ -100,13 +107,103 @@ QUICK = Settings(folds_run=1, repeats=1, rn_sizes=(50, 200), conv_epsilons=(0.1,
                  clique_time_limit_s=0.5)
 
 
-def _plan(s: Settings) -> FoldPlan:
-    return FoldPlan(rn_sizes=s.rn_sizes, rn_epsilons=s.rn_epsilons,
-                    conv_epsilons=s.conv_epsilons, conv_k=s.conv_k,
-                    conv_queries=s.conv_queries, knn_ks=s.knn_ks,
-                    knn_epsilons=s.knn_epsilons, knn_queries=s.knn_queries,
-                    repeats=s.repeats, weight=s.weight, radius_target=s.radius_target,
-                    clique_time_limit_s=s.clique_time_limit_s)
+# ------------------------------------------------------------------ grids
+RN_CLASSIFIERS = ("proposed", "baseline-laplace")
+KNN_CLASSIFIERS = ("baseline", "interactive", "noninteractive")
+
+
+def _seeds(s: Settings) -> tuple[int, ...]:
+    """``[run].seed`` of the noise repetitions (the split is fixed by the row order)."""
+    return tuple(s.seed + rep for rep in range(s.repeats))
+
+
+def _base(s: Settings, protocol: dict[str, Any], data_dir: Path) -> dict[str, Any]:
+    """One dataset-independent scenario: 5-fold CV, min-max scaling from the training rows."""
+    return {"data": {"folds": s.folds, "shuffle": False, "scale": "minmax",
+                     "data_dir": str(data_dir)},
+            "parties": {"n": 1, "analysts": 1},
+            "protocol": {"name": "dp-knn", "clique_time_limit_s": s.clique_time_limit_s,
+                         **protocol}}
+
+
+def grids(s: Settings, data_dir: Path) -> list[Grid]:
+    """The scenario grids of Figs. 7-14: every point is one ``ppknn run`` of ``dp-knn``.
+
+    ``data_dir`` holds the datasets, rows in a seeded random order (:func:`write_datasets`),
+    cut into contiguous folds: one split for every repetition, whose ``[run].seed`` redraws
+    the noise only.
+    """
+    datasets = list(s.datasets)
+    folds = list(range(s.folds_run))
+    rn = Grid("rn", base=_base(s, {"task": "rn", "radius": "auto",
+                                   "radius_target": s.radius_target,
+                                   "radius_epsilon": s.radius_epsilon}, data_dir),
+              axes={"data.dataset": datasets, "data.fold": folds,
+                    "data.max_queries": list(s.rn_sizes), "protocol.epsilon": list(s.rn_epsilons),
+                    "protocol.algorithm": list(RN_CLASSIFIERS)},
+              seeds=_seeds(s))
+    conversion = Grid("conversion", base=_base(s, {"task": "convert", "k": s.conv_k},
+                                               data_dir),
+                      axes={"data.dataset": datasets, "data.fold": folds,
+                            "data.max_queries": [s.conv_queries],
+                            "protocol.epsilon": list(s.conv_epsilons),
+                            "protocol.algorithm": ["interactive", "noninteractive"]},
+                      seeds=_seeds(s))
+    knn = Grid("knn", base=_base(s, {"task": "knn", "weight": s.weight}, data_dir),
+               axes={"data.dataset": datasets, "data.fold": folds,
+                     "data.max_queries": [s.knn_queries], "protocol.k": list(s.knn_ks),
+                     "protocol.epsilon": list(s.knn_epsilons),
+                     "protocol.algorithm": list(KNN_CLASSIFIERS)},
+               seeds=_seeds(s))
+    return [rn, conversion, knn]
+
+
+def rows_from_grids(grid_rows: dict[str, list[dict[str, Any]]], s: Settings
+                    ) -> list[dict[str, Any]]:
+    """The figures' long rows from the grid rows (one per run, plus the non-private ones).
+
+    The non-private classifier of a (dataset, fold, batch) is the run's
+    ``baseline_accuracy`` -- scikit-learn on the same split (r-N at the non-private
+    rule's radius, k-NN at the same k) -- once per fold, not per repetition.
+    """
+    seeds = _seeds(s)
+    out: list[dict[str, Any]] = []
+    seen: set[tuple] = set()
+    for r in grid_rows["rn"]:
+        d, fold, n = r["data.dataset"], r["data.fold"], r["queries"]
+        row = {"figure": "rn", "dataset": d, "fold": fold, "rep": seeds.index(r["seed"]),
+               "epsilon": r["protocol.epsilon"], "n_test": n,
+               "classifier": r["protocol.algorithm"], "accuracy": r["accuracy"],
+               "mean_sensitivity": r["mean_sensitivity"], "radius": r["radius"],
+               "baseline_radius": r["baseline_radius"], "empty_regions": r["empty_regions"],
+               "epsilon_spent": r["epsilon_spent"], "epsilon_budget": r["epsilon_budget"]}
+        if r["protocol.algorithm"] == "proposed":  # share of instances with an exact clique
+            row["exact_cliques"] = 1.0 - r["clique_upper_bounds"] / n
+        out.append(row)
+        if (d, fold, n) not in seen:
+            seen.add((d, fold, n))
+            out.append({"figure": "rn", "dataset": d, "fold": fold, "rep": 0, "n_test": n,
+                        "classifier": "non-private", "epsilon": math.nan,
+                        "accuracy": r["baseline_accuracy"], "radius": r["baseline_radius"]})
+    for r in grid_rows["conversion"]:
+        out.append({"figure": "conversion", "dataset": r["data.dataset"],
+                    "fold": r["data.fold"], "rep": seeds.index(r["seed"]),
+                    "epsilon": r["protocol.epsilon"], "classifier": r["protocol.algorithm"],
+                    "avre": r["avre"], "rmse": r["rmse_k"],
+                    "epsilon_spent": r["epsilon_spent"], "epsilon_budget": r["epsilon_budget"]})
+    seen = set()
+    for r in grid_rows["knn"]:
+        d, fold, k = r["data.dataset"], r["data.fold"], r["protocol.k"]
+        out.append({"figure": "knn", "dataset": d, "fold": fold, "rep": seeds.index(r["seed"]),
+                    "epsilon": r["protocol.epsilon"], "k": k,
+                    "classifier": r["protocol.algorithm"], "accuracy": r["accuracy"],
+                    "epsilon_spent": r["epsilon_spent"], "epsilon_budget": r["epsilon_budget"]})
+        if (d, fold, k) not in seen:
+            seen.add((d, fold, k))
+            out.append({"figure": "knn", "dataset": d, "fold": fold, "rep": 0, "k": k,
+                        "classifier": "non-private", "epsilon": math.nan,
+                        "accuracy": r["baseline_accuracy"]})
+    return out
 
 
 # ------------------------------------------------------------------ aggregation
@@ -417,6 +514,17 @@ def _deviations(rn: list[dict[str, Any]], datasets: Sequence[str], s: Settings, 
                    f"about {s.radius_target:g} training rows per region, so the proposed "
                    "classifier's noise (scale MCS/ε) still swamps most votes.")
     return (
+        "**Radius.** The paper sets r non-privately from the data (\"so that on average a "
+        "test instance would have between 5 and 20 training instances in its proximity "
+        "region\") and does not charge it. Here the owner releases r with the exponential "
+        f"mechanism at ε_r = {s.radius_epsilon:g} per request, charged to its ledger on top of "
+        "the classification's ε, so each request costs ε + ε_r; a noisy r moves the accuracy "
+        "too (compare the released and the rule's mean r in the setup table). A scenario can "
+        "instead declare a public radius (`radius = 0.05`).",
+        "**Bounds.** The features are scaled with bounds read from the training rows (a "
+        "PrivacyLeakWarning in every run: the extremes of the training data are revealed); "
+        "the paper does not say how it scaled. Earlier versions of this report scaled with "
+        "the whole dataset, test rows included.",
         "**Datasets.** The paper's banana and thyroid sets are not available offline; "
         f"{'; '.join(stand)} replace them. Their numbers are not comparable with the paper's, "
         "only the shape of the comparison is." + thyroid,
@@ -457,22 +565,37 @@ def build_report(*, rows: list[dict[str, Any]], s: Settings, quick: bool, runtim
                 "training rows, so the intervals are approximate (somewhat narrow).")
 
     setup = Section(heading="Setup", text=(
+        "Every point of Figs. 7-14 is one scenario run through the protocol registry, "
+        "exactly as `ppknn run` runs a `dp-knn` scenario (scenario grids: `grid-rn.csv`, "
+        "`grid-conversion.csv`, `grid-knn.csv` in the output folder, one row per run). The "
+        "grid-size table, the privacy audit and the timing are studies on one fold, not "
+        "protocol runs.\n"
         f"- {s.folds}-fold cross-validation (80% training at the DP owner, 20% test at the "
-        f"analyst); {s.folds_run} fold(s) run, {s.repeats} noise repetition(s) per fold and "
-        "point. Features min-max normalised to [0, 1]^d, declared as the public domain.\n"
-        f"- r-N radius: calibrated on the training rows so that a row has "
-        f"{s.radius_target:g} other rows within r on average (the paper: 5-20).\n"
+        f"analyst): each dataset's rows are put once in a seeded random order and cut into "
+        f"{s.folds} contiguous folds; {s.folds_run} fold(s) run, {s.repeats} noise "
+        "repetition(s) per fold and point (`[run].seed`; the split stays). Features min-max "
+        "scaled to [0, 1]^d with bounds read from the **training rows only** (`[data] bounds "
+        "= \"data\"`, which warns: the bounds reveal the training extremes; test rows outside "
+        "them are clipped by the analyst).\n"
+        "- r-N radius: **chosen privately by the DP owner for each request** (`radius = "
+        f"\"auto\"`): the exponential mechanism at ε_r = {s.radius_epsilon:g} over a public "
+        f"ladder of radii picks one at which the batch's test instances have about "
+        f"{s.radius_target:g} training rows within r on average (the paper's rule, 5-20, "
+        "made private); ε_r is charged to the ledger on top of the classification's ε (the "
+        "figures' axis). The non-private column uses the same rule without noise.\n"
         f"- k-NN: {s.knn_queries} test instances, w = {s.weight:g}; conversion: k = "
         f"{s.conv_k}, {s.conv_queries} test instances, n = 10 candidates, γ = 0.01% of "
         "|Ω(D)|; 5% of a conversion's budget buys the noisy |D|.\n"
         "- Neighbouring datasets: add or remove one record. Every private answer was asked "
-        "of the DP owner party through the runtime and charged to its ledger (each figure "
-        "point is a separate experiment; the ledger's budget is their sum).",),
+        "of the DP owner party through the runtime and charged to its ledger; each run has "
+        "its own owner and ledger (the table sums them over the dataset's runs).",),
         tables=(Table.from_rows("setup", (
             {"dataset": n, "data": f["source"], "rows": f["rows"], "features": f["features"],
-             "classes": f["classes"], "r (mean)": f["radius"],
-             "train / test per fold": f"{f['train']} / {f['test']}",
-             "ε budget spent / ledger budget": f"{f['spent']:.2f} / {f['budget']:.2f}"}
+             "classes": f["classes"], "r released (mean)": f["radius"],
+             "r by the non-private rule (mean)": f["radius_rule"],
+             "train / test per fold": f"{f['train']} / {f['test']}", "runs": f["runs"],
+             "ε spent / ledger budgets (sum over runs)": f"{f['spent']:.2f} / "
+                                                         f"{f['budget']:.2f}"}
             for n, f in facts.items())),))
 
     rn_rows = []
@@ -525,28 +648,42 @@ def build_report(*, rows: list[dict[str, Any]], s: Settings, quick: bool, runtim
     noise = Section(
         heading="Noise of the proposed classifier", level=3,
         text=("Mean sensitivity (clique size of an instance's component) against the "
-              "baseline's |X|, and the share of instances whose clique size was exact (search "
-              f"limit {s.clique_time_limit_s:g} s per batch; otherwise a valid upper bound was "
-              "used).",),
+              "baseline's |X| [95% t interval over the runs: folds × repetitions × ε, whose "
+              "released radii differ], the released radius, and the share of instances whose "
+              f"clique size was exact (search limit {s.clique_time_limit_s:g} s per batch; "
+              "otherwise a valid upper bound was used).",),
         tables=(Table.from_rows("mcs", (
-            {"dataset": d, "batch size": n, "mean MCS": m, "MCS / batch size": m / n,
+            {"dataset": d, "batch size": n,
+             "mean MCS": _with_ci(m, t_interval(
+                 r["mean_sensitivity"] for r in rn if r["classifier"] == "proposed"
+                 and r["dataset"] == d and r["n_test"] == n)),
+             "MCS / batch size": m / n,
+             "released r (mean)": _mean(rn, "radius", dataset=d, n_test=n,
+                                        classifier="proposed"),
              "exact": exact[(d, n)][0]}
             for (d, n), (m, _, _) in sorted(sens.items(),
                                             key=lambda t: (str(t[0][0]), t[0][1])))),))
 
+    conv_rows = [r for r in rows if r["figure"] == "conversion"]
+    conv_rows = [r for r in rows if r["figure"] == "conversion"]
     av = summarise(rows, "conversion", ("dataset", "epsilon", "classifier"), "avre")
     rm = summarise(rows, "conversion", ("dataset", "epsilon", "classifier"), "rmse")
     conversion = Section(
         heading="k-NN → r-N conversion (Figs. 10-11)",
-        text=("Mean over folds and repetitions; the claims' intervals are t intervals over the "
-              f"{units} of the better conversion.", f"> {CLAIM_CONV}"),
+        text=("Mean over folds and repetitions [95% t interval over the "
+              f"{units}]; the claims' intervals are the same for the better conversion. Each "
+              "conversion is one `task = \"convert\"` run: the owner releases the radii alone "
+              "and spends all of ε̂ on them.", f"> {CLAIM_CONV}"),
         figures=tuple(f for f in figures if "conversion" in f.name),
         tables=(Table.from_rows("conversion", (
             {"dataset": d, "ε̂": f"{e:g}",
-             "AvRE interactive (%)": av[(d, e, "interactive")][0],
-             "AvRE non-interactive (%)": av[(d, e, "noninteractive")][0],
-             "RMSE interactive": rm[(d, e, "interactive")][0],
-             "RMSE non-interactive": rm[(d, e, "noninteractive")][0]}
+             **{f"{label} {name}": _with_ci(
+                 table[(d, e, alg)][0],
+                 t_interval(_units(conv_rows, metric, dataset=d, epsilon=e,
+                                   classifier=alg).values()))
+                for metric, label, table in (("avre", "AvRE (%)", av), ("rmse", "RMSE", rm))
+                for alg, name in (("interactive", "interactive"),
+                                  ("noninteractive", "non-interactive"))}}
             for d in datasets for e in s.conv_epsilons if e >= 0.5)),),
         claims=conversion_claims(rows, grids, datasets))
 
@@ -555,13 +692,15 @@ def build_report(*, rows: list[dict[str, Any]], s: Settings, quick: bool, runtim
         grid = (Section(
             heading="Grid size of the non-interactive conversion", level=3,
             text=("Why the non-interactive conversion errs: AvRE at ε̂ = 1 for several grid "
-                  "sizes m (cells per axis), noisy grid (mean of 3) and the noise-free grid of "
+                  "sizes m (cells per axis), noisy grid (mean of 3 [95% t interval over the 3]) "
+                  "and the noise-free grid of "
                   "the same size; `rule` marks the size our grid-size rule picks. Where the "
                   "noise-free column is as large as the noisy one the error is the grid's "
                   "coarseness (the uniform-within-cell assumption), not its noise.",),
             tables=(Table.from_rows("grid", (
                 {"dataset": g["dataset"], "m": g["m"], "rule": g["rule"],
-                 "AvRE noisy (%)": g["avre_noisy"],
+                 "AvRE noisy (%)": _with_ci(g["avre_noisy"],
+                                            t_interval(g["avre_noisy_values"])),
                  "AvRE noise-free (%)": g["avre_noise_free"]} for g in grids)),)),)
 
     knn_rows = [{"dataset": d, "ε": f"{e:g}",
@@ -623,44 +762,86 @@ def build_report(*, rows: list[dict[str, Any]], s: Settings, quick: bool, runtim
 
 
 # ------------------------------------------------------------------ entry point
-def run(output: Path, *, quick: bool, runtime: str, report: Path) -> Path:
-    """Run the reproduction (module docstring); returns the report's path."""
+def _test_size(n: int, folds: int) -> int:
+    """Rows in the smallest test fold (``numpy.array_split`` sizes)."""
+    return n // folds
+
+
+def run(output: Path, *, quick: bool, runtime: str, report: Path,
+        log: Callable[[str], None] | None = None) -> Path:
+    """Run the reproduction (module docstring); returns the report's path.
+
+    The figures' points are scenario grids (:func:`grids`) run through the protocol
+    registry -- one ``ppknn run`` of ``dp-knn`` each, fanned out over Ray with
+    ``runtime = "ray"`` (each run in-process inside its task), one after the other
+    otherwise. The grid-size study, the audit and the timing are studies, not runs.
+    ``log`` (the CLI's console) hears the grid runs' progress.
+    """
     start = time.perf_counter()
     s = QUICK if quick else FULL
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
-    rows: list[dict[str, Any]] = []
+    data_dir = write_datasets(output / "data", seed=s.seed, names=s.datasets)
+    raw = {d: load_dataset(d, directory=data_dir) for d in s.datasets}
+    smallest = {d: _test_size(len(ds.y), s.folds) for d, ds in raw.items()}
+    sizes = {d: sorted({min(n, smallest[d]) for n in s.rn_sizes}) for d in s.datasets}
+
+    def keep_size(point: dict[str, Any]) -> bool:  # one run per distinct batch size
+        d, n = point["data.dataset"], point["data.max_queries"]
+        return min(n, smallest[d]) in sizes[d] and (
+            n <= smallest[d] or n == min(m for m in s.rn_sizes if m >= smallest[d]))
+
+    plan = grids(s, data_dir)
+    plan[0] = replace(plan[0], keep=keep_size)
+    shown = [-1]
+
+    def progress(done: int, total: int) -> None:
+        step = max(1, total // 20)
+        if log is not None and (done // step > shown[0] or done == total):
+            shown[0] = done // step
+            log(f"grid runs {done}/{total}")
+
+    grid_rows = run_grids(plan, parallel="ray" if runtime == "ray" else "sequential",
+                          progress=progress)
+    write_grid_rows(grid_rows, output)
+    rows = rows_from_grids(grid_rows, s)
     facts: dict[str, dict[str, Any]] = {}
-    grids: list[dict[str, Any]] = []
+    studies: list[dict[str, Any]] = []
     bench: dict[str, float] = {}
     for name in s.datasets:
-        data = load_experiment_data(name, seed=s.seed)
-        splits = kfold(len(data.y), s.folds, SeedPolicy(root=s.seed).generator("folds", name))
-        radii, budget, spent = [], 0.0, 0.0
-        smallest = min(len(test) for _, test in splits)  # the same batch sizes in every fold
-        plan = replace(_plan(s), rn_sizes=sorted({min(n, smallest) for n in s.rn_sizes}))
-        for fold, (train, test) in enumerate(splits[: s.folds_run]):
-            res = run_fold(data, train, test, plan, fold=fold, seed=s.seed, runtime=runtime)
-            rows += [dict(r, fold=fold) for r in res.rows]
-            radii.append(res.radius)
-            budget, spent = budget + res.budget, spent + res.spent
-        train, test = splits[0]
-        facts[name] = {"rows": len(data.y), "features": data.X.shape[1],
-                       "classes": data.n_classes, "source": data.source,
-                       "radius": float(np.mean(radii)), "train": len(train), "test": len(test),
-                       "budget": budget, "spent": spent}
-        if name in LOW_DIMENSIONAL:
-            grids += grid_resolution(data, train, test, sizes=s.grid_sizes, k=s.conv_k,
-                                     queries=s.conv_queries, seed=s.seed)
-        if name == "phoneme":
-            bench = benchmark(data, train, test, radius=radii[0], queries=s.bench_queries,
-                              seed=s.seed, time_limit_s=s.clique_time_limit_s)
+        ds = raw[name]
+        mine = [r for r in rows if r["dataset"] == name and "epsilon_spent" in r]
+        released = [r["radius"] for r in rows if r["dataset"] == name and r["figure"] == "rn"
+                    and r["classifier"] == "proposed"]
+        rule = [r["radius"] for r in rows if r["dataset"] == name and r["figure"] == "rn"
+                and r["classifier"] == "non-private"]
+        facts[name] = {"rows": len(ds.y), "features": ds.X.shape[1],
+                       "classes": ds.n_classes,
+                       "source": STAND_INS.get(name, f"{name}.csv from the data directory"),
+                       "radius": float(np.mean(released)), "radius_rule": float(np.mean(rule)),
+                       "train": len(ds.y) - smallest[name], "test": smallest[name],
+                       "runs": len(mine),
+                       "budget": float(sum(r["epsilon_budget"] for r in mine)),
+                       "spent": float(sum(r["epsilon_spent"] for r in mine))}
+        if name in LOW_DIMENSIONAL or name == "phoneme":
+            data = load_experiment_data(name, seed=s.seed)
+            splits = kfold(len(data.y), s.folds,
+                           SeedPolicy(root=s.seed).generator("folds", name))
+            train, test = splits[0]
+            if name in LOW_DIMENSIONAL:
+                studies += grid_resolution(data, train, test, sizes=s.grid_sizes, k=s.conv_k,
+                                           queries=s.conv_queries, seed=s.seed)
+            if name == "phoneme":
+                bench = benchmark(data, train, test, radius=facts[name]["radius"],
+                                  queries=s.bench_queries, seed=s.seed,
+                                  time_limit_s=s.clique_time_limit_s)
     audits = run_audits(samples=s.audit_samples, seed=s.seed)
     run_name = (f"ppknn reproduce gursoy{' --quick' if quick else ''}"
                 f"{' --ray' if runtime == 'ray' else ''}, {runtime} runtime")
     figures = write_figures(rows, s, output, run=run_name)
     write_rows(output / "rows.csv", rows, columns=sorted({k for r in rows for k in r}))
-    write_rows(output / "grid_resolution.csv", grids,
+    write_rows(output / "grid_resolution.csv",
+               [{k: v for k, v in g.items() if k != "avre_noisy_values"} for g in studies],
                columns=("dataset", "m", "rule", "avre_noisy", "avre_noise_free"))
     audit_cols = ("algorithm", "calibration", "epsilon", "eps_lower")
     write_rows(output / "audit.csv", [{k: a[k] for k in audit_cols} for a in audits],
@@ -675,9 +856,9 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path) -> Path:
             if (output / file).resolve() != (figures_dir / file).resolve():
                 shutil.copyfile(output / file, figures_dir / file)
     return write(build_report(rows=rows, s=s, quick=quick, runtime=runtime, facts=facts,
-                              grids=grids, audits=audits, bench=bench, figures=figures,
+                              grids=studies, audits=audits, bench=bench, figures=figures,
                               elapsed_s=time.perf_counter() - start), report)
 
 
-__all__ = ["FULL", "QUICK", "Settings", "build_report", "figure_tables", "run", "summarise",
-           "t_interval", "write_figures"]
+__all__ = ["FULL", "QUICK", "Settings", "build_report", "figure_tables", "grids", "run",
+           "rows_from_grids", "summarise", "t_interval", "write_figures"]

@@ -92,3 +92,21 @@ def test_conversion_and_audit_tables(quick_run):
     assert [(r["algorithm"], r["calibration"]) for r in audit] == [
         ("proposed", "claimed"), ("baseline-laplace", "claimed"),
         ("baseline-exponential", "claimed"), ("proposed", "ignore-overlaps")]
+
+
+def test_figure_points_are_registry_runs_with_a_charged_radius(quick_run):
+    root, _ = quick_run
+    rn = _rows(root / "out" / "grid-rn.csv")
+    s = gursoy.QUICK
+    assert {r["protocol"] for r in rn} == {"dp-knn"}
+    assert all(r["task"] == "rn" and float(r["radius_epsilon"]) == s.radius_epsilon for r in rn)
+    for r in rn:  # each request paid its classification ε plus the radius's ε_r
+        assert float(r["epsilon_spent"]) == pytest.approx(float(r["protocol.epsilon"])
+                                                          + s.radius_epsilon, abs=1e-12)
+    rows = [r for r in _rows(root / "out" / "rows.csv") if r["figure"] == "rn"
+            and r["classifier"] != "non-private"]
+    assert len(rows) == len(rn)
+    assert "PrivacyLeakWarning" not in rn[0]["privacy_warnings"]  # the message, not the class
+    assert all("training rows" in r["privacy_warnings"] for r in rn)
+    knn = _rows(root / "out" / "grid-knn.csv")
+    assert len(knn) == len(s.datasets) * len(s.knn_ks) * len(s.knn_epsilons) * 3

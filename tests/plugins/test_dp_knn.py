@@ -165,7 +165,7 @@ BAD = [
     ({"delta": 1.0}, {}, "parse", r"protocol\.delta = 1\.0: .*less than 1"),
     ({"delta": -0.1}, {}, "parse", r"protocol\.delta = -0\.1: .*greater than or equal to 0"),
     ({"delta": float("nan")}, {}, "parse", r"protocol\.delta = nan: .*finite"),
-    ({"task": "kmeans"}, {}, "parse", r"protocol\.task = 'kmeans': .*'rn' or 'knn'"),
+    ({"task": "kmeans"}, {}, "parse", r"protocol\.task = 'kmeans': .*'rn', 'knn' or 'convert'"),
     ({"algorithm": "nope"}, {}, "parse",
      r"protocol\.algorithm = 'nope': .*not a 'rn' algorithm; allowed: \['proposed', "
      r"'baseline-laplace', 'baseline-exponential'\]"),
@@ -182,6 +182,16 @@ BAD = [
     ({"budget": 0.0}, {}, "parse", r"protocol\.budget = 0\.0: .*greater than 0"),
     ({"radius": 0.0}, {}, "parse", r"protocol\.radius = 0\.0: .*greater than 0"),
     ({"radius": float("inf")}, {}, "parse", r"protocol\.radius = inf: .*finite"),
+    ({"radius": "big"}, {}, "parse", r"protocol\.radius = 'big': .*\"auto\""),
+    ({"radius": "auto", "radius_epsilon": 0.0}, {}, "parse",
+     r"protocol\.radius_epsilon = 0\.0: .*greater than 0"),
+    ({"radius": "auto", "radius_target": float("nan")}, {}, "parse",
+     r"protocol\.radius_target = nan: .*finite"),
+    ({"radius": "auto", "budget": 1.0}, {}, "parse",
+     r"protocol\.budget = 1\.0: .*below the cost of one request \(protocol\.epsilon \+ "
+     r"protocol\.radius_epsilon = 1\.5\)"),
+    ({"task": "convert", "algorithm": "baseline"}, {}, "parse",
+     r"protocol\.algorithm = 'baseline': .*not a 'convert' algorithm"),
     ({"task": "knn", "algorithm": "baseline", "k": 0}, {}, "parse",
      r"protocol\.k = 0: .*greater than or equal to 1"),
     ({"task": "knn", "algorithm": "baseline", "k": 5000}, {}, "prepare",
@@ -243,3 +253,69 @@ def test_knn_baseline_without_noise_equals_scikit_learn():
     keep = ~ties
     assert keep.sum() >= 390
     np.testing.assert_array_equal(o.predictions[keep], o.baseline.predictions[keep])
+
+
+def test_auto_radius_is_released_by_the_owner_and_charged_exactly():
+    """8 analysts x (ε 0.25 + ε_r 0.25): the ledger spends exactly 4, one radius per request."""
+    result = execute(scenario(drop=("budget",), radius="auto", epsilon=0.25, radius_epsilon=0.25,
+                              radius_target=10.0))
+    o = result.outcome
+    r = o.summary()
+    assert r["epsilon_per_request"] == 0.5 and r["epsilon_budget"] == 4.0
+    assert r["epsilon_spent"] == 4.0 and r["refused_requests"] == 0
+    assert _ledger(result).spent_exact() == (Fraction(4), Fraction(0))
+    assert all("radius ε_r 0.25 + classification ε 0.25" in e.label
+               for e in _ledger(result).entries)
+    radii = np.asarray(o.result.per_query["radius"])
+    blocks = [radii[i * 50:(i + 1) * 50] for i in range(8)]
+    assert all(len(set(b.tolist())) == 1 for b in blocks)  # one released radius per request
+    assert r["radius"] == pytest.approx(float(np.mean(radii)))
+    assert r["baseline_radius"] > 0 and r["radius_epsilon"] == 0.25
+    assert o.plan.public["radius"] == "auto"
+
+
+def test_convert_task_releases_radii_and_measures_their_error():
+    result = execute(scenario(drop=("budget",), task="convert", algorithm="noninteractive",
+                              k=10, epsilon=1.0))
+    r = result.outcome.summary()
+    assert r["answered_fraction"] == 0.0 and r["epsilon_spent"] == 8.0
+    assert 0 < r["avre"] < 100 and r["rmse_k"] > 0
+    assert np.all(np.isfinite(np.asarray(result.outcome.result.per_query["radius"])))
+
+
+def _outside(tmp_path, factor: float) -> dict:
+    """Rows 0-59 (the test fold) lie ``factor`` times outside the training rows' range."""
+    rng = np.random.default_rng(0)
+    X = rng.random((180, 2))
+    X[:60] = 1 + factor * X[:60]
+    y = (X[:, 0] + rng.random(180) > 1).astype(int)
+    folder = tmp_path / f"x{factor}"
+    folder.mkdir()
+    lines = ["a,b,class"] + [f"{a!r},{b!r},{c}" for (a, b), c in zip(X.tolist(), y)]
+    (folder / "toy.csv").write_text("\n".join(lines) + "\n")
+    (folder / "manifest.json").write_text(json.dumps({"toy": {"file": "toy.csv",
+                                                               "label": "class"}}))
+    data = raw(drop=("budget",), parties={"analysts": 2})
+    data["data"] = {"dataset": "toy", "data_dir": str(folder), "folds": 3, "shuffle": False,
+                    "scale": "none", "bounds": "data"}
+    return data
+
+
+@pytest.mark.parametrize("protocol", [
+    {"task": "rn", "radius": "auto"}, {"task": "rn", "radius": 0.2},
+    {"task": "knn", "algorithm": "noninteractive", "k": 5},
+    {"task": "convert", "algorithm": "interactive", "k": 5}])
+def test_test_rows_outside_the_training_range_move_no_released_parameter(tmp_path, protocol):
+    """Bounds from the data are the training rows'; queries outside them are clipped."""
+    released = []
+    for factor in (1.0, 50.0):
+        data = _outside(tmp_path, factor)
+        data["protocol"].update(protocol)
+        with pytest.warns(Warning, match="training rows"):
+            result = execute(parse_scenario(data, source="test"))
+        public = result.outcome.plan.public
+        released.append((public["bounds"], public["epsilon_budget"], public["radius"]))
+        assert result.outcome.summary()["refused_requests"] == 0
+    assert released[0] == released[1]
+    lower, upper = (np.asarray(v) for v in (released[0][0]["lower"], released[0][0]["upper"]))
+    assert np.all(upper <= 1.0) and np.all(lower >= 0.0)  # the training rows' box, not the test's
