@@ -9,9 +9,20 @@ from __future__ import annotations
 import csv
 import re
 
+import numpy as np
+import pytest
+
 from ppknn.simulations import reproduce
-from ppknn.simulations.experiments.dptt_sweeps import Grid, configurations
+from ppknn.simulations.experiments.dptt_sweeps import (
+    Grid,
+    base_scenario,
+    configurations,
+    scenario_grids,
+    write_datasets,
+)
+from ppknn.simulations.prepare import prepare_data
 from ppknn.simulations.reporting import fmt
+from ppknn.simulations.scenario import parse_scenario
 
 SMALL = Grid.quick(
     n_points=2000, n_queries=150, radii=(1e9, 1e5, 1e4, 1e3), cmp_epsilons=(1.0, 5.0, 17.0),
@@ -22,6 +33,32 @@ SMALL = Grid.quick(
     sent_sizes=(500, 2000), sent_variants=("basic", "E8"))
 
 
+def test_grids_declare_every_configuration_once_as_valid_dptt_scenarios(tmp_path):
+    folder = write_datasets(SMALL, tmp_path / "data")
+    grids, configs = scenario_grids(SMALL, folder)
+    assert sum(map(len, configs)) == len(configurations(SMALL)) == 122
+    assert [g.name for g in grids] == ["lepert-1d-200", "lepert-1d-2000", "lepert-2d-200",
+                                       "lepert-2d-500", "lepert-2d-2000"]
+    for g, cs in zip(grids, configs):
+        scenarios = g.scenarios()
+        assert len(scenarios) == len(cs)
+        for (_point, sc), c in zip(scenarios, cs):
+            p = sc.protocols[0]
+            assert (p.name, p.utility, p.variant, p.epsilon, p.radius, p.geo_radius,
+                    p.calibration) == ("dptt", c.utility, c.variant, c.epsilon, c.radius,
+                                       c.geo_radius, c.calibration)
+            assert sc.run.seed == sc.data.split_seed == SMALL.seed
+    # the split gives the server exactly N rows and the client exactly Q queries, the same
+    # every time, inside the declared public bounds [0, 10^9]
+    base = base_scenario(SMALL, 2, 2000, folder)
+    base["protocol"]["epsilon"] = 1.0
+    a, b = (prepare_data(parse_scenario(base)) for _ in range(2))
+    assert a.train_X.shape == (2000, 2) and a.queries.shape == (150, 2)
+    np.testing.assert_array_equal(a.queries, b.queries)
+    assert a.train_X.min() >= 0 and a.train_X.max() <= 1e9 and not a.bounds_from_data
+
+
+@pytest.mark.slow
 def test_small_reproduction_writes_figures_grids_and_report(tmp_path):
     module = reproduce.load("lepert")
     report = module.run(tmp_path / "out", quick=True, runtime="inprocess",
