@@ -107,3 +107,17 @@ def test_vote_rule_does_not_change_pp_topk_messages():
     # the sums differ: k-weighted adds two class vectors and two counts
     sums = [t.messages(protocol="secure-sum") for t in runs]
     assert sums[2][0].payload["s"].shape[1] == 2 * 3 + 2 != sums[0][0].payload["s"].shape[1]
+
+
+@pytest.mark.parametrize("key,value,allowed", [
+    ("vote", "nearest", "'paper', 'exact-k' or 'k-weighted'"),
+    ("schedule", "r+1", "'r-1' or 'r'"),
+    ("start_step", 3, "'first' or 'last'"),
+])
+def test_scenario_refuses_unknown_rule_or_reading_naming_key_value_and_allowed(key, value,
+                                                                              allowed):
+    from ppknn.simulations.scenario import parse_scenario
+
+    with pytest.raises(ConfigError) as info:
+        parse_scenario({"protocol": {"name": "ppknn-ring", key: value}}, source="t")
+    assert f"protocol.{key} = {value!r}" in str(info.value) and allowed in str(info.value)
