@@ -131,8 +131,13 @@ def load_scenario_dataset(name: str, directory: str | None) -> Dataset:
 
     A grid runs many scenarios over the same (possibly large) file; the file is parsed once
     per process. The cache key holds the manifest's and the file's size and modification
-    time, so a changed file is read again; the cached arrays are read-only.
+    time, so a changed file is read again; the cached arrays are read-only. A dataset
+    or data directory named by URI (``s3://``, ``file://``, ...) is fetched first
+    (:mod:`ppknn.simulations.datasource`).
     """
+    from ppknn.simulations.datasource import resolve_dataset
+
+    name, directory = resolve_dataset(name, directory)
     stamp = _file_stamp(name, directory)
     if stamp is None:
         return load_dataset(name, directory=directory)

@@ -1,0 +1,148 @@
+"""The README's cluster recipe, for real: a head on loopback, ``ray job submit``, a CSV dataset.
+
+A head node is started with ``ray start --head`` and token authentication (a token made
+by ``ray get-auth-token --generate`` in a private ``HOME``, so it is not the user's;
+``RAY_AUTH_MODE=token``; its own temp dir and ports). A job running ``ppknn run`` on a
+scenario whose dataset is a CSV file named by URI is submitted with ``ray job submit``
+from a client that sets ``RAY_AUTH_MODE=token``; it must succeed and write its results
+folder. The head (and only it: its process group) is stopped whatever happens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from ppknn.core.data import data_dir
+
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
+
+RAY = Path(sys.executable).with_name("ray")
+
+
+def _free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"ray start --head exited with {proc.returncode}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    pytest.fail(f"the head's dashboard did not open port {port} in {timeout} s")
+
+
+def _stop(proc: subprocess.Popen, temp: Path) -> None:
+    """Stop this head only: its process group, then any process still naming its temp dir."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=5)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if str(temp).encode() in cmdline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGKILL)
+
+
+@pytest.fixture
+def head(tmp_path):
+    pytest.importorskip("ray.dashboard", reason="needs ray[default] (the cluster extra)")
+    if not RAY.is_file():
+        pytest.skip(f"no ray command beside {sys.executable}")
+    temp = Path(tempfile.mkdtemp(prefix="rayj", dir="/tmp"))  # short: socket paths
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env.update(HOME=str(home), PATH=f"{RAY.parent}{os.pathsep}{env.get('PATH', '')}")
+    gcs, dash, client, agent_http, agent_grpc, rt_env, metrics, nm, om = _free_ports(9)
+    start = [str(RAY), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
+             f"--port={gcs}", "--dashboard-host=127.0.0.1", f"--dashboard-port={dash}",
+             f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={agent_http}",
+             f"--dashboard-agent-grpc-port={agent_grpc}", f"--runtime-env-agent-port={rt_env}",
+             f"--metrics-export-port={metrics}", f"--node-manager-port={nm}",
+             f"--object-manager-port={om}", "--num-cpus=2", f"--temp-dir={temp}",
+             "--disable-usage-stats"]
+    # the README's recipe: a token for the cluster, token mode on the head and clients
+    token = subprocess.run([str(RAY), "get-auth-token", "--generate"], env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert token.returncode == 0 and (home / ".ray" / "auth_token").is_file(), token.stderr
+    env["RAY_AUTH_MODE"] = "token"
+    # --block keeps the head in one process group of its own, so only it is stopped
+    proc = subprocess.Popen(start, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        _wait_for_port(dash, proc, timeout=120)
+        yield {"env": env, "address": f"http://127.0.0.1:{dash}"}
+    finally:
+        _stop(proc, temp)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_job_on_a_csv_dataset_named_by_uri_writes_its_results(head, tmp_path):
+    csv = Path(data_dir()) / "pima.csv"
+    if not csv.is_file():
+        pytest.skip(f"no pima.csv in {data_dir()}")
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    (job_dir / "pima.toml").write_text(f"""
+[run]
+name = "pima-job"
+[data]
+dataset = "{csv.as_uri()}?label=outcome"
+max_queries = 30
+bounds = {{ lower = [0, 0, 0, 0, 0, 0, 0, 0], upper = [20, 200, 130, 100, 900, 70, 2.5, 90] }}
+[parties]
+n = 3
+[runtime]
+kind = "ray"
+layout = "hosted"
+hosts = 1
+""")
+    out = tmp_path / "results"
+    client_env = dict(head["env"], RAY_AUTH_MODE="token")  # the README's client setting
+    submit = [str(RAY), "job", "submit", "--address", head["address"],
+              "--working-dir", str(job_dir), "--",
+              sys.executable, "-m", "ppknn", "run", "pima.toml", "--address", "auto",
+              "--output", str(out)]
+    done = subprocess.run(submit, env=client_env, capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    logs = done.stdout + done.stderr
+    assert done.returncode == 0, logs
+    assert "succeeded" in logs
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["runtime"] == "ray" and summary["dataset"] == "pima"
+    assert summary["queries"] == 30 and (out / "transcript" / "totals.json").is_file()
