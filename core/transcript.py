@@ -154,14 +154,27 @@ class CommunicationTotals:
         }
 
 
+def check_fresh(directory: str | os.PathLike[str]) -> None:
+    """Refuse a folder that already holds a transcript: a run never deletes an earlier one."""
+    folder = Path(directory)
+    if folder.is_dir():
+        old = sorted(p.name for p in folder.iterdir()
+                     if p.name.startswith("part-") or p.name == "totals.json")
+        if old:
+            raise ConfigError(f"transcript folder {str(folder)!r} already holds a transcript "
+                              f"({len(old)} files, e.g. {old[0]!r}); a run writes into a fresh "
+                              "folder and never deletes an earlier one")
+
+
 class TranscriptRecorder:
     """Collects message records and writes them incrementally as Parquet parts.
 
     Parameters
     ----------
     directory:
-        Where part files go (created). ``None`` keeps records in memory
-        only (for quick experiments and tests).
+        Where part files go (created; a folder already holding a transcript
+        is refused, never emptied). ``None`` keeps records in memory only
+        (for quick experiments and tests).
     flush_every:
         Write a part file once this many records are buffered.
     flush_bytes:
@@ -176,9 +189,8 @@ class TranscriptRecorder:
             raise ConfigError(f"flush_bytes must be >= 1, got {flush_bytes}")
         self.directory = Path(directory) if directory is not None else None
         if self.directory is not None:
+            check_fresh(self.directory)
             self.directory.mkdir(parents=True, exist_ok=True)
-            for old in self.directory.glob("part-*.parquet"):
-                old.unlink()
         self.flush_every = flush_every
         self.flush_bytes = flush_bytes
         self._buffer_bytes = 0
@@ -409,6 +421,7 @@ def ground_truth(messages: Sequence[Message], key: str) -> list[np.ndarray]:
 
 
 __all__ = [
+    "check_fresh",
     "SCHEMA",
     "CommunicationTotals",
     "Transcript",

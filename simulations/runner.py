@@ -22,7 +22,7 @@ import numpy as np
 
 from ppknn.core.errors import ConfigError
 from ppknn.core.runtime import FaultPlan, PartySpec, RunContext, Runtime, make_runtime
-from ppknn.core.transcript import Transcript
+from ppknn.core.transcript import Transcript, check_fresh
 from ppknn.protocols.base import ProtocolResult
 from ppknn.simulations import registry
 from ppknn.simulations.output import FAILURE, failure_record
@@ -245,9 +245,8 @@ def _keep_what_was_recorded(rt: Runtime, exc: BaseException,
         rt.close_transcript()
     except Exception:  # noqa: BLE001 - the original error is the one to report
         pass
-    if transcript_dir is not None:
-        try:
-            transcript_dir.mkdir(parents=True, exist_ok=True)
+    if transcript_dir is not None and transcript_dir.is_dir():  # (refused before it existed:
+        try:  # bad input, no cluster -- nothing is written)
             (transcript_dir / FAILURE).write_text(json.dumps(failure_record(exc), indent=1))
         except OSError:  # the folder itself is gone: the error still propagates
             pass
@@ -282,6 +281,8 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
         shown = [s.party_id for s in specs][:20]
         raise ConfigError(f"faults.party = {scenario.faults.party!r} is not a party of the run; "
                           f"parties: {shown}")
+    if transcript_dir is not None:
+        check_fresh(transcript_dir)
     context = context_for(scenario, prepared.run_id, transcript_dir)
     own_runtime = runtime is None
     rt = runtime if runtime is not None else runtime_for(scenario, [s.party_id for s in specs])

@@ -476,3 +476,56 @@ def test_max_concurrency_is_set_on_the_spec_not_the_actor_options(ray_local):
     with pytest.raises(ConfigError, match="set it on the party's PartySpec"):
         rt.start([PartySpec("srv", Server, {"me": "srv"})], RunContext(run_id="r"))
     assert rt.hosts == {}
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_embedded_default_starts_its_own_local_ray_despite_a_stale_record(tmp_path,
+                                                                          monkeypatch):
+    """No address: ``ray.init(address="local")``, whatever a stale ``ray start`` left behind."""
+    import ray as ray_module
+
+    from ppknn.core.runtime.ray_runtime import RayRuntime
+
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "ray" / "ray_current_cluster").write_text(f"127.0.0.1:{_free_port()}\n")
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    calls = []
+    monkeypatch.setattr(ray_module, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray_module, "init", lambda **kw: calls.append(kw))
+    rt = RayRuntime(num_cpus=1)
+    rt._ensure_ray()
+    rt._started_ray = False
+    RayRuntime._users_of_started_ray -= 1
+    assert calls and calls[0]["address"] == "local" and calls[0]["num_cpus"] == 1
+
+
+def test_address_auto_with_a_stale_record_fails_within_seconds_in_one_line(tmp_path):
+    """``--address auto`` where the recorded head is dead: exit 2, one line, nothing written."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "ray" / "ray_current_cluster").write_text(f"127.0.0.1:{_free_port()}\n")
+    env = {**os.environ, "RAY_TMPDIR": str(tmp_path)}
+    env.pop("RAY_ADDRESS", None)
+    for address in ("auto", f"127.0.0.1:{_free_port()}"):
+        t0 = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-m", "ppknn", "run", "--runtime", "ray", "--address", address,
+             "--output", str(tmp_path / "out"), "--set", "data.max_queries=10"],
+            capture_output=True, text=True, env=env, timeout=120)
+        elapsed = time.monotonic() - t0
+        err = proc.stderr.strip()
+        assert proc.returncode == 2, (proc.stdout, err)
+        assert "no Ray cluster answers at 127.0.0.1:" in err and "ray start --head" in err
+        assert "Traceback" not in err and len(err.splitlines()) <= 3  # one (wrapped) line
+        assert not (tmp_path / "out").exists()
+        assert elapsed < 60  # the interpreter start dominates; the probe waits at most 3 s

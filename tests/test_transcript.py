@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from ppknn.core.leakage import message_key
 from ppknn.core.messages import Message, encode_arrays
@@ -147,3 +148,21 @@ def test_records_to_table_equals_from_pylist_and_chunks_binary(monkeypatch):
     assert chunked["payload"].num_chunks > 3
     assert chunked.equals(expected)
     assert records_to_table([]).num_rows == 0
+
+
+def test_a_folder_holding_a_transcript_is_refused_never_emptied(tmp_path):
+    """A second recorder (a re-run) on the same folder leaves the first transcript intact."""
+    from ppknn.core.errors import ConfigError
+    from ppknn.simulations.runner import execute
+    from ppknn.simulations.scenario import parse_scenario
+
+    rec = TranscriptRecorder(tmp_path, flush_every=2)
+    rec.append([_record(i) for i in range(5)])
+    rec.close()
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(ConfigError, match="already holds a transcript"):
+        TranscriptRecorder(tmp_path)
+    sc = parse_scenario({"data": {"max_queries": 5}, "runtime": {"kind": "inprocess"}})
+    with pytest.raises(ConfigError, match="already holds a transcript"):
+        execute(sc, transcript_dir=tmp_path)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before

@@ -60,10 +60,12 @@ _HOW_TO_START = ("start one with `ray start --head` (and set RAY_ADDRESS or --ad
 
 def _cluster_record() -> str | None:
     """The address in the record of the last ``ray start`` on this machine, if any."""
+    import os
     import tempfile
     from pathlib import Path
 
-    for root in (Path("/tmp/ray"), Path(tempfile.gettempdir()) / "ray"):
+    roots = [Path(os.environ["RAY_TMPDIR"]) / "ray"] if os.environ.get("RAY_TMPDIR") else []
+    for root in (*roots, Path("/tmp/ray"), Path(tempfile.gettempdir()) / "ray"):
         record = root / "ray_current_cluster"
         if record.is_file():
             text = record.read_text().strip()

@@ -1,0 +1,59 @@
+"""Fault injection on Ray: the same properties as in-process, both layouts, one shared Ray.
+
+See ``test_faults.py`` for what each case checks. Ray adds process deaths
+(``kill`` ends the host's worker process), hangs that only a timeout can
+end (the stuck host is killed so the transcript closes in bounded time),
+and the hosted layout, where a failing party shares its process with others.
+A node lost mid-run is in ``test_multinode.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_faults import VICTIMS, check_outcome, fault_for, scenario
+
+pytestmark = pytest.mark.ray
+
+RAY_KINDS = ["kill", "raise", "hang", "memory", "drop", "duplicate", "tamper"]
+LAYOUTS = {"ppknn-ring": "actor-per-party", "dptt": "actor-per-party",
+           "dp-knn": "actor-per-party", "ring-nb": "hosted", "pca-perturbation": "hosted",
+           "dp-nb": "hosted"}
+TIMEOUT_S = 2.0
+
+
+def _ray_scenario(protocol: str, layout: str):
+    runtime = {"kind": "ray", "layout": layout}
+    if layout == "hosted":
+        runtime["hosts"] = 2
+    sc = scenario(protocol, party_timeout_s=TIMEOUT_S, **runtime)
+    if protocol in ("dp-knn", "dp-nb"):  # fewer analysts: fewer actors to start
+        sc = sc.set_key("parties.analysts", 2)
+    return sc
+
+
+def _run_cases(protocol: str, layout: str, kinds: list[str], tmp_path) -> list[tuple]:
+    from ppknn.simulations.faults import run_with_fault
+
+    sc = _ray_scenario(protocol, layout)
+    measured = []
+    for kind in kinds:
+        folder = tmp_path / f"{layout}-{kind}" / "transcript"
+        outcome = run_with_fault(sc, fault_for(protocol, kind, TIMEOUT_S), folder)
+        measured.append((kind, outcome.error, round(outcome.seconds, 2)))
+        check_outcome(outcome, folder)
+    return measured
+
+
+@pytest.mark.parametrize("layout, kinds", [("actor-per-party", ["raise", "hang"]),
+                                           ("hosted", ["kill", "drop"])])
+def test_ring_faults_on_both_layouts(ray_local, tmp_path, layout, kinds):
+    measured = _run_cases("ppknn-ring", layout, kinds, tmp_path)
+    assert [m[0] for m in measured] == kinds
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", sorted(VICTIMS))
+def test_fault_matrix_on_ray(ray_local, tmp_path, protocol):
+    """Seven fault kinds per protocol, the layout alternating by protocol."""
+    _run_cases(protocol, LAYOUTS[protocol], RAY_KINDS, tmp_path)
