@@ -288,7 +288,8 @@ def _pair_bound(statistic, d, a, w, beta, lower, upper, neighbours="add-remove",
     last = 1 if statistic == "mean" else _END_CANDIDATES
     for wp in range(2, 2 + last):  # k = w + 2a - wp, needs k >= a
         k = w + 2 * a - wp
-        val = np.exp(-k * beta) * local_bound(statistic, d, wp, lower, upper)
+        with np.errstate(over="ignore", invalid="ignore"):  # k < a: masked out below
+            val = np.exp(-k * beta) * local_bound(statistic, d, wp, lower, upper)
         best = np.maximum(best, np.where(k >= a, val, 0.0))
     return best
 
