@@ -172,10 +172,19 @@ def predict_labels(queries: np.ndarray, outcome: ClientOutcome, n_classes: int,
         preds[has] = np.argmax(counts[has], axis=1)
         return preds
     dist = np.linalg.norm(np.asarray(outcome.points, dtype=np.float64) - q[slots], axis=1)
-    order = np.lexsort((outcome.ids, dist, slots))
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = slots[order][1:] != slots[order][:-1]
-    pick = order[first]
+    ids = np.asarray(outcome.ids, dtype=np.int64)
+    if np.any(slots[1:] < slots[:-1]):  # released pairs come sorted by slot; sort if not
+        order = np.argsort(slots, kind="stable")
+        slots, dist, ids, labels = slots[order], dist[order], ids[order], labels[order]
+    # per slot: the smallest distance, then among those the smallest data index (linear time)
+    starts = np.flatnonzero(np.r_[True, slots[1:] != slots[:-1]])
+    nearest = np.minimum.reduceat(dist, starts)
+    seg = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(slots)]))
+    tied = np.where(dist == nearest[seg], ids, np.iinfo(np.int64).max)
+    best_id = np.minimum.reduceat(tied, starts)
+    pick = np.flatnonzero((dist == nearest[seg]) & (ids == best_id[seg]))
+    first = np.r_[True, slots[pick][1:] != slots[pick][:-1]]  # one pick per slot
+    pick = pick[first]
     preds[slots[pick]] = labels[pick]
     return preds
 

@@ -633,8 +633,13 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path,
     say = log or (lambda text: None)
     say(f"running the scenario grids ({'quick' if quick else 'full'} settings)")
     raw: dict[str, list[dict[str, Any]]] = {}
+    def progress(done: int, total: int) -> None:
+        if done == total or done % 50 == 0:
+            say(f"{done} of {total} scenario runs")
+
     sweep = Sweep.run(grid, output / "data",
-                      parallel="ray" if runtime == "ray" else "sequential", raw=raw)
+                      parallel="ray" if runtime == "ray" else "sequential", raw=raw,
+                      progress=progress)
     write_grid_rows(raw, output / "grids")
     plots = build_figures(sweep)
     claims = check_claims(sweep)
