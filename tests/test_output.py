@@ -101,9 +101,16 @@ def test_staged_block_that_raises_leaves_no_partial_output(tmp_path):
     assert json.loads((tmp_path / "x" / FAILURE).read_text())["message"] == "boom"
 
 
-@pytest.mark.parametrize("kill_after_s", [0.3, 1.0, 2.0, 3.5, 6.0])
-def test_sigkill_at_any_point_never_touches_earlier_results(tmp_path, kill_after_s):
-    """An overwriting run killed at any point leaves the earlier folder byte-identical."""
+@pytest.mark.parametrize("sig, kill_after_s", [
+    *((signal.SIGKILL, t) for t in (0.3, 1.0, 2.0, 3.5, 6.0)),
+    *((signal.SIGINT, t) for t in (0.5, 2.5, 5.0)),
+])
+def test_sigkill_at_any_point_never_touches_earlier_results(tmp_path, sig, kill_after_s):
+    """An overwriting run killed or interrupted at any point leaves the earlier folder intact.
+
+    SIGINT lets the run fail cleanly: what it recorded goes to ``res.failed-N`` with a
+    ``failure.json`` (or, if it was interrupted before anything ran, nothing is written).
+    """
     out = tmp_path / "res"
     assert _run(out).exit_code == 0
     before = _digest(out)
@@ -113,11 +120,17 @@ def test_sigkill_at_any_point_never_touches_earlier_results(tmp_path, kill_after
          str(out), "--overwrite", "--seed", "9", "--set", "data.max_queries=150"],
         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(kill_after_s)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.send_signal(sig)
+    proc.wait(timeout=60)
     after = _digest(out)
     seed = json.loads((out / "scenario.json").read_text())["run"]["seed"]
     if seed == 9:  # the new run completed before the kill: it replaced the folder whole
         check_complete(out)
     else:
         assert after == before
+    failed = sorted(p.name for p in tmp_path.iterdir() if ".failed-" in p.name)
+    for name in failed:  # an interrupted run says so, and is never scored
+        record = json.loads((tmp_path / name / FAILURE).read_text())
+        assert record["error"] == "KeyboardInterrupt"
+        with pytest.raises(ConfigError):
+            check_complete(tmp_path / name)
