@@ -559,6 +559,8 @@ def datasets() -> None:
     for name in available_datasets():
         out.print(f"  {name}")
     out.print("  synthetic:classification?rows=N&features=D&classes=C  (generated, any size)")
+    out.print("  file:///path/data.csv?label=COL, s3://..., gs://..., hdfs://...  (a CSV by URI; "
+              "PPKNN_DATA_DIR may be a URI too)")
 
 
 @app.command()

@@ -269,6 +269,8 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
     progress:
         Called with (phase, done, total).
 
+    Notes
+    -----
     On any failure (a :class:`~core.errors.PartyFailure`, an
     :class:`~core.errors.IntegrityError`, an interrupt) the transcript
     recorded so far is flushed to ``transcript_dir`` and closed (in bounded

@@ -354,6 +354,8 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
 def parse_value(text: str) -> Any:
     """A ``--set`` value: a TOML literal (``0.5``, ``true``, ``[1, 2]``, ``"x"``), else the text.
 
+    Examples
+    --------
     >>> [parse_value(v) for v in ("0.5", "3", "true", "[1, 2]", "GS-N20", "1e6")]
     [0.5, 3, True, [1, 2], 'GS-N20', 1000000.0]
     """
