@@ -7,7 +7,8 @@ Then, for each results folder, a **fresh process** recomputes its leakage table
 exactly as ``ppknn leakage DIR`` does and reports:
 
 * the peak resident memory of the scoring process (``ru_maxrss``), and its
-  resident memory right after the imports (the baseline every process pays);
+  resident memory right after importing every protocol, party and attack module
+  (the baseline every process pays);
 * the transcript's size: Parquet parts on disk and the decoded payload and
   provenance bytes the whole transcript would take in memory.
 
@@ -71,8 +72,11 @@ flush_every = 4
 SCORE = textwrap.dedent("""
     import json, resource, sys, time
     from pathlib import Path
-    from ppknn.simulations import leakage
+    import pyarrow.parquet
+    from ppknn.simulations import leakage, registry
+    from ppknn.simulations.leakage import attacks, stream
     from ppknn.core.transcript import Transcript
+    registry.names()  # every protocol, party and attack module imported before the baseline
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     folder = Path(sys.argv[1])
     t0 = time.perf_counter()

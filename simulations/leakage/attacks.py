@@ -276,6 +276,11 @@ def _sum_rows(ctx: Context, adv: Adversary, *, protocol: str, truth_prefix: str,
     msgs = [m for p in {ring_protocol, shared_protocol} - {None}
             for m in ctx.messages(protocol=p)]
     shared = any(m.kind == "share" for m in msgs)
+    by_party: dict[str, list[Any]] = {}
+    for m in msgs:  # each party's messages, so a view costs its own messages only
+        by_party.setdefault(m.sender, []).append(m)
+        if m.receiver != m.sender:
+            by_party.setdefault(m.receiver, []).append(m)
     rows = []
     for target in ring:
         key = f"{truth_prefix}{target}"
@@ -286,7 +291,8 @@ def _sum_rows(ctx: Context, adv: Adversary, *, protocol: str, truth_prefix: str,
         observers = tuple(adv.observers) if adv.observers else (pred, succ)
         if target in observers:
             continue
-        view = View.of(msgs, observers)
+        mine = list({id(m): m for o in observers for m in by_party.get(o, ())}.values())
+        view = View.of(mine, observers)
         if shared:
             estimate = _shared_estimate(view, target)
         else:

@@ -26,13 +26,25 @@ from ppknn.core.transcript import Transcript
 _HEADER = ("run_id", "protocol", "round", "seq", "sender", "receiver", "kind")
 
 
+def _filters(protocol: str, round: int | None, kinds: tuple[str, ...]
+             ) -> list[tuple[str, str, Any]]:
+    out: list[tuple[str, str, Any]] = [("protocol", "=", protocol)]
+    if round is not None:
+        out.append(("round", "=", int(round)))
+    if kinds:
+        out.append(("kind", "in", list(kinds)))
+    return out
+
+
 def _tables(transcript: Transcript, filters: list[tuple[str, str, Any]],
             columns: list[str] | None = None) -> Iterator[pa.Table]:
+    """The rows matching ``filters``, one part at a time (filters pushed into the reader)."""
     if transcript.directory is None:
         table = transcript.table(columns=None)
         mask = None
-        for col, _, value in filters:
-            cond = pc.equal(table[col], value)
+        for col, op, value in filters:
+            cond = (pc.is_in(table[col], pa.array(value)) if op == "in"
+                    else pc.equal(table[col], value))
             mask = cond if mask is None else pc.and_(mask, cond)
         out = table.filter(mask) if mask is not None else table
         yield out.select(columns) if columns else out
@@ -49,19 +61,25 @@ def rounds_of(transcript: Transcript, protocol: str) -> list[int]:
     return sorted(found)
 
 
+def iter_rows(transcript: Transcript, protocol: str, *, round: int | None = None,
+              kinds: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
+    """Transcript rows (payload and provenance still encoded), part by part, batch by batch."""
+    for t in _tables(transcript, _filters(protocol, round, kinds)):
+        for batch in t.to_batches(max_chunksize=256):
+            yield from batch.to_pylist()
+
+
+def _message(row: Mapping[str, Any], with_provenance: bool) -> Message:
+    return Message(**{c: row[c] for c in _HEADER}, payload=decode_arrays(row["payload"]),
+                   provenance=decode_arrays(row["provenance"]) if with_provenance else {})
+
+
 def round_messages(transcript: Transcript, protocol: str, *, kinds: tuple[str, ...] = (),
                    with_provenance: bool = True) -> Iterator[tuple[int, list[Message]]]:
     """``(round, messages)`` of ``protocol`` in round order, one round in memory at a time."""
     for r in rounds_of(transcript, protocol):
-        out = []
-        for t in _tables(transcript, [("protocol", "=", protocol), ("round", "=", r)]):
-            for row in t.to_pylist():
-                if kinds and row["kind"] not in kinds:
-                    continue
-                out.append(Message(**{c: row[c] for c in _HEADER},
-                                   payload=decode_arrays(row["payload"]),
-                                   provenance=(decode_arrays(row["provenance"])
-                                               if with_provenance else {})))
+        out = [_message(row, with_provenance)
+               for row in iter_rows(transcript, protocol, round=r, kinds=kinds)]
         out.sort(key=lambda m: (m.sender, m.receiver, m.seq))
         yield r, out
 
@@ -110,28 +128,32 @@ def ring_attribution(transcript: Transcript, public: Mapping[str, Any]
     max_d = float(public["max_distance"])
     final: np.ndarray | None = None
     starts: set[str] = set()
-    for _, msgs in round_messages(transcript, PROTOCOL, kinds=("topk-final",),
-                                  with_provenance=False):
-        for m in msgs:
-            starts.add(m.sender)
-            if final is None:
-                final = np.asarray(m.payload["g"])
+    for row in iter_rows(transcript, PROTOCOL, kinds=("topk-final",)):
+        starts.add(row["sender"])
+        if final is None:
+            final = np.asarray(decode_arrays(row["payload"])["g"])
     plain, informed = _Tally.new(order, n_q), _Tally.new(order, n_q)
-    last_sent: dict[str, np.ndarray] = {}
-    for _, msgs in round_messages(transcript, PROTOCOL, kinds=("topk-vector",)):
-        sent_now = {m.sender: np.asarray(m.payload["g"]) for m in msgs}
-        for m in msgs:
-            me, g = m.receiver, np.asarray(m.payload["g"])
-            if me in starts and me in sent_now:
-                reference = sent_now[me]
+    last_sent: dict[str, np.ndarray] = {}  # each node's latest vector: one round's worth
+    for r in rounds_of(transcript, PROTOCOL):
+        start_now = {}  # the start node compares with what it sent in this round
+        for row in iter_rows(transcript, PROTOCOL, round=r, kinds=("topk-vector",)):
+            if row["sender"] in starts:
+                start_now[row["sender"]] = np.asarray(decode_arrays(row["payload"])["g"])
+        sent_now: dict[str, np.ndarray] = {}
+        for row in iter_rows(transcript, PROTOCOL, round=r, kinds=("topk-vector",)):
+            sender, me = row["sender"], row["receiver"]
+            g = np.asarray(decode_arrays(row["payload"])["g"])
+            if me in start_now:
+                reference = start_now[me]
             else:
                 reference = last_sent.get(me, np.full(g.shape, max_d))
             mask = multiset_new(g, reference)
-            prov = np.asarray(m.provenance["g"])
-            code = index[m.sender]
-            plain.add(m.sender, mask, prov, code)
+            prov = np.asarray(decode_arrays(row["provenance"])["g"])
+            code = index[sender]
+            plain.add(sender, mask, prov, code)
             if final is not None:
-                informed.add(m.sender, mask & ~multiset_new(g, final), prov, code)
+                informed.add(sender, mask & ~multiset_new(g, final), prov, code)
+            sent_now[sender] = g
         last_sent.update(sent_now)
     return plain.report(ADVERSARY, order, n_q), informed.report(INFORMED, order, n_q)
 
@@ -164,5 +186,5 @@ def dptt_side_inference(transcript: Transcript, queries: np.ndarray,
     return SideTally(total, correct, utility)
 
 
-__all__ = ["SideTally", "dptt_side_inference", "ring_attribution", "round_messages",
-           "rounds_of"]
+__all__ = ["SideTally", "dptt_side_inference", "iter_rows", "ring_attribution",
+           "round_messages", "rounds_of"]
