@@ -23,7 +23,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from ppknn.core.errors import PartyFailure, PpknnError, PrivacyLeakWarning
+from ppknn.core.errors import IntegrityError, PartyFailure, PpknnError, PrivacyLeakWarning
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Multi-party simulations of privacy-preserving nearest-neighbour "
@@ -166,7 +166,7 @@ def run(
                 write_report(deviations, stage)
         for w in caught:
             console.print(f"[yellow]warning:[/] {escape(str(w.message))}")
-    except PartyFailure as exc:
+    except (PartyFailure, IntegrityError) as exc:  # the run failed (not its input): 3
         _fail(exc, 3)
     except PpknnError as exc:
         _fail(exc, 2)

@@ -138,6 +138,7 @@ class Runtime(abc.ABC):
     """Hosts parties and delivers calls between them (see module docstring)."""
 
     name: str = "runtime"
+    _pending: list[CallRecord]
 
     def __init__(self) -> None:
         self.context: RunContext | None = None

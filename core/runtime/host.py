@@ -306,7 +306,8 @@ class PartyHost:
             where = next((a for a in opened if isinstance(a, Message)), None)
             raise PartyFailure(party_id, where.protocol if where else "",
                                where.round if where else -1,
-                               f"{type(exc).__name__} in {method!r}: {exc}",
+                               f"{type(exc).__name__} in {method!r}: "
+                               f"{(str(exc).splitlines() or [''])[0]}",
                                cause="".join(traceback.format_exception(exc))) from exc
         return self._send(endpoint, result, stamps, fault)
 

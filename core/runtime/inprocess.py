@@ -149,7 +149,7 @@ class InProcessRuntime(Runtime):
         return refs if num_returns > 1 else refs[0]
 
     def fetch(self, refs: Any, *, progress: Progress | None = None) -> Any:  # noqa: D102
-        pending: list[CallRecord] = self._pending
+        pending = self._pending
         self._pending = []
         if progress is not None:
             progress(len(pending), len(pending))

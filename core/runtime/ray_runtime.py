@@ -449,7 +449,7 @@ class RayRuntime(Runtime):
         return refs
 
     def fetch(self, refs: Any, *, progress: Progress | None = None) -> Any:  # noqa: D102
-        pending: list[CallRecord] = self._pending
+        pending = self._pending
         self._pending = []
         timeout = self.context.party_timeout_s if self.context else 60.0
         remaining = list(pending)
