@@ -81,10 +81,12 @@ def check_outcome(outcome, transcript_dir: Path) -> None:
             "also held" in record["reason"] and repr(fault.party) in record["reason"]), record
     table = Transcript(transcript_dir).table()
     assert table.num_rows == outcome.transcript_rows
-    if fault.kind in ("kill", "hang", "memory", "raise", "slow"):
-        # the faulty call sent nothing: the transcript ends before it
-        sent = [r for r in table.to_pylist() if r["sender"] == fault.party]
-        assert len(sent) <= fault.occurrence + 8  # at most what its earlier calls sent
+    if record["error"] == "PartyFailure" and record["protocol"]:
+        # the transcript ends at the failure: the faulty party sent nothing in a later round
+        later = [r for r in table.select(["sender", "protocol", "round"]).to_pylist()
+                 if r["sender"] == fault.party and r["protocol"] == record["protocol"]
+                 and r["round"] > record["round"]]
+        assert not later, later[:3]
 
 
 def _digest(folder: Path) -> dict[str, str]:
