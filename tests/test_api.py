@@ -82,15 +82,14 @@ def test_run_from_toml_path_and_model_agree(tmp_path):
 
 def test_run_with_output_writes_the_folder_and_refuses_to_overwrite(tmp_path):
     out = tmp_path / "r"
-    result = ppknn.run(IRIS, output=out)
+    result = ppknn.run(IRIS, output=out, overrides={"protocol.k": 1})
     assert result.output == out
     assert {"summary.json", "predictions.csv", "transcript"} <= {p.name for p in out.iterdir()}
     with pytest.raises(ConfigError, match="already holds results"):
-        ppknn.run(IRIS, output=out)
+        ppknn.run(IRIS, output=out)  # refused before any party starts
     from_folder = ppknn.leakage(out)["ppknn-ring"]
     assert from_folder.mean_probability == result.leakage["ppknn-ring"].mean_probability
-    again = ppknn.run(IRIS, output=out, overwrite=True)
-    assert json.loads((out / "summary.json").read_text())["run_id"] == again.summary["run_id"]
+    assert json.loads((out / "summary.json").read_text())["run_id"] == result.summary["run_id"]
 
 
 def test_result_write_keeps_the_in_memory_transcript(tmp_path):

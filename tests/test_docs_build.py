@@ -34,17 +34,22 @@ def test_api_reference_builds_strict(tmp_path):
 
 
 def test_a_broken_reference_fails_the_build(tmp_path):
+    """The same strict settings on a one-module package: a missing object fails the build."""
+    src = tmp_path / "src" / "tinypkg"
+    src.mkdir(parents=True)
+    (src / "__init__.py").write_text('"""A tiny package."""\n\n\ndef f() -> int:\n'
+                                     '    """Return one."""\n    return 1\n')
     docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "api").mkdir()
-    (docs / "hooks.py").write_text((ROOT / "docs" / "hooks.py").read_text()
-                                   .replace("Path(__file__).resolve().parent.parent",
-                                            f"Path({str(ROOT)!r})"))
-    (docs / "api" / "index.md").write_text("# x\n\n::: ppknn.api.no_such_function\n")
-    text = CONFIG.read_text()
+    (docs / "api").mkdir(parents=True)
+    (docs / "api" / "index.md").write_text("# x\n\n::: tinypkg.f\n\n::: tinypkg.no_such\n")
+    text = "\n".join(line for line in CONFIG.read_text().splitlines() if "hooks" not in line)
     head, rest = text.split("nav:", 1)
-    rest = rest[rest.index("theme:"):]
-    (docs / "mkdocs.yml").write_text(head + "nav:\n  - Overview: index.md\n" + rest)
+    rest = rest[rest.index("theme:"):].replace("          options:\n",
+                                               f"          paths: [{str(src.parent)!r}]\n"
+                                               "          options:\n")
+    (docs / "mkdocs.yml").write_text(head + "\nnav:\n  - Overview: index.md\n" + rest)
     done = _build(docs / "mkdocs.yml", tmp_path / "site")
     assert done.returncode != 0
-    assert "no_such_function" in done.stdout + done.stderr
+    assert "tinypkg.no_such" in done.stdout + done.stderr
+    (docs / "api" / "index.md").write_text("# x\n\n::: tinypkg.f\n")  # and the fix passes
+    assert _build(docs / "mkdocs.yml", tmp_path / "site2").returncode == 0
