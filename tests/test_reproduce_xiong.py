@@ -41,7 +41,7 @@ def test_quick_reproduction_writes_every_figure(tmp_path):
                        report=tmp_path / "docs" / "xiong.md")
     text = report.read_text()
     for name in ("accuracy", "fig5_large_k", "fig6_disclosure", "correctness_bound",
-                 "collusion", "communication"):
+                 "collusion", "communication", "fig2_readings", "vote_rules"):
         rows = list(csv.DictReader((tmp_path / "out" / f"{name}.csv").open()))
         assert rows, name
         assert (tmp_path / "docs" / "xiong" / f"{name}.csv").is_file(), name
@@ -51,7 +51,7 @@ def test_quick_reproduction_writes_every_figure(tmp_path):
     rebuilt = build_report(tables, xiong.QUICK, quick=True, timings={"total": 1.0},
                            runtime="inprocess", seed=xiong.SEED)
     pngs = sorted(p.name for p in (tmp_path / "docs" / "xiong").glob("*.png"))
-    assert pngs == sorted(f.png for f in rebuilt.figures) and len(pngs) == 9
+    assert pngs == sorted(f.png for f in rebuilt.figures) and len(pngs) == 11
     for png in pngs:
         assert f"xiong/{png}" in text
     for figure in rebuilt.figures:
@@ -63,8 +63,31 @@ def test_quick_reproduction_writes_every_figure(tmp_path):
     assert all(c.verdict != "not measured" for c in rebuilt.claims)
     for c in rebuilt.claims:
         assert f"{c.where}: {c.statement}" in text and f"**{c.verdict}**" in text
-    assert len(rebuilt.deviations) == 5 and "## Where this differs from the paper" in text
+    assert len(rebuilt.deviations) == 8 and "## Where this differs from the paper" in text
     assert text.split("\n")[4].startswith("Claims: ")
+    # the grids: one row per (point, split), through the registry plugin
+    from ppknn.simulations.reproduce.xiong_report import vote_decision
+
+    grid_rows = list(csv.DictReader((tmp_path / "out" / "grids" / "grid-votes-glass.csv").open()))
+    assert len(grid_rows) == 3 and {r["protocol.vote"] for r in grid_rows} == set(xiong.VOTES)
+    assert len({r["disclosure_mean"] for r in grid_rows}) == 1  # PP-TopK does not see the rule
+    readings = tables["readings"]
+    assert {(r["schedule"], r["start_step"]) for r in readings.rows} == set(xiong.READINGS)
+    for sched, start in xiong.READINGS:
+        assert f"fig2-reading-{sched}-{start}" in claims
+    assert set(vote_decision(tables["votes"])) == {"exact-k", "k-weighted"}
+    assert "## Beyond the paper: vote rules" in text and "stays the default" in text
+    # re-rendered with the batched studies taken from another run's CSVs: said so
+    import shutil
+
+    only_grids = tmp_path / "grids-only"
+    only_grids.mkdir()
+    for name in ("fig2_readings", "vote_rules"):
+        shutil.copy(tmp_path / "out" / f"{name}.csv", only_grids)
+    again = xiong.report_from_tables(only_grids, quick=True, runtime="inprocess",
+                                     report=tmp_path / "docs2" / "xiong.md", timings={},
+                                     reused=tmp_path / "out").read_text()
+    assert "NOT RE-RUN in this run: `accuracy.csv`" in again
 
 
 def test_batched_splits_equal_independent_runs():

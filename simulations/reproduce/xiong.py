@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -71,6 +72,13 @@ class Settings:
     comm_n: tuple[int, ...]
     comm_r: tuple[int, ...]
     large_k_budget: int = 50_000_000  # Fig. 5: fewer splits when k x queries exceeds this
+    # scenario grids (run through the registry's ppknn-ring plugin, one run per split)
+    reading_k: tuple[int, ...] = (1, 3, 5, 7, 9, 11, 15, 21)
+    reading_splits: int = 10
+    vote_k: tuple[int, ...] = (1, 5, 11, 21)
+    vote_rounds: tuple[int, ...] = (2,)
+    vote_splits: int = 10
+    grid_datasets: tuple[str, ...] | None = None  # None: the same as ``datasets``
 
 
 FULL = Settings(splits=100, datasets=("glass", "pima", "abalone"), n=4,
@@ -84,8 +92,126 @@ FULL = Settings(splits=100, datasets=("glass", "pima", "abalone"), n=4,
 QUICK = Settings(splits=3, datasets=("glass", "pima", "abalone"), n=4, fig2_k=(1, 5),
                  fig3_r=(1, 3), fig4_d=(0.2, 0.8), fig5_k=(1, 25, "all"), fig6_n=(4, 8),
                  fig6_k=(1, 10), leak_splits=2, leak_dataset="glass", bound_r=(2, 3),
-                 bound_k=(1, 5), coalition_n=6, comm_n=(4, 8), comm_r=(1, 2))
+                 bound_k=(1, 5), coalition_n=6, comm_n=(4, 8), comm_r=(1, 2),
+                 reading_k=(1, 11), reading_splits=1, vote_k=(5,), vote_splits=1,
+                 grid_datasets=("glass", "pima"))
 SEED = 2024
+
+READINGS = (("r-1", "first"), ("r", "first"), ("r-1", "last"), ("r", "last"))
+"""(schedule, start_step) of Fig. 2 under the two flagged readings; the first is the
+implementation's (P_r = P0 d^(r-1), the start node runs Algorithm 2 first in round 1)."""
+
+VOTES = ("paper", "exact-k", "k-weighted")
+"""The vote rules compared (the paper's first)."""
+
+
+def grid_base(dataset: str, n: int) -> dict:
+    """The scenario every grid point starts from: the paper's setting (§6.1) on ``dataset``.
+
+    A random 2/3-1/3 split per seed (``split_seed`` = the seed, so every reading or
+    rule sees the same splits), IID over ``n`` owners, raw features, public bounds from
+    the training rows (the paper does not say; flagged), unweighted votes.
+    """
+    return {"data": {"dataset": dataset, "test_fraction": 1 / 3, "scale": "none",
+                     "bounds": "data"},
+            "parties": {"n": n, "partition": "iid"},
+            "protocol": {"name": "ppknn-ring", "p0": 1.0, "d": 0.5, "delta": 1e-3,
+                         "weighting": "uniform", "secure_sum": "ring"}}
+
+
+def grids(s: Settings) -> list:
+    """The reproduction's scenario grids: Fig. 2 under the readings, and the vote rules."""
+    from ppknn.simulations.grids import Grid
+
+    seeds_r = tuple(SEED + i for i in range(s.reading_splits))
+    seeds_v = tuple(SEED + i for i in range(s.vote_splits))
+    out = []
+    for name in s.grid_datasets or s.datasets:
+        out.append(Grid(f"readings-{name}", base=grid_base(name, s.n) | {
+            "protocol": grid_base(name, s.n)["protocol"] | {"rounds": 1}},
+            axes={"protocol.k": list(s.reading_k),
+                  ("protocol.schedule", "protocol.start_step"): [list(r) for r in READINGS]},
+            seeds=seeds_r))
+        out.append(Grid(f"votes-{name}", base=grid_base(name, s.n),
+                        axes={"protocol.k": list(s.vote_k),
+                              "protocol.rounds": list(s.vote_rounds),
+                              "protocol.vote": list(VOTES)},
+                        seeds=seeds_v))
+    return out
+
+
+def summarise_grid(rows: list[dict], keys: tuple[str, ...], name: str,
+                   reference: dict[str, Any] | None = None) -> Table:
+    """Mean and 95% t interval over the seeds (splits) of each point of a grid.
+
+    Columns: the point's keys, ``splits``, PP-kNN and kNN accuracy, their paired
+    difference, mean per-node disclosure and mean voters, each with its interval. With
+    ``reference`` (dotted key -> value, e.g. ``{"protocol.vote": "paper"}``) also the
+    paired differences to the reference point on the same splits: ``vs_ref`` (accuracy)
+    and ``dis_vs_ref`` (disclosure), with intervals.
+    """
+    points: dict[tuple, list[dict]] = {}
+    for r in rows:
+        points.setdefault(tuple(r[k] for k in keys), []).append(r)
+    t = Table(name=name, columns=(*[k.split(".")[-1] for k in keys], "splits",
+                                  "acc_ppknn", "acc_ppknn_lo", "acc_ppknn_hi", "acc_knn",
+                                  "diff", "diff_lo", "diff_hi", "disclosure", "disclosure_lo",
+                                  "disclosure_hi", "voters", "voters_lo", "voters_hi",
+                                  "queries_over_k_voters", "vs_ref", "vs_ref_lo", "vs_ref_hi",
+                                  "dis_vs_ref", "dis_vs_ref_lo", "dis_vs_ref_hi"))
+    for point, rr in points.items():
+        acc = np.array([r["accuracy_ppknn"] for r in rr])
+        knn = np.array([r["accuracy_knn"] for r in rr])
+        a, alo, ahi = mean_ci(acc)
+        dm, dlo, dhi = mean_ci(acc - knn)
+        dis, dislo, dishi = mean_ci(np.array([r["disclosure_mean"] for r in rr]))
+        v, vlo, vhi = mean_ci(np.array([r["voters_mean"] for r in rr]))
+        paired: dict[str, float] = {}
+        if reference is not None:
+            ref_point = tuple(reference.get(k, value) for k, value in zip(keys, point))
+            by_seed = {r["seed"]: r for r in points.get(ref_point, [])}
+            mine = [r for r in rr if r["seed"] in by_seed]
+            if mine:
+                for col, metric in (("vs_ref", "accuracy_ppknn"),
+                                    ("dis_vs_ref", "disclosure_mean")):
+                    m, lo, hi = mean_ci(np.array([r[metric] - by_seed[r["seed"]][metric]
+                                                  for r in mine]))
+                    paired |= {col: m, f"{col}_lo": lo, f"{col}_hi": hi}
+        t.add(**{k.split(".")[-1]: val for k, val in zip(keys, point)}, splits=len(rr),
+              acc_ppknn=a, acc_ppknn_lo=alo, acc_ppknn_hi=ahi, acc_knn=float(knn.mean()),
+              diff=dm, diff_lo=dlo, diff_hi=dhi, disclosure=dis, disclosure_lo=dislo,
+              disclosure_hi=dishi, voters=v, voters_lo=vlo, voters_hi=vhi,
+              queries_over_k_voters=int(sum(r["queries_over_k_voters"] for r in rr)),
+              **paired)
+    return t
+
+
+def grid_summaries(rows: dict[str, list[dict]]) -> dict[str, Table]:
+    """The readings' and the vote rules' tables from the grids' rows (``{grid: rows}``)."""
+    readings = [r for name, rr in rows.items() if name.startswith("readings-") for r in rr]
+    votes = [r for name, rr in rows.items() if name.startswith("votes-") for r in rr]
+    return {
+        "readings": summarise_grid(readings, ("dataset", "protocol.k", "protocol.schedule",
+                                              "protocol.start_step"), "fig2_readings",
+                                   reference={"protocol.schedule": "r-1",
+                                              "protocol.start_step": "first"}),
+        "votes": summarise_grid(votes, ("dataset", "protocol.k", "protocol.rounds",
+                                        "protocol.vote"), "vote_rules",
+                                reference={"protocol.vote": "paper"}),
+    }
+
+
+def grid_summaries_from(folder: Path, settings: Settings | None = None) -> dict[str, Table]:
+    """:func:`grid_summaries` from the ``grid-*.csv`` files an earlier run wrote.
+
+    Grids in the order :func:`grids` declares them for ``settings`` (default: FULL).
+    """
+    from ppknn.simulations.reporting.csvio import read_rows
+
+    order = [g.name for g in grids(settings or FULL)]
+    paths = {p.stem.removeprefix("grid-"): p for p in Path(folder).glob("grid-*.csv")}
+    names = sorted(paths, key=lambda n: (order.index(n) if n in order else len(order), n))
+    return grid_summaries({n: read_rows(paths[n]) for n in names})
 
 
 class Xiong:
@@ -315,6 +441,20 @@ class Xiong:
                               bytes_per_query=nbytes / len(b.queries), queries=len(b.queries))
         return t
 
+    def grid_studies(self, output: Path | None = None) -> dict[str, Table]:
+        """Run the scenario grids (:func:`grids`); the readings' and the vote rules' tables.
+
+        Every point is one ``ppknn-ring`` scenario run through the registry, exactly as
+        ``ppknn run`` runs it. The long per-run rows go to ``output/grids/``.
+        """
+        from ppknn.simulations.grids import run_grids, write_grid_rows
+
+        rows = run_grids(grids(self.s), parallel="ray" if self.runtime == "ray"
+                         else "sequential")
+        if output is not None:
+            write_grid_rows(rows, Path(output) / "grids")
+        return grid_summaries(rows)
+
     def run_all(self, log=None, output: Path | None = None) -> dict[str, Table]:
         """Every experiment, timed.
 
@@ -322,6 +462,14 @@ class Xiong:
         ``output`` at once.
         """
         tables = {}
+        t0 = time.perf_counter()
+        tables.update(self.grid_studies(output))
+        self.timings["grids"] = time.perf_counter() - t0
+        for t in (tables["readings"], tables["votes"]):
+            if output is not None:
+                t.write_csv(output / f"{t.name}.csv")
+        if log is not None:
+            log(f"grids: {self.timings['grids']:.1f} s")
         for name in ("accuracy", "large_k", "disclosure", "bound", "collusion",
                      "communication"):
             t0 = time.perf_counter()
@@ -359,22 +507,43 @@ def _exact_attribution(claims: Claims, msgs, party_index) -> float:
 
 
 TABLES = {"accuracy": "accuracy", "large_k": "fig5_large_k", "disclosure": "fig6_disclosure",
-          "bound": "correctness_bound", "collusion": "collusion", "communication": "communication"}
+          "bound": "correctness_bound", "collusion": "collusion", "communication": "communication",
+          "readings": "fig2_readings", "votes": "vote_rules"}
+
+
+GRID_TABLES = ("readings", "votes")
+"""Tables built from scenario grids (every point a registry run); the others are studies."""
 
 
 def report_from_tables(output: Path, *, quick: bool, runtime: str, report: Path,
-                       timings: dict[str, float]) -> Path:
-    """Rebuild plots and report from the CSV tables of an earlier run in ``output``."""
+                       timings: dict[str, float], reused: Path | None = None) -> Path:
+    """Rebuild plots and report from the CSV tables of an earlier run in ``output``.
+
+    ``reused``: a folder (e.g. the committed ``docs/reproductions/xiong``) from which the
+    tables that ``output`` lacks are read; the report names them.
+    """
     from ppknn.simulations.reproduce.xiong_report import write_report
 
-    tables = {key: Table.read_csv(Path(output) / f"{name}.csv")
-              for key, name in TABLES.items()}
+    tables, taken = {}, []
+    for key, name in TABLES.items():
+        path = Path(output) / f"{name}.csv"
+        if not path.is_file() and reused is not None:
+            path = Path(reused) / f"{name}.csv"
+            taken.append(name)
+        tables[key] = Table.read_csv(path)
     return write_report(tables, QUICK if quick else FULL, output=Path(output), report=report,
-                        quick=quick, timings=timings, runtime=runtime, seed=SEED)
+                        quick=quick, timings=timings, runtime=runtime, seed=SEED,
+                        reused=(str(reused), tuple(taken)) if taken else None)
 
 
-def run(output: Path, *, quick: bool, runtime: str, report: Path, log=None) -> Path:
-    """Run everything, write tables, plots and the report (see the package docstring)."""
+def run(output: Path, *, quick: bool, runtime: str, report: Path, log=None,
+        reuse: str | None = None) -> Path:
+    """Run everything, write tables, plots and the report (see the package docstring).
+
+    ``reuse``: run only the scenario grids and read the other tables from this folder
+    of an earlier run's CSVs (``--set reuse=docs/reproductions/xiong``); the report says
+    which tables were reused.
+    """
     from ppknn.simulations.reproduce.xiong_report import write_report
 
     settings = QUICK if quick else FULL
@@ -382,6 +551,19 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path, log=None) -> P
     output.mkdir(parents=True, exist_ok=True)
     xp = Xiong(settings, runtime=runtime)
     t0 = time.perf_counter()
+    if reuse is not None:
+        if not (Path(reuse) / "accuracy.csv").is_file():
+            from ppknn.core.errors import ConfigError
+
+            raise ConfigError(f"reuse = {reuse!r}: no accuracy.csv there; give the folder of "
+                              "an earlier run's CSVs (e.g. docs/reproductions/xiong)")
+        tables = xp.grid_studies(output)
+        xp.timings["grids"] = time.perf_counter() - t0
+        for t in tables.values():
+            t.write_csv(output / f"{t.name}.csv")
+        return report_from_tables(output, quick=quick, runtime=runtime, report=Path(report),
+                                  timings=xp.timings | {"total": time.perf_counter() - t0},
+                                  reused=Path(reuse))
     tables = xp.run_all(log, output)
     total = time.perf_counter() - t0
     for table in tables.values():  # (also written as each experiment ends)
@@ -390,4 +572,6 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path, log=None) -> P
                         timings=xp.timings | {"total": total}, runtime=runtime, seed=SEED)
 
 
-__all__ = ["FULL", "QUICK", "Settings", "Xiong", "report_from_tables", "run"]
+__all__ = ["FULL", "GRID_TABLES", "QUICK", "READINGS", "VOTES", "Settings", "Xiong",
+           "grid_base", "grid_summaries", "grid_summaries_from", "grids", "report_from_tables",
+           "run", "summarise_grid"]

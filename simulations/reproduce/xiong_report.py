@@ -78,6 +78,31 @@ FIG6 = Figure(
           "95% CI; panels: the adversary",
     xlabel="k", ylabel="mean per-node disclosure",
     series=(Series(label="n", y="mean_probability", low="ci_low", high="ci_high"),))
+READING_LABELS = {("r-1", "first"): "P0 d^(r-1), start first (used)",
+                  ("r", "first"): "P0 d^r, start first",
+                  ("r-1", "last"): "P0 d^(r-1), start last",
+                  ("r", "last"): "P0 d^r, start last"}
+FIG2_READINGS = Figure(
+    name="fig2_readings", csv="fig2_readings.csv", x="k", panel_by="dataset",
+    title="Fig. 2 under the two flagged readings (r = 1, P0 = 1, d = 0.5): PP-kNN accuracy "
+          "(95% CI over splits), kNN dashed",
+    xlabel="k", ylabel="accuracy",
+    series=tuple(Series(label=label, y="acc_ppknn", low="acc_ppknn_lo", high="acc_ppknn_hi",
+                        where={"schedule": sched, "start_step": start})
+                 for (sched, start), label in READING_LABELS.items())
+    + (Series(label="kNN (scikit-learn)", y="acc_knn",
+              where={"schedule": "r-1", "start_step": "first"}, dashed=True),))
+VOTE_LABELS = {"paper": "paper's rule (distance <= Delta)",
+               "exact-k": "exact-k (distance in the final vector)",
+               "k-weighted": "k-weighted (in the vector: 1; rest share k - matched)"}
+VOTE_FIG = Figure(
+    name="vote_rules", csv="vote_rules.csv", x="k", panel_by="dataset",
+    title="Vote rules (r = 2, P0 = 1, d = 0.5): PP-kNN accuracy (95% CI over splits), "
+          "kNN dashed",
+    xlabel="k", ylabel="accuracy",
+    series=tuple(Series(label=label, y="acc_ppknn", low="acc_ppknn_lo", high="acc_ppknn_hi",
+                        where={"vote": rule}) for rule, label in VOTE_LABELS.items())
+    + (Series(label="kNN (scikit-learn)", y="acc_knn", where={"vote": "paper"}, dashed=True),))
 BOUND = Figure(
     name="correctness_bound", x="rounds", group_by="k",
     title="P(final vector = true top-k) by k (P0 = 1, d = 0.5); paper's bound dashed",
@@ -117,7 +142,9 @@ def _collusion_plot_table(coll: Table) -> Table:
 def figures_and_tables(tables: dict[str, Table]) -> list[tuple[Figure, Table]]:
     """Every figure of the report with the table it is drawn from."""
     acc, comm = tables["accuracy"], tables["communication"]
-    return [(FIG2, acc), (FIG3, acc), (FIG4, acc), (FIG5, tables["large_k"]),
+    grid = [(f, tables[key]) for f, key in ((FIG2_READINGS, "readings"), (VOTE_FIG, "votes"))
+            if key in tables]
+    return grid + [(FIG2, acc), (FIG3, acc), (FIG4, acc), (FIG5, tables["large_k"]),
             (FIG6, tables["disclosure"]), (BOUND, tables["bound"]),
             (COLLUSION, _collusion_plot_table(tables["collusion"])), (MESSAGES, comm),
             (BYTES, comm)]
@@ -347,19 +374,225 @@ def _communication(comm: Table) -> Section:
         claims=(claim,))
 
 
+def _abs_interval(r: dict) -> tuple[float, float, float]:
+    """|diff| and the interval of |diff| from the signed difference's interval."""
+    lo, hi = r["diff_lo"], r["diff_hi"]
+    if lo >= 0:
+        return abs(r["diff"]), lo, hi
+    if hi <= 0:
+        return abs(r["diff"]), -hi, -lo
+    return abs(r["diff"]), 0.0, max(-lo, hi)
+
+
+def _paired(r: dict, col: str, *, percent: bool = False) -> str:
+    """A paired difference to the reference point and its interval (or a dash)."""
+    if r.get(col) is None or (isinstance(r[col], float) and np.isnan(r[col])):
+        return "-"
+    return _ci(r[col], r[f"{col}_lo"], r[f"{col}_hi"], percent=percent, signed=True)
+
+
+def _cross_check(t: Table, acc: Table | None) -> tuple[str, ...]:
+    """The grid's used reading against the batched Fig. 2 (two code paths, other splits)."""
+    if acc is None:
+        return ()
+    inside = total = 0
+    for r in t.where(schedule="r-1", start_step="first"):
+        b = acc.where(figure="fig2", dataset=r["dataset"], k=r["k"])
+        if not b:
+            continue
+        total += 1
+        inside += bool(r["acc_ppknn_lo"] <= b[0]["acc_ppknn"] <= r["acc_ppknn_hi"])
+    if not total:
+        return ()
+    return (f"Cross-check of the two code paths: the grid's runs under the implementation's "
+            f"reading (registry, {t.rows[0]['splits']} splits per point) against the batched "
+            f"Fig. 2 above (its own splits): the batched mean accuracy lies inside the grid's "
+            f"95% interval at {inside} of {total} (dataset, k) points.",)
+
+
+def _readings(t: Table, s: Any, acc: Table | None = None) -> Section:
+    rows = [{"dataset": r["dataset"], "k": r["k"],
+             "reading": READING_LABELS[(r["schedule"], r["start_step"])],
+             "splits": r["splits"],
+             "PP-kNN [95% CI]": _ci(r["acc_ppknn"], r["acc_ppknn_lo"], r["acc_ppknn_hi"]),
+             "kNN": r["acc_knn"],
+             "PP - kNN [95% CI]": _ci(r["diff"], r["diff_lo"], r["diff_hi"], percent=True,
+                                      signed=True),
+             "vs used reading, paired [95% CI]": _paired(r, "vs_ref", percent=True),
+             "disclosure [95% CI]": _ci(r["disclosure"], r["disclosure_lo"],
+                                        r["disclosure_hi"])} for r in t.rows]
+    claims = []
+    for (sched, start), label in READING_LABELS.items():
+        pts = t.where(schedule=sched, start_step=start)
+        if not pts:
+            continue
+        worst = max(pts, key=lambda r: abs(r["diff"]))
+        m, lo, hi = _abs_interval(worst)
+        close = sum(abs(r["diff"]) <= CLOSE for r in pts)
+        claims.append(Claim(
+            id=f"fig2-reading-{sched}-{start}", where="Fig. 2",
+            statement="PP-kNN's accuracy is very close to kNN's even with one round "
+                      f"[reading: {label}]",
+            quantity="largest mean |PP - kNN| accuracy over datasets and k",
+            comparison="at_most", paper=CLOSE, measured=m, interval=(lo, hi), percent=True,
+            explanation=f"at {worst['dataset']}, k = {worst['k']}; {close} of {len(pts)} "
+                        f"points within {pct(CLOSE)}"))
+    text: tuple[str, ...] = (
+        "Two readings of the paper are not certain, and the implementation picks one of each "
+        "(flagged in `protocols/ppknn/pp_topk.py`). (1) The randomisation probability is "
+        "garbled in the text: the prose before Algorithm 2 reads P0 * d^r with the exponent "
+        "lost, Algorithm 2's first line P0 * d^(r-1) half-legible. The implementation uses "
+        "P_r = P0 d^(r-1), the only reading consistent with the correctness bound of §5.1 "
+        "(the product of P_1..P_r); under P0 d^r the first round already randomises with "
+        "probability P0 d, so Fig. 2's one-round runs are far less random. (2) The paper does "
+        "not say whether the start node runs Algorithm 2 on the initial vector in round 1 "
+        "(implemented: it is the first node of every round) or forwards the initial vector "
+        "and runs Algorithm 2 when it comes back (the last node of every round). The grid "
+        f"below runs Fig. 2 (r = 1, P0 = 1, d = 0.5) under all four combinations, "
+        f"random splits per point: {s.reading_splits} (the same splits for every reading: "
+        "`split_seed` = the seed), each split one `ppknn-ring` scenario run through the "
+        "registry; intervals are 95% t intervals over the splits. Disclosure is the paper's "
+        "successor attack (per-node mean) on the same runs.",)
+    summary, close_by = [], {}
+    for (sched, start), label in READING_LABELS.items():
+        pts = t.where(schedule=sched, start_step=start)
+        if pts:
+            close_by[(sched, start)] = sum(abs(r["diff"]) <= CLOSE for r in pts)
+            mean_dis = fmt(np.mean([r["disclosure"] for r in pts]))
+            summary.append(f"{label}: {close_by[(sched, start)]} of {len(pts)} points within "
+                           f"{pct(CLOSE)} of kNN, mean per-node disclosure {mean_dis}")
+    if summary:
+        fits = close_by.get(("r", "first"), 0) > close_by.get(("r-1", "first"), 0)
+        text = text + ("Per reading: " + "; ".join(summary) + ". Under P0 d^(r-1) with r = 1 "
+                       "every node that would insert randomises (P_1 = 1), so no real value is "
+                       "ever inserted and the successor attack finds nothing, while accuracy "
+                       "falls with k; under P0 d^r half of them insert. "
+                       + ("The paper's 'very close even with one round' fits the P0 d^r "
+                          "reading better." if fits else
+                          "The P0 d^r reading does not fit the paper's Fig. 2 better.")
+                       + " Starting last hides the start node's values from its successor in "
+                         "round 1.",)
+    return Section(heading="Fig. 2 under the alternative readings (scenario grid)",
+                   text=text + _cross_check(t, acc), figures=(FIG2_READINGS,),
+                   tables=(Table.from_rows("fig2_readings_table", rows),),
+                   claims=tuple(claims))
+
+
+def vote_decision(t: Table) -> dict[str, dict[str, int]]:
+    """Per rule, how it compares with the paper's rule, point by point.
+
+    On the same splits (paired): accuracy significantly better / worse when the 95%
+    interval of the paired difference lies above / below 0; disclosure likewise.
+    """
+    out: dict[str, dict[str, int]] = {}
+    for rule in VOTE_LABELS:
+        if rule == "paper":
+            continue
+        c = {"acc_better": 0, "acc_worse": 0, "acc_same": 0, "dis_higher": 0, "dis_lower": 0,
+             "dis_same": 0, "points": 0}
+        for r in t.where(vote=rule):
+            if r.get("vs_ref") is None:
+                continue
+            c["points"] += 1
+            c["acc_better" if r["vs_ref_lo"] > 0 else
+              "acc_worse" if r["vs_ref_hi"] < 0 else "acc_same"] += 1
+            c["dis_higher" if r["dis_vs_ref_lo"] > 0 else
+              "dis_lower" if r["dis_vs_ref_hi"] < 0 else "dis_same"] += 1
+        out[rule] = c
+    return out
+
+
+def _votes(t: Table, s: Any) -> Section:
+    rows = [{"dataset": r["dataset"], "k": r["k"], "r": r["rounds"], "rule": r["vote"],
+             "splits": r["splits"],
+             "PP-kNN [95% CI]": _ci(r["acc_ppknn"], r["acc_ppknn_lo"], r["acc_ppknn_hi"]),
+             "kNN": r["acc_knn"],
+             "PP - kNN [95% CI]": _ci(r["diff"], r["diff_lo"], r["diff_hi"], percent=True,
+                                      signed=True),
+             "vs paper's rule, paired [95% CI]": _paired(r, "vs_ref", percent=True),
+             "voters [95% CI]": _ci(r["voters"], r["voters_lo"], r["voters_hi"]),
+             "queries > k voters": r["queries_over_k_voters"],
+             "disclosure [95% CI]": _ci(r["disclosure"], r["disclosure_lo"],
+                                        r["disclosure_hi"])} for r in t.rows]
+    decision = vote_decision(t)
+    wins = [rule for rule, c in decision.items()
+            if c["points"] and c["acc_worse"] == 0 and c["acc_better"] > 0
+            and c["dis_higher"] == 0 and c["dis_lower"] > 0]
+    lines = [
+        "Beyond the paper. With P0 = 1 the broadcast vector can still hold random fills after "
+        "the last round, so its k-th value Delta over-estimates the true k-th distance and "
+        "the paper's rule (every point with distance <= Delta votes) admits more than k "
+        "voters. Two rules offered as `[protocol] vote` (`protocols/ppknn/votes.py`): "
+        "*exact-k*: a point votes only if its distance occurs in the final vector (a node "
+        "admits at most as many of its points at a value as the value occurs; its own ties "
+        "in row order), so at most k vote, and random fills get no voter; *k-weighted*: those "
+        "vote with weight 1 and the other points within Delta share the remaining k - matched "
+        "votes (one secure sum of two class vectors and two counts; it reveals these "
+        "aggregates beyond the paper's total). The vote happens after PP-TopK, so the "
+        "PP-TopK messages - and the paper's disclosure measure on them - are identical under "
+        "every rule for the same seed; the disclosure column measures it on each run. "
+        f"Random splits per point: {s.vote_splits}, the same for every rule; 95% t intervals "
+        "over the splits.",
+    ]
+    for rule, c in decision.items():
+        lines.append(
+            f"*{rule}* vs the paper's rule over {c['points']} (dataset, k, r) points: accuracy "
+            f"significantly higher at {c['acc_better']}, lower at {c['acc_worse']}, not "
+            f"distinguishable at {c['acc_same']}; disclosure higher at {c['dis_higher']}, "
+            f"lower at {c['dis_lower']}, equal within the intervals at {c['dis_same']}.")
+    gaps = {rule: float(np.mean([abs(r["diff"]) for r in t.where(vote=rule)]))
+            for rule in VOTE_LABELS if t.where(vote=rule)}
+    if gaps:
+        lines.append("Mean |PP-kNN - kNN| over the points: " + ", ".join(
+            f"{rule} {pct(g)}" for rule, g in gaps.items())
+            + ". Closeness to kNN is not accuracy: where the paper's rule beats kNN (extra "
+              "voters smooth the vote), a rule that is closer to kNN scores lower.")
+    lines.append(
+        "Default: `vote = \"paper\"` stays the default, because "
+        + ("no rule wins on both accuracy and disclosure (the disclosure of PP-TopK does not "
+           "depend on the vote rule, so no rule can lower it)." if not wins else
+           f"although {', '.join(wins)} wins on both here, the default has not been switched "
+           "in this version (it would change the quickstart's results)."))
+    return Section(heading="Beyond the paper: vote rules that admit k voters (scenario grid)",
+                   text=tuple(lines), figures=(VOTE_FIG,),
+                   tables=(Table.from_rows("vote_rules_table", rows),))
+
+
 def _run_time(timings: dict[str, float]) -> Section:
     rows = [{"experiment": k, "seconds": v} for k, v in timings.items()]
+    if not rows:
+        return Section(heading="Run time", text=("Not timed: this report was re-rendered from "
+                                                 "CSV tables.",))
     return Section(heading="Run time", tables=(Table.from_rows("run_time", rows),))
 
 
 def build_report(tables: dict[str, Table], settings: Any, *, quick: bool,
-                 timings: dict[str, float], runtime: str, seed: int) -> Report:
+                 timings: dict[str, float], runtime: str, seed: int,
+                 reused: tuple[str, tuple[str, ...]] | None = None) -> Report:
     """The report of one run, from its tables (see the module docstring).
 
-    ``settings`` is the run's :class:`simulations.reproduce.xiong.Settings`.
+    ``settings`` is the run's :class:`simulations.reproduce.xiong.Settings`;
+    ``reused``: (folder, table names) read from an earlier run's CSVs, not re-run.
     """
     s = settings
     acc = tables["accuracy"]
+    provenance = (
+        "Where the numbers come from. Scenario grids (every point one `ppknn-ring` scenario "
+        "run through the protocol registry, exactly as `ppknn run` runs it; per-run rows in "
+        "`grids/` of the output folder): Fig. 2 under the alternative readings and the vote "
+        "rules. Batched studies (all splits of a point in one protocol run over the owners, "
+        "`simulations/experiments/ring.py`, not the registry, because a grid cell per split "
+        "would re-run the set-up of 100 splits x 23 points per dataset): Figs. 2-5, Fig. 6, "
+        "the correctness bound, collusion and communication.")
+    if reused is not None:
+        folder, names = reused
+        provenance += (
+            f" NOT RE-RUN in this run: {', '.join(f'`{n}.csv`' for n in names)} were read "
+            f"from the CSVs of an earlier run in `{folder}` (the committed full run of these "
+            "tables predates the change of PP-TopK's initial value to one computed from "
+            "training-row bounds and the public queries: it used the diameter of the whole "
+            "dataset, test rows included, as the public maximum distance). Only the scenario "
+            "grids were run now.")
     return Report(
         title=f"Reproduction: {PAPER}",
         run=Run(command="ppknn reproduce xiong" + (" --quick" if quick else ""),
@@ -368,14 +601,17 @@ def build_report(tables: dict[str, Table], settings: Any, *, quick: bool,
             f"Setting: {s.splits} random splits (2/3 training, 1/3 test) per point, training "
             f"rows partitioned IID over n = {s.n} owners (the paper does not state n for Figs. "
             "2-5), Euclidean distance on raw features (abalone's sex one-hot), unweighted votes, "
-            "delta = 0.001, P_r = P0 * d^(r-1) as in Algorithm 2. All splits of a point run as "
-            "one batched protocol run. Non-private accuracy: scikit-learn's brute-force "
-            "`KNeighborsClassifier` fitted on each split. Each figure's CSV is beside its PNG "
-            f"in `{FIGURE_DIR}/`.",),
+            "delta = 0.001, P_r = P0 * d^(r-1) as Algorithm 2 is read (a flagged reading: the "
+            "formula is garbled; see the alternative readings), the start node running "
+            "Algorithm 2 first in round 1 (also flagged), the paper's vote rule. All splits of "
+            "a point run as one batched protocol run. Non-private accuracy: scikit-learn's "
+            "brute-force `KNeighborsClassifier` fitted on each split. Each figure's CSV is "
+            f"beside its PNG in `{FIGURE_DIR}/`.", provenance),
         settings=asdict(s),
         sections=(
             _exactness(acc),
             _fig2(acc),
+            *((_readings(tables["readings"], s, acc),) if "readings" in tables else ()),
             _fig34(acc, FIG3, "rounds", "Fig. 3 - |accuracy difference| vs rounds",
                    "the accuracy difference shrinks to zero as r grows"),
             _fig34(acc, FIG4, "d", "Fig. 4 - |accuracy difference| vs randomisation factor d",
@@ -385,6 +621,7 @@ def build_report(tables: dict[str, Table], settings: Any, *, quick: bool,
             _bound(tables["bound"], s),
             _collusion(tables["collusion"], s),
             _communication(tables["communication"]),
+            *((_votes(tables["votes"], s),) if "votes" in tables else ()),
             _run_time(timings),
         ),
         deviations=(
@@ -398,12 +635,21 @@ def build_report(tables: dict[str, Table], settings: Any, *, quick: bool,
             f"{s.large_k_budget:,} values per point.",
             "Distances are exact Euclidean on raw features; no normalisation (the paper does "
             "not say).",
+            "Reading (flagged): P_r = P0 d^(r-1) where the paper's formula is garbled (P0 d^r "
+            "in the prose); Fig. 2 is also reported under P0 d^r.",
+            "Reading (flagged): the start node runs Algorithm 2 on the initial vector in round "
+            "1 (the paper does not say); Fig. 2 is also reported with the start node "
+            "forwarding the initial vector and closing every round.",
+            "The initial value of the global vector (the paper: 'some number larger than the "
+            "maximum distance between any query and any data point') is computed from bounds "
+            "taken from the training rows and the public queries, never from test rows.",
         ),
         figure_dir=FIGURE_DIR)
 
 
 def write_report(tables: dict[str, Table], settings: Any, *, output: Path, report: Path,
-                 quick: bool, timings: dict[str, float], runtime: str, seed: int) -> Path:
+                 quick: bool, timings: dict[str, float], runtime: str, seed: int,
+                 reused: tuple[str, tuple[str, ...]] | None = None) -> Path:
     """Plots into ``output``, copies them and the CSVs beside ``report``, writes the Markdown."""
     output, report = Path(output), Path(report)
     figdir = report.parent / FIGURE_DIR
@@ -415,7 +661,7 @@ def write_report(tables: dict[str, Table], settings: Any, *, output: Path, repor
     for table in tables.values():
         table.write_csv(figdir / f"{table.name}.csv")
     return write(build_report(tables, settings, quick=quick, timings=timings, runtime=runtime,
-                              seed=seed), report)
+                              seed=seed, reused=reused), report)
 
 
 __all__ = ["build_report", "figures_and_tables", "write_report"]
