@@ -188,3 +188,29 @@ def test_naive_bayes_well_above_the_majority_baseline_is_quiet():
     assert not below and clf.expected_accuracy_ > 0.85
     _, off = _fit_nb(0.05, draws=0)  # the check can be turned off
     assert not off
+
+
+@pytest.mark.parametrize("make", [
+    lambda eps: ppknn.DPKNeighborsClassifier(5, epsilon=eps, bounds=(0.0, 8.0)),
+    lambda eps: ppknn.DPRadiusNeighborsClassifier(0.5, epsilon=eps, bounds=(0.0, 8.0)),
+])
+def test_dp_classifiers_warn_when_not_above_the_majority_baseline(make):
+    X, y = load_iris(return_X_y=True)
+    with warnings.catch_warnings(record=True) as low:
+        warnings.simplefilter("always")
+        weak = make(0.01).fit(X[::2], y[::2])
+    assert any(issubclass(w.category, BelowMajorityWarning) for w in low)
+    assert weak.expected_accuracy_ <= weak.majority_accuracy_ == pytest.approx(1 / 3)
+    with warnings.catch_warnings(record=True) as high:
+        warnings.simplefilter("always")
+        strong = make(200.0).fit(X[::2], y[::2])
+    assert not any(issubclass(w.category, BelowMajorityWarning) for w in high)
+    assert strong.expected_accuracy_ > 0.75
+
+
+def test_dptt_estimates_its_accuracy_and_the_check_can_be_turned_off():
+    X, y = load_iris(return_X_y=True)
+    clf = ppknn.DPTTClassifier(variant="GS-N4", final_epsilon=200.0, bounds=(0.0, 8.0))
+    assert clf.fit(X[::2], y[::2]).expected_accuracy_ > 0.8
+    off = ppknn.DPTTClassifier(bounds=(0.0, 8.0), utility_folds=0).fit(X[::2], y[::2])
+    assert off.expected_accuracy_ is None

@@ -11,6 +11,7 @@ and ``privacy_``.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -88,7 +89,54 @@ class ProtocolClassifier(ClassifierMixin, BaseEstimator):
         self.bounds_ = resolve_bounds(self.bounds, X, who=type(self).__name__)
         self.X_fit_, self.y_fit_ = X, codes.astype(np.int64)
         self._after_fit(X, self.y_fit_)
+        self._check_utility()
         return self
+
+    def _utility_folds(self) -> int:
+        """Folds of the expected-accuracy check (0: none; DP classifiers override)."""
+        return 0
+
+    def _check_utility(self) -> None:
+        """Expected accuracy at these settings against always predicting the majority class.
+
+        The protocol is simulated ``utility_folds`` times, each time on all but one
+        fold of the training rows with that fold as the queries (owner-side
+        diagnostics: nothing is released or charged to the estimator's runs); the
+        mean held-out accuracy is ``expected_accuracy_``. Unless it is above
+        ``majority_accuracy_`` the fit warns with ``BelowMajorityWarning``.
+        """
+        from ppknn.protocols.dp_nb.estimator import BelowMajorityWarning
+
+        y = self.y_fit_
+        self.majority_accuracy_ = float(np.bincount(y).max() / len(y))
+        self.expected_accuracy_ = None
+        folds = self._utility_folds()
+        if isinstance(folds, bool) or not isinstance(folds, int) or folds < 0:
+            raise ConfigError(f"utility_folds = {folds!r}; allowed: an int >= 0 (0: no check)")
+        owners, analysts = self._parties()
+        if folds < 2 or len(y) < folds * max(owners, 2):
+            return
+        fold_of = np.random.default_rng(0).permutation(len(y)) % folds
+        accs = []
+        for f in range(folds):
+            train, test = fold_of != f, fold_of == f
+            try:
+                run = simulate(self._protocol(int(train.sum())), X=self.X_fit_[train],
+                               y=y[train], n_classes=len(self.classes_),
+                               queries=self.X_fit_[test], bounds=self.bounds_,
+                               n_parties=owners, analysts=min(analysts, int(test.sum())),
+                               runtime="inprocess", channels=False,
+                               seed=run_seed(self.random_state), name=self.protocol_name)
+            except (ConfigError, ValueError):  # a fold too small for these settings
+                return
+            accs.append(float(np.mean(run.result.predictions == y[test])))
+        self.expected_accuracy_ = float(np.mean(accs))
+        if self.expected_accuracy_ <= self.majority_accuracy_:
+            warnings.warn(
+                f"{type(self).__name__}: expected accuracy {self.expected_accuracy_:.3f} "
+                f"({folds}-fold on the training rows, at these settings) is not above the "
+                f"{self.majority_accuracy_:.3f} of always predicting the majority class; "
+                "raise epsilon or declare tighter bounds", BelowMajorityWarning, stacklevel=3)
 
     def _after_fit(self, X: np.ndarray, y: np.ndarray) -> None:
         """Extra checks once the data is known."""

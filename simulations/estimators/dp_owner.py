@@ -49,6 +49,9 @@ class _DPOwnerClassifier(ProtocolClassifier):
     def _parties(self) -> tuple[int, int]:
         return 1, int(self.n_analysts)
 
+    def _utility_folds(self) -> int:
+        return self.utility_folds
+
     def _check_params(self) -> None:
         super()._check_params()
         _positive("epsilon", self.epsilon)
@@ -76,6 +79,11 @@ class DPRadiusNeighborsClassifier(_DPOwnerClassifier):
         Public domain bounds ``(lower, upper)`` or ``"data"`` (warns).
     runtime, channels, random_state:
         As :class:`~ppknn.simulations.estimators.PPKNNClassifier`.
+    utility_folds:
+        At ``fit``, simulate the protocol this many times on folds of the training rows
+        and warn (``BelowMajorityWarning``) unless the mean held-out accuracy
+        ``expected_accuracy_`` is above ``majority_accuracy_`` (always predicting the
+        majority class); 0 turns the check off.
 
     Attributes
     ----------
@@ -88,7 +96,7 @@ class DPRadiusNeighborsClassifier(_DPOwnerClassifier):
     def __init__(self, radius: float = 1.0, *, epsilon: float = 1.0,
                  algorithm: str = "proposed", n_analysts: int = 1, bounds: Any = "data",
                  runtime: str = "inprocess", channels: bool = False,
-                 random_state: int | None = 0) -> None:
+                 random_state: int | None = 0, utility_folds: int = 3) -> None:
         self.radius = radius
         self.epsilon = epsilon
         self.algorithm = algorithm
@@ -97,6 +105,7 @@ class DPRadiusNeighborsClassifier(_DPOwnerClassifier):
         self.runtime = runtime
         self.channels = channels
         self.random_state = random_state
+        self.utility_folds = utility_folds
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -123,14 +132,14 @@ class DPKNeighborsClassifier(_DPOwnerClassifier):
         ε/|X| per query).
     weight:
         Share of ε spent on the conversion (converted algorithms).
-    n_analysts, bounds, runtime, channels, random_state:
+    n_analysts, bounds, runtime, channels, random_state, utility_folds:
         As :class:`DPRadiusNeighborsClassifier`.
     """
 
     def __init__(self, n_neighbors: int = 5, *, epsilon: float = 1.0,
                  algorithm: str = "interactive", weight: float = 0.5, n_analysts: int = 1,
                  bounds: Any = "data", runtime: str = "inprocess", channels: bool = False,
-                 random_state: int | None = 0) -> None:
+                 random_state: int | None = 0, utility_folds: int = 3) -> None:
         self.n_neighbors = n_neighbors
         self.epsilon = epsilon
         self.algorithm = algorithm
@@ -140,6 +149,7 @@ class DPKNeighborsClassifier(_DPOwnerClassifier):
         self.runtime = runtime
         self.channels = channels
         self.random_state = random_state
+        self.utility_folds = utility_folds
 
     def _after_fit(self, X: Any, y: Any) -> None:
         if self.n_neighbors > len(y):

@@ -62,6 +62,8 @@ class DPTTClassifier(ProtocolClassifier):
         ``"nearest"`` (label of the nearest released point) or ``"majority"``.
     bounds, runtime, channels, random_state:
         As :class:`~ppknn.simulations.estimators.PPKNNClassifier`.
+    utility_folds:
+        As :class:`~ppknn.simulations.estimators.DPRadiusNeighborsClassifier`.
 
     Attributes
     ----------
@@ -76,7 +78,7 @@ class DPTTClassifier(ProtocolClassifier):
                  delta: float = 1e-7, radius: float | None = None,
                  predict_rule: str = "nearest", bounds: Any = "data",
                  runtime: str = "inprocess", channels: bool = False,
-                 random_state: int | None = 0) -> None:
+                 random_state: int | None = 0, utility_folds: int = 3) -> None:
         self.variant = variant
         self.utility = utility
         self.final_epsilon = final_epsilon
@@ -88,6 +90,10 @@ class DPTTClassifier(ProtocolClassifier):
         self.runtime = runtime
         self.channels = channels
         self.random_state = random_state
+        self.utility_folds = utility_folds
+
+    def _utility_folds(self) -> int:
+        return self.utility_folds
 
     def _check_params(self) -> None:
         super()._check_params()
