@@ -190,6 +190,15 @@ def run(
                                       f"{s['communication']['bytes']:,}")
     table.add_row("randomness / channels", f"{s['randomness_mode']} / {s['channels']}")
     out.print(table)
+    leak_path = folder / "summary.json"
+    if leak_path.is_file():
+        leak = json.loads(leak_path.read_text()).get("leakage")
+        if leak:
+            colour = "bold red" if leak["above_bound"] else "green"
+            out.print(f"leakage: {leak['rows']} rows (observer, target, attack), "
+                      f"[{colour}]{leak['above_bound']} above their bound[/], "
+                      f"{leak['within_bound']} within, {leak['no_bound']} with no bound "
+                      "(leakage.csv)")
     if deviations is not None:
         _print_deviations(deviations)
     out.print(f"results written to [bold]{folder}[/] (summary.png, summary.json, ...)")
