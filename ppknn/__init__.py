@@ -54,6 +54,7 @@ _LAZY = {
     "PCALaplaceSanitizer": "ppknn.simulations.estimators",
     "DPTTClassifier": "ppknn.simulations.estimators",
     "DPNaiveBayes": "ppknn.protocols.dp_nb.estimator",
+    "BelowMajorityWarning": "ppknn.protocols.dp_nb.estimator",
     "ConfigError": "ppknn.core.errors",
     "PrivacyLeakWarning": "ppknn.core.errors",
 }
@@ -62,7 +63,7 @@ _MODULES = {"registry": "ppknn.simulations.registry"}
 if TYPE_CHECKING:  # pragma: no cover
     from ppknn.api import Result, leakage, load_scenario, protocol_names, run, sweep
     from ppknn.core.errors import ConfigError, PrivacyLeakWarning
-    from ppknn.protocols.dp_nb.estimator import DPNaiveBayes
+    from ppknn.protocols.dp_nb.estimator import BelowMajorityWarning, DPNaiveBayes
     from ppknn.simulations import registry
     from ppknn.simulations.estimators import (
         DPKNeighborsClassifier,
@@ -90,7 +91,7 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY, *_MODULES})
 
 
-__all__ = ["ConfigError", "DPKNeighborsClassifier", "DPNaiveBayes",
+__all__ = ["BelowMajorityWarning", "ConfigError", "DPKNeighborsClassifier", "DPNaiveBayes",
            "DPRadiusNeighborsClassifier", "DPTTClassifier", "PCALaplaceSanitizer",
            "PPKNNClassifier", "PrivacyLeakWarning", "Result", "Scenario", "__version__",
            "leakage", "load_scenario", "protocol_names", "registry", "run", "sweep"]
