@@ -86,10 +86,16 @@ def _sd(stats: dict, key: str) -> float:
 
 
 def _ci(stats: dict, key: str, name: str | None = None) -> dict[str, float]:
-    """``{name_low, name_high}``: the 95% t interval of the mean over repetitions."""
+    """``{name_low, name_high}``: the 95% t interval of the mean over repetitions.
+
+    Accuracies (``acc_*``) are shares: their interval is clipped to [0, 1].
+    """
     mean, _, half = stats.get(key, (math.nan, math.nan, math.nan))
     name = name or key
-    return {f"{name}_low": mean - half, f"{name}_high": mean + half}
+    low, high = mean - half, mean + half
+    if key.startswith("acc_"):
+        low, high = float(np.clip(low, 0.0, 1.0)), float(np.clip(high, 0.0, 1.0))  # NaN stays
+    return {f"{name}_low": low, f"{name}_high": high}
 
 
 def build_tables(rows: list[dict], worst: list[dict], additive: list[dict], san: list[dict],
