@@ -57,7 +57,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ppknn.core.errors import ConfigError, PrivacyLeakWarning
+from ppknn.core.errors import ConfigError, DataError, PrivacyLeakWarning
 from ppknn.core.runtime.pool import fan_out
 from ppknn.simulations import registry
 from ppknn.simulations.grids import Grid
@@ -241,9 +241,14 @@ def run_cell(job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
     meta, data = job
     scenario = parse_scenario(data, source=f"comparison cell {meta['dataset']} "
                                            f"{meta['protocol']} level {meta['level']}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyLeakWarning)
-        result = execute(scenario)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            result = execute(scenario)
+    except (ConfigError, DataError) as exc:  # the protocol cannot serve this cell: say why
+        row = {k: v for k, v in meta.items() if k != "profiles"}
+        row.update({"accuracy": math.nan, "cannot_run": str(exc).splitlines()[-1].strip()})
+        return row
     o = result.outcome
     p = result.prepared.data
     n_classes = p.n_classes
@@ -263,7 +268,7 @@ def run_cell(job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
         "guarantee": registry.get(o.name).guarantee,
         "epsilon_spent": r["privacy"]["epsilon"],
         "messages": messages, "bytes": bytes_, "hops": hops,
-        "protocol_s": result.timings.get("protocol_s", math.nan),
+        "protocol_s": result.timings.get("protocol_s", math.nan), "cannot_run": "",
     })
     for name, prof in meta["profiles"].items():
         row[f"network_{name}_s"] = predict_network(
@@ -305,12 +310,24 @@ MEANS = ("macro_f1", "reference_accuracy", "reference_macro_f1", "gaussian_nb_ac
          "bytes", "hops", "protocol_s")
 
 
+def _failures(rows: Sequence[Mapping[str, Any]] | None) -> str:
+    return f"{len(rows)} seeds could not run: {rows[0]['cannot_run']}" if rows else ""
+
+
 def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per (dataset, protocol, level): means over seeds, 95% interval of accuracy."""
     groups: dict[tuple, list[Mapping[str, Any]]] = defaultdict(list)
+    failed: dict[tuple, list[Mapping[str, Any]]] = defaultdict(list)
     for r in rows:
-        groups[(r["dataset"], r["protocol"], r["level_rank"])].append(r)
+        key = (r["dataset"], r["protocol"], r["level_rank"])
+        (failed if r.get("cannot_run") else groups)[key].append(r)
     out = []
+    for key in sorted(set(failed) - set(groups)):  # no seed could run: say why, no hole
+        rs = failed[key]
+        out.append({"dataset": key[0], "protocol": key[1], "level_rank": key[2],
+                    "privacy_key": rs[0]["privacy_key"], "level": rs[0]["level"], "seeds": 0,
+                    "accuracy": math.nan, "accuracy_low": math.nan, "accuracy_high": math.nan,
+                    "cannot_run": rs[0]["cannot_run"]})
     for (dataset, protocol, rank), rs in groups.items():
         acc, lo, hi = _t_interval([r["accuracy"] for r in rs])
         ref, ref_lo, ref_hi = _t_interval([r["reference_accuracy"] for r in rs])
@@ -322,7 +339,8 @@ def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                                "accuracy_high": hi, "reference": rs[0]["reference"],
                                "reference_low": ref_lo, "reference_high": ref_hi,
                                "gap_to_reference": acc - ref,
-                               "leak_quantity": rs[0].get("leak_quantity", "")}
+                               "leak_quantity": rs[0].get("leak_quantity", ""),
+                               "cannot_run": _failures(failed.get((dataset, protocol, rank)))}
         for key in MEANS:
             vals = [r.get(key, math.nan) for r in rs]
             vals = [float(v) for v in vals if isinstance(v, (int, float))]
@@ -343,8 +361,10 @@ def ranking(agg: Sequence[Mapping[str, Any]], *, max_epsilon_lb: float = 1.0
     """
     out = []
     for dataset in sorted({r["dataset"] for r in agg}):
-        rows = [r for r in agg if r["dataset"] == dataset]
+        rows = [r for r in agg if r["dataset"] == dataset and r["seeds"]]
         strongest = [r for r in rows if r["level_rank"] == 1]
+        if not strongest:
+            continue
         best = max(strongest, key=lambda r: r["accuracy"])
         low_leak = [r for r in rows if math.isfinite(r["empirical_epsilon_lb"])
                     and r["empirical_epsilon_lb"] <= max_epsilon_lb]
@@ -365,7 +385,14 @@ def advice(agg: Sequence[Mapping[str, Any]], profile: str = "wan") -> dict[str, 
     """One sentence per protocol, from the measured rows: when to choose it, when not."""
     out = {}
     for protocol in sorted({r["protocol"] for r in agg}):
-        rows = [r for r in agg if r["protocol"] == protocol]
+        rows = [r for r in agg if r["protocol"] == protocol and r["seeds"]]
+        cannot = sorted({r["dataset"] for r in agg
+                         if r["protocol"] == protocol and not r["seeds"]})
+        note = (f" It could not run on {', '.join(cannot)} (see the table for why)."
+                if cannot else "")
+        if not rows:
+            out[protocol] = "It could not run on any dataset of this comparison." + note
+            continue
         strong = [r for r in rows if r["level_rank"] == 1]
         weak = [r for r in rows if r["level_rank"] == max(x["level_rank"] for x in rows)]
         gap_strong = statistics.fmean(r["gap_to_reference"] for r in strong)
@@ -385,7 +412,7 @@ def advice(agg: Sequence[Mapping[str, Any]], profile: str = "wan") -> dict[str, 
             f"{profile.upper()} profile per batch): {choose} its guarantee "
             f"({registry.get(protocol).guarantee}) is the one your parties need"
             + ("" if hops < 10 else ", and not when parties sit far apart on a slow network")
-            + ".")
+            + "." + note)
     return out
 
 
@@ -420,10 +447,10 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
     pq.write_table(pa.Table.from_pylist([dict(r) for r in rows]), folder / "compare.parquet")
     agg = aggregate(rows)
     profiles = list(spec.profiles())
-    columns = tuple(agg[0]) if agg else ()
+    columns = tuple(dict.fromkeys(k for r in agg for k in r))
     table = Table(name="compare-aggregate", columns=columns)
     for r in agg:
-        table.add(**r)
+        table.add(**{c: r.get(c, math.nan) for c in columns})
     write_rows(folder / "compare-aggregate.csv", table.rows)
     run_name = spec.compare.name
     protocols = sorted({r["protocol"] for r in agg})
@@ -449,8 +476,9 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
                             for p in protocols)),
     )
     for f in figures:
+        drawn = [r for r in table.rows if r["seeds"]]
         plot(f, Table(name=f.name, columns=columns,
-                      rows=sorted(table.rows, key=lambda r, x=f.x: (r["protocol"], r[x]))),
+                      rows=sorted(drawn, key=lambda r, x=f.x: (r["protocol"], r[x]))),
              folder=folder, run=run_name)
     head = ("dataset", "protocol", "privacy", "accuracy [95% CI]", "macro-F1", "reference",
             "Gaussian NB", "ε spent", "strongest leakage", "messages", "hops",
@@ -461,7 +489,10 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
              fmt(r["gaussian_nb_accuracy"]), fmt(r["epsilon_spent"]),
              f"{fmt(r['leak_value'])} ({r['leak_quantity']})" if r["leak_quantity"] else "—",
              fmt(r["messages"]), fmt(r["hops"]),
-             *(fmt(r[f"network_{p}_s"]) for p in profiles)) for r in agg]
+             *(fmt(r[f"network_{p}_s"]) for p in profiles)) if r["seeds"] else
+            (r["dataset"], r["protocol"], f"{r['privacy_key']} = {r['level']:g}",
+             f"cannot run: {r['cannot_run']}", *("—",) * (8 + len(profiles)))
+            for r in agg]
     ranks = ranking(agg)
     rank_head = tuple(ranks[0]) if ranks else ()
     advice_lines = [f"- **{p}**: {text}" for p, text in advice(agg).items()]

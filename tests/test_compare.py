@@ -174,3 +174,27 @@ def test_the_full_spec_covers_every_protocol_on_eight_datasets_three_levels_ten_
                                                "pca-perturbation", "dp-nb"}
     assert all(len(e.levels) >= 3 for e in spec.protocol)
     assert len(spec.jobs()) == 9 * 5 * 3 * 10  # every cell validates before anything runs
+
+
+def test_a_cell_the_protocol_cannot_serve_is_reported_not_a_hole(tmp_path):
+    """The sanitizer refuses constant columns: the comparison goes on and says why."""
+    from ppknn.simulations.compare import write_report
+
+    data = tmp_path / "flat.csv"
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(60, 3))
+    lines = ["a,b,c,label"] + [f"{r[0]:.4f},1.0,{r[2]:.4f},{int(r[0] > 0)}" for r in x]
+    data.write_text("\n".join(lines) + "\n")
+    spec = load_comparison({
+        "compare": {"name": "t", "datasets": [f"file://{data}"], "seeds": [0],
+                    "parallel": "sequential"},
+        "base": {"data": {"scale": "minmax", "bounds": {"lower": [-5.0, 0.0, -5.0],
+                                                        "upper": [5.0, 2.0, 5.0]}}},
+        "protocol": [RING, {"name": "pca-perturbation", "privacy_key": "b",
+                            "levels": [0.2], "settings": {"components": 2}}]})
+    rows = run_comparison(spec)
+    pca = [r for r in rows if r["protocol"] == "pca-perturbation"]
+    assert pca and all("constant" in r["cannot_run"] for r in pca)
+    assert all(not r["cannot_run"] for r in rows if r["protocol"] == "ppknn-ring")
+    text = write_report(spec, rows, tmp_path / "out", command="test").read_text()
+    assert "cannot run:" in text and "could not run on" in text
