@@ -62,7 +62,10 @@ def run_into(folder: Path, scenario: dict):
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
     base = tmp_path_factory.mktemp("leak")
-    return {name: (base / name, run_into(base / name, small(name))) for name in PROTOCOLS}
+    with pytest.MonkeyPatch.context() as mp:  # summary.png is not under test here
+        mp.setattr("ppknn.simulations.results.plot_summary", lambda result, path: None)
+        return {name: (base / name, run_into(base / name, small(name)))
+                for name in PROTOCOLS}
 
 
 def _observers(result) -> set[str]:
@@ -168,7 +171,7 @@ def test_streamed_ring_attacks_equal_the_whole_transcript_ones(tmp_path):
 
 
 def test_scripted_coalition_and_pooled_analysts(tmp_path):
-    ring = small("ppknn-ring")
+    ring = small("ppknn-ring", parties={"n": 5})
     ring["adversary"] = [{"attack": "coalition-attribution",
                           "observers": ["owner-00", "owner-04"]}]
     result = run_into(tmp_path / "r", ring)
@@ -178,7 +181,7 @@ def test_scripted_coalition_and_pooled_analysts(tmp_path):
     assert [r["observer"] for r in rows] == ["owner-00+owner-04"] * (n - 2)
     assert {r["target"] for r in rows} == set(result.outcome.plan.public["ring"]) - {
         "owner-00", "owner-04"}
-    nb = small("dp-nb")
+    nb = small("dp-nb", data={"max_queries": 20})
     nb["adversary"] = [{"attack": "model-membership-inference",
                         "observers": ["nb-analyst-00", "nb-analyst-01", "nb-analyst-02"]}]
     run_into(tmp_path / "n", nb)
