@@ -117,3 +117,14 @@ def test_points_on_a_flat_line_are_not_counted_below():
     sloped += [{"dataset": "s", "method": "Rand-N", "privacy": 0.5, "accuracy": a}
                for a in (0.94, 0.95, 0.96)]
     assert tradeoff_points(sloped, ["s"]) == (1, 1, 3)
+
+
+@pytest.mark.parametrize("workers", [0, -1, True, 1.5])
+def test_bad_workers_are_refused_before_anything_runs(tmp_path, workers):
+    from ppknn.core.errors import ConfigError
+    from ppknn.simulations.reproduce.mukherjee import run
+
+    with pytest.raises(ConfigError, match=r"workers = .*: allowed an integer >= 1"):
+        run(tmp_path / "out", quick=True, runtime="inprocess", report=tmp_path / "r.md",
+            workers=workers)
+    assert not (tmp_path / "out").exists()
