@@ -411,6 +411,14 @@ def protocols() -> None:
         roles = "; ".join(f"{r.name} x {r.count}" for r in plugin.roles)
         table.add_row(plugin.name, plugin.title, roles, plugin.guarantee)
     out.print(table)
+    from ppknn.simulations.leakage import attacks
+
+    out.print("attacks of the leakage table ([[adversary]] attack = ...; * = scored after "
+              "every run):")
+    for plugin in registry.plugins():
+        names = [f"{a}{'*' if attacks.get(plugin.name, a).default else ''}"
+                 for a in attacks.allowed(plugin.name)]
+        out.print(f"  {plugin.name}: {', '.join(names) or '-'}")
 
 
 @app.command()
