@@ -88,6 +88,12 @@ def test_quick_reproduction_writes_every_figure(tmp_path):
                                      report=tmp_path / "docs2" / "xiong.md", timings={},
                                      reused=tmp_path / "out").read_text()
     assert "NOT RE-RUN in this run: `accuracy.csv`" in again
+    # the grids' rows of a run are enough to rebuild its grid tables (grids_from)
+    from_rows = xiong.Xiong(xiong.QUICK, grids_from=str(tmp_path / "out" / "grids")
+                            ).grid_studies()
+    for key in ("readings", "votes"):
+        assert [r["acc_ppknn"] for r in from_rows[key].rows] == pytest.approx(
+            [r["acc_ppknn"] for r in tables[key].rows])
 
 
 def test_batched_splits_equal_independent_runs():

@@ -129,14 +129,16 @@ class SplitSession:
 
     Parties keep their distance blocks between runs (the query batch does
     not change), so sweeping ``k``, ``P0``, ``d`` or the rounds costs only
-    the protocol itself. On Ray the hosted layout is the default (one host
-    actor per CPU, ring neighbours together). Use as a context manager.
+    the protocol itself. One call holds every split, so the runtime's per-call
+    timeout (``party_timeout_s``) is an hour by default, not a minute. On Ray
+    the hosted layout is the default (one host actor per CPU, ring neighbours
+    together). Use as a context manager.
     """
 
     def __init__(self, batch: SplitBatch, *, runtime: str = "inprocess", record: bool = False,
                  channels: bool = False, seed: int = 0, transcript_dir: Path | None = None,
                  cache_limit: int = 400_000_000, tag: str = "0",
-                 layout: str = "hosted") -> None:
+                 layout: str = "hosted", party_timeout_s: float = 3600.0) -> None:
         self.batch = batch
         self.record = record
         self.seed = seed
@@ -157,7 +159,8 @@ class SplitSession:
         specs = [by_name[p] for p in ring_from_start(self.ring, self.start)]
         self.runtime.start(specs, RunContext(run_id=self.run_id, transcript_dir=transcript_dir,
                                              record=record, secure_channels=channels,
-                                             record_batch=1 << 16, flush_every=1 << 16))
+                                             record_batch=1 << 16, flush_every=1 << 16,
+                                             party_timeout_s=party_timeout_s))
 
     def run(self, *, k: int, p0: float, d: float, rounds: int, weighting: str = "uniform",
             secure_sum: str = "ring", delta: float = 1e-3) -> BatchOutcome:

@@ -217,9 +217,11 @@ def grid_summaries_from(folder: Path, settings: Settings | None = None) -> dict[
 class Xiong:
     """Runs the experiments; each method returns a :class:`Table`."""
 
-    def __init__(self, settings: Settings, runtime: str = "inprocess") -> None:
+    def __init__(self, settings: Settings, runtime: str = "inprocess",
+                 grids_from: str | None = None) -> None:
         self.s = settings
         self.runtime = runtime
+        self.grids_from = grids_from
         self.batches: dict[tuple[str, int, int], SplitBatch] = {}
         self.timings: dict[str, float] = {}
 
@@ -449,6 +451,18 @@ class Xiong:
         """
         from ppknn.simulations.grids import run_grids, write_grid_rows
 
+        if self.grids_from is not None:
+            folder = Path(self.grids_from)
+            if not list(folder.glob("grid-*.csv")):
+                from ppknn.core.errors import ConfigError
+
+                raise ConfigError(f"grids_from = {self.grids_from!r}: no grid-*.csv there; give "
+                                  "the grids/ folder of an earlier run")
+            if output is not None and folder.resolve() != (Path(output) / "grids").resolve():
+                import shutil
+
+                shutil.copytree(folder, Path(output) / "grids", dirs_exist_ok=True)
+            return grid_summaries_from(folder, self.s)
         rows = run_grids(grids(self.s), parallel="ray" if self.runtime == "ray"
                          else "sequential")
         if output is not None:
@@ -537,19 +551,21 @@ def report_from_tables(output: Path, *, quick: bool, runtime: str, report: Path,
 
 
 def run(output: Path, *, quick: bool, runtime: str, report: Path, log=None,
-        reuse: str | None = None) -> Path:
+        reuse: str | None = None, grids_from: str | None = None) -> Path:
     """Run everything, write tables, plots and the report (see the package docstring).
 
     ``reuse``: run only the scenario grids and read the other tables from this folder
     of an earlier run's CSVs (``--set reuse=docs/reproductions/xiong``); the report says
-    which tables were reused.
+    which tables were reused. ``grids_from``: read the grids' per-run rows from this
+    folder of an earlier run (its ``grids/``) instead of running them again; the batched
+    studies run as usual.
     """
     from ppknn.simulations.reproduce.xiong_report import write_report
 
     settings = QUICK if quick else FULL
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
-    xp = Xiong(settings, runtime=runtime)
+    xp = Xiong(settings, runtime=runtime, grids_from=grids_from)
     t0 = time.perf_counter()
     if reuse is not None:
         if not (Path(reuse) / "accuracy.csv").is_file():

@@ -595,7 +595,8 @@ def build_report(tables: dict[str, Table], settings: Any, *, quick: bool,
             "grids were run now.")
     return Report(
         title=f"Reproduction: {PAPER}",
-        run=Run(command="ppknn reproduce xiong" + (" --quick" if quick else ""),
+        run=Run(command="ppknn reproduce xiong" + (" --quick" if quick else "")
+                + (f" --set reuse={reused[0]}" if reused is not None else ""),
                 runtime=runtime, quick=quick, seed=seed, seconds=timings.get("total")),
         intro=(
             f"Setting: {s.splits} random splits (2/3 training, 1/3 test) per point, training "
