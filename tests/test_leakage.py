@@ -211,3 +211,16 @@ def test_bad_adversaries_are_refused_by_the_scenario(entry, message):
     with pytest.raises(ConfigError) as err:
         parse_scenario(data)
     assert message in str(err.value)
+
+
+def test_each_plugin_declares_the_attacks_a_run_scores():
+    from ppknn.simulations import registry
+    from ppknn.simulations.leakage import attacks
+
+    for name in registry.names():
+        declared = registry.get(name).adversaries
+        assert declared, name
+        assert set(declared) <= set(attacks.allowed(name)), name
+        assert [a.attack for a in attacks.defaults(name)] == list(declared)
+        assert {a for a in attacks.allowed(name) if attacks.get(name, a).default} == \
+            set(declared), name

@@ -152,9 +152,19 @@ def get(protocol: str, name: str) -> Attack:
 
 
 def defaults(protocol: str) -> list[Adversary]:
-    """The attacks a plain run scores for ``protocol``."""
-    return [Adversary(protocol, a.name) for (p, _), a in sorted(_ATTACKS.items())
-            if p == protocol and a.default]
+    """The attacks a plain run scores for ``protocol``: its plugin's ``adversaries``.
+
+    A protocol registered without this package's attacks (a third-party plugin)
+    scores the attacks registered here as defaults for it, if any.
+    """
+    from ppknn.simulations import registry
+
+    plugin = registry.find(protocol)
+    names = [n for n in (plugin.adversaries if plugin is not None else ())
+             if (protocol, n) in _ATTACKS]
+    if not names:
+        names = [a.name for (p, _), a in sorted(_ATTACKS.items()) if p == protocol and a.default]
+    return [Adversary(protocol, n) for n in names]
 
 
 def observer_name(parties: Sequence[str]) -> str:

@@ -234,7 +234,7 @@ class DPKNN(ProtocolPlugin):
                "batches", "radius", "radius_epsilon", "baseline_radius", "k",
                "mean_sensitivity", "clique_upper_bounds", "empty_regions", "avre", "rmse_k")
     guarantee = GUARANTEE
-    adversaries = ()
+    adversaries = ("analyst-label-inference", "owner-sees-queries")
     driver = staticmethod(drive)
 
     def check_scenario(self, config: ProtocolConfig, scenario: Scenario, *, source: str

@@ -138,6 +138,7 @@ class DPNaiveBayes(ProtocolPlugin):
     metrics = ("method", "noise", "epsilon_per_model", "epsilon_spent", "delta_spent",
                "released_models", "refused_requests", "budget")
     guarantee = "ε-DP, add/remove one training record (released model)"
+    adversaries = ("model-membership-inference", "owner-sees-requests")
     driver = staticmethod(drive)
 
     def check_scenario(self, config: ProtocolConfig, scenario: Scenario, *, source: str

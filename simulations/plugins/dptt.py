@@ -265,7 +265,9 @@ class DPTT(ProtocolPlugin):
                "geo_epsilon", "geo_radius", "geo_per_unit", "geo_nn_accuracy",
                "geo_top5_accuracy", "geo_released_mean")
     guarantee = GUARANTEE
-    adversaries = ()
+    adversaries = ("client-sees-training-points",
+                   "server-location-inference",
+                   "server-side-inference")
     driver = staticmethod(drive)
 
     def check_scenario(self, config: ProtocolConfig, scenario: Scenario, *, source: str

@@ -245,7 +245,7 @@ class PCAPerturbation(ProtocolPlugin):
                "noise_to_signal_min", "noise_to_signal_median")
     guarantee = ("no ε-DP: per-column amplification e^(1/b) of the Laplace release (ρ1→ρ2 "
                  "bound) and average privacy under the transform and correlation attacks")
-    adversaries = ("transform-attack", "correlation-attack")
+    adversaries = ("correlation-attack", "transform-attack")
     driver = staticmethod(drive)
 
     def check_scenario(self, config: ProtocolConfig, scenario: Scenario, *, source: str

@@ -136,7 +136,7 @@ class PPKNNRing(ProtocolPlugin):
                "voters_mean", "queries_over_k_voters", "disclosure_mean",
                "disclosure_ci_low", "disclosure_ci_high")
     guarantee = "no DP: per-node disclosure probability to the successor (paper §6.6)"
-    adversaries = ("successor-attribution",)
+    adversaries = ("informed-successor", "secure-sum-neighbours", "successor-attribution")
     driver = staticmethod(drive)
 
     def check_scenario(self, config: ProtocolConfig, scenario: Scenario, *, source: str
