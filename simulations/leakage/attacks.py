@@ -376,6 +376,33 @@ def _ring_nb_sum(ctx: Context, adv: Adversary) -> list[LeakageRow]:
                      quantity="statistics vector recovered exactly", per_query=False)
 
 
+@register(RING_NB, "start-node-aggregate", default=True,
+          description="the start node unmasks the exact pre-noise total of the others")
+def _ring_nb_start(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    from ppknn.protocols.ppknn import secure_sum as ss
+
+    ring, start = list(ctx.public["ring"]), ctx.public["start"]
+    keys = [f"stats/{p}" for p in ring if p != start]
+    if not all(k in ctx.truth for k in keys):
+        return []
+    msgs = [m for m in ctx.messages() if m.kind == "partial-sum"]
+    sent = [m for m in msgs if m.sender == start]
+    got = [m for m in msgs if m.receiver == start]
+    truth = np.zeros_like(np.asarray(ctx.truth[keys[0]], dtype=np.uint64))
+    for k in keys:
+        truth = ss.add(truth, np.asarray(ctx.truth[k], dtype=np.uint64))
+    shared = any(m.kind == "share" for m in ctx.messages())
+    hit = bool(sent and got and not shared
+               and np.array_equal(ss.sub(got[0].payload["s"], sent[0].payload["s"]), truth))
+    return [proportion_row(
+        successes=int(hit), trials=1, protocol=ctx.protocol, observer=start,
+        target="the other owners (exact statistics before noise)", attack=adv.attack,
+        quantity="exact pre-noise aggregate recovered",
+        note="the start node subtracts the mask it sent from the sum it received; it is "
+             "trusted for the noise step by design (no bound)" if not shared else
+             "secret-shared sum: no mask to subtract")]
+
+
 def membership_rows(ctx: Context, adv: Adversary, *, observers: Sequence[str],
                     models: Sequence[Mapping[str, Any]], claimed: float | None,
                     bound_name: str) -> LeakageRow:

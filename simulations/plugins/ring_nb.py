@@ -100,7 +100,8 @@ class RingNB(ProtocolPlugin):
     metrics = ("epsilon", "epsilon_spent", "epsilon_class_counts", "epsilon_sums",
                "epsilon_sums_of_squares", "secure_sum", "var_floor", "count_abs_error_mean")
     guarantee = GUARANTEE
-    adversaries = ("model-membership-inference", "secure-sum-neighbours")
+    adversaries = ("model-membership-inference", "secure-sum-neighbours",
+                   "start-node-aggregate")
     driver = staticmethod(drive)
 
     def check_scenario(self, config: ProtocolConfig, scenario: Scenario, *, source: str
