@@ -744,21 +744,18 @@ def _dptt_client(ctx: Context, adv: Adversary) -> list[LeakageRow]:
     from ppknn.simulations.leakage.stream import round_messages
 
     observers = tuple(adv.observers or ("client",))
-    ids: set[int] = set()
+    n = int(ctx.public["training_rows"])
+    seen = np.zeros(n, dtype=bool)  # one flag per training point, not a set of ids
     for _, msgs in round_messages(ctx.transcript, DPTT, kinds=("nodes", "release"),
                                   with_provenance=False):
         for m in msgs:
             if m.receiver not in observers:
                 continue
-            if m.kind == "release":
-                ids.update(np.asarray(m.payload["ids"]).tolist())
-            else:
-                for key in ("parent_id", "left_id", "right_id"):
-                    if key in m.payload:
-                        ids.update(np.asarray(m.payload[key]).tolist())
-    n = int(ctx.public["training_rows"])
+            for key in ("ids", "parent_id", "left_id", "right_id"):
+                if key in m.payload:
+                    seen[np.asarray(m.payload[key], dtype=np.int64)] = True
     return [proportion_row(
-        successes=len(ids), trials=n, protocol=ctx.protocol,
+        successes=int(seen.sum()), trials=n, protocol=ctx.protocol,
         observer=observer_name(observers), target="server (training points)",
         attack=adv.attack, quantity="training points seen exactly",
         note="node values and released points are sent in the clear by design (the "
