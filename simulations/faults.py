@@ -75,8 +75,9 @@ class ChaosOutcome:
     named:
         Whether the error names the faulty party.
     seconds:
-        From the start of the protocols (every party up) to the error
-        propagating out of the run, transcript closed.
+        From the fault firing (the host notes the time) to the error
+        propagating out of the run, transcript closed; from the protocols'
+        start when the fault never said it fired.
     bound_s:
         ``party_timeout_s`` + :data:`SLACK_S`.
     transcript_rows:
@@ -114,7 +115,10 @@ def run_with_fault(scenario: Any, fault: FaultPlan, transcript_dir: Path, *,
     """Run ``scenario`` with ``fault`` injected; the transcript goes to ``transcript_dir``."""
     from ppknn.simulations.runner import execute
 
-    faulty = scenario.with_overrides(faults=fault_section(fault))
+    transcript_dir = Path(transcript_dir)
+    transcript_dir.parent.mkdir(parents=True, exist_ok=True)
+    mark = transcript_dir.parent / "fault-fired-at"
+    faulty = scenario.with_overrides(faults={**fault_section(fault), "mark": str(mark)})
     bound = faulty.runtime.party_timeout_s + SLACK_S
     started: list[float] = []
 
@@ -129,7 +133,12 @@ def run_with_fault(scenario: Any, fault: FaultPlan, transcript_dir: Path, *,
         error, message = type(exc).__name__, str(exc)
     except PpknnError as exc:
         error, message = type(exc).__name__, str(exc)
-    seconds = time.monotonic() - (started[0] if started else time.monotonic())
+    ended = time.time()
+    fired = float(mark.read_text()) if mark.is_file() else None
+    if fired is not None:  # from the fault firing (in whichever process) to the error
+        seconds = max(0.0, ended - fired)
+    else:  # it never fired, or its party died before saying so: from the protocols' start
+        seconds = time.monotonic() - (started[0] if started else time.monotonic())
     try:
         rows = len(Transcript(transcript_dir)) if transcript_dir.is_dir() else -1
     except Exception:  # noqa: BLE001 - an unreadable transcript is what this measures

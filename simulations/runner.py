@@ -230,7 +230,8 @@ def context_for(scenario: Scenario, run_id: str, transcript_dir: Path | None) ->
     """The run context a scenario asks for (``[runtime]``)."""
     r = scenario.runtime
     f = scenario.faults
-    fault = None if f is None else FaultPlan(f.party, f.method, f.occurrence, f.kind, f.delay_s)
+    fault = None if f is None else FaultPlan(f.party, f.method, f.occurrence, f.kind, f.delay_s,
+                                             f.mark)
     return RunContext(run_id=run_id, transcript_dir=transcript_dir,
                       secure_channels=r.channels, record_batch=r.record_batch,
                       flush_every=r.flush_every, record_batch_bytes=r.record_batch_bytes,

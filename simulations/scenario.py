@@ -156,6 +156,8 @@ class FaultsSection(_Section):
     kind: Literal["kill", "raise", "hang", "slow", "memory", "drop", "duplicate", "reorder",
                   "tamper"] = "kill"
     delay_s: float | None = Field(None, ge=0, allow_inf_nan=False)
+    mark: str | None = None
+    """A file the host writes the time to when the fault fires (``ppknn chaos`` timings)."""
 
 
 class AdversarySection(_Section):

@@ -144,6 +144,8 @@ class FaultPlan:
     occurrence: int = 1
     kind: str = "kill"
     delay_s: float | None = None
+    mark: str | None = None
+    """A file the host writes the wall-clock time to when the fault fires (measurements)."""
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
@@ -330,6 +332,8 @@ class PartyHost:
         plan = self.fault
         assert plan is not None
         kind = fault.kind
+        if kind not in _MESSAGE_FAULTS:
+            self._mark_fired()
         if kind == "kill":
             self._on_kill(party_id)
         elif kind == "raise":
@@ -346,7 +350,19 @@ class PartyHost:
             first = next((a for a in args if isinstance(a, (Message, Envelope))), None)
             if first is not None:
                 self._fired = True
+                self._mark_fired()
                 self._open(endpoint, first)  # delivered a second time: a replay
+
+    def _mark_fired(self) -> None:
+        """Write when the fault fired to ``FaultPlan.mark`` (best effort)."""
+        if self.fault is not None and self.fault.mark:
+            import time
+
+            try:
+                with open(self.fault.mark, "w") as f:
+                    f.write(repr(time.time()))
+            except OSError:
+                pass
 
     def abandon(self) -> None:
         """Release a call waiting in an injected hang (the runtime gave up on it)."""
@@ -457,6 +473,7 @@ class PartyHost:
         """Number and seal ``message`` (the caller holds the lock)."""
         if fault is not None and not fault.fired and fault.kind in ("drop", "reorder", "tamper"):
             fault.fired = self._fired = True
+            self._mark_fired()
             return self._stamp_faulty(endpoint, message, plaintext, stamps, fault.kind)
         key = (endpoint.party, message.receiver)
         if stamps is None and key in self._reordered:  # the message that was overtaken
