@@ -682,6 +682,12 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path,
 
     ``log`` (optional) receives one line per experiment as it starts.
     """
+    # the grid runs import the runner lazily: load it now, once, so a long run does not
+    # pick up a half-edited module half way through
+    from ppknn.simulations import results as _results  # noqa: F401
+    from ppknn.simulations import runner as _runner  # noqa: F401
+    from ppknn.simulations import sweep as _sweep  # noqa: F401
+
     s = QUICK if quick else FULL
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
