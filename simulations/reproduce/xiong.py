@@ -244,7 +244,8 @@ class Xiong:
         t = Table(name="accuracy", columns=(
             "dataset", "figure", "k", "rounds", "p0", "d", "acc_ppknn", "acc_knn", "abs_diff",
             "abs_diff_lo", "abs_diff_hi", "diff", "diff_lo", "diff_hi",
-            "exact_knn_mismatch_non_tied", "tied"))
+            "exact_knn_mismatch_non_tied", "tied", "acc_ppknn_lo", "acc_ppknn_hi",
+            "acc_knn_lo", "acc_knn_hi"))
         for name in s.datasets:
             b = self.batch(name, s.n, s.splits)
             cache: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
@@ -273,10 +274,13 @@ class Xiong:
         acc_sk = per_split(sk == b.labels, b.query_block, b.splits)
         m, lo, hi = mean_ci(np.abs(acc_pp - acc_sk))
         dm, dlo, dhi = mean_ci(acc_pp - acc_sk)
+        _, plo, phi = mean_ci(acc_pp)
+        _, klo, khi = mean_ci(acc_sk)
         t.add(dataset=b.dataset.name, figure=fig, k=k, rounds=r, p0=p0, d=d,
               acc_ppknn=acc_pp.mean(), acc_knn=acc_sk.mean(), abs_diff=m, abs_diff_lo=max(lo, 0),
               abs_diff_hi=hi, diff=dm, diff_lo=dlo, diff_hi=dhi,
-              exact_knn_mismatch_non_tied=mism, tied=int(ties.sum()))
+              exact_knn_mismatch_non_tied=mism, tied=int(ties.sum()), acc_ppknn_lo=plo,
+              acc_ppknn_hi=phi, acc_knn_lo=klo, acc_knn_hi=khi)
 
     def large_k(self) -> Table:
         """Fig. 5: accuracy vs k up to the whole union (r = 1, P0 = 1, d = 0.5)."""

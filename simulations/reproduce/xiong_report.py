@@ -47,7 +47,18 @@ CLOSE = 0.03
 # --------------------------------------------------------------------- figures
 FIG2 = Figure(
     name="fig2_accuracy_vs_k", csv="accuracy.csv", x="k", panel_by="dataset",
-    title="Fig. 2: accuracy of PP-kNN (r = 1, P0 = 1, d = 0.5) and kNN over k",
+    title="Fig. 2: accuracy of PP-kNN (r = 1, P0 = 1, d = 0.5) and kNN over k, 95% CI over "
+          "splits",
+    xlabel="k", ylabel="accuracy",
+    series=(Series(label="PP-kNN (r=1, P0=1, d=0.5)", y="acc_ppknn", low="acc_ppknn_lo",
+                   high="acc_ppknn_hi", where={"figure": "fig2"}),
+            Series(label="kNN (scikit-learn)", y="acc_knn", low="acc_knn_lo", high="acc_knn_hi",
+                   where={"figure": "fig2"}, dashed=True)))
+FIG2_NO_CI = Figure(
+    name="fig2_accuracy_vs_k", csv="accuracy.csv", x="k", panel_by="dataset",
+    title="Fig. 2: accuracy of PP-kNN (r = 1, P0 = 1, d = 0.5) and kNN over k (tables from a "
+          "run without per-point accuracy intervals; the differences' intervals are in the "
+          "table)",
     xlabel="k", ylabel="accuracy",
     series=(Series(label="PP-kNN (r=1, P0=1, d=0.5)", y="acc_ppknn", where={"figure": "fig2"}),
             Series(label="kNN (scikit-learn)", y="acc_knn", where={"figure": "fig2"},
@@ -144,7 +155,8 @@ def figures_and_tables(tables: dict[str, Table]) -> list[tuple[Figure, Table]]:
     acc, comm = tables["accuracy"], tables["communication"]
     grid = [(f, tables[key]) for f, key in ((FIG2_READINGS, "readings"), (VOTE_FIG, "votes"))
             if key in tables]
-    return grid + [(FIG2, acc), (FIG3, acc), (FIG4, acc), (FIG5, tables["large_k"]),
+    fig2 = FIG2 if "acc_ppknn_lo" in acc.columns else FIG2_NO_CI
+    return grid + [(fig2, acc), (FIG3, acc), (FIG4, acc), (FIG5, tables["large_k"]),
             (FIG6, tables["disclosure"]), (BOUND, tables["bound"]),
             (COLLUSION, _collusion_plot_table(tables["collusion"])), (MESSAGES, comm),
             (BYTES, comm)]
@@ -187,8 +199,14 @@ def _exactness(acc: Table) -> Section:
 
 def _fig2(acc: Table) -> Section:
     points = acc.where(figure="fig2")
-    rows = [{"dataset": r["dataset"], "k": r["k"], "PP-kNN": r["acc_ppknn"],
-             "kNN": r["acc_knn"],
+    with_ci = "acc_ppknn_lo" in acc.columns
+    rows = [{"dataset": r["dataset"], "k": r["k"],
+             "PP-kNN [95% CI]" if with_ci else "PP-kNN":
+                 _ci(r["acc_ppknn"], r["acc_ppknn_lo"], r["acc_ppknn_hi"]) if with_ci
+                 else r["acc_ppknn"],
+             "kNN [95% CI]" if with_ci else "kNN":
+                 _ci(r["acc_knn"], r["acc_knn_lo"], r["acc_knn_hi"]) if with_ci
+                 else r["acc_knn"],
              "PP - kNN [95% CI]": _ci(r["diff"], r["diff_lo"], r["diff_hi"], percent=True,
                                       signed=True)} for r in points]
     claims: tuple[Claim, ...] = ()
@@ -209,7 +227,8 @@ def _fig2(acc: Table) -> Section:
                         "true k-th distance, and more points vote: the effect grows with k "
                         "(see Fig. 5)"),)
     return Section(heading="Fig. 2 - PP-kNN (r = 1, P0 = 1, d = 0.5) vs kNN over k",
-                   figures=(FIG2,), tables=(Table.from_rows("fig2", rows),), claims=claims)
+                   figures=(FIG2 if with_ci else FIG2_NO_CI,),
+                   tables=(Table.from_rows("fig2", rows),), claims=claims)
 
 
 def _fig34(acc: Table, fig: Figure, key: str, heading: str, statement: str) -> Section:
