@@ -115,7 +115,8 @@ def test_quickstart_on_ray_says_it_is_starting_ray_and_warns_nothing(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
     env["HOME"] = str(tmp_path)  # a fresh ~/.ray: the auth token is generated there
     done = subprocess.run([sys.executable, "-m", "ppknn", "run", "--output", str(tmp_path / "q"),
-                           "--set", "data.max_queries=20"], capture_output=True, text=True,
+                           "--set", "data.max_queries=20", "--set", 'runtime.layout="hosted"',
+                           "--set", "runtime.hosts=1"], capture_output=True, text=True,
                           env=env, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "starting Ray" in done.stderr
