@@ -36,8 +36,17 @@ def test_quick_reproduction_writes_every_figure_and_the_report(tmp_path):
     assert "diffprivlib" in text and "nan" not in text.lower().replace("non-private", "")
     # the claims are data, each with a verdict, counted in the summary line
     assert "Claims: " in text and "**not measured**" in text
-    for name in ("bounds_summary", "audit_ratios"):  # the figures' own data
+    for name in ("bounds_summary", "audit_ratios", "peer_summary"):  # the figures' own data
         assert list(csv.DictReader((tmp_path / "out" / f"{name}.csv").open())), name
+        assert (tmp_path / "zafarani" / f"{name}.csv").is_file(), name  # beside the PNGs
+    # the breast_cancer comparison comes from grid rows through the dp-nb plugin
+    peer = list(csv.DictReader((tmp_path / "out" / "peer.csv").open()))
+    assert {r["source"] for r in peer} >= {"grid (dp-nb plugin)"}
+    assert len({r["fold"] for r in peer}) == 5
+    for heading in ("Exact sensitivity against the pair bound", "breast_cancer against "
+                    "diffprivlib", "**Verdict.**", "is not ε-DP", "95% t interval"):
+        assert heading in text, heading
+    assert "±" not in text.split("## Accuracy against ε")[1].split("##")[0]  # intervals
 
 
 def _paired_row(dataset, epsilon, a, b, d, two_se):
