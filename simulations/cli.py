@@ -624,7 +624,8 @@ def compare(
                                   progress=lambda done, total: bar.update(task, completed=done))
             command = "ppknn compare " + ("--quick" if spec is None else str(spec))
             write_report(comparison, rows, stage, command=command,
-                         seconds=time.perf_counter() - t0, quick=spec is None)
+                         seconds=time.perf_counter() - t0, quick=spec is None,
+                         parallel=parallel)
     except PartyFailure as exc:
         _fail(exc, 3)
     except PpknnError as exc:

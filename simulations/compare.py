@@ -401,6 +401,11 @@ def advice(agg: Sequence[Mapping[str, Any]], profile: str = "wan") -> dict[str, 
         net = statistics.fmean(r.get(f"network_{profile}_s", math.nan) for r in rows)
         hops = statistics.fmean(r["hops"] for r in rows)
         key = rows[0]["privacy_key"]
+        leak = max(strong, key=lambda r: r.get("leak_value", math.nan)
+                   if math.isfinite(r.get("leak_value", math.nan)) else -math.inf)
+        leak_text = (f"; the strongest leakage its attacks measured there is "
+                     f"{leak['leak_value']:.3g} ({leak['leak_quantity']}, on {leak['dataset']})"
+                     if leak.get("leak_quantity") and math.isfinite(leak["leak_value"]) else "")
         choose = ("choose it when" if gap_strong > -0.05 else "consider it only when")
         out[protocol] = (
             f"At its most private setting ({key} = {strong[0]['level']:g}) it is "
@@ -408,6 +413,7 @@ def advice(agg: Sequence[Mapping[str, Any]], profile: str = "wan") -> dict[str, 
             f"non-private reference on average (worst {worst['gap_to_reference'] * 100:+.1f} on "
             f"{worst['dataset']}), {abs(gap_weak) * 100:.1f} points "
             f"{'below' if gap_weak < 0 else 'above'} at {key} = {weak[0]['level']:g}"
+            f"{leak_text}"
             f"; it pays {hops:.0f} hops on the critical path ({net:.2f} s predicted on the "
             f"{profile.upper()} profile per batch): {choose} its guarantee "
             f"({registry.get(protocol).guarantee}) is the one your parties need"
@@ -418,7 +424,8 @@ def advice(agg: Sequence[Mapping[str, Any]], profile: str = "wan") -> dict[str, 
 
 # --------------------------------------------------------------------------- report
 def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Path, *,
-                 command: str, seconds: float | None = None, quick: bool = False) -> Path:
+                 command: str, seconds: float | None = None, quick: bool = False,
+                 parallel: str | None = None) -> Path:
     """Write the comparison's tables, figures and report into ``folder``.
 
     ``compare.csv``/``.parquet`` (every run), ``compare-aggregate.csv``, three figures and
@@ -503,7 +510,9 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
     report = Report(
         title=f"Comparison: {run_name}",
         run=Run(command=command, quick=quick, seconds=seconds,
-                runtime=f"inprocess cells, fanned out ({spec.compare.parallel})"),
+                runtime=("in-process cells fanned out over Ray tasks"
+                         if (parallel or spec.compare.parallel) == "ray"
+                         else "in-process cells, one by one")),
         intro=(f"{len(rows)} runs: {len(spec.compare.datasets)} datasets × "
                f"{len(spec.protocol)} protocols × their privacy levels × "
                f"{len(spec.compare.seeds)} seeds. Intervals are Student-t 95% over seeds. "

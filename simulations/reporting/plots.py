@@ -88,13 +88,25 @@ def _yerr(ys: Sequence[float], low: Sequence[float], high: Sequence[float]
     return [[pos(y - lo) for y, lo in zip(ys, low)], [pos(hi - y) for y, hi in zip(ys, high)]]
 
 
+MAX_ROW = 4
+"""Up to this many panels share one row; more wrap into rows of :data:`WRAP` panels."""
+WRAP = 3
+
+
+def _grid(n_panels: int) -> tuple[int, int]:
+    """(rows, columns) of the panels."""
+    cols = n_panels if n_panels <= MAX_ROW else WRAP
+    return -(-n_panels // cols), cols
+
+
 def _canvas(n_panels: int, mpl_figure: MplFigure | None) -> MplFigure:
     if mpl_figure is not None:
         return mpl_figure
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure as NewFigure
 
-    fig = NewFigure(figsize=(max(6.0, 4.6 * n_panels), 4.4), layout="constrained")
+    rows, cols = _grid(n_panels)
+    fig = NewFigure(figsize=(max(6.0, 4.6 * cols), 4.4 * rows), layout="constrained")
     FigureCanvasAgg(fig)
     return fig
 
@@ -117,7 +129,10 @@ def _draw(figure: Figure, table: Table, run: str, mpl_figure: MplFigure | None,
                           "its series")
     colours = _colours([line for lines in per_panel for line in lines])
     fig = _canvas(len(panels), mpl_figure)
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    rows, cols = _grid(len(panels))
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
     for ax, panel, lines in zip(axes, panels, per_panel):
         draw_panel(ax, lines, colours)
         for label, y in figure.hlines:
