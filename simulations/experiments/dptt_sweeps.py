@@ -100,6 +100,10 @@ class Grid:
     delta: float = DEFAULT_DELTA
     seed: int = 2022
     runtime: str = "inprocess"
+    data_draws: int = 4
+    """Extra draws of the dataset (each its own seed stream) on which the headline
+    configurations are re-run, to measure the spread that the binomial intervals over
+    queries do not show (the tree's top splits are shared by every query)."""
 
     @classmethod
     def quick(cls, **overrides: Any) -> Grid:
@@ -108,7 +112,8 @@ class Grid:
                    cmp_epsilons=(0.1, 1.0, 3.0, 5.0, 7.0, 10.0, 12.0, 17.0),
                    families={"P": ("basic", "P4", "P8"), "E": ("E4", "E8"), "GS": ("GS",),
                              "N": ("N5", "N20"), "GS-N": ("GS-N5", "GS-N20")},
-                   geo_ratios=(1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2), sent_sizes=(1000, 10_000))
+                   geo_ratios=(1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2), sent_sizes=(1000, 10_000),
+                   data_draws=1)
         return replace(base, **overrides)
 
     @property
@@ -116,9 +121,13 @@ class Grid:
         """Fig. 6.18's database sizes: the run's size and a tenth of it."""
         return (self.n_points // 10, self.n_points)
 
-    def dataset(self, dims: int, n_points: int) -> str:
-        """The name of the synthetic dataset of ``dims``-D data with ``n_points`` server rows."""
-        return f"lepert-{self.distribution}-{dims}d-{n_points}"
+    def dataset(self, dims: int, n_points: int, draw: int = 0) -> str:
+        """The name of the synthetic dataset of ``dims``-D data with ``n_points`` server rows.
+
+        ``draw`` > 0 names an extra draw of the same law (:attr:`data_draws`).
+        """
+        name = f"lepert-{self.distribution}-{dims}d-{n_points}"
+        return f"{name}-draw{draw}" if draw else name
 
 
 @dataclass(frozen=True)
@@ -134,6 +143,8 @@ class Config:
     geo_radius: float | None = None
     geo_epsilon: float | None = None
     calibration: str = "proven"
+    draw: int = 0
+    """Which draw of the dataset (0: the main one)."""
 
     def protocol(self) -> tuple[Any, ...]:
         """The values of :data:`PROTOCOL_KEYS`, in order."""
@@ -186,11 +197,36 @@ def configurations(g: Grid) -> list[Config]:
     if 2 in g.dims:  # Fig. 6.1 (2-D)
         out += [cmp_config(g, 2, size, v, g.sent_epsilon)
                 for size in g.sent_sizes for v in g.sent_variants]
+    out += draw_configurations(g)
     return list(dict.fromkeys(out))
 
 
-def _sizes(g: Grid) -> list[tuple[int, int]]:
-    return sorted({(c.dims, c.n_points) for c in configurations(g)})
+DRAW_RADIUS = 1e4
+"""Fig. 6.15's radius, re-run on every draw."""
+
+
+def draw_configurations(g: Grid) -> list[Config]:
+    """The headline configurations re-run on each extra draw of the data (no GEO).
+
+    E8 CMP over the ε grid (both dimensions); in 2-D, basic DIS over the radii
+    (Fig. 6.3) and the DIS comparison at r = 10^4 (Fig. 6.15).
+    """
+    out: list[Config] = []
+    n = g.n_points
+    for draw in range(1, g.data_draws + 1):
+        for dims in g.dims:
+            out += [Config(dims, n, "cmp", "E8", e, draw=draw) for e in g.cmp_epsilons]
+        if 2 in g.dims:
+            out += [Config(2, n, "dis", "basic", g.dis_epsilon, radius=r, draw=draw)
+                    for r in g.radii]
+            if DRAW_RADIUS in g.radii:
+                out += [Config(2, n, "dis", v, g.dis_epsilon, radius=DRAW_RADIUS, draw=draw)
+                        for v in g.dis_comparison if v != "basic"]
+    return out
+
+
+def _sizes(g: Grid) -> list[tuple[int, int, int]]:
+    return sorted({(c.dims, c.n_points, c.draw) for c in configurations(g)})
 
 
 def write_datasets(g: Grid, folder: Path) -> Path:
@@ -209,9 +245,11 @@ def write_datasets(g: Grid, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     policy = SeedPolicy(root=g.seed)
     manifest: dict[str, Any] = {}
-    for dims, n in _sizes(g):
-        name = g.dataset(dims, n)
-        x = synthetic_points(n + g.n_queries, dims, policy.generator("data", dims, n),
+    for dims, n, draw in _sizes(g):
+        name = g.dataset(dims, n, draw)
+        stream = (policy.generator("data", dims, n) if not draw
+                  else policy.generator("data", dims, n, "draw", draw))
+        x = synthetic_points(n + g.n_queries, dims, stream,
                              distribution=g.distribution)
         cols = {f"x{i}": x[:, i] for i in range(dims)}
         cols["label"] = (x[:, 0] >= SPAN / 2).astype(np.int64)
@@ -222,10 +260,11 @@ def write_datasets(g: Grid, folder: Path) -> Path:
     return folder
 
 
-def base_scenario(g: Grid, dims: int, n_points: int, data_dir: Path) -> dict[str, Any]:
+def base_scenario(g: Grid, dims: int, n_points: int, data_dir: Path, draw: int = 0
+                  ) -> dict[str, Any]:
     """The scenario every run on one dataset shares (the protocol keys come from the axis)."""
     return {
-        "data": {"dataset": g.dataset(dims, n_points), "data_dir": str(data_dir),
+        "data": {"dataset": g.dataset(dims, n_points, draw), "data_dir": str(data_dir),
                  "test_fraction": g.n_queries / (n_points + g.n_queries),
                  "max_queries": g.n_queries, "split_seed": g.seed,
                  "bounds": {"lower": [0.0] * dims, "upper": [SPAN] * dims}},
@@ -237,12 +276,13 @@ def base_scenario(g: Grid, dims: int, n_points: int, data_dir: Path) -> dict[str
 
 def scenario_grids(g: Grid, data_dir: Path) -> tuple[list[ScenarioGrid], list[list[Config]]]:
     """One scenario grid per dataset and the configurations of its points, in order."""
-    by_data: dict[tuple[int, int], list[Config]] = {}
+    by_data: dict[tuple[int, int, int], list[Config]] = {}
     for c in configurations(g):
-        by_data.setdefault((c.dims, c.n_points), []).append(c)
+        by_data.setdefault((c.dims, c.n_points, c.draw), []).append(c)
     grids, configs = [], []
-    for (dims, n), cs in sorted(by_data.items()):
-        grids.append(ScenarioGrid(f"lepert-{dims}d-{n}", base=base_scenario(g, dims, n, data_dir),
+    for (dims, n, draw), cs in sorted(by_data.items()):
+        name = f"lepert-{dims}d-{n}" + (f"-draw{draw}" if draw else "")
+        grids.append(ScenarioGrid(name, base=base_scenario(g, dims, n, data_dir, draw),
                                   axes={PROTOCOL_KEYS: [c.protocol() for c in cs]},
                                   seeds=(g.seed,)))
         configs.append(cs)
@@ -376,6 +416,17 @@ class Sweep:
         c = Config(dims, self.grid.n_points, "cmp", variant, epsilon, geo_radius=SPAN)
         return geo_row(c, self._get(c))
 
+    def on_draw(self, draw: int, dims: int, utility: str, variant: str, epsilon: float,
+                radius: float | None = None) -> Row:
+        """A headline configuration on data draw ``draw`` (0: the main draw)."""
+        if draw == 0:
+            if utility == "dis":
+                return self.dis(dims, variant, float(radius or 0))[0]
+            return self.cmp(dims, variant, epsilon)
+        c = Config(dims, self.grid.n_points, utility, variant, epsilon, radius=radius,
+                   draw=draw)
+        return dptt_row(c, self._get(c))
+
     def geo_alone(self, dims: int, ratio: float) -> Row:
         """GEO answering one point per query at ε*/Δ = ``ratio`` (ε* = 1), Fig. 6.17."""
         c = Config(dims, self.grid.n_points, "cmp", "basic", 1.0, geo_radius=1.0 / ratio,
@@ -391,6 +442,7 @@ __all__ = [
     "PROTOCOL_KEYS",
     "THESIS_EPSILONS",
     "THESIS_RADII",
+    "DRAW_RADIUS",
     "Config",
     "DataFacts",
     "Grid",
@@ -398,6 +450,7 @@ __all__ = [
     "base_scenario",
     "cmp_config",
     "configurations",
+    "draw_configurations",
     "scenario_grids",
     "write_datasets",
 ]

@@ -36,9 +36,16 @@ SMALL = Grid.quick(
 def test_grids_declare_every_configuration_once_as_valid_dptt_scenarios(tmp_path):
     folder = write_datasets(SMALL, tmp_path / "data")
     grids, configs = scenario_grids(SMALL, folder)
-    assert sum(map(len, configs)) == len(configurations(SMALL)) == 122
-    assert [g.name for g in grids] == ["lepert-1d-200", "lepert-1d-2000", "lepert-2d-200",
-                                       "lepert-2d-500", "lepert-2d-2000"]
+    assert sum(map(len, configs)) == len(configurations(SMALL)) == 137
+    assert [g.name for g in grids] == ["lepert-1d-200", "lepert-1d-2000", "lepert-1d-2000-draw1",
+                                       "lepert-2d-200", "lepert-2d-500", "lepert-2d-2000",
+                                       "lepert-2d-2000-draw1"]
+    # the extra draw is another dataset of the same law: other points, same sizes
+    draws = [prepare_data(parse_scenario({**base_scenario(SMALL, 2, 2000, folder, d),
+                                          "protocol": {"name": "dptt", "epsilon": 1.0}}))
+             for d in (0, 1)]
+    assert draws[0].train_X.shape == draws[1].train_X.shape
+    assert not np.array_equal(draws[0].train_X, draws[1].train_X)
     for g, cs in zip(grids, configs):
         scenarios = g.scenarios()
         assert len(scenarios) == len(cs)
@@ -110,6 +117,10 @@ def test_small_reproduction_writes_figures_grids_and_report(tmp_path):
     audit = text[text.index("## Empirical privacy audit"):]
     assert re.search(r"\| CMP \| exp\(εu/2Δ\), proven \| basic \| 8 \| 4.00 \| 4.00 \| 4.00 "
                      r"\| [0-9.]+ \| \[[-0-9.]+, [0-9.]+\] \| 2,000 \|", audit)
+    # the spread over draws of the data: main draw, the other draw, a t interval
+    spread = text[text.index("## Spread over draws of the data"):]
+    assert re.search(r"\| 2-D basic DIS: largest top-5 accuracy over the radii \(Fig. 6.3\) \| "
+                     r"[0-9.]+ \| [0-9.]+ \| [0-9.]+ \| \[[-0-9.]+, [0-9.]+\] \|", spread)
     # every deviation of the paper is listed
     deviations = text[text.index("## Where this differs from the paper"):]
     for needle in ("Gowalla", "number of queries", "Algorithm 5", "caption of Fig. 6.1",
