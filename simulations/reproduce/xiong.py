@@ -534,11 +534,13 @@ GRID_TABLES = ("readings", "votes")
 
 
 def report_from_tables(output: Path, *, quick: bool, runtime: str, report: Path,
-                       timings: dict[str, float], reused: Path | None = None) -> Path:
+                       timings: dict[str, float], reused: Path | None = None,
+                       notes: tuple[str, ...] = ()) -> Path:
     """Rebuild plots and report from the CSV tables of an earlier run in ``output``.
 
     ``reused``: a folder (e.g. the committed ``docs/reproductions/xiong``) from which the
-    tables that ``output`` lacks are read; the report names them.
+    tables that ``output`` lacks are read; the report names them. ``notes``: paragraphs
+    for the report's introduction (how the run was made).
     """
     from ppknn.simulations.reproduce.xiong_report import write_report
 
@@ -551,7 +553,7 @@ def report_from_tables(output: Path, *, quick: bool, runtime: str, report: Path,
         tables[key] = Table.read_csv(path)
     return write_report(tables, QUICK if quick else FULL, output=Path(output), report=report,
                         quick=quick, timings=timings, runtime=runtime, seed=SEED,
-                        reused=(str(reused), tuple(taken)) if taken else None)
+                        reused=(str(reused), tuple(taken)) if taken else None, notes=notes)
 
 
 def run(output: Path, *, quick: bool, runtime: str, report: Path, log=None,

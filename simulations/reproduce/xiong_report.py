@@ -587,11 +587,13 @@ def _run_time(timings: dict[str, float]) -> Section:
 
 def build_report(tables: dict[str, Table], settings: Any, *, quick: bool,
                  timings: dict[str, float], runtime: str, seed: int,
-                 reused: tuple[str, tuple[str, ...]] | None = None) -> Report:
+                 reused: tuple[str, tuple[str, ...]] | None = None,
+                 notes: tuple[str, ...] = ()) -> Report:
     """The report of one run, from its tables (see the module docstring).
 
     ``settings`` is the run's :class:`simulations.reproduce.xiong.Settings`;
-    ``reused``: (folder, table names) read from an earlier run's CSVs, not re-run.
+    ``reused``: (folder, table names) read from an earlier run's CSVs, not re-run;
+    ``notes``: paragraphs added to the introduction (how the run was made).
     """
     s = settings
     acc = tables["accuracy"]
@@ -626,7 +628,7 @@ def build_report(tables: dict[str, Table], settings: Any, *, quick: bool,
             "Algorithm 2 first in round 1 (also flagged), the paper's vote rule. All splits of "
             "a point run as one batched protocol run. Non-private accuracy: scikit-learn's "
             "brute-force `KNeighborsClassifier` fitted on each split. Each figure's CSV is "
-            f"beside its PNG in `{FIGURE_DIR}/`.", provenance),
+            f"beside its PNG in `{FIGURE_DIR}/`.", provenance, *notes),
         settings=asdict(s),
         sections=(
             _exactness(acc),
@@ -669,7 +671,8 @@ def build_report(tables: dict[str, Table], settings: Any, *, quick: bool,
 
 def write_report(tables: dict[str, Table], settings: Any, *, output: Path, report: Path,
                  quick: bool, timings: dict[str, float], runtime: str, seed: int,
-                 reused: tuple[str, tuple[str, ...]] | None = None) -> Path:
+                 reused: tuple[str, tuple[str, ...]] | None = None,
+                 notes: tuple[str, ...] = ()) -> Path:
     """Plots into ``output``, copies them and the CSVs beside ``report``, writes the Markdown."""
     output, report = Path(output), Path(report)
     figdir = report.parent / FIGURE_DIR
@@ -681,7 +684,7 @@ def write_report(tables: dict[str, Table], settings: Any, *, output: Path, repor
     for table in tables.values():
         table.write_csv(figdir / f"{table.name}.csv")
     return write(build_report(tables, settings, quick=quick, timings=timings, runtime=runtime,
-                              seed=seed, reused=reused), report)
+                              seed=seed, reused=reused, notes=notes), report)
 
 
 __all__ = ["build_report", "figures_and_tables", "write_report"]
