@@ -178,6 +178,18 @@ def _copy_transcript(transcript: Transcript, folder: Path) -> None:
     recorder.close()
 
 
+def _local_ray_auth(address: str | None) -> None:
+    """Before a new local Ray instance: token authentication on, as Ray does, without its notice.
+
+    Ray enables token authentication for a new local instance by setting
+    ``RAY_AUTH_MODE=token`` in the process and warns that it did; setting it first gives
+    the same state without the warning. An explicit ``RAY_AUTH_MODE`` or a cluster to
+    join (``address``, ``RAY_ADDRESS``) is left alone.
+    """
+    if not address and not os.environ.get("RAY_ADDRESS"):
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+
+
 def run(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, *,
         output: str | os.PathLike[str] | None = None, overwrite: bool = False,
         overrides: Mapping[str, Any] | None = None,
@@ -217,6 +229,8 @@ def run(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, *,
     from ppknn.simulations.results import write_results
 
     sc = load_scenario(scenario, overrides=overrides)
+    if sc.runtime.kind == "ray":
+        _local_ray_auth(sc.runtime.address)
     if output is None:
         return Result(execute(sc, progress=progress))
     folder = check_output(Path(output), overwrite=overwrite)
@@ -277,6 +291,8 @@ def sweep(spec: str | os.PathLike[str] | Mapping[str, Any] | Sweep, *,
     if mode not in ("ray", "sequential"):
         raise ConfigError(f"parallel = {parallel!r}: allowed: 'ray', 'sequential'")
     folder = check_output(Path(output), overwrite=False) if output is not None else None
+    if mode == "ray":
+        _local_ray_auth(sw.sweep.address)
     jobs = [(point, scenario.model_dump()) for point, scenario in sw.runs()]
     rows = fan_out(run_one, jobs, use_ray=mode == "ray", address=sw.sweep.address,
                    chunk_size=sw.sweep.chunk_size, progress=progress)
