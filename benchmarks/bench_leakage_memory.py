@@ -1,4 +1,4 @@
-"""Peak memory of leakage scoring on large transcripts: ``python -m benchmarks.bench_leakage_memory``.
+"""Peak memory of leakage scoring on big transcripts: ``python -m benchmarks.bench_leakage_memory``.
 
 Two runs are made (in-process runtime, channels off, results in ``--output``):
 a ring of ``--parties`` data owners (default 1,000) and a DP-TT server holding
