@@ -216,13 +216,27 @@ def _macro_f1(labels: np.ndarray, predictions: np.ndarray, n_classes: int) -> fl
 
 
 def _strongest_leak(rows: Sequence[Any]) -> dict[str, Any]:
-    """The largest empirical ε lower bound among the attacks (else the largest success)."""
+    """One leakage figure per run, the same quantity at every level of a protocol.
+
+    The largest empirical ε lower bound where an attack yields one; otherwise the largest
+    value of one success-rate quantity (the first by attack and quantity name; error
+    quantities, where larger means less leakage, are skipped), so a protocol's levels are
+    compared on one measure.
+    """
+    empty = {"leak_quantity": "", "leak_value": math.nan, "leak_ci_low": math.nan,
+             "leak_ci_high": math.nan, "empirical_epsilon_lb": math.nan}
     eps = [r for r in rows if "epsilon" in r.quantity.lower() or "ε" in r.quantity]
-    pick = eps or list(rows)
+    if eps:
+        pick = eps
+    else:
+        rates = [r for r in rows if "error" not in r.quantity.lower()]
+        if not rates:
+            return empty
+        first = min((r.attack, r.quantity) for r in rates)
+        pick = [r for r in rates if (r.attack, r.quantity) == first]
     finite = [r for r in pick if math.isfinite(r.value)]
     if not finite:
-        return {"leak_quantity": "", "leak_value": math.nan, "leak_ci_low": math.nan,
-                "leak_ci_high": math.nan, "empirical_epsilon_lb": math.nan}
+        return {**empty, "leak_quantity": f"{pick[0].attack}: {pick[0].quantity}"}
     best = max(finite, key=lambda r: (r.ci_low if math.isfinite(r.ci_low) else -math.inf,
                                       r.value))
     return {"leak_quantity": f"{best.attack}: {best.quantity}", "leak_value": best.value,
@@ -463,19 +477,19 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
     protocols = sorted({r["protocol"] for r in agg})
     figures = (
         Figure(name="utility_vs_privacy_level", title="Accuracy at each privacy level",
-               xlabel="privacy level (1 = most private; each protocol's own unit)",
+               xlabel="privacy level (1 = most private)",
                ylabel="accuracy (mean, 95% CI over seeds)", x="level_rank", panel_by="dataset",
                series=tuple(Series(label=p, y="accuracy", low="accuracy_low",
                                    high="accuracy_high", where={"protocol": p})
                             for p in protocols)),
         Figure(name="utility_vs_leakage", title="Accuracy against the measured leakage",
-               xlabel="strongest measured leakage (empirical ε lower bound, else attack success)",
+               xlabel="measured leakage (ε lower bound, else success)",
                ylabel="accuracy (mean, 95% CI over seeds)", x="leak_value", panel_by="dataset",
                series=tuple(Series(label=p, y="accuracy", low="accuracy_low",
                                    high="accuracy_high", where={"protocol": p})
                             for p in protocols)),
         Figure(name="utility_vs_cost", title="Accuracy against predicted WAN time",
-               xlabel="predicted time per batch on the WAN profile (s, log)",
+               xlabel="predicted WAN time per batch (s)",
                ylabel="accuracy (mean, 95% CI over seeds)", x="network_wan_s",
                panel_by="dataset", logx=True,
                series=tuple(Series(label=p, y="accuracy", low="accuracy_low",

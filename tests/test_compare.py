@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import warnings
 
 import numpy as np
@@ -198,3 +199,24 @@ def test_a_cell_the_protocol_cannot_serve_is_reported_not_a_hole(tmp_path):
     assert all(not r["cannot_run"] for r in rows if r["protocol"] == "ppknn-ring")
     text = write_report(spec, rows, tmp_path / "out", command="test").read_text()
     assert "cannot run:" in text and "could not run on" in text
+
+
+def test_leak_figure_keeps_one_quantity_and_prefers_epsilon():
+    from types import SimpleNamespace as Row
+
+    from ppknn.simulations.compare import _strongest_leak
+
+    rates = [Row(attack="transform", quantity="reconstruction RMS error", value=0.9,
+                 ci_low=0.8, ci_high=1.0),
+             Row(attack="transform", quantity="values reconstructed within 5%", value=0.3,
+                 ci_low=0.2, ci_high=0.4),
+             Row(attack="transform", quantity="values reconstructed within 5%", value=0.5,
+                 ci_low=0.45, ci_high=0.55)]
+    got = _strongest_leak(rates)
+    assert got["leak_quantity"] == "transform: values reconstructed within 5%"
+    assert got["leak_value"] == 0.5 and math.isnan(got["empirical_epsilon_lb"])
+    eps = rates + [Row(attack="mia", quantity="empirical ε lower bound", value=0.7,
+                       ci_low=0.1, ci_high=1.2)]
+    got = _strongest_leak(eps)
+    assert got["leak_quantity"] == "mia: empirical ε lower bound"
+    assert got["empirical_epsilon_lb"] == 0.1
