@@ -27,7 +27,7 @@ import shutil
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -126,20 +126,23 @@ def _base(s: Settings, protocol: dict[str, Any], data_dir: Path) -> dict[str, An
                          **protocol}}
 
 
-def grids(s: Settings, data_dir: Path) -> list[Grid]:
+def grids(s: Settings, data_dir: Path, sizes: dict[str, list[int]] | None = None
+          ) -> list[Grid]:
     """The scenario grids of Figs. 7-14: every point is one ``ppknn run`` of ``dp-knn``.
 
     ``data_dir`` holds the datasets, rows in a seeded random order (:func:`write_datasets`),
     cut into contiguous folds: one split for every repetition, whose ``[run].seed`` redraws
-    the noise only.
+    the noise only. ``sizes``: the r-N batch sizes per dataset (default ``s.rn_sizes``;
+    :func:`run` caps them at the smallest test fold, so every fold has the same sizes).
     """
     datasets = list(s.datasets)
     folds = list(range(s.folds_run))
     rn = Grid("rn", base=_base(s, {"task": "rn", "radius": "auto",
                                    "radius_target": s.radius_target,
                                    "radius_epsilon": s.radius_epsilon}, data_dir),
-              axes={"data.dataset": datasets, "data.fold": folds,
-                    "data.max_queries": list(s.rn_sizes), "protocol.epsilon": list(s.rn_epsilons),
+              axes={("data.dataset", "data.max_queries"): [
+                        (d, n) for d in datasets for n in (sizes or {}).get(d, s.rn_sizes)],
+                    "data.fold": folds, "protocol.epsilon": list(s.rn_epsilons),
                     "protocol.algorithm": list(RN_CLASSIFIERS)},
               seeds=_seeds(s))
     conversion = Grid("conversion", base=_base(s, {"task": "convert", "k": s.conv_k},
@@ -786,13 +789,7 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path,
     smallest = {d: _test_size(len(ds.y), s.folds) for d, ds in raw.items()}
     sizes = {d: sorted({min(n, smallest[d]) for n in s.rn_sizes}) for d in s.datasets}
 
-    def keep_size(point: dict[str, Any]) -> bool:  # one run per distinct batch size
-        d, n = point["data.dataset"], point["data.max_queries"]
-        return min(n, smallest[d]) in sizes[d] and (
-            n <= smallest[d] or n == min(m for m in s.rn_sizes if m >= smallest[d]))
-
-    plan = grids(s, data_dir)
-    plan[0] = replace(plan[0], keep=keep_size)
+    plan = grids(s, data_dir, sizes)
     shown = [-1]
 
     def progress(done: int, total: int) -> None:
