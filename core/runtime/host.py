@@ -343,9 +343,9 @@ class PartyHost:
 
             np.empty(1 << 62, dtype=np.uint8)  # no machine has 4 EiB: MemoryError
         elif kind in ("hang", "slow"):
-            self._stop.wait(plan.delay_s if plan.delay_s is not None else None)
-            if kind == "hang" and plan.delay_s is None:  # abandoned by the runtime
-                raise PartyFailure(party_id, "", -1, "hung (fault injection); abandoned")
+            if self._stop.wait(plan.delay_s if plan.delay_s is not None else None):
+                # abandoned by the runtime: the call ends here, sending nothing more
+                raise PartyFailure(party_id, "", -1, f"{kind} (fault injection); abandoned")
         elif kind == "duplicate":
             first = next((a for a in args if isinstance(a, (Message, Envelope))), None)
             if first is not None:
