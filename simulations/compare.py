@@ -219,9 +219,9 @@ def _strongest_leak(rows: Sequence[Any]) -> dict[str, Any]:
     """One leakage figure per run, the same quantity at every level of a protocol.
 
     The largest empirical ε lower bound where an attack yields one; otherwise the largest
-    value of one success-rate quantity (the first by attack and quantity name; error
-    quantities, where larger means less leakage, are skipped), so a protocol's levels are
-    compared on one measure.
+    value of one success-rate quantity (the first by attack and quantity name; error and
+    "privacy" quantities, where larger means less leakage, are skipped), so a protocol's
+    levels are compared on one measure.
     """
     empty = {"leak_quantity": "", "leak_value": math.nan, "leak_ci_low": math.nan,
              "leak_ci_high": math.nan, "empirical_epsilon_lb": math.nan}
@@ -229,7 +229,8 @@ def _strongest_leak(rows: Sequence[Any]) -> dict[str, Any]:
     if eps:
         pick = eps
     else:
-        rates = [r for r in rows if "error" not in r.quantity.lower()]
+        rates = [r for r in rows if "error" not in r.quantity.lower()
+                 and "lower leaks more" not in r.quantity.lower()]
         if not rates:
             return empty
         first = min((r.attack, r.quantity) for r in rates)
