@@ -52,8 +52,11 @@ def test_ring_faults_on_both_layouts(ray_local, tmp_path, layout, kinds):
     assert [m[0] for m in measured] == kinds
 
 
+MATRIX = [(protocol, kind) for protocol in sorted(VICTIMS) for kind in RAY_KINDS]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("protocol", sorted(VICTIMS))
-def test_fault_matrix_on_ray(ray_local, tmp_path, protocol):
-    """Seven fault kinds per protocol, the layout alternating by protocol."""
-    _run_cases(protocol, LAYOUTS[protocol], RAY_KINDS, tmp_path)
+@pytest.mark.parametrize("protocol, kind", MATRIX, ids=[f"{p}-{k}" for p, k in MATRIX])
+def test_fault_matrix_on_ray(ray_local, tmp_path, protocol, kind):
+    """Seven fault kinds x six protocols, the layout alternating by protocol (one run each)."""
+    _run_cases(protocol, LAYOUTS[protocol], [kind], tmp_path)
