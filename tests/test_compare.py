@@ -220,3 +220,23 @@ def test_leak_figure_keeps_one_quantity_and_prefers_epsilon():
     got = _strongest_leak(eps)
     assert got["leak_quantity"] == "mia: empirical ε lower bound"
     assert got["empirical_epsilon_lb"] == 0.1
+
+
+NO_PRIVACY = [  # each protocol's no-privacy setting (with its exact non-private mode)
+    {"name": "dp-knn", "privacy_key": "epsilon", "levels": [1e12],
+     "settings": {"task": "knn", "k": 5, "algorithm": "baseline"}},
+    {"name": "pca-perturbation", "privacy_key": "b", "levels": [1e-9],
+     "settings": {"components": 4, "method": "fixed-k"}},
+    {"name": "dptt", "privacy_key": "final_epsilon", "levels": [1e9],
+     "settings": {"variant": "N200"}},
+]
+
+
+@pytest.mark.parametrize("entry", NO_PRIVACY, ids=lambda e: e["name"])
+def test_no_privacy_rows_equal_the_reference(entry):
+    """ε → ∞ (DP owner, DP-TT with a neighbourhood covering every point), b → 0 with every
+    component kept: the protocol's accuracy equals its non-private reference's, per seed."""
+    rows = run_comparison(small([entry], seeds=(0, 1)))
+    assert len(rows) == 2
+    for r in rows:
+        assert r["accuracy"] == pytest.approx(r["reference_accuracy"]), r
