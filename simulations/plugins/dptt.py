@@ -64,6 +64,7 @@ runs over one dataset builds them once.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -354,6 +355,8 @@ class DPTT(ProtocolPlugin):
                            geo_released_mean=float(counts_per_slot(
                                slots, len(data.queries)).mean()))
             per_query.update(geo_nn_hit=g_nn.astype(int), geo_top5_hit=g_top5.astype(int))
+        else:  # no GEO baseline asked for: its columns exist (every sweep row has them), NaN
+            metrics.update({key: math.nan for key in self.metrics if key.startswith("geo_")})
         return Measured(metrics=metrics, per_query=per_query)
 
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
