@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ppknn.core.errors import ConfigError, DataError
 from ppknn.core.messages import Message, PartyId, decode_arrays, encode_arrays
@@ -226,6 +225,8 @@ class TranscriptRecorder:
             return
         path = self.directory / f"part-{self._parts:06d}.parquet"
         tmp = path.with_suffix(".tmp")
+        import pyarrow.parquet as pq  # only the recorder and readers need it, not party hosts
+
         pq.write_table(table, tmp)
         os.replace(tmp, path)  # a part is either absent or complete
         self._parts += 1
@@ -349,6 +350,8 @@ class Transcript:
         if not parts:
             empty = SCHEMA.empty_table()
             return empty.select(list(columns)) if columns else empty
+        import pyarrow.parquet as pq
+
         return pa.concat_tables([pq.read_table(p, columns=columns) for p in parts])
 
     def iter_tables(self, columns: Sequence[str] | None = None, *,
@@ -367,6 +370,8 @@ class Transcript:
             yield table
             return
         filters = [("protocol", "=", protocol)] if protocol is not None else None
+        import pyarrow.parquet as pq
+
         for p in self.parts():
             yield pq.read_table(p, columns=columns, filters=filters)
 
