@@ -61,48 +61,8 @@ from ppknn.core.errors import ConfigError, DataError, PrivacyLeakWarning
 from ppknn.core.runtime.pool import fan_out
 from ppknn.simulations import registry
 from ppknn.simulations.grids import Grid
+from ppknn.simulations.network import PROFILES, NetworkProfile, predict_network
 from ppknn.simulations.scenario import parse_scenario, tomllib
-
-
-class NetworkProfile(BaseModel):
-    """One network: per-link latency (one way) and bandwidth."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    latency_ms: float = Field(ge=0, allow_inf_nan=False)
-    bandwidth_mbps: float = Field(gt=0, allow_inf_nan=False)
-
-
-PROFILES: dict[str, NetworkProfile] = {
-    "lan": NetworkProfile(latency_ms=0.5, bandwidth_mbps=1000.0),
-    "wan": NetworkProfile(latency_ms=50.0, bandwidth_mbps=100.0),
-}
-"""Built-in profiles: a LAN (0.5 ms, 1 Gbit/s) and a WAN (50 ms, 100 Mbit/s) per link."""
-
-
-def predict_network(*, hops: int, messages: int, bytes_: int, profile: NetworkProfile) -> float:
-    """Predicted network time (s) of a run's critical path on ``profile``.
-
-    The protocol's driver reports the hops on the critical path: messages that must follow
-    one another (a ring of n parties over r rounds: about n·r; a central owner: one round
-    trip, 2). Each hop pays the link's latency and the time to push one message of the
-    run's mean size through the link's bandwidth::
-
-        hops × (latency + (bytes / messages) × 8 / bandwidth)
-
-    A model, not a measurement: it ignores computation, assumes messages off the critical
-    path overlap with it, and spreads bytes evenly over messages.
-
-    >>> lan = PROFILES["lan"]
-    >>> round(predict_network(hops=128, messages=128, bytes_=128_000, profile=lan), 6)
-    0.065024
-    >>> predict_network(hops=0, messages=0, bytes_=0, profile=lan)
-    0.0
-    """
-    if hops <= 0 or messages <= 0:
-        return 0.0
-    mean_bytes = bytes_ / messages
-    per_hop = profile.latency_ms / 1e3 + mean_bytes * 8 / (profile.bandwidth_mbps * 1e6)
-    return hops * per_hop
 
 
 class CompareSection(BaseModel):

@@ -50,6 +50,7 @@ from pydantic import (
 
 from ppknn.core.errors import ConfigError
 from ppknn.simulations import registry
+from ppknn.simulations.network import NetworkSection
 from ppknn.simulations.registry import ProtocolConfig
 
 if sys.version_info >= (3, 11):
@@ -217,6 +218,8 @@ class Scenario(_Section):
     audit: AuditSection = AuditSection()
     deviation: tuple[DeviationSection, ...] = ()
     """Deviating parties (``[[deviation]]``); none: every party is honest-but-curious."""
+    network: NetworkSection | None = None
+    """Report the run's predicted time on these networks (:mod:`ppknn.simulations.network`)."""
 
     @property
     def protocols(self) -> tuple[ProtocolConfig, ...]:
@@ -238,7 +241,7 @@ class Scenario(_Section):
         for section, values in sections.items():
             if section not in data:
                 raise ConfigError(f"unknown scenario section {section!r}; allowed: {list(data)}")
-            if data[section] is None and section == "faults":
+            if data[section] is None and section in ("faults", "network"):
                 data[section] = {}
             if not isinstance(data[section], dict):
                 raise ConfigError(f"scenario section {section!r} holds several protocols; "

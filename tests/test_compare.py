@@ -240,3 +240,45 @@ def test_no_privacy_rows_equal_the_reference(entry):
     assert len(rows) == 2
     for r in rows:
         assert r["accuracy"] == pytest.approx(r["reference_accuracy"]), r
+
+
+def test_network_section_of_a_run_predicts_each_profile(tmp_path):
+    """``[network]`` in a scenario: summary.json reports the predicted time per profile and
+    protocol, equal to the model over the run's own hops, messages and bytes."""
+    import json
+
+    from ppknn.simulations.results import summary_of
+    from ppknn.simulations.runner import execute
+
+    sc = parse_scenario({"data": {"dataset": "sklearn:iris", "max_queries": 20, **IRIS["data"]},
+                         "parties": {"n": 5}, "protocol": {"name": "ppknn-ring"},
+                         "runtime": {"kind": "inprocess"},
+                         "network": {"profiles": ["wan"],
+                                     "custom": {"campus": {"latency_ms": 5.0,
+                                                           "bandwidth_mbps": 200.0}}}})
+    summary = summary_of(execute(sc))
+    net = summary["network"]["profiles"]
+    assert set(net) == {"wan", "campus"}
+    r = summary["results"]["ppknn-ring"]
+    c = summary["communication"]
+    mean = c["bytes"] / c["messages"]
+    assert net["campus"]["seconds"]["ppknn-ring"] == pytest.approx(
+        r["hops"] * (0.005 + mean * 8 / 200e6))
+    assert net["wan"]["seconds"]["ppknn-ring"] > net["campus"]["seconds"]["ppknn-ring"]
+    json.dumps(summary)  # plain JSON
+    with pytest.raises(ConfigError, match="neither built in"):
+        parse_scenario({"network": {"profiles": ["moon"]}})
+    assert "network" not in summary_of(execute(sc.model_copy(update={"network": None})))
+
+
+@pytest.mark.ray
+def test_a_cell_gives_the_same_row_with_its_parties_on_ray(ray_local):
+    """Re-running one cell with its parties as Ray actors reproduces the in-process row."""
+    from ppknn.simulations.compare import run_cell
+
+    spec = small([RING, OWNER])
+    for meta, scenario in spec.jobs()[::2]:
+        local = run_cell((meta, scenario))
+        on_ray = run_cell((meta, {**scenario, "runtime": {**scenario["runtime"],
+                                                          "kind": "ray", "layout": "hosted"}}))
+        assert _plain(local, {"protocol_s"}) == _plain(on_ray, {"protocol_s"})
