@@ -29,7 +29,7 @@ import math
 import os
 import threading
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -241,6 +241,13 @@ class PartyHost:
             endpoint = make_endpoint(spec.party_id, self.run_id, secure=self.secure_channels)
         self.endpoints[spec.party_id] = endpoint
         return endpoint.public_key if isinstance(endpoint, SecureEndpoint) else b""
+
+    def add_parties(self, specs: Sequence[PartySpec]) -> list[bytes]:
+        """Build several parties in one call (one call per host at start-up).
+
+        Returns their channel public keys in order (see :meth:`add_party`).
+        """
+        return [self.add_party(spec) for spec in specs]
 
     def register_peers(self, directory: Mapping[PartyId, bytes],
                        unordered: Iterable[PartyId] = ()) -> None:

@@ -235,7 +235,7 @@ class RayRuntime(Runtime):
         client = RayRecorderClient(self.recorder) if context.record else NullRecorder()
         host_cls = ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)(PartyHost)
         groups = self._groups(specs)
-        key_refs: dict[PartyId, Any] = {}
+        key_refs: dict[PartyId, Any] = {}  # one batch per host, named by its first party
         for members in groups:
             first = members[0].party_id
             options = dict(self.actor_options.get(first, {}))
@@ -260,8 +260,12 @@ class RayRuntime(Runtime):
                 self.hosts[spec.party_id] = host
                 self._host_index[spec.party_id] = index
                 self._parties.append(spec.party_id)
-                key_refs[spec.party_id] = host.add_party.remote(spec)
-        keys = self._get_setup(key_refs, "setup")
+            key_refs[names[0]] = host.add_parties.remote(members)
+        # every host is created and asked for its parties before the first wait
+        batches = self._get_setup(key_refs, "setup")
+        keys = {party: key for members, batch in zip(self.host_members, batches.values(),
+                                                     strict=True)
+                for party, key in zip(members, batch, strict=True)}
         unique = {i: self.hosts[m[0]] for i, m in enumerate(self.host_members)}
         unordered = sorted(self._concurrency)
         self._get_setup({self.host_members[i][0]: h.register_peers.remote(keys, unordered)
@@ -313,16 +317,34 @@ class RayRuntime(Runtime):
         return groups
 
     def _get_setup(self, refs: Mapping[PartyId, Any], phase: str) -> dict[PartyId, Any]:
-        out = {}
+        """Wait for all set-up calls at once (within ``startup_timeout_s`` in all).
+
+        A failed call is reported as soon as it is seen: a dead actor as
+        :class:`~core.errors.PartyFailure` naming the party, an error raised
+        by the call as is; calls still unanswered at the deadline fail naming
+        the first of them.
+        """
         timeout = self.context.startup_timeout_s if self.context else 180.0
-        for party, ref in refs.items():
-            try:
-                out[party] = ray.get(ref, timeout=timeout)
-            except RayActorError as exc:
-                raise PartyFailure(party, phase, 0, f"actor died: {exc}") from exc
-            except GetTimeoutError as exc:
-                raise PartyFailure(party, phase, 0, f"no answer within {timeout} s") from exc
-        return out
+        deadline = time.monotonic() + timeout
+        party_of = {ref: party for party, ref in refs.items()}
+        out: dict[PartyId, Any] = {}
+        pending = list(refs.values())
+        while pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                party = party_of[pending[0]]
+                raise PartyFailure(party, phase, 0, f"no answer within {timeout} s")
+            ready, pending = ray.wait(pending, num_returns=len(pending),
+                                      timeout=min(left, 1.0), fetch_local=False)
+            for ref in ready:
+                try:
+                    out[party_of[ref]] = ray.get(ref, timeout=max(1.0, left))
+                except RayActorError as exc:
+                    raise PartyFailure(party_of[ref], phase, 0, f"actor died: {exc}") from exc
+                except GetTimeoutError as exc:
+                    raise PartyFailure(party_of[ref], phase, 0,
+                                       f"no answer within {timeout} s") from exc
+        return {party: out[party] for party in refs}
 
     def call(self, party: PartyId, method: str, *args: Any, protocol: str = "",
              round: int = 0, num_returns: int = 1) -> Any:
