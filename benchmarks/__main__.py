@@ -72,6 +72,17 @@ def _wall(cmd: list[str], env: dict[str, str] | None = None) -> float:
     return wall
 
 
+def _pid_rss_mib(pid: int) -> float:
+    """Resident memory (MiB) of process ``pid`` (Linux; NaN when it cannot be read)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
 def _ray_rss_mib(prefix: str = "ray::") -> list[float]:
     """Resident memory (MiB) of every process whose title starts with ``prefix`` (Linux)."""
     out = []
@@ -200,7 +211,7 @@ def actors(s: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
         t0 = time.perf_counter()
         rt.start(specs, RunContext(run_id="bench-actors"))
         party_start = time.perf_counter() - t0
-        party_rss = _ray_rss_mib("ray::RingDataOwner")
+        party_rss = [_pid_rss_mib(pid) for pid in rt.host_pids()]  # this run's hosts only
         name = specs[0].party_id
         rt.state(name, "party_id")
         t0 = time.perf_counter()
