@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import copy
 import math
+import operator
 import os
 import statistics
 import warnings
@@ -221,9 +222,8 @@ def run_cell(job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
             warnings.simplefilter("ignore", PrivacyLeakWarning)
             result = execute(scenario)
     except (ConfigError, DataError) as exc:  # the protocol cannot serve this cell: say why
-        row = {k: v for k, v in meta.items() if k != "profiles"}
-        row.update({"accuracy": math.nan, "cannot_run": str(exc).splitlines()[-1].strip()})
-        return row
+        return {**{k: v for k, v in meta.items() if k != "profiles"},
+                "accuracy": math.nan, "cannot_run": str(exc).splitlines()[-1].strip()}
     o = result.outcome
     p = result.prepared.data
     n_classes = p.n_classes
@@ -294,12 +294,12 @@ def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[tuple, list[Mapping[str, Any]]] = defaultdict(list)
     failed: dict[tuple, list[Mapping[str, Any]]] = defaultdict(list)
     for r in rows:
-        key = (r["dataset"], r["protocol"], r["level_rank"])
-        (failed if r.get("cannot_run") else groups)[key].append(r)
+        cell = (r["dataset"], r["protocol"], r["level_rank"])
+        (failed if r.get("cannot_run") else groups)[cell].append(r)
     out = []
-    for key in sorted(set(failed) - set(groups)):  # no seed could run: say why, no hole
-        rs = failed[key]
-        out.append({"dataset": key[0], "protocol": key[1], "level_rank": key[2],
+    for cell in sorted(set(failed) - set(groups)):  # no seed could run: say why, no hole
+        rs = failed[cell]
+        out.append({"dataset": cell[0], "protocol": cell[1], "level_rank": cell[2],
                     "privacy_key": rs[0]["privacy_key"], "level": rs[0]["level"], "seeds": 0,
                     "accuracy": math.nan, "accuracy_low": math.nan, "accuracy_high": math.nan,
                     "cannot_run": rs[0]["cannot_run"]})
@@ -436,32 +436,26 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
     write_rows(folder / "compare-aggregate.csv", table.rows)
     run_name = spec.compare.name
     protocols = sorted({r["protocol"] for r in agg})
+    def accuracy_against(name: str, title: str, xlabel: str, x: str, **kw: Any) -> Figure:
+        """One accuracy figure (a line per protocol, a panel per dataset)."""
+        return Figure(name=name, title=title, xlabel=xlabel, x=x, panel_by="dataset",
+                      ylabel="accuracy (mean, 95% CI over seeds)", **kw,
+                      series=tuple(Series(label=p, y="accuracy", low="accuracy_low",
+                                          high="accuracy_high", where={"protocol": p})
+                                   for p in protocols))
+
     figures = (
-        Figure(name="utility_vs_privacy_level", title="Accuracy at each privacy level",
-               xlabel="privacy level (1 = most private)",
-               ylabel="accuracy (mean, 95% CI over seeds)", x="level_rank", panel_by="dataset",
-               series=tuple(Series(label=p, y="accuracy", low="accuracy_low",
-                                   high="accuracy_high", where={"protocol": p})
-                            for p in protocols)),
-        Figure(name="utility_vs_leakage", title="Accuracy against the measured leakage",
-               xlabel="measured leakage (ε lower bound, else success)",
-               ylabel="accuracy (mean, 95% CI over seeds)", x="leak_value", panel_by="dataset",
-               series=tuple(Series(label=p, y="accuracy", low="accuracy_low",
-                                   high="accuracy_high", where={"protocol": p})
-                            for p in protocols)),
-        Figure(name="utility_vs_cost", title="Accuracy against predicted WAN time",
-               xlabel="predicted WAN time per batch (s)",
-               ylabel="accuracy (mean, 95% CI over seeds)", x="network_wan_s",
-               panel_by="dataset", logx=True,
-               series=tuple(Series(label=p, y="accuracy", low="accuracy_low",
-                                   high="accuracy_high", where={"protocol": p})
-                            for p in protocols)),
+        accuracy_against("utility_vs_privacy_level", "Accuracy at each privacy level",
+                         "privacy level (1 = most private)", "level_rank"),
+        accuracy_against("utility_vs_leakage", "Accuracy against the measured leakage",
+                         "measured leakage (ε lower bound, else success)", "leak_value"),
+        accuracy_against("utility_vs_cost", "Accuracy against predicted WAN time",
+                         "predicted WAN time per batch (s)", "network_wan_s", logx=True),
     )
+    drawn = [r for r in table.rows if r["seeds"]]  # cells that ran
     for f in figures:
-        drawn = [r for r in table.rows if r["seeds"]]
-        plot(f, Table(name=f.name, columns=columns,
-                      rows=sorted(drawn, key=lambda r, x=f.x: (r["protocol"], r[x]))),
-             folder=folder, run=run_name)
+        ordered = sorted(drawn, key=operator.itemgetter("protocol", f.x))
+        plot(f, Table(name=f.name, columns=columns, rows=ordered), folder=folder, run=run_name)
     head = ("dataset", "protocol", "privacy", "accuracy [95% CI]", "macro-F1", "reference",
             "Gaussian NB", "ε spent", "strongest leakage", "messages", "hops",
             *(f"{p} s" for p in profiles))

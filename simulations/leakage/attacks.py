@@ -480,6 +480,12 @@ def _select_threshold(s_in: np.ndarray, s_out: np.ndarray) -> tuple[float, int]:
     return best[1], best[2]
 
 
+def _analyst_groups(ctx: Context, adv: Adversary) -> list[tuple[str, ...]]:
+    """The scripted coalition, or else each analyst on its own."""
+    return ([tuple(adv.observers)] if adv.observers
+            else [(a,) for a in ctx.public["analysts"]])
+
+
 # -- dp-knn ------------------------------------------------------------------------------
 DP_KNN = "dp-knn"
 
@@ -494,8 +500,7 @@ def _dp_knn_labels(ctx: Context, adv: Adversary) -> list[LeakageRow]:
     truth_x = np.asarray(ctx.truth["queries"])
     truth_y = np.asarray(ctx.truth["nonprivate"])
     index = {row.tobytes(): i for i, row in enumerate(truth_x)}
-    groups = ([tuple(adv.observers)] if adv.observers
-              else [(a,) for a in ctx.public["analysts"]])
+    groups = _analyst_groups(ctx, adv)
     msgs = ctx.messages()
     rows = []
     for group in groups:
@@ -553,8 +558,7 @@ def _dp_nb_mi(ctx: Context, adv: Adversary) -> list[LeakageRow]:
 
     if "members_X" not in ctx.truth:
         return []
-    groups = ([tuple(adv.observers)] if adv.observers
-              else [(a,) for a in ctx.public["analysts"]])
+    groups = _analyst_groups(ctx, adv)
     msgs = ctx.messages()
     rows = []
     for group in groups:
