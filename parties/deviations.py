@@ -14,7 +14,10 @@ Kinds (:data:`KINDS`), by the honest class they replace:
     (``k`` votes for class ``label``, default 0) counts: it takes over the vote.
     ``never-randomise``: runs PP-TopK with ``p0 = 0`` (never a random fill), so
     its successor sees its real values. ``drop-out``: fails in PP-TopK round
-    ``round`` (default 1), as a crashed or departed node would.
+    ``round`` (default 1), as a crashed or departed node would. ``reuse-mask``
+    (the start node): draws one uniform mask row for the ring secure sum and
+    reuses it for every query, a one-time pad used many times, so the
+    difference of two queries' partial sums is no longer masked.
 ``Analyst`` (dp-knn)
     ``repeat-query``: asks its first instance again in every position of every
     request, to average the owner's noise away (the ledger charges each answer).
@@ -23,6 +26,13 @@ Kinds (:data:`KINDS`), by the honest class they replace:
     probability ``probability`` (default 1): the client lies about its decisions.
     ``no-randomisation``: answers every decision with its best side, without
     the exponential mechanism (randomisation off) while the run still claims ε.
+``DPOwner`` (dp-knn)
+    ``weak-noise-dpknn``: computes every answer at ε / ``scale`` (default 0.5) while
+    its ledger charges, and its answer states, the requested ε. For the Laplace
+    classifiers (``proposed``, ``baseline-laplace``, the converted k-NN) the noise
+    scale is ``scale`` times the calibrated one (0.5: halved); for
+    ``baseline-exponential`` it is the exponential mechanism run with its utility
+    sensitivity mis-set to ``scale`` instead of 1.
 ``NBOwner`` (dp-nb)
     ``weak-noise-nb``: trains at ε / ``scale`` (noise scale times ``scale``, default
     0.5) while the model it releases states ε.
@@ -33,7 +43,7 @@ Kinds (:data:`KINDS`), by the honest class they replace:
 Examples
 --------
 >>> len(KINDS), sorted(KINDS)[:3]
-(8, ['drop-out', 'lie-bits', 'never-randomise'])
+(10, ['drop-out', 'lie-bits', 'never-randomise'])
 >>> KINDS["never-randomise"].honest.__name__
 'RingDataOwner'
 """
@@ -52,6 +62,7 @@ from ppknn.core.errors import ConfigError
 from ppknn.core.messages import Message
 from ppknn.core.runtime import PartySpec
 from ppknn.parties.analyst import Analyst
+from ppknn.parties.dp_owner import DPOwner
 from ppknn.parties.dptt_client import DPTTClient
 from ppknn.parties.nb_owner import NBOwner
 from ppknn.parties.ring_owner import RingDataOwner
@@ -118,6 +129,28 @@ class DropOutOwner(RingDataOwner):
             raise ConnectionAbortedError(f"{self.party_id} dropped out in PP-TopK round "
                                          f"{round}")
         return super().topk_step(incoming, round)
+
+
+class ReusedMaskOwner(RingDataOwner):
+    """``reuse-mask`` (module docstring)."""
+
+    def __init__(self, *, deviation: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+
+    def configure(self, setup: RingSetup) -> int:
+        """The public set-up; only the start node draws the ring sum's mask."""
+        if setup.start != self.party_id:
+            raise ConfigError(f"deviation reuse-mask: party {self.party_id!r} is not the start "
+                              f"node; allowed: the start node {setup.start!r}")
+        return super().configure(setup)
+
+    def ring_sum_start(self, incoming: None = None) -> Message:
+        """The mask of the first query, reused for every query."""
+        msg = super().ring_sum_start(incoming)
+        fresh: np.ndarray = np.asarray(getattr(self, "_mask"))  # noqa: B009 - typed read
+        reused = np.broadcast_to(fresh[:1], fresh.shape).copy()
+        self._mask = reused
+        return dataclasses.replace(msg, payload={**msg.payload, "s": reused})
 
 
 class RepeatQueryAnalyst(Analyst):
@@ -213,6 +246,19 @@ class WeakNoiseNBOwner(NBOwner):
         return reply
 
 
+class WeakNoiseDPOwner(DPOwner):
+    """``weak-noise-dpknn`` (module docstring)."""
+
+    def __init__(self, *, deviation: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._scale = _number(dict(deviation or {}), "scale", 0.5, low=1e-9, high=1.0)
+
+    def _compute(self, query: Any, rid: int, plan: Any, rng: Any) -> Any:
+        """The honest computation at ε / scale; the caller states the ε it charged."""
+        weak = dataclasses.replace(query, epsilon=float(query.epsilon) / self._scale)
+        return super()._compute(weak, rid, plan, rng)
+
+
 @dataclass(frozen=True)
 class Kind:
     """A deviation kind: the honest class it replaces, the deviant, its parameters."""
@@ -230,6 +276,8 @@ KINDS: dict[str, Kind] = {
                             "a ring node never inserts random fills (p0 = 0)"),
     "drop-out": Kind(RingDataOwner, DropOutOwner, ("round",),
                      "a ring node fails in a PP-TopK round"),
+    "reuse-mask": Kind(RingDataOwner, ReusedMaskOwner, (),
+                       "the start node reuses one ring-sum mask for every query"),
     "repeat-query": Kind(Analyst, RepeatQueryAnalyst, (),
                          "an analyst asks the same instance over and over"),
     "lie-bits": Kind(DPTTClient, LyingClient, ("probability",),
@@ -240,6 +288,10 @@ KINDS: dict[str, Kind] = {
                        "the sanitizer adds less noise than it claims"),
     "weak-noise-nb": Kind(NBOwner, WeakNoiseNBOwner, ("scale",),
                           "the DP Naive Bayes owner adds less noise than it claims"),
+    "weak-noise-dpknn": Kind(DPOwner, WeakNoiseDPOwner, ("scale",),
+                             "the DP owner answers at ε / scale while it charges and states ε "
+                             "(Laplace noise scale times scale; the exponential mechanism's "
+                             "sensitivity mis-set to scale)"),
 }
 """Deviation kind -> :class:`Kind` (module docstring)."""
 
@@ -268,6 +320,6 @@ def deviant_spec(spec: PartySpec, kind: str, params: Mapping[str, Any]) -> Party
 
 
 __all__ = ["KINDS", "DropOutOwner", "Kind", "LyingClient", "NeverRandomiseOwner",
-           "RepeatQueryAnalyst", "TinyDistancesOwner", "TruthfulClient",
-           "WeakNoiseNBOwner", "WeakNoiseSanitizer", "check_deviation",
+           "RepeatQueryAnalyst", "ReusedMaskOwner", "TinyDistancesOwner", "TruthfulClient",
+           "WeakNoiseDPOwner", "WeakNoiseNBOwner", "WeakNoiseSanitizer", "check_deviation",
            "deviant_spec"]

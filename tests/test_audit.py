@@ -38,6 +38,16 @@ def dptt() -> dict:
     return data
 
 
+def knn() -> dict:
+    """A DP owner of 400 two-class rows; requests at ε = 3, a public radius of 0.05."""
+    data = small("dp-knn", data={
+        "dataset": "synthetic:classification?rows=400&features=2&classes=2",
+        "bounds": {"lower": [-6.0, -6.0], "upper": [6.0, 6.0]}, "max_queries": 20,
+        "test_fraction": 0.2, "scale": "minmax"}, parties={"n": 1, "analysts": 1})
+    data["protocol"].update(epsilon=3.0, budget=3.0, radius=0.05)
+    return data
+
+
 def _audit(data: dict, deviation: dict | None = None):
     if deviation is not None:
         data["deviation"] = [deviation]
@@ -66,11 +76,38 @@ def test_dptt_audit_catches_a_client_that_does_not_randomise():
     assert np.unique(a).size == 1 and np.unique(b).size == 1 and a[0] != b[0]
 
 
+def test_dp_knn_audit_stays_below_the_ledger_and_catches_halved_noise(tmp_path):
+    """The owner's release audited on neighbours differing in one record (row 0).
+
+    Each run asks one worst-case instance 25 times (its region ties the record's
+    class with the other: 3,000 draws per input, 1,500 in the test half).
+    Honest, the label's event can show at most ε - ln(1 + ε/2) = 2.08 < ε = 3
+    (measured 1.74); the auditor's bound exceeds the ledger's ε with probability
+    < 5% whatever the release, here < 1e-16 (the neighbour's test half would
+    need <= 26 hits where about 93 are expected). With the noise halved the
+    event's true loss is 2ε - ln(1 + ε) = 4.61 (measured 3.99): about 7 hits
+    are expected under the neighbour and the bound falls to ε only with 22 or
+    more (Poisson tail 1e-5): the probability of a false pass.
+    """
+    honest = _audit(knn())
+    assert "closest to a tie" in honest.row.target and ": 0 with the record" in honest.row.target
+    assert honest.row.verdict == WITHIN and 1.0 < honest.row.value < 2.2
+    broken = _audit(knn(), {"party": "dp-owner", "kind": "weak-noise-dpknn"})
+    assert broken.row.verdict == ABOVE and broken.row.value > 3.5
+    assert honest.row.trials == broken.row.trials == 2 * TRIALS * 25
+    write_audit([honest, broken], tmp_path)
+    assert [r["verdict"] for r in read_table(tmp_path / "audit.csv")] == [WITHIN, ABOVE]
+
+
 def test_audit_refuses_protocols_without_a_promise_and_too_few_trials():
     with pytest.raises(ConfigError, match="promise no ε"):
         audit_scenario(parse_scenario(small("pca-perturbation")), trials=TRIALS, use_ray=False)
     with pytest.raises(ConfigError, match="at least 100 runs"):
         audit_scenario(parse_scenario(nb()), trials=50, use_ray=False)
+    data = nb()
+    data["deviation"] = [{"party": "owner", "kind": "weak-noise-nb"}]
+    with pytest.raises(ConfigError, match="party = 'owner': no such party"):
+        audit_scenario(parse_scenario(data), trials=TRIALS, use_ray=False)
     data = nb()
     data["audit"] = {"record": 10_000}
     with pytest.raises(ConfigError, match="record = 10000"):

@@ -57,6 +57,27 @@ def test_a_node_that_never_randomises_is_disclosed_to_its_successor():
     assert row["deviant"] > 0.9  # every query where its values entered
 
 
+def test_a_start_node_reusing_its_mask_lets_one_node_read_the_ring_sum():
+    """Honest: one node at chance (0 of 60 exact); a reused mask: every partial sum, exactly."""
+    from ppknn.simulations.leakage.measure import run_table
+
+    result, report = run("ring_reuse_mask", max_queries=60)
+    assert not report.detected
+    acc = report.accuracy["ppknn-ring"]
+    assert acc["honest"] == acc["deviant"]  # the total is still right
+    rows = changed(report, "mask-reuse")
+    assert len(rows) == 4  # every non-start node whose successor is not the start node
+    assert all(r["honest"] == 0.0 and r["honest_verdict"] == "within bound" for r in rows)
+    assert all(r["deviant"] == 1.0 and r["deviant_verdict"] == "above bound" for r in rows)
+    public = result.outcome.plan.public
+    ring, start = public["ring"], public["start"]
+    first = ring[(ring.index(start) + 1) % len(ring)]
+    (row,) = [r for r in run_table(result, save=False)
+              if r.attack == "mask-reuse" and r.target == first]
+    assert "its vote vector" in row.note and row.value == 1.0
+    assert row.bound is not None and row.ci_low > row.bound  # chance level of guessing
+
+
 def test_drop_out_is_detected_as_a_party_failure():
     result, report = run("ring_drop_out", max_queries=30)
     assert report.detected

@@ -30,6 +30,14 @@ Definitions (the protocols' documented guarantees in brackets):
     answers), the fraction of instances whose claimed label equals the noiseless
     one; no ε bound applies to an aggregate label (an empirical ε needs
     neighbouring datasets: ``ppknn audit``), the ledger's ε is in the note.
+    This rate is **not** converted to an ε: ε compares one output's probability
+    on two neighbouring datasets, and one run holds one dataset. The rate at
+    which a noisy label matches the noiseless one is set by each region's count
+    margin against the noise (a margin of 20 votes gives ~1 at any ε; a tie gives
+    ~1/2 at every ε), so reading it as randomised response, ε = ln(p / (1 - p)),
+    would report "above ε" for every clear-cut region of an honest owner and
+    "within" for a broken one on ties. The audit (:mod:`.audit`) reruns the
+    release on a dataset without one record and bounds ε from the two samples.
 ``dp-nb`` [ε-DP per released model]
     ``model-membership-inference`` per analyst (or coalition): empirical ε lower
     bound beside the ε of the models it received (composed by summation).
@@ -364,6 +372,63 @@ def _ring_sum(ctx: Context, adv: Adversary) -> list[LeakageRow]:
                      per_query=True)
 
 
+@register(RING, "mask-reuse", default=False,
+          description="a node alone unmasks the partial sums it receives by differencing "
+                      "queries (works when the start node reuses its mask)")
+def _ring_mask_reuse(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    """One node, alone, against the ring sum's mask (the sum's single-node guarantee).
+
+    Node ``b`` receives ``M[q] = R[q] + S_t[q]`` from its predecessor ``t``, where
+    ``S_t`` is the sum of the vote vectors from the start node's successor through
+    ``t`` (``t``'s own votes when ``t`` follows the start node). It subtracts the
+    first query's row, ``M[q] - M[0]``, and, since every count is >= 0 and some
+    query has none of a class, takes the smallest difference per class as
+    ``-S_t[0]``. With a fresh uniform mask per query the difference is uniform and
+    the estimate is garbage; with a mask reused across queries it is ``S_t``
+    exactly. The bound is the chance level: the rate of the best constant guess
+    (the most frequent true ``S_t`` row of the run), which no estimator of a
+    uniformly masked view can beat in expectation.
+    """
+    from ppknn.protocols.ppknn import secure_sum as ss
+
+    ring, start = list(ctx.public["ring"]), ctx.public["start"]
+    n = len(ring)
+    order = [ring[(ring.index(start) + j) % n] for j in range(n)]
+    if not all(f"votes/{p}" in ctx.truth for p in order[1:]):
+        return []
+    received = {m.receiver: m for m in ctx.messages(protocol=ss.RING_PROTOCOL)
+                if m.kind == "partial-sum" and m.sender != start}
+    shared = any(m.kind == "share" for m in ctx.messages(protocol=ss.SHARED_PROTOCOL))
+    rows = []
+    partial: np.ndarray | None = None
+    for t, b in zip(order[1:-1], order[2:]):
+        votes = np.asarray(ctx.truth[f"votes/{t}"], dtype=np.uint64)
+        partial = votes if partial is None else ss.add(partial, votes)
+        truth = partial.reshape(len(partial), -1)
+        if adv.observers and b not in adv.observers:
+            continue
+        msg = received.get(b)
+        if msg is None or shared:
+            hits = np.zeros(len(truth), dtype=bool)
+        else:
+            m = np.asarray(msg.payload["s"], dtype=np.uint64).reshape(truth.shape)
+            diff = ss.sub(m, m[:1]).view(np.int64)
+            estimate = (diff - diff.min(axis=0, keepdims=True)).view(np.uint64)
+            hits = np.all(estimate == truth, axis=1)
+        _, counts = np.unique(truth, axis=0, return_counts=True)
+        chance = float(counts.max()) / len(truth)
+        what = "its vote vector" if t == order[1] else f"the votes of {order[1]}..{t}"
+        rows.append(proportion_row(
+            successes=int(hits.sum()), trials=len(hits), protocol=ctx.protocol, observer=b,
+            target=t, attack=adv.attack,
+            quantity="masked partial sum recovered exactly (one node alone)",
+            bound=chance, bound_name="chance level (best constant guess of this run)",
+            note=f"{'secret-shared sum: no ring mask' if shared else 'ring secure sum'}; "
+                 f"the partial sum is {what}; a fresh uniform mask per query keeps a single "
+                 "node at chance, a reused one does not"))
+    return rows
+
+
 # -- ring-nb -----------------------------------------------------------------------------
 RING_NB = "ring-nb"
 
@@ -513,6 +578,8 @@ def _dp_knn_labels(ctx: Context, adv: Adversary) -> list[LeakageRow]:
         known = idx >= 0
         hits = int(np.sum(claims.label[known] == truth_y[idx[known]]))
         repeated = int(np.sum(claims.answers > 1))
+        # no ε conversion here: one run sees one dataset, and the match rate is set by
+        # the regions' count margins, not by ε (module docstring); `ppknn audit` gives ε
         rows.append(proportion_row(
             successes=hits, trials=int(known.sum()), protocol=ctx.protocol,
             observer=observer_name(group), target="training data (noiseless labels)",

@@ -22,8 +22,22 @@ Neighbours and features (the promise compared with, in brackets):
     the start node's successor's rows without its row ``record``; feature:
     the noisy count of that row's class in the model a non-start owner received.
 ``dp-knn`` [ε of a request]
-    the owner's rows without row ``record``; feature: the label released for
-    the query instance nearest that row, from the view of the analyst that asked.
+    the owner's rows without row ``record``. In each trial the first analyst
+    asks about one worst-case instance ``repeats`` times (default
+    :data:`DP_KNN_REPEATS`), one single-instance request each: every request is
+    a fresh ε-DP release (its own request id, so its own noise stream) that the
+    ledger charges, so a trial yields ``repeats`` independent draws of the same
+    release and the owner's budget is set to cover them. The instance: with a
+    public r-N radius, the point among the record and the owner's rows within
+    the radius of it whose region (holding the record) is closest to a tie
+    between the record's class and the best other class, where one record
+    moves the label most; otherwise the record itself. Feature: 1 when a
+    released label is the record's class, else 0, from the analyst's view.
+    An aggregate label is a lossy view of the noisy counts, so the bound is
+    below the ε spent even for the worst instance (for the Laplace release of
+    a region tied with the record, ε - ln(1 + ε/2) is the most this event can
+    show; with the noise halved, 2ε - ln(1 + ε), above ε by ε - ln(1 + ε), a
+    margin the auditor resolves from ε = 2 with a few thousand draws).
 ``dptt`` [ε of one decision; the query's composed ε in the note]
     query 0 reflected through the centre of the declared domain; feature: the
     server's view of the first bit answered for it.
@@ -53,6 +67,9 @@ from ppknn.simulations.leakage.table import LeakageRow, write_table
 
 AUDITED = ("dp-knn", "dp-nb", "dptt", "ring-nb")
 
+DP_KNN_REPEATS = 25
+"""Single-instance requests per dp-knn audit trial (each one draw of the release)."""
+
 
 @dataclass(frozen=True)
 class Setup:
@@ -66,7 +83,8 @@ class Setup:
     roles: Mapping[str, tuple[str, ...]]
     config: Any
     observer: tuple[str, ...]
-    feature: Callable[[Transcript], float]
+    feature: Callable[[Transcript], Any]
+    """The observer's view reduced to one number, or to an array of independent draws."""
     target: str
     bound: float
     bound_name: str
@@ -98,13 +116,74 @@ def _count_feature(transcript: Transcript, *, protocol: str, observer: str, kind
     raise ConfigError(f"audit: {observer!r} received no {kind!r} message")
 
 
-def _label_feature(transcript: Transcript, *, observer: str, instance: np.ndarray) -> float:
+def _label_feature(transcript: Transcript, *, observer: str, cls: int,
+                   repeats: int) -> np.ndarray:
+    """1 for each label the observer received that is ``cls``, else 0 (``repeats`` draws)."""
     from ppknn.protocols.dp_knn.adversary import answered_instances
 
-    view = transcript.view(observer, protocol="dp-knn")
-    x, labels = answered_instances(view)
-    hit = np.flatnonzero(np.all(x == instance, axis=1))
-    return float(labels[hit[0]]) if hit.size else -1.0
+    _, labels = answered_instances(transcript.view(observer, protocol="dp-knn"))
+    if len(labels) != repeats:
+        raise ConfigError(f"audit: {observer!r} got {len(labels)} labels for its {repeats} "
+                          "requests (a refusal or an unanswered request)")
+    return (labels == cls).astype(np.float64)
+
+
+def _worst_instance(X: np.ndarray, y: np.ndarray, record: int, radius: float | None
+                    ) -> tuple[np.ndarray, str]:
+    """The instance where row ``record`` moves the r-N label most (module docstring)."""
+    row = X[record]
+    if radius is None:
+        return row, "the record's own location"
+    dist = np.linalg.norm(X - row, axis=1)
+    candidates = np.argsort(dist, kind="stable")[:64]
+    candidates = candidates[dist[candidates] <= radius]
+    n_classes = int(max(y.max(), y[record]) + 1)
+    best: tuple[int, int, np.ndarray] | None = None
+    for c in candidates:
+        inside = np.linalg.norm(X - X[c], axis=1) <= radius
+        counts = np.bincount(y[inside], minlength=n_classes)
+        own = int(counts[y[record]])
+        counts[y[record]] = -1
+        gap = int(counts.max()) - own  # best other class minus the record's (record counted)
+        if best is None or abs(2 * gap + 1) < best[0]:
+            best = (abs(2 * gap + 1), gap, X[c])
+    assert best is not None  # the record itself is a candidate
+    return best[2], (f"the point within radius {radius:g} of the record whose region is "
+                     f"closest to a tie (best other class minus the record's class: "
+                     f"{best[1]} with the record)")
+
+
+def _dp_knn_setup(common: dict[str, Any], p: Any, record: int, repeats: int) -> Setup:
+    """The dp-knn audit (module docstring): one analyst, one instance, ``repeats`` requests."""
+    plan, public = p.plan, p.plan.public
+    owner, analyst = plan.roles["owner"][0], plan.roles["analyst"][0]
+    by_id = {s.party_id: s for s in plan.specs}
+    spec = by_id[owner]
+    X = np.asarray(spec.kwargs["X"], dtype=np.float64)
+    y = np.asarray(spec.kwargs["y"])
+    if not 0 <= record < len(X):
+        raise ConfigError(f"[audit] record = {record}: party {owner!r} holds {len(X)} rows; "
+                          f"allowed: 0 <= record < {len(X)}")
+    classes = [str(c) for c in public.get("classes", [])]
+    cls = _class_index(spec, record, classes)
+    radius = public.get("radius")
+    point, how = _worst_instance(X, y.astype(np.int64), record,
+                                 float(radius) if public.get("task") == "rn"
+                                 and isinstance(radius, (int, float)) else None)
+    cost = float(public["epsilon_per_request"])
+    funded = dataclasses.replace(spec, kwargs={**spec.kwargs, "epsilon": cost * repeats,
+                                               "analyst_epsilon": None})
+    specs_a = (funded, by_id[analyst])
+    specs_b = (_drop_row(funded, record), by_id[analyst])
+    queries = np.repeat(point[None, :], repeats, axis=0)
+    feature = functools.partial(_label_feature, observer=analyst, cls=cls, repeats=repeats)
+    return Setup(**{**common, "specs_a": specs_a, "queries_a": queries,
+                    "roles": {"owner": (owner,), "analyst": (analyst,)},
+                    "config": dataclasses.replace(plan.config, batches=repeats)},
+                 specs_b=specs_b, queries_b=queries, observer=(analyst,), feature=feature,
+                 target=f"{owner} row {record} (add/remove); {repeats} single-instance "
+                        f"requests per run at {how}",
+                 bound=cost, bound_name="ε of a request")
 
 
 def _bit_feature(transcript: Transcript) -> float:
@@ -115,7 +194,7 @@ def _bit_feature(transcript: Transcript) -> float:
     return float(claims.right[first[0]]) if first.size else -1.0
 
 
-def setups(scenario: Any, *, record: int) -> list[Setup]:
+def setups(scenario: Any, *, record: int, repeats: int = DP_KNN_REPEATS) -> list[Setup]:
     """The audit of every protocol of ``scenario`` that promises ε (module docstring)."""
     from ppknn.simulations.runner import prepare
 
@@ -125,6 +204,10 @@ def setups(scenario: Any, *, record: int) -> list[Setup]:
     for p in prepared.protocols:
         plan, public = p.plan, p.plan.public
         specs = tuple(plan.specs)
+        unknown = sorted({d["party"] for d in deviations} - {s.party_id for s in specs})
+        if unknown and len(prepared.protocols) == 1:
+            raise ConfigError(f"[[deviation]] party = {unknown[0]!r}: no such party in "
+                              f"{p.name}; allowed: {[s.party_id for s in specs]}")
         by_id = {s.party_id: s for s in specs}
         classes = [str(c) for c in public.get("classes", [])]
         common: dict[str, Any] = dict(protocol=p.name, specs_a=specs, queries_a=plan.queries,
@@ -144,15 +227,7 @@ def setups(scenario: Any, *, record: int) -> list[Setup]:
                                  bound=float(public["epsilon_per_model"]),
                                  bound_name="ε of a model"))
             else:
-                row = np.asarray(by_id[owner].kwargs["X"])[record]
-                nearest = int(np.argmin(np.linalg.norm(plan.queries - row, axis=1)))
-                who = _asker(public, nearest)
-                feature = functools.partial(_label_feature, observer=who,
-                                            instance=np.asarray(plan.queries[nearest]))
-                out.append(Setup(**common, specs_b=neighbour, queries_b=plan.queries,
-                                 observer=(who,), feature=feature, target=target,
-                                 bound=float(public["epsilon_per_request"]),
-                                 bound_name="ε of a request"))
+                out.append(_dp_knn_setup(common, p, record, repeats))
         elif p.name == "ring-nb":
             ring, start = list(public["ring"]), public["start"]
             holder = ring[(ring.index(start) + 1) % len(ring)]
@@ -179,15 +254,8 @@ def setups(scenario: Any, *, record: int) -> list[Setup]:
     return out
 
 
-def _asker(public: Mapping[str, Any], query: int) -> str:
-    analysts = list(public["analysts"])
-    n = int(public["n_queries"])
-    per = -(-n // len(analysts))
-    return analysts[min(query // per, len(analysts) - 1)]
-
-
-def trial(setup: Setup, item: tuple[str, int]) -> float:
-    """One run of ``setup`` on input ``"a"`` or ``"b"`` with noise seed ``seed``."""
+def trial(setup: Setup, item: tuple[str, int]) -> np.ndarray:
+    """One run of ``setup`` on input ``"a"`` or ``"b"`` with noise seed ``seed``: its draws."""
     from ppknn.parties.deviations import deviant_spec
     from ppknn.simulations import registry
 
@@ -209,7 +277,7 @@ def trial(setup: Setup, item: tuple[str, int]) -> float:
         table = rt.transcript_table()
     finally:
         rt.shutdown()
-    return float(setup.feature(Transcript(table)))
+    return np.atleast_1d(np.asarray(setup.feature(Transcript(table)), dtype=np.float64))
 
 
 @dataclass(frozen=True)
@@ -233,24 +301,27 @@ def audit_protocol(setup: Setup, *, trials: int, seed: int, confidence: float,
     items = [("a", s) for s in seeds] + [("b", s) for s in seeds]
     values = fan_out(functools.partial(trial, setup), items, use_ray=use_ray,
                      address=address, progress=progress)
-    a = np.asarray(values[:trials], dtype=np.float64)
-    b = np.asarray(values[trials:], dtype=np.float64)
-    samples = {"a": a, "b": b}
+    a = np.concatenate(values[:trials]).astype(np.float64)
+    b = np.concatenate(values[trials:]).astype(np.float64)
+    n = min(len(a), len(b))
+    samples = {"a": a[:n], "b": b[:n]}
 
-    def replay(which: str, rng: Any, n: int) -> np.ndarray:
-        return samples[which][:n]
+    def replay(which: str, rng: Any, count: int) -> np.ndarray:
+        return samples[which][:count]
 
-    result = audit(replay, "a", "b", n_samples=trials, rng=np.random.default_rng(seed),
+    result = audit(replay, "a", "b", n_samples=n, rng=np.random.default_rng(seed),
                    confidence=confidence, vectorized=True)
     row = LeakageRow(
         protocol=setup.protocol, observer="+".join(setup.observer), target=setup.target,
         attack="audit (neighbouring inputs)",
         quantity=f"empirical ε lower bound (audit, {confidence:.0%})",
         value=result.eps_lower, ci_low=result.eps_lower, ci_high=float("nan"),
-        trials=2 * trials, bound=setup.bound, bound_name=setup.bound_name,
-        note=f"{trials} runs per input; event: {result.event}; hits {result.hits[0]} vs "
-             f"{result.hits[1]} of {trials - trials // 2}; core.dp.audit (Clopper-Pearson)")
-    return AuditRun(row=row, event=result.event, hits=result.hits, samples=(a, b))
+        trials=2 * n, bound=setup.bound, bound_name=setup.bound_name,
+        note=f"{trials} runs per input ({n} draws); event: {result.event}; hits "
+             f"{result.hits[0]} vs {result.hits[1]} of {n - n // 2}; core.dp.audit "
+             "(Clopper-Pearson)")
+    return AuditRun(row=row, event=result.event, hits=result.hits,
+                    samples=(samples["a"], samples["b"]))
 
 
 def audit_scenario(scenario: Any, *, trials: int | None = None, use_ray: bool | None = None,
@@ -289,5 +360,5 @@ def write_audit(runs: list[AuditRun], out: Path) -> dict[str, Any]:
     return section
 
 
-__all__ = ["AUDITED", "AuditRun", "Setup", "audit_protocol", "audit_scenario", "setups",
-           "trial", "write_audit"]
+__all__ = ["AUDITED", "DP_KNN_REPEATS", "AuditRun", "Setup", "audit_protocol",
+           "audit_scenario", "setups", "trial", "write_audit"]
