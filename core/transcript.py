@@ -47,18 +47,42 @@ SCHEMA = pa.schema(
         ("provenance", pa.binary()),
         ("plaintext_bytes", pa.int64()),
         ("wire_bytes", pa.int64()),
+        ("after", pa.list_(pa.struct([("sender", pa.string()), ("receiver", pa.string()),
+                                      ("seq", pa.int64())]))),
     ]
 )
+"""The transcript's columns. ``after`` is the causal stamp (simulation metadata, like
+``provenance``; no party sees it): the messages this one directly follows -- those its
+sender received since its previous send, then that previous send (see
+:func:`make_record`)."""
 _HEADER_COLUMNS = ("run_id", "protocol", "round", "seq", "sender", "receiver", "kind")
 
 
-def make_record(message: Message, *, payload: bytes, wire_bytes: int) -> dict[str, Any]:
-    """A transcript row for a sent message (``payload`` is its encoded payload)."""
+MessageKey = tuple[PartyId, PartyId, int]
+"""A message's identity within a run and protocol: (sender, receiver, seq)."""
+
+
+def make_record(message: Message, *, payload: bytes, wire_bytes: int,
+                after: Sequence[MessageKey] = ()) -> dict[str, Any]:
+    """A transcript row for a sent message (``payload`` is its encoded payload).
+
+    ``after`` is the causal stamp the party host gives: the (sender, receiver, seq) of the
+    messages the sender received since its previous send, then that previous send. A
+    network replay (:mod:`ppknn.simulations.network`) needs nothing more to know when the
+    message could leave. It is deterministic (the host derives it from the driver's call
+    order, as it does sequence numbers), so equal runs on either runtime record it equally.
+
+    >>> from ppknn.core.messages import Message
+    >>> m = Message("run", "demo", 0, 1, "a", "b", "x", {})
+    >>> make_record(m, payload=b"", wire_bytes=10, after=[("c", "a", 0), ("a", "b", 0)])["after"]
+    [{'sender': 'c', 'receiver': 'a', 'seq': 0}, {'sender': 'a', 'receiver': 'b', 'seq': 0}]
+    """
     row = message.header()
     row["payload"] = payload
     row["provenance"] = encode_arrays(message.provenance)
     row["plaintext_bytes"] = len(payload)
     row["wire_bytes"] = int(wire_bytes)
+    row["after"] = [{"sender": s, "receiver": r, "seq": int(q)} for s, r, q in after]
     return row
 
 
@@ -426,6 +450,7 @@ def ground_truth(messages: Sequence[Message], key: str) -> list[np.ndarray]:
 
 
 __all__ = [
+    "MessageKey",
     "check_fresh",
     "SCHEMA",
     "CommunicationTotals",

@@ -69,7 +69,7 @@ def summary_of(result: RunResult) -> dict[str, Any]:
     if s.network is not None:
         from ppknn.simulations.network import predicted
 
-        out["network"] = predicted(out, s.network)
+        out["network"] = predicted(out, s.network, result.transcript)
     if len(result.outcomes) == 1:  # one protocol: its figures at the top level too
         for key, value in result.outcome.summary().items():
             out.setdefault(key, value)

@@ -22,6 +22,7 @@ from ppknn.simulations.compare import (
     ranking,
     run_comparison,
 )
+from ppknn.simulations.network import replay
 from ppknn.simulations.prepare import prepare_data
 from ppknn.simulations.scenario import parse_scenario
 
@@ -245,7 +246,7 @@ def test_no_privacy_rows_equal_the_reference(entry):
 
 def test_network_section_of_a_run_predicts_each_profile(tmp_path):
     """``[network]`` in a scenario: summary.json reports the predicted time per profile and
-    protocol, equal to the model over the run's own hops, messages and bytes."""
+    protocol, the replay of the run's own transcript."""
     import json
 
     from ppknn.simulations.results import summary_of
@@ -257,14 +258,14 @@ def test_network_section_of_a_run_predicts_each_profile(tmp_path):
                          "network": {"profiles": ["wan"],
                                      "custom": {"campus": {"latency_ms": 5.0,
                                                            "bandwidth_mbps": 200.0}}}})
-    summary = summary_of(execute(sc))
+    result = execute(sc)
+    summary = summary_of(result)
     net = summary["network"]["profiles"]
     assert set(net) == {"wan", "campus"}
-    r = summary["results"]["ppknn-ring"]
-    c = summary["communication"]
-    mean = c["bytes"] / c["messages"]
-    assert net["campus"]["seconds"]["ppknn-ring"] == pytest.approx(
-        r["hops"] * (0.005 + mean * 8 / 200e6))
+    campus = NetworkProfile(latency_ms=5.0, bandwidth_mbps=200.0)
+    whole = replay(result.transcript, campus, per_protocol=False)["run"]
+    assert net["campus"]["seconds"]["ppknn-ring"] == whole.seconds > 0
+    assert net["campus"]["critical_path_messages"]["ppknn-ring"] == whole.critical_hops
     assert net["wan"]["seconds"]["ppknn-ring"] > net["campus"]["seconds"]["ppknn-ring"]
     json.dumps(summary)  # plain JSON
     with pytest.raises(ConfigError, match="neither built in"):

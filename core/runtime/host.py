@@ -179,6 +179,34 @@ class _Fault:
         self.fired = False
 
 
+class _Chain:
+    """What the next message of a chain of sends follows (the transcript's causal stamp).
+
+    ``received``: keys of the messages opened since the chain's last send; ``last``: that
+    send's key. A sequential party is one chain over its calls; each call of a concurrent
+    party is a chain of its own (its calls are independent by design).
+    """
+
+    __slots__ = ("last", "received")
+
+    def __init__(self) -> None:
+        self.received: list[tuple[PartyId, PartyId, int]] = []
+        self.last: tuple[PartyId, PartyId, int] | None = None
+
+    def follow(self, opened: Sequence[Any]) -> None:
+        """Note the messages a call opened."""
+        for a in opened:
+            for m in (a if isinstance(a, (list, tuple)) else (a,)):
+                if isinstance(m, Message):
+                    self.received.append((m.sender, m.receiver, int(m.seq)))
+
+    def after(self, sent: Message) -> list[tuple[PartyId, PartyId, int]]:
+        """The stamp of ``sent`` (sealed); ``sent`` becomes the chain's last send."""
+        out = self.received + ([self.last] if self.last is not None else [])
+        self.received, self.last = [], (sent.sender, sent.receiver, int(sent.seq))
+        return out
+
+
 def _exit_process(party: PartyId) -> None:
     os._exit(17)  # simulate a crash: the process dies without cleanup
 
@@ -225,6 +253,7 @@ class PartyHost:
         self.endpoints: dict[PartyId, Any] = {}
         self._records: list[dict[str, Any]] = []
         self._concurrent: set[PartyId] = set()
+        self._chains: dict[PartyId, _Chain] = {}  # causal stamps of the sequential parties
         self._lock = threading.Lock()  # messaging state (see the module docstring)
 
     # -- set-up ---------------------------------------------------------
@@ -305,6 +334,10 @@ class PartyHost:
             stamps = CallStamps(ticket)
         endpoint = self.endpoints[party_id]
         opened = [self._open(endpoint, a) for a in args]
+        chain = None  # the causal stamp, only when a transcript is kept
+        if getattr(self.recorder, "enabled", True):
+            chain = _Chain() if stamps is not None else self._chains.setdefault(party_id, _Chain())
+            chain.follow(opened)
         try:
             if fault is not None:
                 self._before_step(party_id, method, fault, endpoint, args)
@@ -318,7 +351,7 @@ class PartyHost:
                                f"{type(exc).__name__} in {method!r}: "
                                f"{(str(exc).splitlines() or [''])[0]}",
                                cause="".join(traceback.format_exception(exc))) from exc
-        return self._send(endpoint, result, stamps, fault)
+        return self._send(endpoint, result, stamps, fault, chain)
 
     # -- fault injection (only when a FaultPlan is configured) ------------
     def _fault_for(self, party_id: PartyId, method: str) -> _Fault | None:
@@ -466,13 +499,13 @@ class PartyHost:
         return arg
 
     def _send(self, endpoint: Any, result: Any, stamps: CallStamps | None,
-              fault: _Fault | None = None) -> Any:
+              fault: _Fault | None = None, chain: _Chain | None = None) -> Any:
         if isinstance(result, Message):
-            return self._seal(endpoint, result, stamps, fault)
+            return self._seal(endpoint, result, stamps, fault, chain)
         if isinstance(result, (list, tuple)) and result and all(
             isinstance(r, Message) for r in result
         ):
-            return type(result)(self._seal(endpoint, r, stamps, fault) for r in result)
+            return type(result)(self._seal(endpoint, r, stamps, fault, chain) for r in result)
         return result
 
     def _stamp(self, endpoint: Any, message: Message, plaintext: bytes | None,
@@ -512,7 +545,7 @@ class PartyHost:
         return dataclasses.replace(wire, payload=payload)  # undetectable without channels
 
     def _seal(self, endpoint: Any, message: Message, stamps: CallStamps | None = None,
-              fault: _Fault | None = None) -> Any:
+              fault: _Fault | None = None, chain: _Chain | None = None) -> Any:
         if message.sender != endpoint.party:
             raise ConfigError(
                 f"party {endpoint.party!r} tried to send as {message.sender!r}"
@@ -529,6 +562,7 @@ class PartyHost:
                               provenance=message.provenance),
             payload=plaintext,
             wire_bytes=endpoint.wire_bytes(wire, len(plaintext)),
+            after=chain.after(stamped) if chain is not None else (),
         )
         batch = None
         with self._lock:
