@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import _thread
+import threading
+import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from queue import SimpleQueue
 from typing import Any
 
 from ppknn.core.errors import ConfigError, PartyFailure
@@ -15,7 +17,7 @@ from ppknn.core.runtime.host import NullRecorder, PartyHost, PartySpec, check_ou
 from ppknn.core.transcript import TranscriptRecorder
 
 
-@dataclass
+@dataclass(slots=True)
 class LocalRef:
     """The result of an in-process call: a value or the exception it raised."""
 
@@ -45,11 +47,17 @@ class InProcessRuntime(Runtime):
     party's messages are numbered exactly as on Ray (see
     :mod:`core.runtime.concurrency`).
 
-    Each call runs on one worker thread while the driver waits at most
-    ``party_timeout_s`` for it, so a party that hangs fails the run with
-    :class:`~core.errors.PartyFailure` naming it, as on Ray; an exception
+    Calls are queued when made and run, in the driver's order, by one
+    worker thread as soon as the driver needs a result (:meth:`fetch`,
+    :meth:`state`, :meth:`close_transcript`, ...): one hand-over between
+    threads per batch of calls, not per call. The driver waits at most
+    ``party_timeout_s`` for each call of the batch, so a party that hangs
+    fails the run with :class:`~core.errors.PartyFailure` naming it, as on
+    Ray, and the calls after it still run on a fresh worker; an exception
     raised inside a party step becomes ``PartyFailure`` too (the framework's
     own errors, e.g. :class:`~core.errors.IntegrityError`, pass as they are).
+    What each call does, sends and records is the same as if it had run
+    when it was made.
     """
 
     name = "inprocess"
@@ -59,7 +67,9 @@ class InProcessRuntime(Runtime):
         self.recorder: TranscriptRecorder | None = None
         self.hosts: dict[PartyId, PartyHost] = {}
         self._dead: set[PartyId] = set()
-        self._worker: ThreadPoolExecutor | None = None
+        self._queue: list[_Queued | None] = []  # calls made, not yet run
+        self._batch: _Batch | None = None  # the batch being run (set while draining)
+        self._worker: _Worker | None = None  # runs the queued calls (one thread)
 
     def start(self, specs: Sequence[PartySpec], context: RunContext) -> None:  # noqa: D102
         self.context = context
@@ -89,32 +99,9 @@ class InProcessRuntime(Runtime):
         self._dead.add(party)
         raise PartyFailure(party, "", -1, "party crashed (fault injection)")
 
-    def _run(self, party: PartyId, method: str, protocol: str, round: int,
-             fn: Any, *args: Any, **kwargs: Any) -> Any:
-        """Run one call on the worker thread; a call that outlives the timeout fails the run.
-
-        The driver waits at most ``party_timeout_s`` for each call. A call
-        that does not return by then is abandoned (its thread is left to
-        finish on its own, its party is dead for the rest of the run) and
-        :class:`~core.errors.PartyFailure` names the party.
-        """
-        if self._worker is None:
-            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ppknn-party")
-        future = self._worker.submit(fn, *args, **kwargs)
-        timeout = self.context.party_timeout_s if self.context else 60.0
-        try:
-            return future.result(timeout=timeout)
-        except FutureTimeout:
-            self._dead.add(party)
-            self.hosts[party].abandon()
-            self._worker.shutdown(wait=False)
-            self._worker = None  # the stuck thread keeps the old one; later calls get a new one
-            raise PartyFailure(party, protocol, round,
-                               f"no progress for {timeout:g} s in {method!r}") from None
-
     def call(self, party: PartyId, method: str, *args: Any, protocol: str = "",
              round: int = 0, num_returns: int = 1) -> Any:
-        """See :meth:`core.runtime.base.Runtime.call`."""
+        """See :meth:`core.runtime.base.Runtime.call` (queued; run when a result is needed)."""
         self._check_party(party)
         ticket = self._ticket(party)  # numbered when called, run or not (as on Ray)
         refs = [LocalRef() for _ in range(num_returns)]
@@ -123,32 +110,67 @@ class InProcessRuntime(Runtime):
         # messages are freed as it goes)
         record = CallRecord((), party, method, protocol, round)
         self._pending.append(record)
-        upstream = next((a.error for a in args if isinstance(a, LocalRef) and a.error), None)
+        self._queue.append(_Queued(party, method, args, protocol, round, num_returns, ticket,
+                                   refs, record))
+        return refs if num_returns > 1 else refs[0]
+
+    def _execute(self, q: _Queued) -> None:
+        """Run one queued call (on the worker thread); its outcome goes into its references."""
+        refs = q.refs
+        upstream = next((a.error for a in q.args if isinstance(a, LocalRef) and a.error), None)
         if upstream is not None:
             for r in refs:
                 r.error = upstream
-            record.refs = refs
-            return refs if num_returns > 1 else refs[0]
+            q.record.refs = refs
+            return
         try:
-            if party in self._dead:
-                raise PartyFailure(party, protocol, round, "party process is dead")
-            values = [a.value if isinstance(a, LocalRef) else a for a in args]
-            out = self._run(party, method, protocol, round, self.hosts[party].invoke, party,
-                            method, *values, ticket=ticket)
-            if num_returns == 1:
+            if q.party in self._dead:
+                raise PartyFailure(q.party, q.protocol, q.round, "party process is dead")
+            values = [a.value if isinstance(a, LocalRef) else a for a in q.args]
+            out = self.hosts[q.party].invoke(q.party, q.method, *values, ticket=q.ticket)
+            if q.num_returns == 1:
                 refs[0].value = out
             else:
-                for r, v in zip(refs, check_outputs(party, method, out, num_returns)):
+                for r, v in zip(refs, check_outputs(q.party, q.method, out, q.num_returns)):
                     r.value = v
         except BaseException as exc:  # kept and raised at fetch, as on Ray
             if isinstance(exc, PartyFailure):
-                exc = exc.where(protocol, round)
+                exc = exc.where(q.protocol, q.round)
             for r in refs:
                 r.error = exc
-            record.refs = refs
-        return refs if num_returns > 1 else refs[0]
+            q.record.refs = refs
+
+    def _drain(self) -> None:
+        """Run every queued call, in order; a call that outlives the timeout fails the run.
+
+        The calls run on a worker thread while the driver waits at most
+        ``party_timeout_s`` for each of them. A call that does not return
+        by then is abandoned (its thread is left to finish on its own and
+        its outcome is discarded; its party is dead for the rest of the
+        run); its references hold :class:`~core.errors.PartyFailure` naming
+        the party, and the calls after it run on a new worker thread.
+        """
+        if self._batch is not None:  # re-entered from a party step: nothing to do
+            return
+        timeout = self.context.party_timeout_s if self.context else 60.0
+        while self._queue:
+            calls, self._queue = self._queue, []
+            start = 0
+            while start < len(calls):
+                batch = _Batch(self, calls, start)
+                if self._worker is None:
+                    self._worker = _Worker()
+                self._batch = batch
+                self._worker.inbox.put(batch)
+                try:
+                    start = batch.wait(timeout)
+                finally:
+                    self._batch = None
+                if batch.cancelled:
+                    self._worker = None  # stuck in the hung call; the next batch gets a new one
 
     def fetch(self, refs: Any, *, progress: Progress | None = None) -> Any:  # noqa: D102
+        self._drain()
         pending = self._pending
         self._pending = []
         if progress is not None:
@@ -161,21 +183,26 @@ class InProcessRuntime(Runtime):
 
     def state(self, party: PartyId, attribute: str) -> Any:  # noqa: D102
         self._check_party(party)
+        self._drain()
         return self.hosts[party].state(party, attribute)
 
     def kill(self, party: PartyId) -> None:  # noqa: D102
         self._check_party(party)
+        if self._batch is None:
+            self._drain()  # the calls made before the kill have run (as they would have)
         self._dead.add(party)
 
     def close_transcript(self) -> dict[str, Any]:  # noqa: D102
         if self.recorder is None:
             return {}
+        self._drain()
         for party, host in self.hosts.items():
             if party not in self._dead:
                 host.flush()
         return self.recorder.close()
 
     def _undelivered(self) -> list[str]:
+        self._drain()
         return [p for party, host in self.hosts.items() if party not in self._dead
                 for p in host.undelivered()]
 
@@ -185,12 +212,117 @@ class InProcessRuntime(Runtime):
         return self.recorder.table()
 
     def shutdown(self) -> None:  # noqa: D102
+        self._queue = []  # calls never waited on: nothing needs their outcome any more
         for host in self.hosts.values():
             host.abandon()  # a call stuck in an injected hang returns
         self.hosts.clear()
         if self._worker is not None:
-            self._worker.shutdown(wait=False)
+            self._worker.inbox.put(None)
             self._worker = None
+
+
+@dataclass(eq=False, slots=True)
+class _Queued:
+    """A call made and not yet run."""
+
+    party: PartyId
+    method: str
+    args: tuple
+    protocol: str
+    round: int
+    num_returns: int
+    ticket: int | None
+    refs: list[LocalRef]
+    record: CallRecord
+
+
+class _Worker:
+    """One thread running the batches handed to it, one after the other.
+
+    A worker whose batch was cancelled (a call hung) is left behind: it
+    exits once that call returns, if ever; the runtime starts a new one.
+    """
+
+    def __init__(self) -> None:
+        self.inbox: SimpleQueue[_Batch | None] = SimpleQueue()
+        threading.Thread(target=self._loop, name="ppknn-party", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            batch = self.inbox.get()
+            if batch is None:
+                return
+            batch.run()
+            if batch.cancelled:
+                return
+
+
+class _Batch:
+    """Queued calls run in order by one worker thread, watched by the driver.
+
+    The worker stamps the start of each call; the driver sleeps until the
+    batch ends or the running call's deadline passes. Under ``_guard`` the
+    driver either sees the call finished or cancels the batch (the worker
+    then discards that call's outcome and runs nothing more).
+    """
+
+    __slots__ = ("_done", "_guard", "calls", "cancelled", "index", "rt", "started")
+
+    def __init__(self, rt: InProcessRuntime, calls: list[_Queued | None], start: int) -> None:
+        self.rt = rt
+        self.calls = calls
+        self.index = start
+        self.started = time.monotonic()
+        self.cancelled = False
+        self._guard = threading.Lock()
+        self._done = _thread.allocate_lock()
+        self._done.acquire()
+
+    def run(self) -> None:
+        """Run the calls (on the worker thread); releases the driver when done or cancelled."""
+        calls, guard = self.calls, self._guard
+        self.started = time.monotonic()
+        try:
+            i = self.index
+            while i < len(calls):
+                q = calls[i]
+                assert q is not None
+                self.rt._execute(q)
+                with guard:
+                    if self.cancelled:  # the driver gave up on this call: its outcome is void
+                        return
+                    calls[i] = None  # its arguments and outputs are the driver's to keep
+                    i += 1
+                    self.index = i
+                    self.started = time.monotonic()
+        finally:
+            self._done.release()
+
+    def wait(self, timeout: float) -> int:
+        """Wait for the batch; returns the index to resume from (``len(calls)``: all done)."""
+        while True:
+            with self._guard:
+                index, started = self.index, self.started
+            left = started + timeout - time.monotonic()
+            if left > 0 and self._done.acquire(timeout=left):
+                return len(self.calls)  # every call ran (only the driver cancels)
+            with self._guard:
+                if self.index >= len(self.calls):
+                    return len(self.calls)
+                if self.index != index or time.monotonic() - self.started < timeout:
+                    continue  # progress since: the next call has its own deadline
+                self.cancelled = True
+            q = self.calls[index]
+            assert q is not None
+            self.rt._dead.add(q.party)
+            self.rt.hosts[q.party].abandon()
+            err = PartyFailure(q.party, q.protocol, q.round,
+                               f"no progress for {timeout:g} s in {q.method!r}")
+            for r in q.refs:
+                r.error = err
+            q.record.refs = q.refs
+            self.calls[index] = None
+            return index + 1
 
 
 def _resolve(refs: Any) -> Any:
