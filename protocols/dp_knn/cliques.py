@@ -14,8 +14,11 @@ Per component:
    minimum degree) gives ``ω <= degeneracy + 1``; a greedy colouring in
    smallest-last order gives ``ω <= χ <= colours``. ``ub`` is the smaller.
 3. Exact search: branch and bound with greedy-colouring bounds (Tomita &
-   Seki's MCQ), vertex sets as Python integers used as bitsets. It stops as
-   soon as a clique of size ``ub`` is found. networkx has no exact
+   Seki's MCQ), vertex sets as Python integers used as bitsets, starting
+   from the size of a greedily found clique (components up to 4,096
+   vertices), so branches that cannot beat it are cut from the start. It
+   stops as soon as a clique of size ``ub`` is found. Vertices whose colour
+   cannot lead past the best clique are coloured but not listed. networkx has no exact
    clique routine that can be interrupted (``max_weight_clique`` runs to
    the end; ``find_cliques`` enumerates every maximal clique), so the
    search is written here and checked against ``networkx.max_weight_clique``
@@ -88,66 +91,92 @@ class CliqueBounds:
         return {name: int(np.sum(self.method == i)) for i, name in enumerate(METHODS)}
 
 
-def _degeneracy_order(nodes: list[int], adj: dict[int, set[int]]) -> tuple[list[int], int]:
-    """A degeneracy ordering (min-degree removal) and the degeneracy."""
-    degree = {v: len(adj[v]) for v in nodes}
-    max_deg = max(degree.values(), default=0)
-    buckets: list[set[int]] = [set() for _ in range(max_deg + 1)]
-    for v, d in degree.items():
-        buckets[d].add(v)
-    removed: set[int] = set()
-    order: list[int] = []
+_GREEDY_MAX = 4096
+"""Largest component given a greedy clique (a dense ``n x n`` matrix) to start from."""
+
+_DONE = np.iinfo(np.int64).max // 2
+"""Degree key of a vertex already taken out (above any real degree, even after decrements)."""
+
+
+def _degeneracy_order(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, int]:
+    """A degeneracy ordering (min-degree removal, lowest vertex first) and the degeneracy.
+
+    The graph is given in CSR form over vertices ``0..n-1``.
+    """
+    n = len(indptr) - 1
+    key = np.diff(indptr).astype(np.int64)
+    order = np.empty(n, dtype=np.int64)
     degeneracy = 0
-    low = 0
-    for _ in range(len(nodes)):
-        low = max(0, low - 1)
-        while not buckets[low]:
-            low += 1
-        v = min(buckets[low])  # deterministic choice
-        buckets[low].discard(v)
-        degeneracy = max(degeneracy, low)
-        order.append(v)
-        removed.add(v)
-        for u in adj[v]:
-            if u not in removed:
-                d = degree[u]
-                buckets[d].discard(u)
-                degree[u] = d - 1
-                buckets[d - 1].add(u)
+    for t in range(n):
+        v = int(np.argmin(key))  # the lowest vertex of minimum remaining degree
+        degeneracy = max(degeneracy, int(key[v]))
+        order[t] = v
+        key[v] = _DONE
+        key[indices[indptr[v]:indptr[v + 1]]] -= 1
     return order, degeneracy
 
 
-def _greedy_colours(order: list[int], adj: dict[int, set[int]]) -> int:
-    """Colours used by greedy colouring visiting ``order``."""
-    colour: dict[int, int] = {}
+def _greedy_colours(order: np.ndarray, indptr: np.ndarray, indices: np.ndarray) -> int:
+    """Colours used by greedy colouring visiting ``order`` (CSR graph)."""
+    colour = np.full(len(indptr) - 1, -1, dtype=np.int64)
     used = 0
-    for v in order:
-        taken = {colour[u] for u in adj[v] if u in colour}
-        c = 0
-        while c in taken:
-            c += 1
+    for v in order.tolist():
+        taken = colour[indices[indptr[v]:indptr[v + 1]]]
+        free = np.ones(used + 1, dtype=bool)
+        free[taken[taken >= 0]] = False
+        c = int(np.argmax(free))  # the smallest colour no neighbour has
         colour[v] = c
         used = max(used, c + 1)
     return used
+
+
+def _bitsets(order: np.ndarray, indptr: np.ndarray, indices: np.ndarray) -> list[int]:
+    """Neighbourhoods as Python-int bitsets: bit ``i`` stands for vertex ``order[i]``."""
+    n = len(order)
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    out: list[int] = []
+    rows = max(1, (1 << 24) // max(1, n))  # bounds the dense block's memory
+    for lo in range(0, n, rows):
+        vs = order[lo:lo + rows]
+        block = np.zeros((len(vs), n), dtype=bool)
+        counts = indptr[vs + 1] - indptr[vs]
+        cols = np.concatenate([indices[indptr[v]:indptr[v + 1]] for v in vs.tolist()]) \
+            if counts.sum() else np.zeros(0, dtype=np.int64)
+        block[np.repeat(np.arange(len(vs)), counts), rank[cols]] = True
+        packed = np.packbits(block, axis=1, bitorder="little")
+        out.extend(int.from_bytes(row.tobytes(), "little") for row in packed)
+    return out
 
 
 class _Timeout(Exception):
     """The search's deadline passed."""
 
 
-def _colour_sort(p: int, nbrs: list[int]) -> tuple[list[int], list[int]]:
-    """MCQ's colour sort of the bitset ``p``: vertices and their colour numbers (ascending)."""
+def _colour_sort(p: int, outside: list[int], lowest: int) -> tuple[list[int], list[int]]:
+    """MCQ's colour sort of the bitset ``p``: vertices and their colour numbers (ascending).
+
+    ``outside[v]`` is the bitset of the vertices not adjacent to ``v`` (``v`` included).
+    Vertices of colour below ``lowest`` are coloured but not listed: the search never
+    branches on them.
+    """
     verts: list[int] = []
     cols: list[int] = []
     colour = 0
     while p:
         colour += 1
         q = p
+        if colour < lowest:
+            while q:
+                low = q & -q
+                q &= outside[low.bit_length() - 1]
+                p ^= low
+            continue
         while q:
             low = q & -q
             v = low.bit_length() - 1
-            q &= ~nbrs[v] & ~low
-            p &= ~low
+            q &= outside[v]
+            p ^= low
             verts.append(v)
             cols.append(colour)
     return verts, cols
@@ -158,6 +187,8 @@ class _Search:
 
     def __init__(self, nbrs: list[int], best: int, target: int, deadline: float) -> None:
         self.nbrs, self.best, self.target, self.deadline = nbrs, best, target, deadline
+        full = (1 << len(nbrs)) - 1
+        self.outside = [full & ~(b | (1 << v)) for v, b in enumerate(nbrs)]
         self.ticks = 0
         self.top_bound = target  # colour bound of the top-level branch being searched
 
@@ -167,7 +198,8 @@ class _Search:
             raise _Timeout
 
     def expand(self, size: int, p: int, top: bool = False) -> None:
-        verts, cols = _colour_sort(p, self.nbrs)
+        verts, cols = _colour_sort(p, self.outside, self.best - size + 1)
+        nbrs = self.nbrs
         for i in range(len(verts) - 1, -1, -1):
             if size + cols[i] <= self.best:
                 return
@@ -175,32 +207,53 @@ class _Search:
                 self.top_bound = cols[i]
             self._tick()
             v = verts[i]
-            child = p & self.nbrs[v]
+            child = p & nbrs[v]
             if child:
                 self.expand(size + 1, child)
             elif size + 1 > self.best:
                 self.best = size + 1
             if self.best >= self.target:
                 return
-            p &= ~(1 << v)
+            p ^= 1 << v
 
 
-def _component_bound(nodes: list[int], adj: dict[int, set[int]], deadline: float
+def _greedy_clique(nbrs: list[int]) -> int:
+    """Size of a clique found greedily (a lower bound to start the search from).
+
+    Takes, among the candidates, the vertex with the most candidate neighbours
+    (lowest bit on ties) until none is left.
+    """
+    n = len(nbrs)
+    if n == 0:
+        return 0
+    m = np.unpackbits(np.frombuffer(b"".join(b.to_bytes((n + 7) // 8, "little") for b in nbrs),
+                                    dtype=np.uint8).reshape(n, -1), axis=1,
+                      bitorder="little")[:, :n].astype(bool)
+    cand = np.ones(n, dtype=bool)
+    degree = m.sum(axis=1).astype(np.int64)
+    size = 0
+    while cand.any():
+        v = int(np.argmax(np.where(cand, degree, -1)))
+        size += 1
+        gone = cand & ~m[v]
+        cand &= m[v]
+        degree -= m[:, gone].sum(axis=1)
+    return size
+
+
+def _component_bound(indptr: np.ndarray, indices: np.ndarray, deadline: float
                      ) -> tuple[int, bool, int, int]:
-    """(size, exact, lower, method) for one component with >= 3 vertices."""
-    order, degeneracy = _degeneracy_order(nodes, adj)
-    colours = _greedy_colours(order[::-1], adj)  # smallest-last order
+    """(size, exact, lower, method) for one component with >= 3 vertices (CSR, local ids)."""
+    order, degeneracy = _degeneracy_order(indptr, indices)
+    smallest_last = order[::-1]
+    colours = _greedy_colours(smallest_last, indptr, indices)
     ub = min(colours, degeneracy + 1)
-    rank = {v: i for i, v in enumerate(order[::-1])}  # bit i = i-th vertex, smallest-last
-    nbrs = [0] * len(order)
-    for v, i in rank.items():
-        bits = 0
-        for u in adj[v]:
-            bits |= 1 << rank[u]
-        nbrs[i] = bits
-    search = _Search(nbrs, best=2, target=ub, deadline=deadline)
+    nbrs = _bitsets(smallest_last, indptr, indices)  # bit i = i-th vertex, smallest-last
+    start = max(2, _greedy_clique(nbrs)) if 2 < ub and len(nbrs) <= _GREEDY_MAX else 2
+    search = _Search(nbrs, best=start, target=ub, deadline=deadline)
     try:
-        search.expand(0, (1 << len(order)) - 1, top=True)
+        if search.best < ub:
+            search.expand(0, (1 << len(order)) - 1, top=True)
     except _Timeout:
         partial = max(search.best, search.top_bound)
         options = ((colours, 3), (degeneracy + 1, 4), (partial, 5))
@@ -234,11 +287,12 @@ def clique_bounds(graph: OverlapGraph, *, time_limit_s: float = 5.0) -> CliqueBo
     lower = size.copy()
     if hard.size:
         adj_csr = graph.adjacency()
-        indptr, indices = adj_csr.indptr, adj_csr.indices
         for c in hard[np.argsort(-sizes[hard], kind="stable")]:
-            nodes = np.flatnonzero(comp == c).tolist()
-            adj = {v: set(indices[indptr[v]:indptr[v + 1]].tolist()) for v in nodes}
-            s, ex, lo, m = _component_bound(nodes, adj, deadline)
+            nodes = np.flatnonzero(comp == c)  # ascending: local ids keep the vertex order
+            sub = adj_csr[nodes][:, nodes].tocsr()
+            sub.sort_indices()
+            s, ex, lo, m = _component_bound(sub.indptr.astype(np.int64),
+                                            sub.indices.astype(np.int64), deadline)
             size[c], exact[c], lower[c], method[c] = s, ex, lo, m
     return CliqueBounds(size=size, exact=exact, lower=lower, method=method,
                         seconds=time.perf_counter() - start)

@@ -7,7 +7,10 @@ into power-of-two buckets, and for each pair of buckets a
 :class:`scipy.spatial.cKDTree` range search with the buckets' largest radii
 returns the candidate pairs, which are then filtered exactly. A candidate is
 at most twice as far as needed, so the work is proportional to the edges
-(within a constant), not to ``Q**2``.
+(within a constant), not to ``Q**2``. Small batches (``Q <= BRUTE_FORCE_MAX``)
+test every pair directly, in row blocks: the same exact filter on a candidate
+set that holds every pair, so the edges are the same, and for the dense graphs
+of large radii it is much faster than the tree searches.
 
 Edges are kept with a relative slack of ``EDGE_SLACK``: two balls that share
 a training point as the ball counts see it (distances computed in floating
@@ -33,6 +36,12 @@ from scipy.spatial import cKDTree
 
 EDGE_SLACK = 1e-9
 """Relative slack on ``r_i + r_j`` (floating-point safety; adds edges only)."""
+
+BRUTE_FORCE_MAX = 4096
+"""Largest batch whose pairs are all tested directly (no spatial index)."""
+
+_BLOCK_PAIRS = 1 << 20
+"""Pairs tested per block by the direct test (bounds its memory)."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,8 @@ def overlap_edges(x: np.ndarray, r: np.ndarray) -> np.ndarray:
     """
     x = np.asarray(x, dtype=np.float64)
     r = np.asarray(r, dtype=np.float64)
+    if len(x) <= BRUTE_FORCE_MAX:
+        return _all_pair_edges(x, r)
     bucket = np.floor(np.log2(r)).astype(np.int64)
     keys = np.unique(bucket)
     members = [np.flatnonzero(bucket == b) for b in keys]
@@ -102,7 +113,41 @@ def overlap_edges(x: np.ndarray, r: np.ndarray) -> np.ndarray:
     pairs = pairs[keep & (pairs[:, 0] != pairs[:, 1])]
     if not pairs.size:
         return np.zeros((0, 2), dtype=np.int64)
-    return np.unique(pairs, axis=0)
+    n = np.int64(len(x))
+    key = np.unique(pairs[:, 0] * n + pairs[:, 1])  # sorted by (i, j), duplicates dropped
+    return np.stack([key // n, key % n], axis=1)
+
+
+def _all_pair_edges(x: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """:func:`overlap_edges` by testing every pair ``i < j`` (row blocks, in order).
+
+    A vectorised pre-test with a generous margin picks the candidates; each
+    candidate is then tested exactly as on the tree path (the same distance
+    expression, pair by pair), so the edges are the same. They come out sorted
+    by ``(i, j)``.
+    """
+    q, dim = x.shape
+    found = []
+    rows = max(1, _BLOCK_PAIRS // max(1, q))
+    for start in range(0, q - 1, rows):
+        stop = min(q - 1, start + rows)
+        i = np.arange(start, stop)
+        j = np.arange(start + 1, q)
+        sq = np.zeros((len(i), len(j)))
+        for a in range(dim):
+            diff = x[i, a][:, None] - x[j, a][None, :]
+            sq += diff * diff
+        reach = (r[i][:, None] + r[j][None, :]) * (1.0 + EDGE_SLACK)
+        # margin: the pre-test's rounding differs from the exact test's by far less
+        near = (sq <= reach * reach * (1.0 + 1e-6) + 1e-300) & (j[None, :] > i[:, None])
+        ci, cj = np.nonzero(near)
+        ci, cj = i[ci], j[cj]
+        dist = np.linalg.norm(x[ci] - x[cj], axis=1)
+        keep = dist <= (r[ci] + r[cj]) * (1.0 + EDGE_SLACK)
+        found.append(np.stack([ci[keep], cj[keep]], axis=1))
+    if not found:
+        return np.zeros((0, 2), dtype=np.int64)
+    return np.concatenate(found).astype(np.int64, copy=False)
 
 
 def overlap_graph(x: np.ndarray, r: np.ndarray) -> OverlapGraph:
