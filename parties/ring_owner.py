@@ -269,22 +269,26 @@ class RingDataOwner:
 
     def _class_votes(self, dist: np.ndarray, rows: np.ndarray, voters: np.ndarray,
                      zero_rows: np.ndarray, scale: np.ndarray) -> np.ndarray:
-        """``(q, C)`` encoded votes of the ``voters`` columns."""
-        used = np.flatnonzero(voters.any(axis=0))
-        if len(used) < voters.shape[1]:  # drop columns nobody votes in
-            dist, rows, voters = dist[:, used], rows[:, used], voters[:, used]
+        """``(q, C)`` encoded votes of the ``voters`` columns.
+
+        Only the voting entries are read (the columns may come in any order): their
+        encodings are added per (query, class) in Z_(2^64), which does not depend on
+        the order of the additions.
+        """
+        c_n = self.n_classes
+        q_i, col = np.nonzero(voters)
+        slot = q_i * c_n + self.y[rows[q_i, col]]
         if self.weighting == "uniform":
-            enc = voters.astype(np.uint64)
-        else:
-            with np.errstate(divide="ignore"):
-                w = np.where(dist > 0, 1.0 / dist, 0.0)
-            w = np.where(zero_rows[:, None], (dist == 0).astype(np.float64), w)
-            enc = ss.encode_fixed(np.where(voters, w, 0.0), scale)
-        labels = self.y[rows]
-        onehot_sum = np.zeros((len(voters), self.n_classes), dtype=np.uint64)
-        for c in np.unique(labels[voters]):
-            onehot_sum[:, c] = np.where(labels == c, enc, 0).sum(axis=1, dtype=np.uint64)
-        return onehot_sum
+            counts = np.bincount(slot, minlength=len(voters) * c_n)
+            return counts.astype(np.uint64).reshape(len(voters), c_n)
+        ss.encode_fixed(np.zeros(len(scale)), scale)  # refuses a NaN scale, as for all rows
+        d = dist[q_i, col]
+        with np.errstate(divide="ignore"):
+            w = np.where(d > 0, 1.0 / d, 0.0)
+        w = np.where(zero_rows[q_i], (d == 0).astype(np.float64), w)
+        out = np.zeros(len(voters) * c_n, dtype=np.uint64)
+        np.add.at(out, slot, ss.encode_fixed(w, scale[q_i]))
+        return out.reshape(len(voters), c_n)
 
     # -- ring secure sum (Algorithm 3) --------------------------------------
     def ring_sum_start(self, incoming: None = None) -> Message:
@@ -583,12 +587,15 @@ class NeighbourBlocks:
     """An owner's distances to a query batch, per block, as sorted prefixes.
 
     For each block the ``width`` smallest distances of every query are kept
-    sorted with their row indices (``width`` chosen so all blocks fit in
-    ``cache_limit`` values, at most 256). ``topk(k)`` and the voters within a
-    radius then read the prefix; when ``k`` or a radius reaches past it, the
-    block's distances are recomputed in full. Distances come from
-    :func:`~protocols.ppknn.pp_topk.euclidean_distances` either way, so results do
-    not depend on the cache.
+    with their row indices (``width`` chosen so all blocks fit in
+    ``cache_limit`` values, at most 256), in no particular order: a partial
+    selection (``argpartition``), not a sort; a block with at most ``width``
+    rows keeps all its distances as computed. ``topk(k)`` sorts only the ``k``
+    smallest of the prefix, and the voters within a radius are read from it
+    (voting does not depend on the column order); when ``k`` or a radius
+    reaches past the prefix, the block's distances are recomputed in full.
+    Distances come from :func:`~protocols.ppknn.pp_topk.euclidean_distances`
+    either way, so results do not depend on the cache.
     """
 
     MAX_WIDTH = 256
@@ -605,12 +612,11 @@ class NeighbourBlocks:
                 continue
             dist = euclidean_distances(queries[q_idx], X[r_idx])
             w = min(self.width, dist.shape[1])
-            order = (np.argpartition(dist, w - 1, axis=1)[:, :w] if w < dist.shape[1]
-                     else np.broadcast_to(np.arange(w), dist.shape).copy())
-            part = np.take_along_axis(dist, order, axis=1)
-            resort = np.argsort(part, axis=1, kind="stable")
-            self.prefix.append((np.take_along_axis(part, resort, axis=1),
-                                r_idx[np.take_along_axis(order, resort, axis=1)]))
+            if w < dist.shape[1]:
+                order = np.argpartition(dist, w - 1, axis=1)[:, :w]
+                self.prefix.append((np.take_along_axis(dist, order, axis=1), r_idx[order]))
+            else:  # the whole block: kept as computed, rows shared by every query
+                self.prefix.append((dist, np.broadcast_to(r_idx, dist.shape)))
 
     def _full(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         q_idx, r_idx = self.blocks[i]
@@ -623,8 +629,7 @@ class NeighbourBlocks:
         for i, (q_idx, r_idx) in enumerate(self.blocks):
             cached = self.prefix[i]
             if cached is not None and (k <= cached[0].shape[1] or cached[0].shape[1] == len(r_idx)):
-                head = cached[0][:, :k]
-                v[q_idx, : head.shape[1]] = head
+                v[q_idx] = local_topk(cached[0], k)  # the prefix holds the k smallest
             else:
                 v[q_idx] = local_topk(self._full(i)[0], k)
         return v
@@ -639,7 +644,8 @@ class NeighbourBlocks:
             if cached is not None:
                 dist, rows = cached
                 complete = dist.shape[1] == len(r_idx)
-                if complete or (dist[:, -1] > radius[q_idx]).all():
+                # every row left out of the prefix is at least as far as the prefix's largest
+                if complete or (dist.max(axis=1, initial=-np.inf) > radius[q_idx]).all():
                     yield q_idx, dist, rows
                     continue
             dist, rows = self._full(i)
