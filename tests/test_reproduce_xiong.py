@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from collections import Counter
 
 import numpy as np
@@ -213,3 +214,99 @@ def test_sum_coalitions(recorded):
             est = (ring_sum_estimate(view, target=target, ring=ring, start=start)
                    if kind == "ring" else shared_sum_estimate(view, target=target))
             assert recovery_rate(est, votes[target]).all() == expect_recovery
+
+
+def _tiny_settings():
+    from dataclasses import replace
+
+    from ppknn.simulations.reproduce import xiong
+
+    return replace(xiong.QUICK, datasets=("glass",), fig2_k=(1, 5), fig3_r=(1, 2),
+                   fig4_d=(0.5,), splits=2, bound_k=(1,), bound_r=(2,), comm_n=(4,),
+                   comm_r=(2,), leak_dataset="glass")
+
+
+def test_accuracy_points_run_shared_points_once():
+    from ppknn.simulations.reproduce import xiong
+
+    pts = xiong.accuracy_points(_tiny_settings())
+    assert pts == {(1, 1, 0.5, 1.0): ["fig2"], (5, 1, 0.5, 1.0): ["fig2", "fig3"],
+                   (5, 2, 0.5, 1.0): ["fig3", "fig4"], (1, 1, 0.5, 0.0): ["exact"],
+                   (5, 1, 0.5, 0.0): ["exact"]}
+    full = xiong.accuracy_points(xiong.FULL)
+    assert len(full) == 8 + 4 + 9 + 8  # 23 figure points, two shared, and the exact check
+    grids = {g.name: g for g in xiong.study_grids(xiong.FULL)}
+    assert len(grids["accuracy-abalone"].points()) == 29 * 100
+    assert len(grids["bound"].points()) == 25 * 100
+    assert len(grids["disclosure"].points()) == 4 * 7 * 20
+    assert len(grids["large_k-abalone-all"].points()) == 12  # 50e6 / (2785 x 1392) splits
+    assert xiong.union_size("abalone") == 2785
+
+
+def test_accuracy_table_from_grid_rows():
+    from ppknn.simulations.reproduce import xiong
+
+    s = _tiny_settings()
+    rows = []
+    for (k, r, d, p0) in xiong.accuracy_points(s):
+        for seed, acc in ((0, 0.5), (1, 0.7)):
+            rows.append({"protocol.k": k, "protocol.rounds": r, "protocol.d": d,
+                         "protocol.p0": p0, "seed": seed, "queries": 71,
+                         "accuracy_ppknn": acc + 0.1 * (p0 == 1.0 and r == 1),
+                         "accuracy_knn": acc, "queries_with_tie_at_kth": 1 + seed,
+                         "agreement_with_knn_excluding_ties": 0.9 if k == 5 else 1.0})
+    t = xiong.accuracy_table({"accuracy-glass": rows}, s)
+    assert [(r["figure"], r["k"], r["rounds"]) for r in t.rows] == [
+        ("fig2", 1, 1), ("fig2", 5, 1), ("fig3", 5, 1), ("fig3", 5, 2), ("fig4", 5, 2)]
+    f2 = t.where(figure="fig2", k=5)[0]
+    assert f2["acc_ppknn"] == pytest.approx(0.7) and f2["acc_knn"] == pytest.approx(0.6)
+    assert f2["abs_diff"] == pytest.approx(0.1) and f2["diff_lo"] == pytest.approx(0.1)
+    # exact check at k = 5: round(0.1 x (71 - ties)) per split = 7 + 7; ties 1 + 2
+    assert (f2["exact_knn_mismatch_non_tied"], f2["tied"]) == (14, 3)
+    assert t.where(figure="fig2", k=1)[0]["exact_knn_mismatch_non_tied"] == 0
+    assert t.where(figure="fig3", k=5, rounds=2)[0]["exact_knn_mismatch_non_tied"] == -1
+    assert t.where(figure="fig3", k=5, rounds=2)[0]["abs_diff"] == 0
+
+
+def test_disclosure_table_pools_splits_by_ring_position():
+    from ppknn.core.leakage import wilson_interval
+    from ppknn.simulations.reproduce import xiong
+
+    def row(seed, plain, informed):
+        return {"parties.n": 3, "protocol.k": 2, "seed": seed, "disclosure_trials": 10,
+                "disclosure_by_position": json.dumps(plain), "disclosure_claimed": 20,
+                "disclosure_correct": 5, "disclosure_exact_rows": 8,
+                "disclosure_exact_hits": 2, "informed_by_position": str(informed),
+                "informed_claimed": 10, "informed_correct": 5, "informed_exact_rows": 4,
+                "informed_exact_hits": 3}
+
+    t = xiong.disclosure_table([row(0, [1, 2, 9], [0, 1, 2]), row(1, [3, 2, 1], [0, 0, 2])],
+                               _tiny_settings())
+    paper, informed = t.where(adversary="paper")[0], t.where(adversary="informed")[0]
+    assert paper["mean_probability"] == pytest.approx(18 / 60)
+    assert (paper["min_node"], paper["max_node"]) == (pytest.approx(0.2), pytest.approx(0.5))
+    assert (paper["ci_low"], paper["ci_high"]) == pytest.approx(wilson_interval(18, 60), rel=1e-5)
+    assert paper["precision"] == pytest.approx(10 / 40)
+    assert paper["exact_attribution"] == pytest.approx(4 / 16)
+    assert informed["min_node"] == 0 and informed["max_node"] == pytest.approx(0.2)
+    assert informed["exact_attribution"] == pytest.approx(6 / 8)
+
+
+def test_bound_and_communication_tables_from_grid_rows():
+    from ppknn.core.leakage import wilson_interval
+    from ppknn.simulations.reproduce import xiong
+
+    s = _tiny_settings()
+    rows = [{"protocol.k": 1, "protocol.rounds": 2, "seed": i, "queries": 71,
+             "topk_exact_fraction": f, "topk_correctness_bound": 0.5}
+            for i, f in enumerate((40 / 71, 31 / 71))]
+    b = xiong.bound_table(rows, s).rows[0]
+    assert b["measured"] == pytest.approx(71 / 142) and b["holds"]
+    assert (b["ci_low"], b["ci_high"]) == pytest.approx(wilson_interval(71, 142), rel=1e-5)
+    comm = [{"parties.n": 4, "protocol.rounds": 2, "protocol.secure_sum": kind, "queries": 71,
+             "messages_topk": 11, "bytes_topk": 710, "messages_sum": m, "bytes_sum": 142}
+            for kind, m in (("ring", 7), ("shared", 18))]
+    t = xiong.communication_table(comm, s)
+    assert [(r["protocol"], r["messages"], r["expected_messages"]) for r in t.rows] == [
+        ("pp-topk", 11, 11), ("secure-sum", 7, 7), ("shared-sum", 18, 18)]
+    assert t.rows[0]["bytes_per_query"] == 10

@@ -7,11 +7,16 @@ report (see :mod:`simulations.reproduce.xiong_report`).
 Setting (paper §6.1): random splits, 2/3 training and 1/3 test, the
 training rows partitioned IID over ``n`` owners (the paper does not give
 ``n`` for Figs. 2-5; 4 is used), Euclidean distance on the raw features,
-unweighted votes. All splits of a setting run as one batched protocol run
-(:mod:`simulations.experiments.ring`), so 100 splits cost about one run.
-Non-private accuracy is scikit-learn's brute-force kNN fitted on each
-split independently; the framework's own exact distributed kNN (P0 = 0)
-is checked against it on the same splits.
+unweighted votes. Every figure is a set of scenario grids
+(:func:`all_grids`): each split of each point is one ``ppknn-ring`` scenario
+run through the protocol registry, exactly as ``ppknn run`` runs it, and the
+figure's table is a function of the grid's rows (:func:`study_tables`,
+:func:`grid_summaries`). Non-private accuracy is scikit-learn's brute-force
+kNN fitted on each split (the run's baseline); the framework's own exact
+distributed kNN (P0 = 0) is checked against it on the same splits. The one
+study is collusion (many coalitions attack one recorded run, and the sum
+attacks need the owners' private vote vectors): its run is a batched run of
+all splits over one ring (:mod:`simulations.experiments.ring`).
 """
 
 from __future__ import annotations
@@ -27,11 +32,8 @@ from ppknn.core.data import load_dataset
 from ppknn.core.leakage import Claims, score_attribution, wilson_interval
 from ppknn.core.transcript import View
 from ppknn.protocols.ppknn.pp_topk import PROTOCOL as TOPK
-from ppknn.protocols.ppknn.pp_topk import TopKParams
 from ppknn.protocols.ppknn.pp_topk_attacks import (
     coalition_attribution,
-    informed_successor,
-    successor_attribution,
 )
 from ppknn.protocols.ppknn.secure_sum_attacks import (
     recovery_rate,
@@ -43,10 +45,6 @@ from ppknn.simulations.experiments.ring import (
     SplitSession,
     make_split_batch,
     mean_ci,
-    per_split,
-    run_split_batch,
-    sklearn_split_predictions,
-    split_truth,
 )
 from ppknn.simulations.reporting import Table
 
@@ -208,10 +206,292 @@ def grid_summaries_from(folder: Path, settings: Settings | None = None) -> dict[
     """
     from ppknn.simulations.reporting.csvio import read_rows
 
-    order = [g.name for g in grids(settings or FULL)]
+    s = settings or FULL
+    order = [g.name for g in all_grids(s)]
     paths = {p.stem.removeprefix("grid-"): p for p in Path(folder).glob("grid-*.csv")}
     names = sorted(paths, key=lambda n: (order.index(n) if n in order else len(order), n))
-    return grid_summaries({n: read_rows(paths[n]) for n in names})
+    rows = {n: read_rows(paths[n]) for n in names}
+    return grid_summaries(rows) | study_tables(rows, s)
+
+
+def union_size(dataset: str, test_fraction: float = 1 / 3) -> int:
+    """Training rows of one random split of ``dataset`` (the union of the owners' data)."""
+    n = len(load_dataset(dataset).y)
+    return n - max(1, int(round(n * test_fraction)))
+
+
+def accuracy_points(s: Settings) -> dict[tuple[int, int, float, float], list[str]]:
+    """Figs. 2-4 and the exact-kNN check: ``(k, rounds, d, p0)`` -> the figures it serves.
+
+    A point two figures share (Fig. 2 at k = 5 is Fig. 3 at r = 1; Fig. 3 at r = 2 is
+    Fig. 4 at d = 0.5) runs once. ``"exact"``: P0 = 0 at every Fig. 2 k.
+    """
+    out: dict[tuple[int, int, float, float], list[str]] = {}
+    for fig, pts in (("fig2", [(k, 1, 0.5) for k in s.fig2_k]),
+                     ("fig3", [(5, r, 0.5) for r in s.fig3_r]),
+                     ("fig4", [(5, 2, d) for d in s.fig4_d])):
+        for k, r, d in pts:
+            out.setdefault((int(k), int(r), float(d), 1.0), []).append(fig)
+    for k in s.fig2_k:
+        out.setdefault((int(k), 1, 0.5, 0.0), []).append("exact")
+    return out
+
+
+def large_k_values(s: Settings, dataset: str) -> list[tuple[str, int, int]]:
+    """Fig. 5's ``(label, k, splits)`` of ``dataset``; k above the union is skipped.
+
+    Very large k: fewer splits, so k x test queries x splits stays within
+    ``large_k_budget`` (at least 5 splits).
+    """
+    union = union_size(dataset)
+    n = len(load_dataset(dataset).y)
+    queries = n - union
+    out = []
+    for label in s.fig5_k:
+        k = union if label == "all" else union // 2 if label == "half" else int(label)
+        if k > union:
+            continue
+        splits = int(min(s.splits, max(5, s.large_k_budget // (k * queries))))
+        out.append((str(label), k, splits))
+    return out
+
+
+def _seeds(n: int) -> tuple[int, ...]:
+    return tuple(SEED + i for i in range(n))
+
+
+def study_grids(s: Settings) -> list:
+    """The figures' scenario grids (every point a ``ppknn-ring`` registry run per split).
+
+    ``accuracy-<dataset>`` (Figs. 2-4 and the exact-kNN check, ``splits`` splits),
+    ``large_k-<dataset>-<label>`` (Fig. 5), ``disclosure`` (Fig. 6, ``leak_splits``
+    splits, transcripts attacked by both successor adversaries), ``bound`` (the
+    correctness bound over r and k) and ``communication`` (one split per (n, r), both
+    secure sums). A split is ``[run].seed`` (the grids' ``split_seed`` follows it), so
+    every point of a figure sees the same splits.
+    """
+    from ppknn.simulations.grids import Grid
+
+    out = []
+    acc = list(accuracy_points(s))
+    for name in s.datasets:
+        out.append(Grid(f"accuracy-{name}", base=grid_base(name, s.n),
+                        axes={("protocol.k", "protocol.rounds", "protocol.d", "protocol.p0"):
+                              [list(p) for p in acc]},
+                        seeds=_seeds(s.splits)))
+    for name in s.datasets:
+        for label, k, splits in large_k_values(s, name):
+            base = grid_base(name, s.n)
+            out.append(Grid(f"large_k-{name}-{label}", base=base | {
+                "protocol": base["protocol"] | {"k": k, "rounds": 1}}, seeds=_seeds(splits)))
+    union = union_size(s.leak_dataset)
+    base = grid_base(s.leak_dataset, s.n)
+    out.append(Grid("disclosure", base=base | {"protocol": base["protocol"] | {"rounds": 2}},
+                    axes={"parties.n": list(s.fig6_n),
+                          "protocol.k": [k for k in s.fig6_k if k <= union]},
+                    seeds=_seeds(s.leak_splits)))
+    out.append(Grid("bound", base=base, axes={"protocol.k": list(s.bound_k),
+                                              "protocol.rounds": list(s.bound_r)},
+                    seeds=_seeds(s.splits)))
+    out.append(Grid("communication", base=base | {"protocol": base["protocol"] | {"k": 5}},
+                    axes={("parties.n", "protocol.rounds"): [list(p) for p in comm_pairs(s)],
+                          "protocol.secure_sum": ["ring", "shared"]},
+                    seeds=(SEED,)))
+    return out
+
+
+def comm_pairs(s: Settings) -> list[tuple[int, int]]:
+    """(n, r) of the communication table: every n at r = 2, every r at one n (8)."""
+    n_sweep_r = 8 if 8 in s.comm_n else s.comm_n[0]
+    return [(n, 2) for n in s.comm_n] + [(n_sweep_r, r) for r in s.comm_r if r != 2]
+
+
+def _col(rows: list[dict], key: str) -> np.ndarray:
+    return np.array([float(r[key]) for r in rows])
+
+
+def _ints(value: Any) -> list[int]:
+    import json
+
+    return [int(v) for v in (json.loads(value) if isinstance(value, str) else value)]
+
+
+def _group(rows: list[dict], keys: tuple[str, ...]) -> dict[tuple, list[dict]]:
+    out: dict[tuple, list[dict]] = {}
+    for r in rows:
+        out.setdefault(tuple(_num(r[k]) for k in keys), []).append(r)
+    return out
+
+
+def _num(v: Any) -> Any:
+    """CSV round trip: numbers back to numbers."""
+    if isinstance(v, str):
+        try:
+            f = float(v)
+        except ValueError:
+            return v
+        return int(f) if f.is_integer() and "." not in v else f
+    return v
+
+
+def accuracy_table(rows: dict[str, list[dict]], s: Settings) -> Table:
+    """Figs. 2-4 and the exact-kNN check from the ``accuracy-<dataset>`` grids' rows.
+
+    Per figure point: PP-kNN and kNN accuracy per split (the registry run's PP-kNN and
+    its scikit-learn baseline on the same split), mean |PP - kNN| and the mean paired
+    difference with 95% t intervals over the splits. ``exact_knn_mismatch_non_tied``:
+    at each Fig. 2 k (on its row), queries where the exact protocol (P0 = 0) disagrees
+    with scikit-learn outside ties at the k-th distance, summed over the splits; ``tied``:
+    queries with such a tie.
+    """
+    t = Table(name="accuracy", columns=(
+        "dataset", "figure", "k", "rounds", "p0", "d", "acc_ppknn", "acc_knn", "abs_diff",
+        "abs_diff_lo", "abs_diff_hi", "diff", "diff_lo", "diff_hi",
+        "exact_knn_mismatch_non_tied", "tied", "acc_ppknn_lo", "acc_ppknn_hi",
+        "acc_knn_lo", "acc_knn_hi"))
+    keys = ("protocol.k", "protocol.rounds", "protocol.d", "protocol.p0")
+    points = accuracy_points(s)
+    for name in s.datasets:
+        by = _group(rows.get(f"accuracy-{name}", []), keys)
+        exact: dict[int, tuple[int, int]] = {}
+        for (k, r, d, p0), figs in points.items():
+            if "exact" in figs and (k, r, d, p0) in by:
+                rr = by[(k, r, d, p0)]
+                ties = _col(rr, "queries_with_tie_at_kth")
+                agree = _col(rr, "agreement_with_knn_excluding_ties")
+                q = _col(rr, "queries")
+                mism = np.round(np.nan_to_num(1 - agree) * (q - ties))
+                exact[k] = (int(mism.sum()), int(ties.sum()))
+        for fig in ("fig2", "fig3", "fig4"):
+            for (k, r, d, p0), figs in points.items():
+                if fig not in figs or (k, r, d, p0) not in by:
+                    continue
+                rr = by[(k, r, d, p0)]
+                acc_pp, acc_sk = _col(rr, "accuracy_ppknn"), _col(rr, "accuracy_knn")
+                m, lo, hi = mean_ci(np.abs(acc_pp - acc_sk))
+                dm, dlo, dhi = mean_ci(acc_pp - acc_sk)
+                _, plo, phi = mean_ci(acc_pp)
+                _, klo, khi = mean_ci(acc_sk)
+                mism, tied = exact.get(k, (-1, 0)) if fig == "fig2" else (-1, exact.get(
+                    k, (0, 0))[1])
+                t.add(dataset=name, figure=fig, k=k, rounds=r, p0=p0, d=d,
+                      acc_ppknn=acc_pp.mean(), acc_knn=acc_sk.mean(), abs_diff=m,
+                      abs_diff_lo=max(lo, 0), abs_diff_hi=hi, diff=dm, diff_lo=dlo,
+                      diff_hi=dhi, exact_knn_mismatch_non_tied=mism, tied=tied,
+                      acc_ppknn_lo=plo, acc_ppknn_hi=phi, acc_knn_lo=klo, acc_knn_hi=khi)
+    return t
+
+
+def large_k_table(rows: dict[str, list[dict]], s: Settings) -> Table:
+    """Fig. 5 from the ``large_k-<dataset>-<label>`` grids' rows (95% t over splits)."""
+    t = Table(name="fig5_large_k", columns=("dataset", "k", "k_label", "splits", "acc_ppknn",
+                                            "acc_knn", "acc_ppknn_lo", "acc_ppknn_hi"))
+    for name in s.datasets:
+        for label, k, _ in large_k_values(s, name):
+            rr = rows.get(f"large_k-{name}-{label}", [])
+            if not rr:
+                continue
+            m, lo, hi = mean_ci(_col(rr, "accuracy_ppknn"))
+            t.add(dataset=name, k=k, k_label=label, splits=len(rr), acc_ppknn=m,
+                  acc_knn=float(_col(rr, "accuracy_knn").mean()), acc_ppknn_lo=lo,
+                  acc_ppknn_hi=hi)
+    return t
+
+
+def disclosure_table(rows: list[dict], s: Settings) -> Table:
+    """Fig. 6 from the ``disclosure`` grid's rows: both adversaries, pooled over splits.
+
+    Per (n, k): the per-node disclosure probability pooled over the splits (a node is a
+    ring position counted from the start node), its mean over nodes, the Wilson 95%
+    interval over every (node, query) trial, the smallest and largest node, precision
+    (right claimed values / claimed values) and exact attributions (claimed rows whose
+    every claimed value is the target's).
+    """
+    t = Table(name="fig6_disclosure", columns=(
+        "dataset", "n", "k", "adversary", "mean_probability", "ci_low", "ci_high",
+        "min_node", "max_node", "precision", "exact_attribution"))
+    for (n, k), rr in _group(rows, ("parties.n", "protocol.k")).items():
+        trials = int(sum(int(_num(r["disclosure_trials"])) for r in rr))
+        for adversary, prefix in (("paper", "disclosure"), ("informed", "informed")):
+            per_pos = np.sum([_ints(r[f"{prefix}_by_position"]) for r in rr], axis=0)
+            probs = per_pos / trials
+            lo, hi = wilson_interval(int(per_pos.sum()), trials * len(per_pos))
+            claimed = sum(int(_num(r[f"{prefix}_claimed"])) for r in rr)
+            correct = sum(int(_num(r[f"{prefix}_correct"])) for r in rr)
+            ex_rows = sum(int(_num(r[f"{prefix}_exact_rows"])) for r in rr)
+            ex_hits = sum(int(_num(r[f"{prefix}_exact_hits"])) for r in rr)
+            t.add(dataset=s.leak_dataset, n=n, k=k, adversary=adversary,
+                  mean_probability=float(probs.mean()), ci_low=lo, ci_high=hi,
+                  min_node=float(probs.min()), max_node=float(probs.max()),
+                  precision=correct / claimed if claimed else float("nan"),
+                  exact_attribution=ex_hits / ex_rows if ex_rows else float("nan"))
+    return t
+
+
+def bound_table(rows: list[dict], s: Settings) -> Table:
+    """P(final vector = true top-k) per (r, k) from the ``bound`` grid's rows, vs the bound.
+
+    Pooled over every query of every split, Wilson 95% interval.
+    """
+    t = Table(name="correctness_bound", columns=("dataset", "rounds", "k", "measured",
+                                                 "ci_low", "ci_high", "bound", "holds"))
+    by = _group(rows, ("protocol.k", "protocol.rounds"))
+    for k in s.bound_k:
+        for r in s.bound_r:
+            rr = by.get((k, r), [])
+            if not rr:
+                continue
+            q = _col(rr, "queries")
+            hits = int(np.round(_col(rr, "topk_exact_fraction") * q).sum())
+            lo, hi = wilson_interval(hits, int(q.sum()))
+            bound = float(_num(rr[0]["topk_correctness_bound"]))
+            t.add(dataset=s.leak_dataset, rounds=r, k=k, measured=hits / q.sum(), ci_low=lo,
+                  ci_high=hi, bound=bound, holds=bool(hi >= bound))
+    return t
+
+
+def communication_table(rows: list[dict], s: Settings) -> Table:
+    """Messages and bytes per query from the ``communication`` grid's rows.
+
+    Against Θ(n) per round (n r + n - 1 messages for PP-TopK with the final broadcast)
+    and 2n - 1 for the ring's secure sum (n (n - 1) + 2 (n - 1) for the shared one).
+    """
+    t = Table(name="communication", columns=("n", "rounds", "protocol", "messages",
+                                             "expected_messages", "bytes_per_query",
+                                             "queries"))
+    by = _group(rows, ("parties.n", "protocol.rounds", "protocol.secure_sum"))
+    for n, r in comm_pairs(s):
+        found: list[tuple[str, int, int, int, int]] = []
+        for kind in ("ring", "shared"):
+            rr = by.get((n, r, kind))
+            if not rr:
+                continue
+            row = rr[0]
+            q = int(_num(row["queries"]))
+            if kind == "ring":
+                found.append((TOPK, int(_num(row["messages_topk"])),
+                              int(_num(row["bytes_topk"])), n * r + (n - 1), q))
+            sum_name, expected = (("secure-sum", 2 * n - 1) if kind == "ring"
+                                  else ("shared-sum", n * (n - 1) + 2 * (n - 1)))
+            found.append((sum_name, int(_num(row["messages_sum"])),
+                          int(_num(row["bytes_sum"])), expected, q))
+        for proto, msgs, nbytes, expected, q in sorted(found):
+            t.add(n=n, rounds=r, protocol=proto, messages=msgs, expected_messages=expected,
+                  bytes_per_query=nbytes / q, queries=q)
+    return t
+
+
+def study_tables(rows: dict[str, list[dict]], s: Settings) -> dict[str, Table]:
+    """Every grid-built figure table from the grids' rows (``{grid name: rows}``)."""
+    return {"accuracy": accuracy_table(rows, s), "large_k": large_k_table(rows, s),
+            "disclosure": disclosure_table(rows.get("disclosure", []), s),
+            "bound": bound_table(rows.get("bound", []), s),
+            "communication": communication_table(rows.get("communication", []), s)}
+
+
+def all_grids(s: Settings) -> list:
+    """Every scenario grid of the reproduction: :func:`grids` and :func:`study_grids`."""
+    return grids(s) + study_grids(s)
 
 
 class Xiong:
@@ -236,137 +516,6 @@ class Xiong:
     def session(self, batch: SplitBatch, **kw) -> SplitSession:
         """Owners of ``batch`` hosted on this reproduction's runtime."""
         return SplitSession(batch, runtime=self.runtime, seed=SEED, **kw)
-
-    # -- accuracy: Figs. 2-5 -------------------------------------------------------------
-    def accuracy(self) -> Table:
-        """Figs. 2-4 (and the sklearn / exact-kNN check) in one sweep per dataset."""
-        s = self.s
-        t = Table(name="accuracy", columns=(
-            "dataset", "figure", "k", "rounds", "p0", "d", "acc_ppknn", "acc_knn", "abs_diff",
-            "abs_diff_lo", "abs_diff_hi", "diff", "diff_lo", "diff_hi",
-            "exact_knn_mismatch_non_tied", "tied", "acc_ppknn_lo", "acc_ppknn_hi",
-            "acc_knn_lo", "acc_knn_hi"))
-        for name in s.datasets:
-            b = self.batch(name, s.n, s.splits)
-            cache: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
-            with self.session(b) as sess:
-                points = ([("fig2", k, 1, 1.0, 0.5) for k in s.fig2_k]
-                          + [("fig3", 5, r, 1.0, 0.5) for r in s.fig3_r]
-                          + [("fig4", 5, 2, 1.0, d) for d in s.fig4_d])
-                for fig, k, r, p0, d in points:
-                    self._accuracy_point(t, sess, cache, fig, k, r, p0, d)
-                sess.close()
-        return t
-
-    def _accuracy_point(self, t: Table, sess: SplitSession, cache: dict, fig: str, k: int,
-                        r: int, p0: float, d: float) -> None:
-        b = sess.batch
-        mism = -1
-        if k not in cache:  # scikit-learn per split, ties, and the exact (P0 = 0) check once
-            sk = sklearn_split_predictions(b, k=k)
-            ties = split_truth(b, k)[1]
-            exact = sess.run(k=k, p0=0.0, d=0.5, rounds=1).predictions
-            mism = int(((exact != sk) & ~ties).sum())
-            cache[k] = (sk, ties, mism)
-        sk, ties, _ = cache[k]
-        pred = sess.run(k=k, p0=p0, d=d, rounds=r).predictions
-        acc_pp = per_split(pred == b.labels, b.query_block, b.splits)
-        acc_sk = per_split(sk == b.labels, b.query_block, b.splits)
-        m, lo, hi = mean_ci(np.abs(acc_pp - acc_sk))
-        dm, dlo, dhi = mean_ci(acc_pp - acc_sk)
-        _, plo, phi = mean_ci(acc_pp)
-        _, klo, khi = mean_ci(acc_sk)
-        t.add(dataset=b.dataset.name, figure=fig, k=k, rounds=r, p0=p0, d=d,
-              acc_ppknn=acc_pp.mean(), acc_knn=acc_sk.mean(), abs_diff=m, abs_diff_lo=max(lo, 0),
-              abs_diff_hi=hi, diff=dm, diff_lo=dlo, diff_hi=dhi,
-              exact_knn_mismatch_non_tied=mism, tied=int(ties.sum()), acc_ppknn_lo=plo,
-              acc_ppknn_hi=phi, acc_knn_lo=klo, acc_knn_hi=khi)
-
-    def large_k(self) -> Table:
-        """Fig. 5: accuracy vs k up to the whole union (r = 1, P0 = 1, d = 0.5)."""
-        s = self.s
-        t = Table(name="fig5_large_k", columns=("dataset", "k", "k_label", "splits",
-                                                "acc_ppknn", "acc_knn", "acc_ppknn_lo",
-                                                "acc_ppknn_hi"))
-        for name in s.datasets:
-            full = self.batch(name, s.n, s.splits)
-            union = full.union_size()
-            queries_per_split = len(full.queries) / full.splits
-            for label in s.fig5_k:
-                k = union if label == "all" else union // 2 if label == "half" else int(label)
-                if k > union:
-                    continue
-                # very large k: cap the vector values of the whole sweep point
-                splits = int(min(full.splits,
-                                 max(5, s.large_k_budget // (k * queries_per_split))))
-                b = full if splits == full.splits else full.subset(np.arange(splits))
-                out = run_split_batch(b, k=k, p0=1.0, d=0.5, rounds=1, runtime=self.runtime,
-                                      seed=SEED)
-                acc = per_split(out.predictions == b.labels, b.query_block, b.splits)
-                sk = per_split(sklearn_split_predictions(b, k=k) == b.labels, b.query_block,
-                               b.splits)
-                m, lo, hi = mean_ci(acc)
-                t.add(dataset=name, k=k, k_label=str(label), splits=b.splits, acc_ppknn=m,
-                      acc_knn=sk.mean(), acc_ppknn_lo=lo, acc_ppknn_hi=hi)
-        return t
-
-    # -- leakage: Fig. 6, bound, adversaries ----------------------------------------------
-    def disclosure(self) -> Table:
-        """Fig. 6: per-node disclosure vs n and k (r = 2, P0 = 1, d = 0.5), two adversaries."""
-        s = self.s
-        t = Table(name="fig6_disclosure", columns=(
-            "dataset", "n", "k", "adversary", "mean_probability", "ci_low", "ci_high",
-            "min_node", "max_node", "precision", "exact_attribution"))
-        for n in s.fig6_n:
-            b = self.batch(s.leak_dataset, n, s.leak_splits)
-            for k in s.fig6_k:
-                if k > b.union_size():
-                    continue
-                with self.session(b, record=True, tag=f"f6-{k}") as sess:
-                    sess.run(k=k, p0=1.0, d=0.5, rounds=2)
-                    transcript = sess.close()
-                    public = sess.public(k)
-                assert transcript is not None
-                msgs = transcript.messages(with_provenance=True, protocol=TOPK)
-                for adversary in ("paper", "informed"):
-                    claims = Claims(adversary)
-                    for p in public["party_index"]:
-                        view = View.of(msgs, p)
-                        fn = (successor_attribution if adversary == "paper"
-                              else informed_successor)
-                        claims.items.extend(fn(view, max_distance=public["max_distance"]).items)
-                    rep = score_attribution(claims, msgs, public["party_index"], len(b.queries))
-                    lo, hi = rep.pooled_interval
-                    probs = [d.probability for d in rep.parties]
-                    claimed = sum(d.claimed for d in rep.parties)
-                    correct = sum(d.correct for d in rep.parties)
-                    exact = _exact_attribution(claims, msgs, public["party_index"])
-                    t.add(dataset=s.leak_dataset, n=n, k=k, adversary=adversary,
-                          mean_probability=rep.mean_probability, ci_low=lo, ci_high=hi,
-                          min_node=min(probs), max_node=max(probs),
-                          precision=correct / claimed if claimed else float("nan"),
-                          exact_attribution=exact)
-        return t
-
-    def bound(self) -> Table:
-        """P(final vector = true top-k) vs the paper's bound, over r and k."""
-        s = self.s
-        t = Table(name="correctness_bound", columns=("dataset", "rounds", "k", "measured",
-                                                     "ci_low", "ci_high", "bound", "holds"))
-        b = self.batch(s.leak_dataset, s.n, s.splits)
-        with self.session(b) as sess:
-            for k in s.bound_k:
-                truth = split_truth(b, k)[0]
-                for r in s.bound_r:
-                    out = sess.run(k=k, p0=1.0, d=0.5, rounds=r)
-                    exact = np.all(out.final_vector == truth, axis=1)
-                    lo, hi = wilson_interval(int(exact.sum()), len(exact))
-                    bound = TopKParams(k=k, p0=1.0, d=0.5, rounds=r,
-                                       max_distance=1.0).correctness_bound()
-                    t.add(dataset=s.leak_dataset, rounds=r, k=k, measured=exact.mean(),
-                          ci_low=lo, ci_high=hi, bound=bound, holds=bool(hi >= bound))
-            sess.close()
-        return t
 
     def collusion(self) -> Table:
         """Coalitions of c = 1, 2, 3 around each node or at random: PP-TopK and both sums."""
@@ -423,35 +572,12 @@ class Xiong:
                           ci_low=lo, ci_high=hi, precision=float("nan"))
         return t
 
-    def communication(self) -> Table:
-        """Messages and bytes per query vs n and r, against Θ(n) per round and 2n for the sum."""
-        s = self.s
-        t = Table(name="communication", columns=("n", "rounds", "protocol", "messages",
-                                                 "expected_messages", "bytes_per_query",
-                                                 "queries"))
-        n_sweep_r = 8 if 8 in s.comm_n else s.comm_n[0]
-        pairs = [(n, 2) for n in s.comm_n] + [(n_sweep_r, r) for r in s.comm_r if r != 2]
-        for n, r in pairs:
-            b = self.batch(s.leak_dataset, n, 1)
-            for kind in ("ring", "shared"):
-                with self.session(b, record=True, tag=f"comm-{r}-{kind}") as sess:
-                    sess.run(k=5, p0=1.0, d=0.5, rounds=r, secure_sum=kind)
-                    transcript = sess.close()
-                assert transcript is not None
-                expected = {TOPK: n * r + (n - 1), "secure-sum": 2 * n - 1,
-                            "shared-sum": n * (n - 1) + 2 * (n - 1)}
-                for proto, (msgs, nbytes) in sorted(transcript.totals().by_protocol.items()):
-                    if kind == "ring" or proto != TOPK:
-                        t.add(n=n, rounds=r, protocol=proto, messages=msgs,
-                              expected_messages=expected[proto],
-                              bytes_per_query=nbytes / len(b.queries), queries=len(b.queries))
-        return t
-
     def grid_studies(self, output: Path | None = None) -> dict[str, Table]:
-        """Run the scenario grids (:func:`grids`); the readings' and the vote rules' tables.
+        """Run every scenario grid (:func:`all_grids`); the tables built from their rows.
 
         Every point is one ``ppknn-ring`` scenario run through the registry, exactly as
-        ``ppknn run`` runs it. The long per-run rows go to ``output/grids/``.
+        ``ppknn run`` runs it, one run per split. The long per-run rows go to
+        ``output/grids/``. On the Ray runtime the runs fan out as Ray tasks.
         """
         from ppknn.simulations.grids import run_grids, write_grid_rows
 
@@ -467,36 +593,33 @@ class Xiong:
 
                 shutil.copytree(folder, Path(output) / "grids", dirs_exist_ok=True)
             return grid_summaries_from(folder, self.s)
-        rows = run_grids(grids(self.s), parallel="ray" if self.runtime == "ray"
+        rows = run_grids(all_grids(self.s), parallel="ray" if self.runtime == "ray"
                          else "sequential")
         if output is not None:
             write_grid_rows(rows, Path(output) / "grids")
-        return grid_summaries(rows)
+        return grid_summaries(rows) | study_tables(rows, self.s)
 
     def run_all(self, log=None, output: Path | None = None) -> dict[str, Table]:
-        """Every experiment, timed.
+        """Every experiment, timed: the grids, then the collusion study.
 
-        ``log(text)`` is told as each one ends, and its table is written to
+        ``log(text)`` is told as each one ends, and its tables are written to
         ``output`` at once.
         """
-        tables = {}
         t0 = time.perf_counter()
-        tables.update(self.grid_studies(output))
+        tables = self.grid_studies(output)
         self.timings["grids"] = time.perf_counter() - t0
-        for t in (tables["readings"], tables["votes"]):
-            if output is not None:
+        if output is not None:
+            for t in tables.values():
                 t.write_csv(output / f"{t.name}.csv")
         if log is not None:
             log(f"grids: {self.timings['grids']:.1f} s")
-        for name in ("accuracy", "large_k", "disclosure", "bound", "collusion",
-                     "communication"):
-            t0 = time.perf_counter()
-            tables[name] = getattr(self, name)()
-            self.timings[name] = time.perf_counter() - t0
-            if output is not None:
-                tables[name].write_csv(output / f"{tables[name].name}.csv")
-            if log is not None:
-                log(f"{name}: {self.timings[name]:.1f} s")
+        t0 = time.perf_counter()
+        tables["collusion"] = self.collusion()
+        self.timings["collusion"] = time.perf_counter() - t0
+        if output is not None:
+            tables["collusion"].write_csv(output / "collusion.csv")
+        if log is not None:
+            log(f"collusion: {self.timings['collusion']:.1f} s")
         return tables
 
 
@@ -511,26 +634,15 @@ def _coalition(ring: list[str], target: str, c: int, placement: str,
     return [others[j] for j in rng.choice(len(others), size=c, replace=False)]
 
 
-def _exact_attribution(claims: Claims, msgs, party_index) -> float:
-    """Fraction of claims (per message) whose every claimed value is the target's."""
-    by_key = {(m.protocol, m.round, m.sender, m.receiver, m.seq): m for m in msgs}
-    rows = hits = 0
-    for c in claims.items:
-        prov = np.broadcast_to(by_key[c.message].provenance[c.key], c.mask.shape)
-        claimed_rows = c.mask.any(axis=1)
-        right = np.all(~c.mask | (prov == party_index[c.target]), axis=1)
-        rows += int(claimed_rows.sum())
-        hits += int((claimed_rows & right).sum())
-    return hits / rows if rows else float("nan")
-
-
 TABLES = {"accuracy": "accuracy", "large_k": "fig5_large_k", "disclosure": "fig6_disclosure",
           "bound": "correctness_bound", "collusion": "collusion", "communication": "communication",
           "readings": "fig2_readings", "votes": "vote_rules"}
 
 
-GRID_TABLES = ("readings", "votes")
-"""Tables built from scenario grids (every point a registry run); the others are studies."""
+GRID_TABLES = ("readings", "votes", "accuracy", "large_k", "disclosure", "bound",
+               "communication")
+"""Tables built from scenario grids (every point a registry run); the others are studies
+(collusion: many coalitions attack one recorded run)."""
 
 
 def report_from_tables(output: Path, *, quick: bool, runtime: str, report: Path,
@@ -595,5 +707,8 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path, log=None,
 
 
 __all__ = ["FULL", "GRID_TABLES", "QUICK", "READINGS", "VOTES", "Settings", "Xiong",
-           "grid_base", "grid_summaries", "grid_summaries_from", "grids", "report_from_tables",
-           "run", "summarise_grid"]
+           "accuracy_points", "accuracy_table", "all_grids", "bound_table", "comm_pairs",
+           "communication_table", "disclosure_table", "grid_base", "grid_summaries",
+           "grid_summaries_from", "grids", "large_k_table", "large_k_values",
+           "report_from_tables", "run", "study_grids", "study_tables", "summarise_grid",
+           "union_size"]
