@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import math
 
-from scipy import special
-
 from ppknn.core.dp.validation import check_delta, check_epsilon, check_sensitivity
 
 
@@ -39,6 +37,8 @@ def gaussian_delta(sigma: float, epsilon: float, sensitivity: float) -> float:
 
     ``δ = Φ(Δ/(2σ) - εσ/Δ) - e^ε Φ(-Δ/(2σ) - εσ/Δ)``.
     """
+    from scipy import special  # lazily: a party that never uses it never loads scipy
+
     a = sensitivity / (2.0 * sigma)
     b = epsilon * sigma / sensitivity
     first = math.exp(special.log_ndtr(a - b))

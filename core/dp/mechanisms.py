@@ -33,7 +33,6 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from ppknn.core.dp import samplers
 from ppknn.core.dp.accounting import PrivacyCost
@@ -324,6 +323,8 @@ class Gaussian:
 
     def error_bound(self, beta: float = 0.05) -> float:
         """Return the t with ``P(|noise| > t) = beta`` per coordinate."""
+        from scipy import special  # lazily: a party that never uses it never loads scipy
+
         beta = check_probability(beta, name="beta")
         return self._sigma * float(special.ndtri(1.0 - beta / 2.0))
 

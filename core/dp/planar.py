@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from ppknn.core.dp import samplers
 from ppknn.core.dp.mechanisms import Release
@@ -51,6 +50,8 @@ from ppknn.core.rng import RandomnessMode
 
 def planar_radius(p: Any, epsilon: float) -> np.ndarray:
     """Inverse CDF of the planar-Laplace radius: ``-(W_-1((p-1)/e) + 1) / epsilon``."""
+    from scipy import special  # lazily: a party that never uses it never loads scipy
+
     p = np.asarray(p, dtype=np.float64)
     w = special.lambertw((p - 1.0) / math.e, k=-1).real
     return -(w + 1.0) / epsilon

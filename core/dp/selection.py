@@ -37,7 +37,6 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from ppknn.core.dp import samplers
 from ppknn.core.dp.exact import exponential_mechanism_index, permute_and_flip_index
@@ -120,6 +119,8 @@ class ExponentialMechanism(PureDP):
 
     def probabilities(self, utilities: Any) -> np.ndarray:
         """Return the exact selection probabilities (softmax of ``eta * u``), same shape."""
+        from scipy import special  # lazily: a party that never uses it never loads scipy
+
         return special.softmax(self.eta * _utilities(utilities), axis=-1)
 
     def utility_loss_bound(self, n_candidates: int, beta: float = 0.05) -> float:

@@ -47,7 +47,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from ppknn.core.dp import samplers
 from ppknn.core.dp.mechanisms import Release
@@ -168,10 +167,14 @@ class PolynomialTail(_SmoothNoise):
     def _standard_from_uniform(self, u):
         sign = np.where(u < 0.5, -1.0, 1.0)
         v = np.abs(2.0 * u - 1.0)  # uniform on (0, 1), independent of the sign
+        from scipy import special  # lazily: a party that never uses it never loads scipy
+
         b = special.betaincinv(1.0 / self.gamma, 1.0 - 1.0 / self.gamma, v)
         return sign * (b / (1.0 - b)) ** (1.0 / self.gamma)
 
     def _abs_quantile(self, q):
+        from scipy import special  # lazily: a party that never uses it never loads scipy
+
         b = special.betaincinv(1.0 / self.gamma, 1.0 - 1.0 / self.gamma, q)
         return float((b / (1.0 - b)) ** (1.0 / self.gamma))
 
