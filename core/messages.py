@@ -22,10 +22,12 @@ True
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -129,19 +131,39 @@ def encode_arrays(arrays: Payload) -> bytes:
     """Encode named arrays to bytes, deterministically.
 
     The format is a small JSON header (names, dtypes, shapes, in sorted name
-    order) followed by each array's raw C-order bytes.
+    order) followed by each array's raw C-order bytes. The bytes are copied
+    once (headers of recurring layouts are kept, not re-encoded).
     """
     names = sorted(arrays)
-    metas = []
-    blobs = []
+    layout = []
+    parts: list[Any] = [_MAGIC, b"", b""]
     for name in names:
         arr = np.asarray(arrays[name], order="C")  # (ascontiguousarray would make 0-d 1-d)
         if arr.dtype.hasobject:
             raise ProtocolError(f"payload entry {name!r} has object dtype; only numeric arrays")
-        metas.append([name, arr.dtype.str, list(arr.shape)])
-        blobs.append(arr.tobytes())
-    head = json.dumps(metas, separators=(",", ":")).encode()
-    return _MAGIC + struct.pack("<I", len(head)) + head + b"".join(blobs)
+        layout.append((name, arr.dtype.str, arr.shape))
+        parts.append(arr.reshape(-1).view(np.uint8) if arr.size else b"")
+    parts[1], parts[2] = _header(tuple(layout))
+    return b"".join(parts)
+
+
+@functools.lru_cache(maxsize=1024)
+def _header(layout: tuple[tuple[str, str, tuple[int, ...]], ...]) -> tuple[bytes, bytes]:
+    """The length prefix and JSON header of a payload layout (names, dtypes, shapes)."""
+    head = json.dumps([[name, dtype, list(shape)] for name, dtype, shape in layout],
+                      separators=(",", ":")).encode()
+    return struct.pack("<I", len(head)), head
+
+
+@functools.lru_cache(maxsize=1024)
+def _layout(head: bytes) -> tuple[tuple[str, np.dtype, tuple[int, ...], int, int], ...]:
+    """Parsed header: (name, dtype, shape, count, bytes) per array."""
+    out = []
+    for name, dtype, shape in json.loads(head):
+        dt = np.dtype(dtype)
+        count = int(np.prod(shape, dtype=np.int64))
+        out.append((name, dt, tuple(shape), count, count * dt.itemsize))
+    return tuple(out)
 
 
 def decode_arrays(data: bytes) -> dict[str, np.ndarray]:
@@ -149,13 +171,9 @@ def decode_arrays(data: bytes) -> dict[str, np.ndarray]:
     if data[:4] != _MAGIC:
         raise ProtocolError("not an encoded payload (bad magic bytes)")
     (hlen,) = struct.unpack("<I", data[4:8])
-    metas = json.loads(data[8 : 8 + hlen])
     offset = 8 + hlen
     out: dict[str, np.ndarray] = {}
-    for name, dtype, shape in metas:
-        dt = np.dtype(dtype)
-        count = int(np.prod(shape, dtype=np.int64))
-        nbytes = count * dt.itemsize
+    for name, dt, shape, count, nbytes in _layout(bytes(data[8:offset])):
         out[name] = np.frombuffer(data, dtype=dt, count=count, offset=offset).reshape(shape)
         offset += nbytes
     return out

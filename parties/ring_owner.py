@@ -92,7 +92,7 @@ class RingDataOwner:
                                   f"({len(X)}), got shape {row_block.shape}")
         self.row_block = row_block
         self.cache_limit = int(cache_limit)
-        self._cache_key: tuple | None = None
+        self._batch: tuple[np.ndarray, np.ndarray | None] | None = None  # the cached batch
         self.party_id = party_id
         self.index = int(index)
         self.X, self.y, self.n_classes = X, y, int(n_classes)
@@ -151,9 +151,9 @@ class RingDataOwner:
         assert self.params is not None, "configure() first"
         if (self.row_block is None) != (query_block is None):
             raise ConfigError(f"{self.party_id}: give query blocks exactly when rows have blocks")
-        key = _fingerprint(queries, query_block)
-        if key != self._cache_key:  # a new batch: new blocks, new neighbour index
-            self._cache_key = key
+        if not self._same_batch(queries, query_block):  # new blocks, new neighbour index
+            self._batch = (queries.copy(), None if query_block is None
+                           else np.array(query_block, dtype=np.int64))
             self.queries = queries
             if query_block is None:
                 blocks = [(np.arange(len(queries)), np.arange(len(self.X)))]
@@ -169,6 +169,15 @@ class RingDataOwner:
         self.final_g: np.ndarray | None = None
         self.last_votes: np.ndarray | None = None
         return len(queries)
+
+    def _same_batch(self, queries: np.ndarray, query_block: np.ndarray | None) -> bool:
+        """Whether the batch is the one the neighbour index was built for (reuse it)."""
+        if self._batch is None:
+            return False
+        cached, blocks = self._batch
+        if (blocks is None) != (query_block is None) or not np.array_equal(cached, queries):
+            return False
+        return blocks is None or np.array_equal(blocks, np.asarray(query_block, dtype=np.int64))
 
     # -- PP-TopK ---------------------------------------------------------------
     def topk_step(self, incoming: Message | None, round: int) -> Message:
@@ -650,16 +659,6 @@ class NeighbourBlocks:
                     continue
             dist, rows = self._full(i)
             yield q_idx, dist, rows
-
-
-def _fingerprint(queries: np.ndarray, query_block: np.ndarray | None) -> tuple:
-    """Identifies a query batch (to reuse distances across runs on it)."""
-    import hashlib
-
-    h = hashlib.blake2b(np.ascontiguousarray(queries).tobytes(), digest_size=16)
-    if query_block is not None:
-        h.update(np.ascontiguousarray(query_block, dtype=np.int64).tobytes())
-    return (queries.shape, h.hexdigest())
 
 
 __all__ = ["WEIGHTINGS", "RingDataOwner"]
