@@ -631,7 +631,7 @@ def compare(
     except PpknnError as exc:
         _fail(exc, 2)
     out.print(f"{len(rows)} runs; report [bold]{folder}/compare.md[/] (+ compare.csv, "
-              "compare.parquet, compare-aggregate.csv, three plots)")
+              "compare.parquet, compare-aggregate.csv, plots)")
 
 
 def main() -> None:

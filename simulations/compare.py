@@ -10,6 +10,15 @@ own unit, seeds and network profiles::
     seeds = [0, 1, 2]
     parallel = "ray"                  # or "sequential": the same table
 
+    [compare.audit]                   # audit these cells (empirical ε on neighbouring inputs)
+    seeds = [0]
+    datasets = ["sklearn:iris"]       # all when not given; likewise protocols = [...]
+    trials = 100
+
+    [compare.runtime_compare]         # rerun these cells with their parties on Ray
+    seeds = [0]
+    layout = "hosted"
+
     [base]                            # scenario keys every run shares
     data = { scale = "minmax", max_queries = 60 }
 
@@ -31,15 +40,20 @@ rows either way). A row holds:
   protocol's plugin declares (scikit-learn kNN for the nearest-neighbour protocols, Gaussian
   NB for the NB models) and of scikit-learn's Gaussian NB, all on the same split;
 * **privacy**: the level in the protocol's own unit with the guarantee it stands for, the ε
-  the run spent, and the strongest leakage the run's default attacks measured on the
+  the run spent, the strongest leakage the run's default attacks measured on the
   transcript (:mod:`ppknn.simulations.leakage`): the largest empirical ε lower bound where
-  an attack yields one, else the largest attack success;
-* **cost**: messages, bytes, hops on the critical path, protocol wall time in-process, and
-  the **predicted time on a network** per profile (:func:`predict_network`).
+  an attack yields one, else the largest attack success; for the cells of
+  ``[compare.audit]``, the audit mode's empirical ε lower bound at the same settings; and
+  ``empirical_epsilon``, the largest ε lower bound measured on the cell;
+* **cost**: messages, bytes, hops on the critical path, protocol wall time in-process (and
+  on Ray for the cells of ``[compare.runtime_compare]``, with the ratio, in the same run),
+  and the **predicted time on a network** per profile: the run's transcript replayed over
+  its messages' sizes and causal order (:func:`ppknn.simulations.network.replay`).
 
 The report (``compare.md``) aggregates over seeds with Student-t 95% intervals, draws a
 utility-privacy plot per dataset and a utility-cost plot, ranks the protocols per dataset
-and states, per protocol, when to choose it and when not, from the measured rows.
+(at empirical ε ≤ 1, with intervals) and states, per protocol, when to choose it and when
+not, from the measured rows.
 """
 
 from __future__ import annotations
@@ -62,8 +76,42 @@ from ppknn.core.errors import ConfigError, DataError, PrivacyLeakWarning
 from ppknn.core.runtime.pool import fan_out
 from ppknn.simulations import registry
 from ppknn.simulations.grids import Grid
-from ppknn.simulations.network import PROFILES, NetworkProfile, predict_network
+from ppknn.simulations.network import PROFILES, NetworkProfile, predict_network, replay
 from ppknn.simulations.scenario import parse_scenario, tomllib
+
+
+class CellSubset(BaseModel):
+    """Which cells an extra measurement covers: seeds, datasets and protocols (all if unset)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    datasets: list[str] | None = None
+    protocols: list[str] | None = None
+
+    def covers(self, dataset: str, protocol: str, seed: int) -> bool:
+        """Whether the cell (dataset, protocol, seed) is measured."""
+        return (seed in self.seeds and (self.datasets is None or dataset in self.datasets)
+                and (self.protocols is None or protocol in self.protocols))
+
+
+class RuntimeCompare(CellSubset):
+    """``[compare.runtime_compare]``: these cells also run with their parties on Ray.
+
+    The row then holds the protocol's wall time on both runtimes, measured in the same
+    run, their ratio, and whether the Ray run gave the same row.
+    """
+
+    layout: Literal["hosted", "actor-per-party"] = "hosted"
+
+
+class AuditCells(CellSubset):
+    """``[compare.audit]``: these cells are audited (:mod:`ppknn.simulations.leakage.audit`).
+
+    ``trials`` reruns per neighbouring input give a ``confidence`` lower bound on ε.
+    """
+
+    trials: int = Field(100, ge=100)
+    confidence: float = Field(0.95, gt=0, lt=1)
 
 
 class CompareSection(BaseModel):
@@ -76,6 +124,26 @@ class CompareSection(BaseModel):
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     parallel: Literal["ray", "sequential"] = "ray"
     address: str | None = None
+    runtime_compare: RuntimeCompare | None = None
+    audit: AuditCells | None = None
+
+    @model_validator(mode="after")
+    def _subsets_inside(self) -> CompareSection:
+        for key, sub in (("runtime_compare", self.runtime_compare), ("audit", self.audit)):
+            if sub is None:
+                continue
+            seeds = sorted(set(sub.seeds) - set(self.seeds))
+            if seeds:
+                raise ValueError(f"compare.{key}.seeds = {sub.seeds}: {seeds} not in "
+                                 f"compare.seeds {self.seeds}")
+            sets = sorted(set(sub.datasets or ()) - set(self.datasets))
+            if sets:
+                raise ValueError(f"compare.{key}.datasets: {sets} not in compare.datasets")
+            unknown = sorted(set(sub.protocols or ()) - set(registry.names()))
+            if unknown:
+                raise ValueError(f"compare.{key}.protocols: {unknown} are not registered "
+                                 f"({registry.names()})")
+        return self
 
 
 class ProtocolEntry(BaseModel):
@@ -147,9 +215,15 @@ class Comparison(BaseModel):
             for point, scenario in grid.scenarios():
                 level = point[f"protocol.{entry.privacy_key}"]
                 rank = entry.levels.index(level) + 1
+                seed = point["seed"]
+                rc, au = self.compare.runtime_compare, self.compare.audit
                 meta = {"dataset": dataset, "protocol": entry.name,
                         "privacy_key": entry.privacy_key, "level": level, "level_rank": rank,
-                        "seed": point["seed"], "profiles": profiles}
+                        "seed": seed, "profiles": profiles,
+                        "ray_layout": (rc.layout if rc and rc.covers(dataset, entry.name, seed)
+                                       else None),
+                        "audit": ({"trials": au.trials, "confidence": au.confidence}
+                                  if au and au.covers(dataset, entry.name, seed) else None)}
                 jobs.append((meta, scenario.model_dump()))
         return jobs
 
@@ -222,7 +296,7 @@ def run_cell(job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
             warnings.simplefilter("ignore", PrivacyLeakWarning)
             result = execute(scenario)
     except (ConfigError, DataError) as exc:  # the protocol cannot serve this cell: say why
-        return {**{k: v for k, v in meta.items() if k != "profiles"},
+        return {**{k: v for k, v in meta.items() if k not in _META_ONLY},
                 "accuracy": math.nan, "cannot_run": str(exc).splitlines()[-1].strip()}
     o = result.outcome
     p = result.prepared.data
@@ -233,7 +307,7 @@ def run_cell(job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
     messages = int(summary["communication"]["messages"] or 0)
     bytes_ = int(summary["communication"]["bytes"] or 0)
     hops = int(r.get("hops") or 0)
-    row: dict[str, Any] = {k: v for k, v in meta.items() if k != "profiles"}
+    row: dict[str, Any] = {k: v for k, v in meta.items() if k not in _META_ONLY}
     row.update({
         "run_id": summary["run_id"], "queries": summary["queries"],
         "accuracy": o.accuracy, "macro_f1": _macro_f1(o.labels, o.predictions, n_classes),
@@ -246,15 +320,66 @@ def run_cell(job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
         "protocol_s": result.timings.get("protocol_s", math.nan), "cannot_run": "",
     })
     for name, prof in meta["profiles"].items():
-        row[f"network_{name}_s"] = predict_network(
-            hops=hops, messages=messages, bytes_=bytes_, profile=NetworkProfile(**prof))
+        replayed = replay(result.transcript, NetworkProfile(**prof), per_protocol=False)["run"]
+        row[f"network_{name}_s"] = replayed.seconds
+        if name == "wan":
+            row["critical_hops"] = replayed.critical_hops
+            row["wan_sum_of_hops_s"] = replayed.sum_of_hops
+    if meta.get("ray_layout"):
+        row.update(_on_ray(data, meta["ray_layout"], result, row["protocol_s"]))
     try:
         leak_rows = leakage.run_table(result, save=False)
     except Exception as exc:  # noqa: BLE001 - a scorer failure is reported, not fatal
         leak_rows = []
         row["leak_error"] = f"{type(exc).__name__}: {exc}"
     row.update(_strongest_leak(leak_rows))
+    row.update(_audited(scenario, meta.get("audit"), o.name))
+    measured = [v for v in (row["empirical_epsilon_lb"], row["audit_epsilon_lb"])
+                if math.isfinite(v)]
+    row["empirical_epsilon"] = max(measured) if measured else math.nan
     return row
+
+
+_META_ONLY = ("profiles", "ray_layout", "audit")  # job settings, not row values
+
+
+def _on_ray(data: dict[str, Any], layout: str, local: Any, local_s: float) -> dict[str, Any]:
+    """The cell rerun with its parties on Ray: its wall time beside the in-process one."""
+    from ppknn.simulations.runner import execute
+
+    sc = parse_scenario({**data, "runtime": {**data["runtime"], "kind": "ray",
+                                             "layout": layout}},
+                        source="comparison cell on Ray")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        remote = execute(sc)
+    ray_s = remote.timings.get("protocol_s", math.nan)
+    same = (np.array_equal(np.asarray(remote.predictions), np.asarray(local.predictions))
+            and remote.communication.get("messages") == local.communication.get("messages")
+            and remote.communication.get("bytes") == local.communication.get("bytes"))
+    return {"ray_protocol_s": ray_s, "ray_startup_s": remote.timings.get("startup_s", math.nan),
+            "ray_over_inprocess": ray_s / local_s if local_s > 0 else math.nan,
+            "ray_same_row": bool(same)}
+
+
+def _audited(scenario: Any, settings: Mapping[str, Any] | None, name: str) -> dict[str, Any]:
+    """The audit's empirical ε lower bound for this cell.
+
+    NaN when the cell is not audited or the audit mode does not cover the protocol.
+    """
+    from ppknn.simulations.leakage.audit import AUDITED, audit_scenario
+
+    out = {"audit_epsilon_lb": math.nan, "audit_bound": math.nan, "audit_note": ""}
+    if settings is None or name not in AUDITED:
+        return out
+    sc = scenario.model_copy(update={"audit": scenario.audit.model_copy(
+        update={"trials": int(settings["trials"]), "confidence": float(settings["confidence"])})})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        runs = audit_scenario(sc, use_ray=False)
+    row = runs[0].row
+    return {"audit_epsilon_lb": float(row.value), "audit_bound": float(row.bound),
+            "audit_note": f"{row.bound_name}: {row.note}"}
 
 
 def run_comparison(spec: Comparison, *, parallel: str | None = None,
@@ -282,7 +407,13 @@ def _t_interval(values: Sequence[float]) -> tuple[float, float, float]:
 
 MEANS = ("macro_f1", "reference_accuracy", "reference_macro_f1", "gaussian_nb_accuracy",
          "epsilon_spent", "leak_value", "leak_ci_low", "empirical_epsilon_lb", "messages",
-         "bytes", "hops", "protocol_s")
+         "bytes", "hops", "critical_hops", "wan_sum_of_hops_s", "protocol_s",
+         "ray_protocol_s", "ray_startup_s", "audit_epsilon_lb", "audit_bound")
+"""Columns averaged over a cell's seeds."""
+
+PARTIAL = ("ray_protocol_s", "ray_startup_s", "audit_epsilon_lb", "audit_bound")
+"""Columns measured on some seeds only (``[compare.runtime_compare]``, ``[compare.audit]``):
+averaged over the seeds that measured them."""
 
 
 def _failures(rows: Sequence[Mapping[str, Any]] | None) -> str:
@@ -319,20 +450,35 @@ def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         for key in MEANS:
             vals = [r.get(key, math.nan) for r in rs]
             vals = [float(v) for v in vals if isinstance(v, (int, float))]
+            if key in PARTIAL:  # measured on some seeds only
+                vals = [v for v in vals if math.isfinite(v)]
             row[key] = statistics.fmean(vals) if vals else math.nan
         for key in rs[0]:
             if key.startswith("network_"):
                 row[key] = statistics.fmean(float(r[key]) for r in rs)
+        ratios = [r["ray_over_inprocess"] for r in rs if "ray_over_inprocess" in r]
+        row["ray_over_inprocess"], row["ray_low"], row["ray_high"] = _t_interval(ratios)
+        row["ray_cells"] = len(ratios)
+        row["ray_same_rows"] = sum(bool(r.get("ray_same_row")) for r in rs
+                                   if "ray_same_row" in r)
+        row["audit_seeds"] = sum(math.isfinite(r.get("audit_epsilon_lb", math.nan)) for r in rs)
+        measured = [v for v in (row["empirical_epsilon_lb"], row["audit_epsilon_lb"])
+                    if math.isfinite(v)]
+        row["empirical_epsilon"] = max(measured) if measured else math.nan
         out.append(row)
     return sorted(out, key=lambda r: (r["dataset"], r["protocol"], r["level_rank"]))
 
 
-def ranking(agg: Sequence[Mapping[str, Any]], *, max_epsilon_lb: float = 1.0
+def ranking(agg: Sequence[Mapping[str, Any]], *, max_epsilon: float = 1.0
             ) -> list[dict[str, Any]]:
-    """Per dataset: the most accurate protocol at its most private level, and at low leakage.
+    """Per dataset: the most accurate protocol at its strongest level, and at empirical ε ≤ 1.
 
-    The second column ranks the settings whose measured empirical ε lower bound is at
-    most ``max_epsilon_lb``.
+    (``max_epsilon``, 1 by default.) The empirical ε of a cell is the largest lower bound
+    measured on it: the default attacks' (mean over seeds) or the audit's (neighbouring
+    inputs). Only cells with such a measurement enter the second ranking (the others'
+    attacks report success rates, not ε). Accuracies carry their 95% intervals;
+    ``tied_with`` lists the qualifying settings whose interval overlaps the winner's (the
+    data cannot tell them apart).
     """
     out = []
     for dataset in sorted({r["dataset"] for r in agg}):
@@ -341,19 +487,30 @@ def ranking(agg: Sequence[Mapping[str, Any]], *, max_epsilon_lb: float = 1.0
         if not strongest:
             continue
         best = max(strongest, key=lambda r: r["accuracy"])
-        low_leak = [r for r in rows if math.isfinite(r["empirical_epsilon_lb"])
-                    and r["empirical_epsilon_lb"] <= max_epsilon_lb]
-        best_leak = max(low_leak, key=lambda r: r["accuracy"]) if low_leak else None
+        low = [r for r in rows if math.isfinite(r.get("empirical_epsilon", math.nan))
+               and r["empirical_epsilon"] <= max_epsilon]
+        top = max(low, key=lambda r: r["accuracy"]) if low else None
+        tied = sorted({_setting(r) for r in low if r is not top
+                       and r["accuracy_high"] >= top["accuracy_low"]}) if top else []
         out.append({
             "dataset": dataset,
             "best_at_strongest_setting": best["protocol"],
-            "its_accuracy": best["accuracy"],
-            f"best_with_empirical_eps_lb_le_{max_epsilon_lb:g}":
-                (f"{best_leak['protocol']} ({best_leak['privacy_key']} = {best_leak['level']:g})"
-                 if best_leak else "none measured"),
-            "accuracy_there": best_leak["accuracy"] if best_leak else math.nan,
+            "its_accuracy": f"{best['accuracy']:.3f} "
+                            f"[{best['accuracy_low']:.3f}, {best['accuracy_high']:.3f}]",
+            f"best_at_empirical_eps_le_{max_epsilon:g}":
+                _setting(top) if top else "none measured",
+            "accuracy_there": (f"{top['accuracy']:.3f} "
+                               f"[{top['accuracy_low']:.3f}, {top['accuracy_high']:.3f}]"
+                               if top else "—"),
+            "its_empirical_eps": f"{top['empirical_epsilon']:.3g}" if top else "—",
+            "tied_with": ", ".join(tied) if tied else ("none" if top else "—"),
+            "measured_settings": len(low),
         })
     return out
+
+
+def _setting(r: Mapping[str, Any]) -> str:
+    return f"{r['protocol']} ({r['privacy_key']} = {r['level']:g})"
 
 
 def advice(agg: Sequence[Mapping[str, Any]], profile: str = "wan") -> dict[str, str]:
@@ -403,7 +560,7 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
                  parallel: str | None = None) -> Path:
     """Write the comparison's tables, figures and report into ``folder``.
 
-    ``compare.csv``/``.parquet`` (every run), ``compare-aggregate.csv``, three figures and
+    ``compare.csv``/``.parquet`` (every run), ``compare-aggregate.csv``, four figures and
     ``compare.md``; returns the report's path.
     """
     import pyarrow as pa
@@ -450,27 +607,42 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
         accuracy_against("utility_vs_leakage", "Accuracy against the measured leakage",
                          "measured leakage (ε lower bound, else success)", "leak_value"),
         accuracy_against("utility_vs_cost", "Accuracy against predicted WAN time",
-                         "predicted WAN time per batch (s)", "network_wan_s", logx=True),
+                         "predicted WAN time per batch (s, transcript replay)",
+                         "network_wan_s", logx=True),
+        accuracy_against("utility_vs_empirical_epsilon",
+                         "Accuracy against the measured empirical ε (attacks and audit)",
+                         "empirical ε lower bound (largest measured)", "empirical_epsilon"),
     )
     drawn = [r for r in table.rows if r["seeds"]]  # cells that ran
-    for f in figures:
-        ordered = sorted(drawn, key=operator.itemgetter("protocol", f.x))
-        plot(f, Table(name=f.name, columns=columns, rows=ordered), folder=folder, run=run_name)
+    kept = []
+    for f in figures:  # a cell without a value on the figure's axis is left out of it
+        ordered = sorted((r for r in drawn if isinstance(r.get(f.x), (int, float))
+                          and math.isfinite(r[f.x])), key=operator.itemgetter("protocol", f.x))
+        if ordered:  # (a figure with nothing to draw is left out of the report)
+            plot(f, Table(name=f.name, columns=columns, rows=ordered), folder=folder,
+                 run=run_name)
+            kept.append(f)
+    figures = tuple(kept)
     head = ("dataset", "protocol", "privacy", "accuracy [95% CI]", "macro-F1", "reference",
-            "Gaussian NB", "ε spent", "strongest leakage", "messages", "hops",
-            *(f"{p} s" for p in profiles))
+            "Gaussian NB", "ε spent", "strongest leakage", "audit ε", "messages", "hops",
+            "critical path", *(f"{p} s" for p in profiles), "Ray / in-process [95% CI]")
     body = [(r["dataset"], r["protocol"], f"{r['privacy_key']} = {r['level']:g}",
              f"{fmt(r['accuracy'])} {interval(r['accuracy_low'], r['accuracy_high'])}",
              fmt(r["macro_f1"]), f"{r['reference']}: {fmt(r['reference_accuracy'])}",
              fmt(r["gaussian_nb_accuracy"]), fmt(r["epsilon_spent"]),
              f"{fmt(r['leak_value'])} ({r['leak_quantity']})" if r["leak_quantity"] else "—",
-             fmt(r["messages"]), fmt(r["hops"]),
-             *(fmt(r[f"network_{p}_s"]) for p in profiles)) if r["seeds"] else
+             fmt(r["audit_epsilon_lb"]) if r["audit_seeds"] else "—",
+             fmt(r["messages"]), fmt(r["hops"]), fmt(r["critical_hops"]),
+             *(fmt(r[f"network_{p}_s"]) for p in profiles),
+             (f"{fmt(r['ray_over_inprocess'])} {interval(r['ray_low'], r['ray_high'])}"
+              if r["ray_cells"] else "—")) if r["seeds"] else
             (r["dataset"], r["protocol"], f"{r['privacy_key']} = {r['level']:g}",
-             f"cannot run: {r['cannot_run']}", *("—",) * (8 + len(profiles)))
+             f"cannot run: {r['cannot_run']}", *("—",) * (11 + len(profiles)))
             for r in agg]
     ranks = ranking(agg)
     rank_head = tuple(ranks[0]) if ranks else ()
+    runtime_lines = _runtime_table(spec, rows, table_lines)
+    audit_lines = _audit_table(spec, agg, table_lines)
     advice_lines = [f"- **{p}**: {text}" for p, text in advice(agg).items()]
     units = [f"- **{e.name}**: `{e.privacy_key}` ∈ {e.levels} — {registry.get(e.name).guarantee}"
              for e in spec.protocol]
@@ -502,28 +674,120 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
                 "else the attack's success rate. A single run's attacks give a lower bound "
                 "on leakage, not a guarantee; the audit mode turns them into tighter bounds.",
                 *units,
-                "**Cost**: messages and bytes from the transcript, hops on the critical path "
-                "as the driver reports them, in-process protocol time, and the time predicted "
-                "on a network: hops × (latency + mean message size / bandwidth) — a model "
-                "that ignores computation and assumes messages off the critical path overlap.",
+                "**Cost**: messages and bytes from the transcript; hops on the critical path "
+                "as the driver reports them; in-process protocol time (and, for the cells "
+                "of `[compare.runtime_compare]`, the same cell's protocol time with its "
+                "parties on Ray, measured in the same run); and the time predicted on a "
+                "network by **replaying the transcript**: every message carries the "
+                "messages its sender had received before sending it (and its sender's "
+                "previous send), so a message leaves when those have arrived, a directed "
+                "link carries one message at a time (bytes × 8 / bandwidth) and delivers "
+                "it one latency later; the run takes until its last arrival. *critical "
+                "path* counts the sequential hops (latencies) on the chain that sets that "
+                "time: a ring pays one per owner per round, a central owner one round "
+                "trip, independent exchanges overlap. Computation time is not modelled, "
+                "nor a party's links sharing one network interface.",
                 *nets)),
             Section(heading="Results", figures=figures, text=(
                 "\n".join(table_lines(head, body)),)),
             Section(heading="Ranking", text=(
                 "\n".join(table_lines(rank_head, ([fmt(v) if isinstance(v, float) else v
                                                    for v in r.values()] for r in ranks))),
-                "Settings without an empirical ε measurement (attacks that report a success "
-                "rate) do not enter the second column.")),
+                "Second column: among the settings whose measured empirical ε (the largest "
+                "lower bound measured on the cell: the attacks' mean over seeds, or the "
+                "audit's) is at most 1, the most accurate; accuracy with its 95% interval "
+                "over seeds; *tied_with* lists the settings whose interval overlaps the "
+                "winner's. An empirical ε is a lower bound: a setting enters because no "
+                "measurement found more than ε = 1, not because it guarantees it. Settings "
+                "without an empirical ε measurement (the ring's and the PCA release's "
+                "attacks report success rates, not ε) do not enter it.")),
+            *((Section(heading="Audit: empirical ε at the same settings",
+                       text=tuple(audit_lines)),) if audit_lines else ()),
+            *((Section(heading="Wall time in-process and on Ray", text=tuple(runtime_lines)),)
+              if runtime_lines else ()),
             Section(heading="When to choose which", text=tuple(advice_lines)),
         ),
     )
     return write(report, folder / "compare.md")
 
 
+def _runtime_table(spec: Comparison, rows: Sequence[Mapping[str, Any]],
+                   table_lines: Callable[..., list[str]]) -> list[str]:
+    """Per protocol: the Ray / in-process ratio of protocol wall time over the compared cells."""
+    rc = spec.compare.runtime_compare
+    measured = [r for r in rows if "ray_over_inprocess" in r
+                and math.isfinite(r["ray_over_inprocess"])]
+    if rc is None or not measured:
+        return []
+    body = []
+    for protocol in sorted({r["protocol"] for r in measured}):
+        rs = [r for r in measured if r["protocol"] == protocol]
+        ratio, lo, hi = _t_interval([r["ray_over_inprocess"] for r in rs])
+        local = statistics.fmean(r["protocol_s"] for r in rs)
+        remote = statistics.fmean(r["ray_protocol_s"] for r in rs)
+        start = statistics.fmean(r["ray_startup_s"] for r in rs)
+        same = sum(bool(r["ray_same_row"]) for r in rs)
+        body.append((protocol, str(len(rs)), f"{local:.4f}", f"{remote:.4f}",
+                     f"{ratio:.2f} [{lo:.2f}, {hi:.2f}]", f"{start:.2f}",
+                     f"{same} of {len(rs)}"))
+    where = (f"seeds {rc.seeds}; datasets "
+             f"{', '.join(rc.datasets) if rc.datasets else 'all'}; protocols "
+             f"{', '.join(rc.protocols) if rc.protocols else 'all'}; layout {rc.layout}")
+    return [
+        f"Each of these cells ({where}) ran twice in this run: in-process, then with its "
+        "parties as Ray actors on this machine. The ratio is the protocol's wall time on "
+        "Ray over in-process in the same cell (95% t interval over the cells); actor "
+        "start-up is not in the protocol time and is shown apart. Small runs are dominated "
+        "by per-call overheads, so the ratio says what Ray costs at this size, not at "
+        "scale; the machine was shared, so times carry its load.",
+        "\n".join(table_lines(("protocol", "cells", "in-process s (mean)", "Ray s (mean)",
+                               "Ray / in-process [95% CI]", "Ray start-up s",
+                               "same row on Ray"), body))]
+
+
+def _audit_table(spec: Comparison, agg: Sequence[Mapping[str, Any]],
+                 table_lines: Callable[..., list[str]]) -> list[str]:
+    """The audited cells: the promise, the attacks' and the audit's ε lower bounds."""
+    au = spec.compare.audit
+    rows = [r for r in agg if r.get("audit_seeds")]
+    if au is None or not rows:
+        return []
+    from ppknn.simulations.leakage.audit import AUDITED
+
+    skipped = sorted({e.name for e in spec.protocol} - set(AUDITED))
+    body = [(r["dataset"], r["protocol"], f"{r['privacy_key']} = {r['level']:g}",
+             fmt_num(r["audit_bound"]), fmt_num(r["empirical_epsilon_lb"]),
+             fmt_num(r["audit_epsilon_lb"]), str(r["audit_seeds"]),
+             "yes" if r["audit_epsilon_lb"] <= r["audit_bound"] + 1e-9 else "**no**")
+            for r in rows]
+    where = (f"seeds {au.seeds}; datasets {', '.join(au.datasets) if au.datasets else 'all'}"
+             f"; {au.trials} reruns per neighbouring input; {au.confidence:.0%} one-sided "
+             "Clopper-Pearson")
+    return [
+        f"The audit mode (`ppknn audit`) reruns a cell's release on the original input and "
+        f"on a neighbour (one training row removed, or the query reflected for DP-TT) and "
+        f"lower-bounds the ε it spends ({where}). It covers the protocols that promise ε "
+        f"({', '.join(sorted(set(AUDITED) & {e.name for e in spec.protocol}))}); "
+        + (f"{', '.join(skipped)} promise no ε (a disclosure probability, an "
+           "amplification) and are measured by their attacks only. " if skipped else "")
+        + "The promise column is the ε the audited unit is charged (per request, per "
+        "model, per decision); a lower bound above it would be a broken promise.",
+        "\n".join(table_lines(("dataset", "protocol", "setting", "promised ε (audited unit)",
+                               "attacks' ε lower bound", "audit ε lower bound",
+                               "audited seeds", "within the promise"), body))]
+
+
+def fmt_num(v: Any) -> str:
+    """A number for a table (— when missing)."""
+    return f"{v:.3g}" if isinstance(v, (int, float)) and math.isfinite(v) else "—"
+
+
 QUICK_SPEC: dict[str, Any] = {
     "compare": {"name": "compare-quick", "output": "results/compare-quick",
                 "datasets": ["sklearn:iris", "sklearn:wine"], "seeds": [0, 1],
-                "parallel": "ray"},
+                "parallel": "ray",
+                "audit": {"seeds": [0], "datasets": ["sklearn:iris"],
+                          "protocols": ["dp-nb", "dptt"]}},
     "base": {"data": {"scale": "minmax", "max_queries": 40}},
     "dataset_settings": {  # public domain bounds (declared, not read from the data)
         "sklearn:iris": {"data": {"bounds": {"lower": [4.0, 2.0, 1.0, 0.0],

@@ -13,7 +13,6 @@ from typer.testing import CliRunner
 from ppknn.core.errors import ConfigError, PrivacyLeakWarning
 from ppknn.simulations.cli import app
 from ppknn.simulations.compare import (
-    PROFILES,
     QUICK_SPEC,
     NetworkProfile,
     aggregate,
@@ -65,22 +64,23 @@ def test_a_bad_level_fails_before_anything_runs():
 
 
 def test_network_model_against_a_hand_computed_critical_path():
-    """A ring of n owners over r rounds pays at least n*r sequential hops; a central owner
-    answers in one round trip, so the ring's predicted WAN time is at least n*r latencies."""
+    """A ring of n owners over r rounds pays n·r sequential hops for its top-k (then the
+    final vector goes out with the secure sum's first hop; the sum pays n more); a central
+    owner answers in one round trip. The cells' predicted times are the transcript replay."""
     n, r = 6, 2
     spec = small([{**RING, "levels": [1.0], "settings": {"rounds": r}},
                   OWNER], base={"data": {"scale": "minmax", "max_queries": 20},
                                 "parties": {"n": n}})
     rows = run_comparison(spec)
     ring, owner = rows
-    assert ring["hops"] >= n * r and owner["hops"] == 2
-    wan = PROFILES["wan"]
-    per_hop = wan.latency_ms / 1e3 + ring["bytes"] / ring["messages"] * 8 / (wan.bandwidth_mbps
-                                                                            * 1e6)
-    assert ring["network_wan_s"] == pytest.approx(ring["hops"] * per_hop, rel=1e-12)
-    assert ring["network_wan_s"] >= n * r * 0.050
-    assert owner["network_wan_s"] == pytest.approx(
-        2 * (0.050 + owner["bytes"] / owner["messages"] * 8 / 100e6), rel=1e-12)
+    assert ring["critical_hops"] == n * r + n + 1 and owner["critical_hops"] == 2
+    assert ring["network_wan_s"] >= ring["critical_hops"] * 0.050
+    assert ring["network_wan_s"] < ring["wan_sum_of_hops_s"]  # the ring's hops overlap a bit
+    # the owner's round trip: two latencies and both messages' bytes, nothing overlaps
+    assert owner["network_wan_s"] == pytest.approx(2 * 0.050 + owner["bytes"] * 8 / 100e6,
+                                                   rel=1e-12)
+    assert owner["network_lan_s"] == pytest.approx(2 * 0.0005 + owner["bytes"] * 8 / 1000e6,
+                                                   rel=1e-12)
     custom = NetworkProfile(latency_ms=0.0, bandwidth_mbps=8.0)  # 1 byte per microsecond
     assert predict_network(hops=3, messages=2, bytes_=2000, profile=custom) == \
         pytest.approx(3 * 1000 * 1e-6)
@@ -114,15 +114,26 @@ def test_aggregate_and_ranking():
     rows = [{"dataset": "d", "protocol": p, "level_rank": 1, "privacy_key": "epsilon",
              "level": 1.0, "accuracy": a, "reference_accuracy": 0.9, "reference": "kNN",
              "empirical_epsilon_lb": e, "hops": 2, "messages": 2, "bytes": 10,
-             "network_wan_s": 0.1}
-            for p, a, e in (("a", 0.8, 0.5), ("a", 0.6, 0.5), ("b", 0.75, 2.0))]
+             "network_wan_s": 0.1, "audit_epsilon_lb": au}
+            for p, a, e, au in (("a", 0.8, 0.5, math.nan), ("a", 0.6, 0.5, 0.2),
+                                ("b", 0.75, 2.0, math.nan), ("c", 0.9, 0.1, 3.0),
+                                ("c", 0.9, 0.1, math.nan), ("d", 0.69, 0.9, math.nan),
+                                ("d", 0.71, 0.9, math.nan))]
     agg = aggregate(rows)
     a = next(r for r in agg if r["protocol"] == "a")
     assert a["accuracy"] == pytest.approx(0.7) and a["seeds"] == 2
     assert 0.0 <= a["accuracy_low"] < 0.7 < a["accuracy_high"] <= 1.0
+    assert a["audit_epsilon_lb"] == 0.2 and a["audit_seeds"] == 1  # over the audited seed
+    assert a["empirical_epsilon"] == 0.5  # the larger of the attacks' and the audit's
+    c = next(r for r in agg if r["protocol"] == "c")
+    assert c["empirical_epsilon"] == 3.0  # the audit found more than the attacks
     rank = ranking(agg)[0]
-    assert rank["best_at_strongest_setting"] == "b"
-    assert rank["best_with_empirical_eps_lb_le_1"].startswith("a ")
+    assert rank["best_at_strongest_setting"] == "c"
+    # c is the most accurate but its audit measured ε = 3; b's attacks measured 2
+    assert rank["best_at_empirical_eps_le_1"] == "a (epsilon = 1)"
+    assert rank["accuracy_there"].startswith("0.700 [") and rank["its_empirical_eps"] == "0.5"
+    assert rank["tied_with"] == "d (epsilon = 1)"  # its interval overlaps a's
+    assert rank["measured_settings"] == 2
 
 
 @pytest.mark.ray
@@ -153,8 +164,10 @@ def test_quick_cli_writes_the_report_and_refuses_to_overwrite(tmp_path):
     for protocol in ("ppknn-ring", "dp-knn", "dptt", "pca-perturbation", "dp-nb"):
         assert f"**{protocol}**" in text
     assert "When to choose which" in text and "[" in text  # intervals
+    assert "## Audit: empirical ε at the same settings" in text  # the quick spec audits
     for f in ("compare.csv", "compare.parquet", "compare-aggregate.csv",
-              "utility_vs_privacy_level.png", "utility_vs_leakage.png", "utility_vs_cost.png"):
+              "utility_vs_privacy_level.png", "utility_vs_leakage.png", "utility_vs_cost.png",
+              "utility_vs_empirical_epsilon.png"):
         assert (out / f).stat().st_size > 0
     before = (out / "compare.md").read_text()
     again = runner.invoke(app, ["compare", "--quick", "--runtime", "inprocess",
@@ -284,3 +297,52 @@ def test_a_cell_gives_the_same_row_with_its_parties_on_ray(ray_local):
         on_ray = run_cell((meta, {**scenario, "runtime": {**scenario["runtime"],
                                                           "kind": "ray", "layout": "hosted"}}))
         assert _plain(local, {"protocol_s"}) == _plain(on_ray, {"protocol_s"})
+
+
+@pytest.mark.parametrize("sub, message", [
+    ({"audit": {"seeds": [5]}}, r"compare.audit.seeds = \[5\]: \[5\] not in compare.seeds"),
+    ({"audit": {"datasets": ["glass"]}}, r"compare.audit.datasets: \['glass'\] not in"),
+    ({"runtime_compare": {"protocols": ["nope"]}}, "compare.runtime_compare.protocols"),
+    ({"audit": {"trials": 10}}, "greater than or equal to 100"),
+    ({"runtime_compare": {"layout": "star"}}, "hosted"),
+])
+def test_bad_measurement_subsets_are_refused(sub, message):
+    with pytest.raises(ConfigError, match=message):
+        load_comparison({"compare": {"datasets": ["sklearn:iris"], "seeds": [0, 1], **sub},
+                         "protocol": [RING]})
+
+
+def test_an_audited_cell_reports_the_audit_at_the_same_settings():
+    """dp-nb at ε = 10 on iris, seed 0 audited (100 reruns per neighbour): a finite lower
+    bound within the promise; seed 1 and the ring (no ε promised) are not audited."""
+    spec = small([{"name": "dp-nb", "privacy_key": "epsilon", "levels": [10.0]}, RING],
+                 seeds=(0, 1))
+    data = spec.model_dump()
+    data["compare"]["audit"] = {"seeds": [0]}
+    spec = load_comparison(data)
+    rows = run_comparison(spec)
+    nb0, nb1 = (r for r in rows if r["protocol"] == "dp-nb")
+    assert 0.0 <= nb0["audit_epsilon_lb"] <= nb0["audit_bound"] == 10.0
+    assert nb0["audit_note"].startswith("ε of a model: 100 runs per input")
+    assert nb0["empirical_epsilon"] == max(nb0["audit_epsilon_lb"],
+                                           nb0["empirical_epsilon_lb"])
+    assert math.isnan(nb1["audit_epsilon_lb"])
+    assert all(math.isnan(r["audit_epsilon_lb"]) for r in rows if r["protocol"] == "ppknn-ring")
+    again = run_comparison(load_comparison(spec.model_dump()))  # the audit repeats exactly
+    assert again[0]["audit_epsilon_lb"] == nb0["audit_epsilon_lb"]
+
+
+@pytest.mark.ray
+def test_runtime_compare_measures_both_runtimes_in_one_run(ray_local, tmp_path):
+    from ppknn.simulations.compare import write_report
+
+    spec = load_comparison({**small([OWNER]).model_dump(),
+                            "compare": {"name": "t", "datasets": ["sklearn:iris"],
+                                        "seeds": [0], "parallel": "sequential",
+                                        "runtime_compare": {"seeds": [0]}}})
+    (row,) = run_comparison(spec)
+    assert row["ray_same_row"] is True
+    assert row["ray_protocol_s"] > 0 and row["protocol_s"] > 0
+    assert row["ray_over_inprocess"] == pytest.approx(row["ray_protocol_s"] / row["protocol_s"])
+    text = write_report(spec, [row], tmp_path / "out", command="test").read_text()
+    assert "## Wall time in-process and on Ray" in text and "1 of 1" in text
