@@ -60,7 +60,6 @@ from typing import Any
 import numpy as np
 from scipy import special
 from scipy.spatial import cKDTree
-from scipy.stats import qmc
 
 from ppknn.core.data import DomainBounds
 from ppknn.core.dp import ExponentialMechanism, Laplace
@@ -229,6 +228,8 @@ def cell_offsets(cells: int, dim: int) -> np.ndarray:
     if s >= 2:
         grid = np.stack(np.meshgrid(*[np.arange(s)] * dim, indexing="ij"), axis=-1)
         return (grid.reshape(-1, dim) + 0.5) / s
+    from scipy.stats import qmc  # here: scipy.stats costs an owner seconds of start-up
+
     count = max(1, min(MAX_SAMPLE_POINTS // cells, HALTON_POINTS))
     halton = qmc.Halton(d=dim, scramble=False)
     halton.fast_forward(1)  # skip the corner point 0
