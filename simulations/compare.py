@@ -386,7 +386,12 @@ def run_comparison(spec: Comparison, *, parallel: str | None = None,
                    progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     """Every row of the comparison, in spec order (protocols, datasets, levels, seeds)."""
     mode = parallel or spec.compare.parallel
-    return fan_out(run_cell, spec.jobs(), use_ray=mode == "ray", address=spec.compare.address,
+    jobs = spec.jobs()
+    if mode != "ray" and any(meta["ray_layout"] for meta, _ in jobs):
+        # cells rerun on Ray share one Ray instance (started here when none is up) instead
+        # of each starting and stopping its own
+        fan_out(run_cell, [], use_ray=True, address=spec.compare.address)
+    return fan_out(run_cell, jobs, use_ray=mode == "ray", address=spec.compare.address,
                    progress=progress)
 
 

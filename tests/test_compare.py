@@ -190,6 +190,10 @@ def test_the_full_spec_covers_every_protocol_on_many_datasets_three_levels_ten_s
     assert all(len(e.levels) >= 3 for e in spec.protocol)
     assert len(spec.jobs()) == 13 * 5 * 3 * 10  # every cell validates before anything runs
     assert sum(d.startswith("synthetic:") for d in spec.compare.datasets) == 4
+    jobs = spec.jobs()
+    audited = {(m["dataset"], m["protocol"]) for m, _ in jobs if m["audit"]}
+    assert len({d for d, _ in audited}) >= 8  # the audit axis on at least eight datasets
+    assert sum(bool(m["ray_layout"]) for m, _ in jobs) == 45
 
 
 def test_a_cell_the_protocol_cannot_serve_is_reported_not_a_hole(tmp_path):
