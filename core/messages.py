@@ -113,7 +113,8 @@ class Message:
 
     def associated_data(self) -> bytes:
         """Bytes an authenticated channel binds to the ciphertext."""
-        return json.dumps(self.header(), sort_keys=True, separators=(",", ":")).encode()
+        return _associated_data(self.run_id, self.protocol, int(self.round), int(self.seq),
+                                self.sender, self.receiver, self.kind)
 
     def with_seq(self, seq: int) -> Message:
         """A copy with the sequence number set."""
@@ -122,6 +123,15 @@ class Message:
     def without_provenance(self) -> Message:
         """A copy without ground truth: what a party or adversary may see."""
         return dataclasses.replace(self, provenance={})
+
+
+@functools.lru_cache(maxsize=4096)
+def _associated_data(run_id: str, protocol: str, round: int, seq: int, sender: PartyId,
+                     receiver: PartyId, kind: str) -> bytes:
+    """The header as sorted-key compact JSON (kept: sealing, sizing and opening ask again)."""
+    header = {"run_id": run_id, "protocol": protocol, "round": round, "seq": seq,
+              "sender": sender, "receiver": receiver, "kind": kind}
+    return json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
 
 
 _MAGIC = b"PPKA"
