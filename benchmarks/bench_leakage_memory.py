@@ -8,21 +8,35 @@ exactly as ``ppknn leakage DIR`` does and reports:
 
 * the peak resident memory of the scoring process (``ru_maxrss``), and its
   resident memory right after importing every protocol, party and attack module
-  (the baseline every process pays);
-* the transcript's size: Parquet parts on disk and the decoded payload and
-  provenance bytes the whole transcript would take in memory.
+  and reading one row group's ``round`` column (the baseline every process pays:
+  the Parquet reader's code is paged in on first use, about 10 MiB);
+* the transcript's size: Parquet parts on disk, the decoded payload and
+  provenance bytes the whole transcript would take in memory, the largest
+  round, the largest message and the largest row group (uncompressed).
 
-The scorers read the transcript one protocol round at a time, so the peak
-above the baseline follows the largest round, not the transcript. Nothing
-here is a timed assertion; it prints one table and writes ``memory.json``.
+The scorers read the transcript in record batches of at most
+``simulations.leakage.stream.BYTE_BUDGET`` bytes (one row when a message is
+larger), so the peak above the baseline follows neither the transcript nor a
+round. What it still follows is the largest row group: the recorder writes one
+row group per flushed part and dictionary-encodes the payload column, so a
+reader must decode the whole group's dictionary page to return any of its rows
+(``--dptt-flush-every`` sets the DP-TT run's part size to show it). Arrow's
+default allocator (mimalloc) keeps freed pages resident; set
+``ARROW_DEFAULT_MEMORY_POOL=system`` to see the peak without that retention.
+``--pythonpath DIR`` scores with the ``ppknn`` package found in ``DIR`` instead
+(e.g. an older checkout laid out as ``DIR/ppknn/{core,...}``), for a before/after
+comparison on the same folders. Nothing here is a timed assertion; it prints
+one table and writes ``memory.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -66,7 +80,7 @@ delta = 1e-7
 [runtime]
 kind = "inprocess"
 channels = false
-flush_every = 4
+flush_every = {flush}
 """
 
 SCORE = textwrap.dedent("""
@@ -77,21 +91,39 @@ SCORE = textwrap.dedent("""
     from ppknn.simulations.leakage import attacks, stream
     from ppknn.core.transcript import Transcript
     registry.names()  # every protocol, party and attack module imported before the baseline
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     folder = Path(sys.argv[1])
+    first = sorted((folder / "transcript").glob("part-*.parquet"))[:1]
+    for part in first:  # page the Parquet reader's code in before the baseline
+        pyarrow.parquet.ParquetFile(part).read_row_group(0, columns=["round"])
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()
     rows = leakage.recompute(folder)
     seconds = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t = Transcript(folder / "transcript")
-    decoded = 0
-    for table in t.iter_tables(["payload", "provenance"]):
-        decoded += sum(len(v) for v in table["payload"].to_pylist())
-        decoded += sum(len(v) for v in table["provenance"].to_pylist())
+    decoded = largest = 0
+    rounds = {}
+    group = 0
+    for part in t.parts():
+        f = pyarrow.parquet.ParquetFile(part)
+        for g in range(f.num_row_groups):
+            meta = f.metadata.row_group(g)
+            group = max(group, sum(meta.column(c).total_uncompressed_size
+                                   for c in range(meta.num_columns)))
+            table = f.read_row_group(g, columns=["protocol", "round", "payload", "provenance"])
+            sizes = [len(a) + len(b) for a, b in zip(table["payload"].to_pylist(),
+                                                     table["provenance"].to_pylist())]
+            decoded += sum(sizes)
+            largest = max([largest, *sizes])
+            for p, r, n in zip(table["protocol"].to_pylist(), table["round"].to_pylist(), sizes):
+                rounds[(p, r)] = rounds.get((p, r), 0) + n
+            del table
     disk = sum(p.stat().st_size for p in t.parts())
     print(json.dumps({"rows": len(rows), "baseline_kib": base, "peak_kib": peak,
                       "seconds": seconds, "parts": len(t.parts()), "disk_bytes": disk,
-                      "decoded_bytes": decoded, "messages": len(t)}))
+                      "decoded_bytes": decoded, "messages": len(t),
+                      "largest_round_bytes": max(rounds.values(), default=0),
+                      "largest_message_bytes": largest, "largest_row_group_bytes": group}))
 """)
 
 
@@ -105,9 +137,15 @@ def _run(scenario: str, folder: Path) -> float:
     return time.perf_counter() - t0
 
 
-def _score(folder: Path) -> dict:
-    out = subprocess.run([sys.executable, "-c", SCORE, str(folder)], check=True,
-                         capture_output=True, text=True)
+def _score(folder: Path, pythonpath: Path | None = None) -> dict:
+    env = dict(os.environ)
+    cwd = None
+    if pythonpath is not None:  # that package first, from a folder holding no other
+        env["PYTHONPATH"] = os.pathsep.join([str(pythonpath.resolve()),
+                                             env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        cwd = tempfile.gettempdir()
+    out = subprocess.run([sys.executable, "-c", SCORE, str(folder.resolve())], check=True,
+                         capture_output=True, text=True, env=env, cwd=cwd)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -119,8 +157,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--points", type=int, default=1_000_000)
     ap.add_argument("--queries", type=int, default=10_000)
     ap.add_argument("--output", type=Path, default=Path("results/bench-leakage-memory"))
+    ap.add_argument("--dptt-flush-every", type=int, default=4,
+                    help="Messages per transcript part (one row group) in the DP-TT run.")
     ap.add_argument("--skip-runs", action="store_true",
                     help="Score the folders already in --output (no new runs).")
+    ap.add_argument("--pythonpath", type=Path, default=None,
+                    help="Score with the ppknn package in this folder (before/after).")
+    ap.add_argument("--only", choices=("ring", "dptt"), default=None,
+                    help="Run and score one case only.")
     args = ap.parse_args(argv)
     out = args.output
     rows_ring = args.parties * 20 + args.ring_queries
@@ -131,22 +175,28 @@ def main(argv: list[str] | None = None) -> int:
         "dptt": (out / "dptt", DPTT.format(points=args.points,
                                            rows=args.points + args.queries,
                                            tf=args.queries / (args.points + args.queries),
-                                           out=out / "dptt")),
+                                           flush=args.dptt_flush_every, out=out / "dptt")),
     }
     report = {}
     for name, (folder, scenario) in cases.items():
+        if args.only and name != args.only:
+            continue
         run_s = None if args.skip_runs else _run(scenario, folder)
-        measured = _score(folder)
+        measured = _score(folder, args.pythonpath)
         measured["run_seconds"] = run_s
         report[name] = measured
         print(f"{name}: {measured['messages']:,} messages in {measured['parts']} parts "
               f"({measured['disk_bytes'] / 2**20:.1f} MiB on disk, "
-              f"{measured['decoded_bytes'] / 2**20:.1f} MiB decoded); scoring "
+              f"{measured['decoded_bytes'] / 2**20:.1f} MiB decoded; largest round "
+              f"{measured['largest_round_bytes'] / 2**20:.1f} MiB, message "
+              f"{measured['largest_message_bytes'] / 2**20:.1f} MiB, row group "
+              f"{measured['largest_row_group_bytes'] / 2**20:.1f} MiB); scoring "
               f"{measured['rows']} rows took {measured['seconds']:.1f} s, peak RSS "
               f"{measured['peak_kib'] / 1024:.0f} MiB (after imports "
               f"{measured['baseline_kib'] / 1024:.0f} MiB)", flush=True)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "memory.json").write_text(json.dumps(report, indent=1))
+    name = "memory.json" if args.pythonpath is None else "memory-pythonpath.json"
+    (out / name).write_text(json.dumps(report, indent=1))
     return 0
 
 

@@ -224,3 +224,31 @@ def test_each_plugin_declares_the_attacks_a_run_scores():
         assert [a.attack for a in attacks.defaults(name)] == list(declared)
         assert {a for a in attacks.allowed(name) if attacks.get(name, a).default} == \
             set(declared), name
+
+
+def test_bounded_batches_read_every_message_unchanged(folders):
+    """A one-byte budget reads one row per batch; the messages equal the whole-table ones."""
+    from ppknn.core.messages import decode_arrays, encode_arrays
+    from ppknn.core.transcript import Transcript
+    from ppknn.simulations.leakage.stream import batches, decode_view, iter_messages
+
+    folder, _ = folders["dptt"]
+    t = Transcript(folder / "transcript")
+    assert {b.num_rows for b in batches(t, [("protocol", "=", "dptt")], budget=1)} == {1}
+    whole = t.messages(with_provenance=True, protocol="dptt")
+    streamed = list(iter_messages(t, "dptt", budget=1))
+
+    def key(m):
+        return (m.round, m.sender, m.receiver, m.seq)
+
+    assert sorted(map(key, streamed)) == sorted(map(key, whole)) and len(whole) >= 10
+    by_key = {key(m): m for m in whole}
+    for m in streamed:
+        ref = by_key[key(m)]
+        assert m.kind == ref.kind and sorted(m.payload) == sorted(ref.payload)
+        assert all(np.array_equal(m.payload[k], ref.payload[k]) for k in ref.payload)
+        assert all(np.array_equal(m.provenance[k], ref.provenance[k]) for k in ref.provenance)
+    blob = encode_arrays({"a": np.arange(6.0).reshape(2, 3), "b": np.array(7, dtype=np.uint8)})
+    view, copy = decode_view(blob), decode_arrays(blob)
+    assert view.keys() == copy.keys() and all(np.array_equal(view[k], copy[k]) for k in copy)
+    assert view["b"].shape == () and not view["a"].flags.writeable

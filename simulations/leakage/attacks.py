@@ -792,11 +792,16 @@ def _dptt_location(ctx: Context, adv: Adversary) -> list[LeakageRow]:
         return []
     queries = np.asarray(ctx.truth["queries"], dtype=np.float64)
     observers = tuple(adv.observers or ("server",))
-    from ppknn.simulations.leakage.stream import round_messages
+    from ppknn.simulations.leakage.stream import iter_messages
 
-    releases = [m for _, msgs in round_messages(ctx.transcript, DPTT, kinds=("release",),
-                                                with_provenance=False) for m in msgs]
-    est, has = location_estimates(View.of(releases, observers), len(queries))
+    # the estimate reads the last release the observers sent: keep that one message only
+    last: Any = None
+    for m in iter_messages(ctx.transcript, DPTT, kinds=("release",), with_provenance=False):
+        if m.sender in observers and (last is None or (m.round, m.sender, m.receiver, m.seq)
+                                      >= (last.round, last.sender, last.receiver, last.seq)):
+            last = m
+    est, has = location_estimates(View.of([last] if last is not None else [], observers),
+                                  len(queries))
     if not has.any():
         return []
     err = np.linalg.norm(est[has] - queries[has], axis=1)
@@ -812,19 +817,18 @@ def _dptt_location(ctx: Context, adv: Adversary) -> list[LeakageRow]:
 @register(DPTT, "client-sees-training-points", default=True,
           description="the client receives the server's released points")
 def _dptt_client(ctx: Context, adv: Adversary) -> list[LeakageRow]:
-    from ppknn.simulations.leakage.stream import round_messages
+    from ppknn.simulations.leakage.stream import iter_messages
 
     observers = tuple(adv.observers or ("client",))
     n = int(ctx.public["training_rows"])
     seen = np.zeros(n, dtype=bool)  # one flag per training point, not a set of ids
-    for _, msgs in round_messages(ctx.transcript, DPTT, kinds=("nodes", "release"),
-                                  with_provenance=False):
-        for m in msgs:
-            if m.receiver not in observers:
-                continue
-            for key in ("ids", "parent_id", "left_id", "right_id"):
-                if key in m.payload:
-                    seen[np.asarray(m.payload[key], dtype=np.int64)] = True
+    for m in iter_messages(ctx.transcript, DPTT, kinds=("nodes", "release"),
+                           with_provenance=False):  # one message at a time, order-free
+        if m.receiver not in observers:
+            continue
+        for key in ("ids", "parent_id", "left_id", "right_id"):
+            if key in m.payload:
+                seen[np.asarray(m.payload[key], dtype=np.int64)] = True
     return [proportion_row(
         successes=int(seen.sum()), trials=n, protocol=ctx.protocol,
         observer=observer_name(observers), target="server (training points)",

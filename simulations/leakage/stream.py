@@ -1,15 +1,26 @@
-"""Bounded-memory scoring: read the transcript one protocol round at a time.
+"""Bounded-memory scoring: read the transcript in record batches under a byte budget.
 
-:func:`round_messages` yields a protocol's messages round by round, each
-round read from every Parquet part with the protocol and round pushed into
-the reader as filters, so memory holds one round (plus one part being read),
-never the whole transcript. The ring's attribution attacks and DP-TT's side
-inference are scored this way; their results equal the whole-transcript
-versions (:func:`simulations.disclosure.measure_disclosure`; tests).
+Every reader here goes through :func:`batches`: each Parquet part is opened
+without pre-buffering, its row groups are skipped when their statistics
+cannot hold the protocol (and round) asked for, and the rest is read as
+record batches of at most :data:`BYTE_BUDGET` payload bytes (the row count
+derived from the row group's own sizes, at least one row), on the calling
+thread, then filtered. Memory holds one batch and the scorer's state, never
+a round or the transcript; a single message larger than the budget is read
+alone, and :func:`iter_messages` decodes it without copying (its arrays are
+views of the batch's buffer), so the peak follows the largest message, once.
+
+:func:`round_messages` yields a protocol's messages round by round (sorted as
+the whole-transcript readers sort them), for scorers that need a round
+together. The ring's attribution attacks and DP-TT's attacks are scored this
+way; their results equal the whole-transcript versions
+(:func:`simulations.disclosure.measure_disclosure`; tests).
 """
 
 from __future__ import annotations
 
+import json
+import struct
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,11 +30,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ppknn.core.errors import ProtocolError
 from ppknn.core.leakage import Disclosure, DisclosureReport, multiset_new
-from ppknn.core.messages import Message, decode_arrays
+from ppknn.core.messages import Message, decode_arrays, encode_arrays
 from ppknn.core.transcript import Transcript
 
 _HEADER = ("run_id", "protocol", "round", "seq", "sender", "receiver", "kind")
+
+BYTE_BUDGET = 4 * 2**20
+"""Payload and provenance bytes per record batch (at least one row is read)."""
+
+_MAGIC_LEN = 4
 
 
 def _filters(protocol: str, round: int | None, kinds: tuple[str, ...]
@@ -36,50 +53,130 @@ def _filters(protocol: str, round: int | None, kinds: tuple[str, ...]
     return out
 
 
-def _tables(transcript: Transcript, filters: list[tuple[str, str, Any]],
-            columns: list[str] | None = None) -> Iterator[pa.Table]:
-    """The rows matching ``filters``, one part at a time (filters pushed into the reader)."""
+def _mask(batch: pa.RecordBatch | pa.Table, filters: list[tuple[str, str, Any]]) -> Any:
+    mask = None
+    for col, op, value in filters:
+        cond = (pc.is_in(batch[col], pa.array(value)) if op == "in"
+                else pc.equal(batch[col], value))
+        mask = cond if mask is None else pc.and_(mask, cond)
+    return mask
+
+
+def _may_hold(group: Any, names: list[str], filters: list[tuple[str, str, Any]]) -> bool:
+    """Whether a row group's statistics allow a row matching the ``=`` filters."""
+    for col, op, value in filters:
+        if op != "=" or col not in names:
+            continue
+        stats = group.column(names.index(col)).statistics
+        if stats is None or not stats.has_min_max:
+            continue
+        if not stats.min <= value <= stats.max:
+            return False
+    return True
+
+
+def _rows_per_batch(group: Any, names: list[str], columns: list[str] | None,
+                    budget: int) -> int:
+    wanted = [c for c in ("payload", "provenance") if columns is None or c in columns]
+    size = sum(group.column(names.index(c)).total_uncompressed_size for c in wanted
+               if c in names)
+    per_row = size / max(group.num_rows, 1)
+    return max(1, int(budget // max(per_row, 1.0)))
+
+
+def batches(transcript: Transcript, filters: list[tuple[str, str, Any]],
+            columns: list[str] | None = None, *, budget: int = BYTE_BUDGET
+            ) -> Iterator[pa.RecordBatch]:
+    """The rows matching ``filters`` as record batches of at most ``budget`` bytes.
+
+    Row groups whose statistics exclude the ``=`` filters are skipped; the others
+    are read batch by batch (no pre-buffering, a 1 MiB read buffer, no reader
+    threads) and filtered.
+    ``columns`` selects the columns returned (the filter columns are read anyway).
+    """
+    keep = None if columns is None else list(dict.fromkeys(columns))
+    read = None if keep is None else list(dict.fromkeys(keep + [f[0] for f in filters]))
     if transcript.directory is None:
         table = transcript.table(columns=None)
-        mask = None
-        for col, op, value in filters:
-            cond = (pc.is_in(table[col], pa.array(value)) if op == "in"
-                    else pc.equal(table[col], value))
-            mask = cond if mask is None else pc.and_(mask, cond)
+        mask = _mask(table, filters)
         out = table.filter(mask) if mask is not None else table
-        yield out.select(columns) if columns else out
+        for batch in out.to_batches():
+            yield batch.select(keep) if keep else batch
         return
     for part in transcript.parts():
-        yield pq.read_table(part, columns=columns, filters=filters or None)
+        pf = pq.ParquetFile(part, pre_buffer=False, buffer_size=1 << 20)
+        names = pf.schema_arrow.names
+        for g in range(pf.num_row_groups):
+            group = pf.metadata.row_group(g)
+            if not _may_hold(group, names, filters):
+                continue
+            rows = _rows_per_batch(group, names, read, budget)
+            for batch in pf.iter_batches(batch_size=rows, row_groups=[g], columns=read,
+                                         use_threads=False):
+                mask = _mask(batch, filters)
+                if mask is not None:
+                    batch = batch.filter(mask)
+                if batch.num_rows:
+                    yield batch.select(keep) if keep else batch
 
 
 def rounds_of(transcript: Transcript, protocol: str) -> list[int]:
-    """The rounds ``protocol`` used (reads one column)."""
+    """The rounds ``protocol`` used (reads two small columns)."""
     found: set[int] = set()
-    for t in _tables(transcript, [("protocol", "=", protocol)], ["round"]):
-        found.update(int(r) for r in pc.unique(t["round"]).to_pylist())
+    for b in batches(transcript, [("protocol", "=", protocol)], ["round"]):
+        found.update(int(r) for r in pc.unique(b["round"]).to_pylist())
     return sorted(found)
 
 
 def iter_rows(transcript: Transcript, protocol: str, *, round: int | None = None,
               kinds: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
-    """Transcript rows (payload and provenance still encoded), part by part, batch by batch."""
-    for t in _tables(transcript, _filters(protocol, round, kinds)):
-        for batch in t.to_batches(max_chunksize=256):
-            yield from batch.to_pylist()
+    """Transcript rows (payload and provenance still encoded bytes), batch by batch."""
+    for b in batches(transcript, _filters(protocol, round, kinds)):
+        yield from b.to_pylist()
 
 
-def _message(row: Mapping[str, Any], with_provenance: bool) -> Message:
-    return Message(**{c: row[c] for c in _HEADER}, payload=decode_arrays(row["payload"]),
-                   provenance=decode_arrays(row["provenance"]) if with_provenance else {})
+def decode_view(buffer: Any) -> dict[str, np.ndarray]:
+    """:func:`core.messages.decode_arrays` without a copy: the arrays view ``buffer``.
+
+    ``buffer`` is anything with the buffer protocol (a ``pyarrow.Buffer`` of a
+    transcript cell); the arrays keep it alive and are read-only.
+    """
+    mv = memoryview(buffer)
+    if bytes(mv[:_MAGIC_LEN]) != encode_arrays({})[:_MAGIC_LEN]:
+        raise ProtocolError("not an encoded payload (bad magic bytes)")
+    (hlen,) = struct.unpack("<I", mv[_MAGIC_LEN:_MAGIC_LEN + 4])
+    metas = json.loads(bytes(mv[8:8 + hlen]))
+    offset = 8 + hlen
+    out: dict[str, np.ndarray] = {}
+    for name, dtype, shape in metas:
+        dt = np.dtype(dtype)
+        count = int(np.prod(shape, dtype=np.int64))
+        out[name] = np.frombuffer(buffer, dtype=dt, count=count, offset=offset).reshape(shape)
+        offset += count * dt.itemsize
+    return out
+
+
+def iter_messages(transcript: Transcript, protocol: str, *, round: int | None = None,
+                  kinds: tuple[str, ...] = (), with_provenance: bool = True,
+                  budget: int = BYTE_BUDGET) -> Iterator[Message]:
+    """Messages one at a time in stored order, payloads decoded without a copy."""
+    columns = [*_HEADER, "payload"] + (["provenance"] if with_provenance else [])
+    for b in batches(transcript, _filters(protocol, round, kinds), columns, budget=budget):
+        head = {c: b[c].to_pylist() for c in _HEADER}
+        payload, prov = b["payload"], b["provenance"] if with_provenance else None
+        for i in range(b.num_rows):
+            yield Message(**{c: head[c][i] for c in _HEADER},
+                          payload=decode_view(payload[i].as_buffer()),
+                          provenance=decode_view(prov[i].as_buffer()) if prov is not None
+                          else {})
 
 
 def round_messages(transcript: Transcript, protocol: str, *, kinds: tuple[str, ...] = (),
                    with_provenance: bool = True) -> Iterator[tuple[int, list[Message]]]:
     """``(round, messages)`` of ``protocol`` in round order, one round in memory at a time."""
     for r in rounds_of(transcript, protocol):
-        out = [_message(row, with_provenance)
-               for row in iter_rows(transcript, protocol, round=r, kinds=kinds)]
+        out = list(iter_messages(transcript, protocol, round=r, kinds=kinds,
+                                 with_provenance=with_provenance))
         out.sort(key=lambda m: (m.sender, m.receiver, m.seq))
         yield r, out
 
@@ -186,5 +283,5 @@ def dptt_side_inference(transcript: Transcript, queries: np.ndarray,
     return SideTally(total, correct, utility)
 
 
-__all__ = ["SideTally", "dptt_side_inference", "iter_rows", "ring_attribution",
-           "round_messages", "rounds_of"]
+__all__ = ["BYTE_BUDGET", "SideTally", "batches", "decode_view", "dptt_side_inference",
+           "iter_messages", "iter_rows", "ring_attribution", "round_messages", "rounds_of"]
