@@ -39,7 +39,6 @@ Examples
 
 from __future__ import annotations
 
-import dataclasses
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -240,8 +239,9 @@ class SecureEndpoint(_Endpoint):
         ``plaintext`` is ``encode_arrays(message.payload)`` when the caller has
         already encoded it (the host does, for the transcript).
         """
-        stamped = message.with_seq(self.next_seq(message.receiver))
-        header = dataclasses.replace(stamped, payload={}, provenance={})
+        m = message
+        header = type(m)(m.run_id, m.protocol, m.round, int(self.next_seq(m.receiver)), m.sender,
+                         m.receiver, m.kind, {}, {})
         if plaintext is None:
             plaintext = encode_arrays(message.payload)
         ciphertext = self._cipher(message.receiver).encrypt(
@@ -268,8 +268,9 @@ class SecureEndpoint(_Endpoint):
                 "tampered or misdirected"
             ) from None
         self._accept(header)
-        return dataclasses.replace(header, payload=decode_arrays(plaintext),
-                                   provenance=wire.provenance)
+        return type(header)(header.run_id, header.protocol, header.round, header.seq,
+                            header.sender, header.receiver, header.kind,
+                            decode_arrays(plaintext), wire.provenance)
 
     @staticmethod
     def wire_bytes(wire: Envelope, plaintext_bytes: int) -> int:

@@ -118,7 +118,8 @@ class Message:
 
     def with_seq(self, seq: int) -> Message:
         """A copy with the sequence number set."""
-        return dataclasses.replace(self, seq=int(seq))
+        return type(self)(self.run_id, self.protocol, self.round, int(seq), self.sender,
+                          self.receiver, self.kind, self.payload, self.provenance)
 
     def without_provenance(self) -> Message:
         """A copy without ground truth: what a party or adversary may see."""
