@@ -252,3 +252,28 @@ def test_bounded_batches_read_every_message_unchanged(folders):
     view, copy = decode_view(blob), decode_arrays(blob)
     assert view.keys() == copy.keys() and all(np.array_equal(view[k], copy[k]) for k in copy)
     assert view["b"].shape == () and not view["a"].flags.writeable
+
+
+def test_geo_baselines_server_is_scored_and_recomputed(tmp_path):
+    """GEO's server: one planar Laplace copy per query (E8), error near 2r/ε*, recomputed."""
+    data = small("dptt")
+    data["protocol"].update(variant="E8", geo_radius=2.0, geo_epsilon=1.0)
+    folder = tmp_path / "geo"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("ppknn.simulations.results.plot_summary", lambda result, path: None)
+        run_into(folder, data)
+    rows = [r for r in read_table(folder / "leakage.csv")
+            if r["attack"] == "geo-server-location-inference"]
+    assert len(rows) == 1 and rows[0]["observer"] == "GEO server"
+    row = rows[0]
+    assert row["ci_low"] <= 2 * 2.0 / 1.0 <= row["ci_high"]  # E|planar Laplace| = 2r/ε*
+    assert row["trials"] > 100
+    write_table(recompute(folder), tmp_path / "again.csv")
+    assert rows_equal(read_table(folder / "leakage.csv"), read_table(tmp_path / "again.csv"))
+
+
+def test_no_geo_row_without_the_geo_baseline(folders):
+    folder, _ = folders["dptt"]
+    attacks = {r["attack"] for r in read_table(folder / "leakage.csv")}
+    assert "geo-server-location-inference" not in attacks
+    assert "server-location-inference" in attacks

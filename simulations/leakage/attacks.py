@@ -54,6 +54,10 @@ Definitions (the protocols' documented guarantees in brackets):
     Clopper-Pearson lower bound is compared with the per-decision ε);
     ``server-location-inference``: error distance of the server's estimate of each
     query (mean of the points released for it).
+    ``geo-server-location-inference`` (with the GEO baseline): the GEO server's
+    estimate of each query, the mean of the noisy copies it answered for it;
+    error distance beside the expected error of one planar Laplace draw, 2r/ε*
+    (GEO's view is saved with the ground truth: GEO runs outside the runtime).
 """
 
 from __future__ import annotations
@@ -812,6 +816,34 @@ def _dptt_location(ctx: Context, adv: Adversary) -> list[LeakageRow]:
                      note=f"the queries' own centroid is {centre:.4g} away on average; "
                           f"composed ε per query "
                           f"{ctx.public.get('final_epsilon_br')}; no distance bound")]
+
+
+@register(DPTT, "geo-server-location-inference", default=True,
+          description="the GEO baseline's server estimates each query by its noisy copies")
+def _dptt_geo_location(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    if "geo/point" not in ctx.truth or "queries" not in ctx.truth:
+        return []  # no GEO baseline in this run
+    queries = np.asarray(ctx.truth["queries"], dtype=np.float64)
+    slot = np.asarray(ctx.truth["geo/slot"], dtype=np.int64)
+    point = np.asarray(ctx.truth["geo/point"], dtype=np.float64).reshape(len(slot), -1)
+    eps, radius = float(ctx.truth["geo/epsilon"]), float(ctx.truth["geo/radius"])
+    count = np.bincount(slot, minlength=len(queries)).astype(np.float64)
+    sums = np.zeros((len(queries), point.shape[1]))
+    np.add.at(sums, slot, point)
+    has = count > 0
+    est = sums[has] / count[has, None]
+    err = np.linalg.norm(est - queries[has], axis=1)
+    dims = point.shape[1]
+    expected = (2.0 if dims == 2 else 1.0) * radius / eps  # E|noise| of one draw
+    return [mean_row(values=err, protocol=ctx.protocol, observer="GEO server",
+                     target="client (each query)", attack=adv.attack,
+                     quantity="location error distance (GEO baseline)",
+                     note=f"GEO at ε* = {eps:.4g} within r = {radius:.4g} ({dims}-D "
+                          f"{'planar ' if dims == 2 else ''}Laplace); one draw's expected "
+                          f"error {expected:.4g}; {int(count.max())} noisy copies per query "
+                          "at most (the thesis's fairness rule), averaged; the view is "
+                          "saved with the ground truth (GEO runs outside the runtime); no "
+                          "distance bound")]
 
 
 @register(DPTT, "client-sees-training-points", default=True,

@@ -22,7 +22,13 @@ Per protocol:
 ``pca-perturbation``
     ``records``: the sanitizer's rows normalised to [0, 1] by the public bounds.
 ``dptt``
-    ``queries``: the client's private queries.
+    ``queries``: the client's private queries. With the GEO baseline
+    (``geo_radius``), also the GEO server's view: GEO runs beside the protocol
+    (in the plugin's measurement, not through the runtime), so its noisy
+    points are in no transcript; ``geo/slot`` and ``geo/point`` are the
+    perturbed copies of the queries the GEO server answered (the same stream of
+    ``[run].seed`` the measurement draws from, so the very points it used),
+    ``geo/epsilon``, ``geo/radius``: its ε* and privacy radius.
 """
 
 from __future__ import annotations
@@ -102,7 +108,28 @@ def _pca(outcome: Any, data: Any) -> Truth:
 
 
 def _dptt(outcome: Any, data: Any) -> Truth:
-    return {"queries": np.asarray(outcome.plan.queries, dtype=np.float64)}
+    truth: Truth = {"queries": np.asarray(outcome.plan.queries, dtype=np.float64)}
+    radius = getattr(outcome.config, "geo_radius", None)
+    if radius is None:
+        return truth
+    from ppknn.core.rng import SeedPolicy
+    from ppknn.protocols.dptt.geo import Geo, geo_fairness
+    from ppknn.simulations.plugins.dptt import NAME
+
+    detail = outcome.result.detail
+    given = getattr(outcome.config, "geo_epsilon", None)
+    mech = Geo(epsilon=given if given is not None else detail.account.epsilon_br,
+               radius=radius)
+    # the draws of the measurement's Geo.release: its first use of this stream perturbs
+    # query slot q repeats[q] times, in slot order
+    rng = SeedPolicy(root=data.scenario.run.seed).generator("geo", NAME)
+    repeats, _ = geo_fairness(detail.setup.variant, detail.outcome.found)
+    queries = np.asarray(data.queries, dtype=np.float64)
+    slots = np.repeat(np.arange(len(queries), dtype=np.int64),
+                      np.broadcast_to(np.asarray(repeats, dtype=np.int64), len(queries)))
+    truth.update({"geo/slot": slots, "geo/point": mech.perturb(queries[slots], rng),
+                  "geo/epsilon": np.asarray(mech.epsilon), "geo/radius": np.asarray(radius)})
+    return truth
 
 
 BUILDERS: dict[str, Callable[[Any, Any], Truth]] = {

@@ -267,6 +267,7 @@ class DPTT(ProtocolPlugin):
                "geo_top5_accuracy", "geo_released_mean")
     guarantee = GUARANTEE
     adversaries = ("client-sees-training-points",
+                   "geo-server-location-inference",
                    "server-location-inference",
                    "server-side-inference")
     driver = staticmethod(drive)
