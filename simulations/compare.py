@@ -536,7 +536,14 @@ def advice(agg: Sequence[Mapping[str, Any]], profile: str = "wan") -> dict[str, 
         gap_weak = statistics.fmean(r["gap_to_reference"] for r in weak)
         worst = min(strong, key=lambda r: r["gap_to_reference"])
         net = statistics.fmean(r.get(f"network_{profile}_s", math.nan) for r in rows)
-        hops = statistics.fmean(r["hops"] for r in rows)
+        hops = statistics.fmean(r.get("critical_hops", r["hops"]) for r in rows)
+        audited = [r for r in strong if math.isfinite(r.get("audit_epsilon_lb", math.nan))]
+        audit_text = ""
+        if audited:
+            top = max(audited, key=operator.itemgetter("audit_epsilon_lb"))
+            audit_text = (f"; the largest ε lower bound its audit measured there is "
+                          f"{top['audit_epsilon_lb']:.2g} (on {top['dataset']}; promised "
+                          f"{top['audit_bound']:.3g} per audited unit)")
         key = rows[0]["privacy_key"]
         leak = max(strong, key=lambda r: r.get("leak_value", math.nan)
                    if math.isfinite(r.get("leak_value", math.nan)) else -math.inf)
@@ -550,9 +557,10 @@ def advice(agg: Sequence[Mapping[str, Any]], profile: str = "wan") -> dict[str, 
             f"non-private reference on average (worst {worst['gap_to_reference'] * 100:+.1f} on "
             f"{worst['dataset']}), {abs(gap_weak) * 100:.1f} points "
             f"{'below' if gap_weak < 0 else 'above'} at {key} = {weak[0]['level']:g}"
-            f"{leak_text}"
-            f"; it pays {hops:.0f} hops on the critical path ({net:.2f} s predicted on the "
-            f"{profile.upper()} profile per batch): {choose} its guarantee "
+            f"{leak_text}{audit_text}"
+            f"; it pays {hops:.0f} sequential hops on the critical path ({net:.2f} s predicted "
+            f"on the {profile.upper()} profile per batch by the transcript replay): {choose} "
+            "its guarantee "
             f"({registry.get(protocol).guarantee}) is the one your parties need"
             + ("" if hops < 10 else ", and not when parties sit far apart on a slow network")
             + "." + note)

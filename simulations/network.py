@@ -111,7 +111,7 @@ def predicted(summary: dict[str, Any], section: NetworkSection,
 
     With the run's transcript ``table``: predicted seconds per profile and protocol from
     :func:`replay` (the whole run for a run of one protocol, else per transcript protocol),
-    with the critical path's length in messages.
+    with the sequential hops on the critical path.
     Without one: :func:`predict_network` over each protocol's hops and the run's mean
     message size (said in ``model``).
     """
@@ -125,7 +125,7 @@ def predicted(summary: dict[str, Any], section: NetworkSection,
             out["profiles"][name] = {
                 "latency_ms": prof.latency_ms, "bandwidth_mbps": prof.bandwidth_mbps,
                 "seconds": {p: r.seconds for p, r in per.items()},
-                "critical_path_messages": {p: r.critical_hops for p, r in per.items()}}
+                "critical_path_hops": {p: r.critical_hops for p, r in per.items()}}
         return out
     comm = summary["communication"]
     out = {"model": "hops x (latency + mean message bytes / bandwidth); "

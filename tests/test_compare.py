@@ -282,7 +282,7 @@ def test_network_section_of_a_run_predicts_each_profile(tmp_path):
     campus = NetworkProfile(latency_ms=5.0, bandwidth_mbps=200.0)
     whole = replay(result.transcript, campus, per_protocol=False)["run"]
     assert net["campus"]["seconds"]["ppknn-ring"] == whole.seconds > 0
-    assert net["campus"]["critical_path_messages"]["ppknn-ring"] == whole.critical_hops
+    assert net["campus"]["critical_path_hops"]["ppknn-ring"] == whole.critical_hops
     assert net["wan"]["seconds"]["ppknn-ring"] > net["campus"]["seconds"]["ppknn-ring"]
     json.dumps(summary)  # plain JSON
     with pytest.raises(ConfigError, match="neither built in"):

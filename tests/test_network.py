@@ -226,8 +226,8 @@ def test_a_scenario_reports_the_replay_in_its_summary():
         summary = summary_of(execute(sc))
     net = summary["network"]
     assert net["model"].startswith("transcript replay")
-    hops = net["profiles"]["slow"]["critical_path_messages"]["ppknn-ring"]
+    hops = net["profiles"]["slow"]["critical_path_hops"]["ppknn-ring"]
     assert hops == 4 * 2 + 4 + 1  # two rounds by default (see above)
     assert net["profiles"]["slow"]["seconds"]["ppknn-ring"] == pytest.approx(hops * 0.1,
                                                                             rel=1e-6)
-    assert net["profiles"]["lan"]["critical_path_messages"]["ppknn-ring"] == hops
+    assert net["profiles"]["lan"]["critical_path_hops"]["ppknn-ring"] == hops
