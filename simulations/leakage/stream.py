@@ -115,9 +115,12 @@ def batches(transcript: Transcript, filters: list[tuple[str, str, Any]],
                                          use_threads=False):
                 mask = _mask(batch, filters)
                 if mask is not None:
-                    batch = batch.filter(mask)
-                if batch.num_rows:
-                    yield batch.select(keep) if keep else batch
+                    hits = int(pc.sum(mask).as_py() or 0)
+                    if hits == 0:
+                        continue
+                    if hits < batch.num_rows:  # a copy of the kept rows; none when all match
+                        batch = batch.filter(mask)
+                yield batch.select(keep) if keep else batch
 
 
 def rounds_of(transcript: Transcript, protocol: str) -> list[int]:
