@@ -18,6 +18,9 @@ Scenario table::
     schedule = "r-1"             # reading of the garbled P_r: "r-1" or "r" (p0 * d**r)
     start_step = "first"         # reading: the start node runs Algorithm 2 first in
                                  # round 1, or "last" (forwards the initial vector)
+    score = "successor"          # attacks scored on the transcript: the successor's;
+                                 # "detail" adds the informed successor and pooling
+                                 # counts; "none" scores nothing (accuracy only)
 
 The initial value of the global vector is computed from the bounds and the
 public queries (:func:`~ppknn.protocols.ppknn.pp_topk.public_max_distance`),
@@ -85,6 +88,11 @@ class PPKNNRingConfig(ProtocolConfig):
     vote: Literal["paper", "exact-k", "k-weighted"] = "paper"
     schedule: Literal["r-1", "r"] = "r-1"
     start_step: Literal["first", "last"] = "first"
+    score: Literal["successor", "detail", "none"] = "successor"
+    """Which attacks the run scores on its transcript: the paper's successor attack
+    (``disclosure_*`` metrics); ``"detail"``: also the informed successor and the counts
+    for pooling runs (:func:`attribution_detail`); ``"none"``: no attack (a sweep that
+    needs accuracy only, e.g. very large k, where the attack dominates the run's time)."""
 
     @field_validator("delta")
     @classmethod
@@ -275,6 +283,13 @@ class PPKNNRing(ProtocolPlugin):
         report = None
         per_party: dict[str, dict[str, Any]] = {}
         if transcript is not None:
+            totals = transcript.totals().by_protocol
+            topk = totals.get(TOPK_PROTOCOL, [0, 0])
+            summed = [sum(v[i] for p, v in totals.items() if p != TOPK_PROTOCOL)
+                      for i in (0, 1)]
+            metrics |= {"messages_topk": int(topk[0]), "bytes_topk": int(topk[1]),
+                        "messages_sum": int(summed[0]), "bytes_sum": int(summed[1])}
+        if transcript is not None and config.score != "none":
             report = measure_disclosure(transcript, plan.public)
             lo, hi = report.pooled_interval
             metrics["disclosure"] = {
@@ -290,13 +305,8 @@ class PPKNNRing(ProtocolPlugin):
                 per_party[d.party] = {"disclosure": d.probability,
                                       "disclosure_ci_low": d.interval[0],
                                       "disclosure_ci_high": d.interval[1]}
-            metrics |= attribution_detail(transcript, plan.public)
-            totals = transcript.totals().by_protocol
-            topk = totals.get(TOPK_PROTOCOL, [0, 0])
-            summed = [sum(v[i] for p, v in totals.items() if p != TOPK_PROTOCOL)
-                      for i in (0, 1)]
-            metrics |= {"messages_topk": int(topk[0]), "bytes_topk": int(topk[1]),
-                        "messages_sum": int(summed[0]), "bytes_sum": int(summed[1])}
+            if config.score == "detail":
+                metrics |= attribution_detail(transcript, plan.public)
         return Measured(metrics=metrics, per_party=per_party,
                         per_query={"tie_at_kth": ties.astype(int),
                                    "topk_exact": exact.astype(int)},

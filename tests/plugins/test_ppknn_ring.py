@@ -17,13 +17,14 @@ from ppknn.simulations.runner import execute
 from ppknn.simulations.scenario import parse_scenario
 
 
-def _scenario(n: int = 5, rounds: int = 2, secure_sum: str = "ring", seed: int = 7):
+def _scenario(n: int = 5, rounds: int = 2, secure_sum: str = "ring", seed: int = 7,
+              score: str = "detail"):
     return parse_scenario({
         "data": {"dataset": "glass", "test_fraction": 1 / 3, "scale": "none",
                  "bounds": "data"},
         "parties": {"n": n, "partition": "iid"},
         "protocol": {"name": "ppknn-ring", "k": 5, "rounds": rounds, "p0": 1.0, "d": 0.5,
-                     "secure_sum": secure_sum},
+                     "secure_sum": secure_sum, "score": score},
         "runtime": {"kind": "inprocess"}, "run": {"seed": seed}}, source="test")
 
 
@@ -76,6 +77,25 @@ def test_attribution_detail_equals_the_whole_transcript_attacks(run):
     assert np.mean(m["disclosure_by_position"]) / m["disclosure_trials"] == pytest.approx(
         m["disclosure_mean"])
     assert m["informed_mean"] < m["disclosure_mean"]
+
+
+def test_score_chooses_the_attacks(run):
+    import warnings
+
+    from ppknn.core.errors import ConfigError
+
+    detail = run.outcome.measured.metrics
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = execute(_scenario(score="successor")).outcome.measured.metrics
+        none = execute(_scenario(score="none")).outcome.measured.metrics
+    assert plain["disclosure_mean"] == detail["disclosure_mean"]
+    assert "informed_by_position" not in plain and "disclosure_mean" not in none
+    for m in (plain, none):  # the protocol and the accuracy do not depend on it
+        assert m["accuracy_ppknn"] == detail["accuracy_ppknn"]
+        assert m["messages_topk"] == detail["messages_topk"]
+    with pytest.raises(ConfigError, match="score"):
+        _scenario(score="informed")
 
 
 @pytest.mark.parametrize("secure_sum, n, rounds, sum_messages", [
