@@ -65,12 +65,12 @@ the spread one index looser and ``w - 1`` for ``w``. The pairs ``(a, b)`` with
 value ``e^{-(a+b)β} (x_(n-m+1+a) - x_(m+1-b))`` have a monotone maximiser (``a``
 does not grow with ``b``), so a level-by-level divide and conquer finds the
 maximum in ``O((m + 2) log m)`` evaluations (:func:`exact_spread`). Variance:
-two windows one replacement apart share ``w - 1`` values and lie in an
-interval of length ``D*``, so ``|ΔV| <= (w - 1) D*² / w²`` and ``S_V = (w-1)/w²
-max_k e^{-kβ} G_k²`` -- a bound (the exact smooth sensitivity of the trimmed
-variance depends on the window's inner values too), never below the exact
-value and never above the pair bound; ``tests/dpnb`` checks both against brute
-force over every sample reachable on a grid.
+the exact smooth sensitivity of the trimmed variance depends on the window's inner
+values too; :func:`exact_variance` computes it from the sorted sample (the
+extreme replacement configurations at each distance, ``O(k)`` candidates each).
+The earlier exact-spread bound ``(w-1)/w² max_k e^{-kβ} G_k²`` is kept as
+:func:`spread_variance_bound`. ``tests/dpnb`` checks both statistics against an
+exhaustive search over every sample reachable on ``{L, U} ∪ x``.
 
 The fast algorithm swaps the maxima. For fixed ``(i, j)``, ``k -> exp(-kβ)
 ℓ(D, w + 2a - k)`` is log-convex while ``ℓ`` is below its cap, so its
@@ -114,9 +114,9 @@ from ppknn.core.errors import ConfigError
 STATISTICS = ("mean", "variance")
 NEIGHBOURS = ("add-remove", "replace")
 SENSITIVITIES = ("exact", "bound")
-"""``"exact"``: Theorem 4's exact smooth sensitivity of the trimmed mean and the variance
-bound from the exact spread (replace model only); ``"bound"``: the pair bound ``ℓ(D, w)``
-of the module docstring (both neighbouring relations; looser)."""
+"""``"exact"``: the exact smooth sensitivities of the trimmed mean (Theorem 4) and of the
+trimmed variance (:func:`exact_variance`; replace model only); ``"bound"``: the pair bound
+``ℓ(D, w)`` of the module docstring (both neighbouring relations; looser)."""
 _TINY = float(np.finfo(np.float64).tiny)
 _END_CANDIDATES = 5
 """Window sizes 2..6 near the end of the k range (where the variance bound meets its cap)."""
@@ -157,6 +157,8 @@ class TrimmedStatistics:
     """``x_(m+1)``, the window's smallest value (``L`` when the window is empty)."""
     window_high: float = math.nan
     """``x_(n-m)``, the window's largest value (``U`` when the window is empty)."""
+    values: np.ndarray | None = None
+    """The whole sample, sorted (the exact variance sensitivity reads every value)."""
 
     @property
     def spread(self) -> float:
@@ -247,7 +249,7 @@ def trimmed_statistics(values, *, trim: int, lower: float, upper: float) -> Trim
         ext = np.concatenate([[lo], np.sort(x), [hi]])
         bottom = ext[np.clip(m - np.arange(m + 1), 0, n + 1)]
         top = ext[np.clip(n - m + 1 + np.arange(m + 1), 0, n + 1)]
-    return TrimmedStatistics(n, m, w, mean, var, top, bottom, lo, hi, w_lo, w_hi)
+    return TrimmedStatistics(n, m, w, mean, var, top, bottom, lo, hi, w_lo, w_hi, np.sort(x))
 
 
 def cap(statistic: str, lower: float, upper: float) -> float:
@@ -424,9 +426,9 @@ def smooth_sensitivity(values, *, trim: int, lower: float, upper: float, beta: f
     neighbours:
         ``"add-remove"`` or ``"replace"`` (see the module docstring).
     method:
-        ``"exact"`` (replace only: the exact smooth sensitivity of the trimmed
-        mean, Theorem 4, and the variance bound from the exact spread, Theorem 7
-        tightened), ``"bound"`` (the pair bound), or ``None``: ``"exact"`` under
+        ``"exact"`` (replace only: the exact smooth sensitivities of the trimmed
+        mean, Theorem 4, and of the trimmed variance, :func:`exact_variance`),
+        ``"bound"`` (the pair bound), or ``None``: ``"exact"`` under
         replace, ``"bound"`` under add/remove (see :data:`SENSITIVITIES`).
     """
     return smooth_from_statistics(trimmed_statistics(values, trim=trim, lower=lower,
@@ -546,26 +548,207 @@ def exact_spread(st: TrimmedStatistics, beta: float) -> tuple[float, float, int]
     return max(fam_i, fam_ii), g0, pairs + b.size
 
 
+def spread_variance_bound(st: TrimmedStatistics, beta: float) -> float:
+    """``(w-1)/w² · max_k e^{-kβ} G_k²`` from the exact spread (an upper bound).
+
+    An upper bound on the variance's smooth sensitivity under replace (two windows one
+    replacement apart share
+    ``w - 1`` values and lie in an interval of length ``D*``). It was this project's
+    variance calibration before :func:`exact_variance`; kept as a reference (never below
+    the exact value, never above the pair bound).
+    """
+    w = st.window
+    g_var, _, _ = exact_spread(st, beta / 2.0)
+    return (w - 1) / (w * w) * g_var * g_var
+
+
 def _exact_replace(st: TrimmedStatistics, beta: float) -> SmoothSensitivity:
-    """Exact smooth sensitivity of the trimmed mean, and the variance bound, under replace.
+    """Exact smooth sensitivities of the trimmed mean and variance under replace.
 
     Mean: ``LS(y) = D*(y) / w`` exactly, with ``D*`` the exact spread, so
-    ``S = max_k e^{-kβ} G_k / w`` (:func:`exact_spread`). Variance: two windows one
-    replacement apart share ``w - 1`` values and both lie in an interval of length
-    ``D*``, so ``|ΔV| = (w-1)/w² |(v - s̄)² - (u - s̄)²| <= (w-1) D*² / w²`` and
-    ``S_V = (w-1)/w² · max_k e^{-kβ} G_k²`` (the square root of the ``β/2``
-    maximum, squared). A window of one value has a constant variance (S = 0).
+    ``S = max_k e^{-kβ} G_k / w`` (:func:`exact_spread`, Theorem 4). Variance:
+    :func:`exact_variance` (Theorem 7 made exact for the trimmed window). A window of
+    one value has a constant variance (its sensitivity is floored at the smallest float).
     """
     w = st.window
     if w <= 0:
         raise ConfigError(f"the replace model needs a non-empty window: n = {st.n} values, "
                           f"trim = {st.trim} per side")
     g_mean, g0, pm = exact_spread(st, beta)
-    g_var, _, pv = exact_spread(st, beta / 2.0)
-    factor = (w - 1) / (w * w)
-    mean, var = g_mean / w, factor * g_var * g_var
-    return SmoothSensitivity(_floor(mean), _floor(var), g0 / w, factor * g0 * g0, beta, 0, 0,
+    var, local_var, pv = exact_variance(st, beta)
+    return SmoothSensitivity(_floor(g_mean / w), _floor(var), g0 / w, local_var, beta, 0, 0,
                              pm + pv, "replace", "exact")
+
+
+class _Extended:
+    """The sorted sample extended by ``x_(i) = L`` for ``i <= 0`` and ``U`` for ``i > n``.
+
+    Values are shifted by ``L`` (the variance does not move) so that prefix sums of a
+    large sample keep their precision.
+    """
+
+    def __init__(self, xs: np.ndarray, lower: float, upper: float) -> None:
+        self.n = xs.size
+        self.hi = upper - lower
+        self.pad = np.concatenate([[0.0], xs - lower, [self.hi]])
+        self.csum = np.concatenate([[0.0], np.cumsum(self.pad[1:-1])])
+        self.sorted = self.pad[1:-1]
+
+    def value(self, i):
+        """``x_(i)`` (1-based, vectorised)."""
+        return self.pad[np.clip(i, 0, self.n + 1)]
+
+    def range_sum(self, left, right):
+        """``sum_{i=left}^{right} x_(i)`` (0 when ``right < left``; vectorised)."""
+        left, right = np.broadcast_arrays(np.asarray(left), np.asarray(right))
+        n = self.n
+        lo_r = np.clip(left, 1, n + 1)
+        hi_r = np.clip(right, 0, n)
+        real = np.where(hi_r >= lo_r, self.csum[hi_r] - self.csum[np.maximum(lo_r - 1, 0)], 0.0)
+        n_u = np.clip(right - np.maximum(left, n + 1) + 1, 0, None)  # L copies add 0
+        return real + n_u * self.hi
+
+
+def _BLOCK_OFFSETS(w: int) -> list[int]:
+    """Offsets of the moved block in the range: its two ends and next to a kept extreme."""
+    return sorted({q for q in (0, 1, w - 1, w) if 0 <= q <= w})
+
+
+def _variance_scores(ext: _Extended, m: int, w: int, k: np.ndarray) -> np.ndarray:
+    """``A_k · w² / (w - 1)`` for every distance in ``k`` (exact; see :func:`exact_variance`).
+
+    For each ``k`` and each split ``t`` (values moved to ``L``; ``k - t`` to ``U``) the
+    candidates are: the moved block at offset ``q in {0, 1, w-1, w}`` of the range with
+    ``u`` the window's smallest or largest value, and ``q in {0, w}`` with ``u`` the two
+    window values around ``(S + a)/(w + 1)`` and ``(S + b)/(w + 1)``.
+    """
+    k = np.asarray(k, dtype=np.int64)
+    kk = np.repeat(k, k + 1)  # one row per (k, t)
+    starts = np.cumsum(k + 1) - (k + 1)
+    t = np.arange(kk.size) - np.repeat(starts, k + 1)
+    s = m + 1 - t  # the range is x_(s..s+w+k-1); a = x_(s-1), b = x_(s+w+k)
+    n = ext.n
+    a = ext.value(s - 1)
+    b = ext.value(s + w + kk)
+    total = ext.range_sum(s, s + w + kk - 1)
+    best = np.zeros(kk.size)
+
+    def score(q, u_abs, s_sum):
+        u = ext.value(u_abs)
+        c = (s_sum - u) / (w - 1)
+        far = np.maximum((a - c) ** 2, (b - c) ** 2)
+        near = (u - c) ** 2
+        return np.maximum(far - near, near)
+
+    for q in _BLOCK_OFFSETS(w):
+        ok = (kk == 0) | ((s + q >= 1) & (s + q + kk - 1 <= n))
+        s_sum = total - ext.range_sum(s + q, s + q + kk - 1)
+        # window index i -> x_(s + i) below the block, x_(s + i + k) above it
+        low = s + (kk if q == 0 else 0)
+        high = s + w - 1 + (kk if q < w else 0)
+        cands = [low, high]
+        if q in (0, w):
+            for end in (a, b):
+                target = (s_sum + end) / (w + 1)
+                first = np.searchsorted(ext.sorted, target, side="left") + 1  # x_(first) >= it
+                lo_abs = s + (kk if q == 0 else 0)
+                hi_abs = lo_abs + w - 1
+                cands += [np.clip(first - 1, lo_abs, hi_abs), np.clip(first, lo_abs, hi_abs)]
+        for u_abs in cands:
+            best = np.where(ok, np.maximum(best, score(q, u_abs, s_sum)), best)
+    out = np.zeros(k.size)
+    np.maximum.at(out, np.repeat(np.arange(k.size), k + 1), best)
+    return out
+
+
+def exact_variance(st: TrimmedStatistics, beta: float) -> tuple[float, float, int]:
+    r"""Exact β-smooth sensitivity of the trimmed variance under replace.
+
+    Returns (``S_V``, the local sensitivity ``LS_V(x)``, candidates evaluated).
+
+    Local sensitivity. Replacing one value of ``y`` changes its window ``W`` (``w``
+    values) into ``W - {u} + {v}`` with ``u`` any window value and ``v`` anywhere in
+    ``[a, b] = [y_(m), y_(n-m+1)]`` (conventions ``y_(0) = L``, ``y_(n+1) = U``), and
+    ``ΔV = (w-1)/w² ((v - c)² - (u - c)²)`` with ``c`` the mean of ``W - {u}``.
+    ``(v - c)²`` is convex in ``v`` and ``c`` lies in ``[a, b]``, so
+
+    ``LS_V(y) = (w-1)/w² max_u max(max((a-c_u)², (b-c_u)²) - (u-c_u)², (u-c_u)²)``
+
+    (``v`` at ``a``, ``b`` or ``c_u``).
+
+    Smooth sensitivity. ``S_V = max_k e^{-kβ} A_k`` with ``A_k`` the largest ``LS_V``
+    over the samples at replace distance ``<= k``. Proof sketch of the search:
+    (i) for a moved value other than ``u``, each term above is linear (``c`` is linear
+    in it) or convex in it while the sample's order pattern is fixed, so a maximiser
+    puts every moved value at ``L``, at ``U`` or at an order boundary, i.e. on a value
+    of ``x`` -- and a moved value tied to a value of ``x`` is dominated by leaving that
+    value in place (Corollary 5.1 of the paper: the moved values form one block of
+    consecutive order statistics); (ii) so the samples at distance ``k`` are
+    ``t`` copies of ``L``, ``x`` without one block of ``k`` consecutive order
+    statistics, and ``k - t`` copies of ``U``: the window is the extended range
+    ``x_(s..s+w+k-1)`` (``s = m + 1 - t``) without a block at offset ``q``, with
+    ``a = x_(s-1)`` and ``b = x_(s+w+k)``; (iii) for a fixed window the best ``u``
+    of the first term is a neighbour of ``(S + a)/(w + 1)`` or ``(S + b)/(w + 1)``
+    (each branch is concave in ``u``) and of the second term the window's smallest or
+    largest value (convex); (iv) the first term falls with the window mean moving
+    towards the bracket end it measures, so the block sits at an end of the range
+    (``q = 0`` or ``w``), and the second term is largest with the block next to the
+    kept extreme (``q = 1`` or ``w - 1``). Steps (i)-(ii) follow the paper's Theorems
+    5-7 (which treat the untrimmed variance); (iv) is an exchange argument. The tests
+    check the result against an exhaustive search over every sample reachable on
+    ``{L, U} ∪ x`` and against a search over every block offset and every ``u``.
+
+    Cost: ``O(k)`` candidates at distance ``k`` (``O(log n)`` each). Distances up to
+    ``K`` (where ``e^{-Kβ}`` times the cap ``(w-1)/w² (U-L)²`` falls below the local
+    value) are searched by branch and bound over intervals: ``A_k`` does not decrease
+    with ``k`` (a sample within distance ``k`` is within ``k + 1``), so an interval
+    ``[k1, k2]`` is worth at most ``e^{-k1 β} A_{k2}`` and is dropped when that cannot
+    beat the best value found; the rest is halved. The search at distance ``k`` is the
+    exact maximum over distance ``<= k`` when it does not decrease in ``k``, which held
+    on every sample tested (``tests/dpnb``); typically ``O(K log K)`` candidates.
+    """
+    w = st.window
+    if w <= 1:  # a window of one value has a constant variance
+        return 0.0, 0.0, 0
+    xs = st.values if st.values is not None else None
+    if xs is None:
+        raise ValueError("exact_variance needs TrimmedStatistics.values (the sorted sample)")
+    ext = _Extended(np.asarray(xs, dtype=np.float64), st.lower, st.upper)
+    m, n = st.trim, st.n
+    factor = (w - 1) / (w * w)
+    local = float(_variance_scores(ext, m, w, np.array([0]))[0]) * factor
+    best = local
+    cap_v = factor * ext.hi ** 2
+    evaluated = 1
+    if not math.isfinite(beta) or cap_v <= 0:
+        return local, local, evaluated
+    # the distances that can matter: e^{-kβ} · cap above the local value
+    k_max = n if local <= 0 else min(n, int(math.floor(math.log(cap_v / local) / beta)) + 1)
+    if k_max < 1:
+        return local, local, evaluated
+    # branch and bound over intervals of distances: A_k does not decrease with k, so
+    # max_{k1<=k<=k2} e^{-kβ} A_k <= e^{-k1 β} A_{k2}
+    f_end = float(_variance_scores(ext, m, w, np.array([k_max]))[0]) * factor
+    evaluated += k_max + 1
+    best = max(best, math.exp(-k_max * beta) * f_end)
+    todo = [(1, k_max, f_end)]
+    while todo:
+        todo = [(k1, k2, f2) for k1, k2, f2 in todo if math.exp(-k1 * beta) * f2 > best]
+        if not todo:
+            break
+        small = [(k1, k2) for k1, k2, _ in todo if k2 - k1 < 8]
+        big = [(k1, k2, f2) for k1, k2, f2 in todo if k2 - k1 >= 8]
+        ks = np.array([k for k1, k2 in small for k in range(k1, k2 + 1)]
+                      + [(k1 + k2) // 2 for k1, k2, _ in big], dtype=np.int64)
+        vals = _variance_scores(ext, m, w, ks) * factor
+        evaluated += int(np.sum(ks + 1))
+        best = max(best, float(np.max(np.exp(-ks * beta) * vals)))
+        mids = vals[ks.size - len(big):]
+        todo = []
+        for (k1, k2, f2), f_mid in zip(big, mids, strict=True):
+            mid = (k1 + k2) // 2
+            todo += [(k1, mid - 1, float(f_mid)), (mid + 1, k2, f2)]
+    return best, local, evaluated
 
 
 def smooth_sensitivity_direct(values, *, trim: int, lower: float, upper: float, beta: float,
@@ -619,11 +802,13 @@ __all__ = [
     "TrimmedStatistics",
     "cap",
     "exact_spread",
+    "exact_variance",
     "local_bound",
     "local_bound_replace",
     "resolve_method",
     "smooth_from_statistics",
     "smooth_sensitivity",
     "smooth_sensitivity_direct",
+    "spread_variance_bound",
     "trimmed_statistics",
 ]

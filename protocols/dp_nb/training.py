@@ -39,9 +39,10 @@ released; under replace the true size, public in that model); or ``"auto"``:
 factor ``e^{-2mβ}`` to shrink the bounds' range ``AUTO_RATIO``-fold where the
 class allows, and ``0`` at ε = ∞ (so ε = ∞ gives the non-private model).
 
-Sensitivity (``sensitivity``): ``"exact"`` (default under replace: Theorem 4's
-exact smooth sensitivity of the trimmed mean, the exact-spread bound for the
-variance) or ``"bound"`` (the pair bound; the only one under add/remove).
+Sensitivity (``sensitivity``): ``"exact"`` (default under replace: the exact
+smooth sensitivities of the trimmed mean, Theorem 4, and of the trimmed variance,
+:func:`~protocols.dp_nb.sensitivity.exact_variance`) or ``"bound"`` (the pair
+bound; the only one under add/remove).
 
 Global fallback (``global_fallback``, default on; not in the paper): for the
 ``"smooth"`` method, a class whose smooth release cannot beat global sensitivity

@@ -221,3 +221,55 @@ def exact_smooth_replace(values, m, lo, hi, beta, grid=None):
         best_mu = max(best_mu, decay * float(ls_mu.max()))
         best_var = max(best_var, decay * float(ls_var.max()))
     return best_mu, best_var
+
+
+# ------------------------------------------- exact smooth sensitivity of the variance, replace
+def exact_local_variance_replace(values, m, lo, hi):
+    """Exact local sensitivity of the trimmed variance under replace, ``v`` analytic.
+
+    Replacing a window value ``u`` by ``v`` changes ``V`` by ``(w-1)/w² ((v-c)² - (u-c)²)``
+    (``c`` the mean of the other ``w - 1`` window values) with ``v`` anywhere in
+    ``[y_(m), y_(n-m+1)]``: the extremes are ``v`` at either end or at ``c``. Every window
+    value is tried as ``u``; nothing else of the fast algorithm is used.
+    """
+    xs = sorted(float(v) for v in values)
+    n = len(xs)
+    w = n - 2 * m
+    if w <= 1:
+        return 0.0
+
+    def order(i):
+        return lo if i <= 0 else hi if i > n else xs[i - 1]
+
+    win = xs[m:n - m]
+    a, b = order(m), order(n - m + 1)
+    total = sum(win)
+    best = 0.0
+    for u in win:
+        c = (total - u) / (w - 1)
+        for v in (a, b, c):
+            best = max(best, abs((v - c) ** 2 - (u - c) ** 2))
+    return (w - 1) / w**2 * best
+
+
+def exact_smooth_variance_replace(values, m, lo, hi, beta):
+    """``max_y e^{-β d(x, y)} LS_V(y)`` over every ``y`` reachable by replacing any subset
+    of ``x`` by values of ``{L, U} ∪ x`` (exhaustive; :func:`exact_local_variance_replace`).
+
+    The moved values need no other positions: each term of ``LS_V`` is linear or convex
+    in a moved value while the order pattern is fixed, so a maximiser sits at ``L``, ``U``
+    or an order boundary (a value of ``x``); checked against finer grids when written.
+    """
+    x = [float(v) for v in values]
+    n = len(x)
+    pts = sorted(set(x) | {lo, hi})
+    best = 0.0
+    for r in range(n + 1):
+        decay = math.exp(-beta * r)
+        for pos in itertools.combinations(range(n), r):
+            for vals in itertools.product(pts, repeat=r):
+                y = list(x)
+                for p, v in zip(pos, vals, strict=True):
+                    y[p] = v
+                best = max(best, decay * exact_local_variance_replace(y, m, lo, hi))
+    return best

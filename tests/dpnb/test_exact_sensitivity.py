@@ -10,10 +10,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ppknn.core.errors import ConfigError
+from ppknn.protocols.dp_nb import sensitivity as sens
 from ppknn.protocols.dp_nb.schema import FeatureSchema
-from ppknn.protocols.dp_nb.sensitivity import exact_spread, smooth_sensitivity, trimmed_statistics
+from ppknn.protocols.dp_nb.sensitivity import (
+    exact_spread,
+    smooth_sensitivity,
+    spread_variance_bound,
+    trimmed_statistics,
+)
 from ppknn.protocols.dp_nb.training import NBConfig, train
-from tests.dpnb.reference import exact_smooth_replace
+from tests.dpnb.reference import (
+    exact_local_variance_replace,
+    exact_smooth_replace,
+    exact_smooth_variance_replace,
+)
 
 BETAS = (0.05, 0.3, 1.0, 3.0)
 
@@ -47,7 +57,7 @@ def literal_theorem(x, m, lo, hi, beta):
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small())
-def test_exact_mean_equals_brute_force_and_the_variance_bound_holds(case):
+def test_exact_mean_and_variance_equal_brute_force(case):
     x, m, lo, hi, beta = case
     if len(x) - 2 * m <= 0:
         return
@@ -57,11 +67,70 @@ def test_exact_mean_equals_brute_force_and_the_variance_bound_holds(case):
     brute_mean, brute_var = exact_smooth_replace(x, m, lo, hi, beta)
     assert exact.method == "exact"
     assert exact.mean == pytest.approx(brute_mean, rel=1e-9, abs=1e-300)
-    # the variance: a bound from the exact spread, never below the exact value, never above
-    # the pair bound
-    assert exact.variance >= brute_var * (1 - 1e-9)
+    # the variance: exact, equal to the exhaustive search (floored at the smallest float
+    # when the window is a single value), never above the spread bound or the pair bound
+    brute_v = exact_smooth_variance_replace(x, m, lo, hi, beta)
+    assert exact.variance == pytest.approx(max(brute_v, sens._TINY), rel=1e-9, abs=1e-300)
+    assert brute_var <= exact.variance * (1 + 1e-9)  # the grid search with v on the grid
+    st_ = trimmed_statistics(x, trim=m, lower=lo, upper=hi)
+    assert exact.variance <= max(spread_variance_bound(st_, beta), sens._TINY) * (1 + 1e-9)
     assert exact.variance <= bound.variance * (1 + 1e-9)
     assert exact.mean <= bound.mean * (1 + 1e-9)
+
+
+@st.composite
+def clustered(draw, max_n=5, max_trim=2):
+    """Samples with continuous values, clusters and ties (the inner values matter)."""
+    n = draw(st.integers(2, max_n))
+    base = draw(st.lists(st.floats(0.0, 10.0, allow_nan=False), min_size=1, max_size=3))
+    x = [round(draw(st.sampled_from(base)) + draw(st.sampled_from([0.0, 0.3, -0.3, 1.7])), 3)
+         for _ in range(n)]
+    x = [min(max(v, 0.0), 10.0) for v in x]
+    return x, draw(st.integers(0, max_trim)), 0.0, 10.0, draw(st.sampled_from(BETAS))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clustered())
+def test_exact_variance_equals_brute_force_on_continuous_samples(case):
+    x, m, lo, hi, beta = case
+    if len(x) - 2 * m <= 1:
+        return
+    exact = smooth_sensitivity(x, trim=m, lower=lo, upper=hi, beta=beta, neighbours="replace")
+    assert exact.variance == pytest.approx(exact_smooth_variance_replace(x, m, lo, hi, beta),
+                                           rel=1e-9)
+    assert exact.local_variance == pytest.approx(exact_local_variance_replace(x, m, lo, hi),
+                                                 rel=1e-9)
+
+
+def _broken(monkeypatch, how):
+    """Plant one fault in the exact variance search."""
+    real = sens._variance_scores
+    if how == "off-by-one":  # the scores of distance k - 1 reported at distance k
+        def fake(ext, m, w, k):
+            return real(ext, m, w, np.maximum(np.asarray(k) - 1, 0))
+    else:  # the moved block only at the ends of the range (no offsets 1 and w - 1)
+        def fake(ext, m, w, k):
+            saved = sens._BLOCK_OFFSETS
+            sens._BLOCK_OFFSETS = lambda w_: [q for q in saved(w_) if q in (0, w_)]
+            try:
+                return real(ext, m, w, k)
+            finally:
+                sens._BLOCK_OFFSETS = saved
+    monkeypatch.setattr(sens, "_variance_scores", fake)
+
+
+@pytest.mark.parametrize("how", ["off-by-one", "ends-only"])
+def test_the_brute_force_comparison_catches_a_broken_search(monkeypatch, how):
+    cases = [([2.0, 3.5, 10.0], 0, 0.3), ([3.5, 9.0, 10.0, 2.0, 2.0], 0, 0.3),
+             ([1.0, 2.0, 2.0, 8.0, 9.0], 1, 0.05)]
+    before = [smooth_sensitivity(x, trim=m, lower=0.0, upper=10.0, beta=b,
+                                 neighbours="replace").variance for x, m, b in cases]
+    brute = [exact_smooth_variance_replace(x, m, 0.0, 10.0, b) for x, m, b in cases]
+    assert before == pytest.approx(brute, rel=1e-9)
+    _broken(monkeypatch, how)
+    after = [smooth_sensitivity(x, trim=m, lower=0.0, upper=10.0, beta=b,
+                                neighbours="replace").variance for x, m, b in cases]
+    assert after != pytest.approx(brute, rel=1e-9)
 
 
 @settings(max_examples=150, deadline=None)
@@ -75,7 +144,9 @@ def test_near_linear_search_equals_the_literal_theorem(n, m, beta, seed):
     s = smooth_sensitivity(x, trim=m, lower=0.0, upper=10.0, beta=beta, neighbours="replace")
     mean, var = literal_theorem(x, m, 0.0, 10.0, beta)
     assert s.mean == pytest.approx(mean, rel=1e-12)
-    assert s.variance == pytest.approx(var, rel=1e-12, abs=1e-300)
+    spread = spread_variance_bound(trimmed_statistics(x, trim=m, lower=0.0, upper=10.0), beta)
+    assert spread == pytest.approx(var, rel=1e-12, abs=1e-300)
+    assert s.variance <= max(spread, sens._TINY) * (1 + 1e-12)
 
 
 def test_exact_value_by_hand():
@@ -86,9 +157,15 @@ def test_exact_value_by_hand():
     assert s.mean == pytest.approx(1.0, rel=1e-15) and s.local_mean == pytest.approx(1.0)
     s = smooth_sensitivity(x, trim=1, lower=0.0, upper=20.0, beta=0.1, neighbours="replace")
     assert s.mean == pytest.approx(math.exp(-0.1) * 18 / 8, rel=1e-15)
-    # variance (w-1)/w² max_k e^{-kβ} G_k²: G = 8, 18, 19, 20 at k = 0..3; k = 3 wins
-    # (e^-0.3 * 400 = 296.3 > e^-0.2 * 361 = 295.6 > e^-0.1 * 324 = 293.2)
-    assert s.variance == pytest.approx(7 / 64 * math.exp(-0.3) * 400, rel=1e-15)
+    # the spread bound (w-1)/w² max_k e^{-kβ} G_k²: G = 8, 18, 19, 20 at k = 0..3; k = 3
+    # wins (e^-0.3 * 400 = 296.3 > e^-0.2 * 361 = 295.6 > e^-0.1 * 324 = 293.2)
+    st_ = trimmed_statistics(x, trim=1, lower=0.0, upper=20.0)
+    assert spread_variance_bound(st_, 0.1) == pytest.approx(7 / 64 * math.exp(-0.3) * 400,
+                                                            rel=1e-15)
+    # the exact variance lies below it; its local value equals the reference's
+    assert s.variance <= spread_variance_bound(st_, 0.1)
+    assert s.local_variance == pytest.approx(exact_local_variance_replace(x, 1, 0.0, 20.0),
+                                             rel=1e-12)
 
 
 def test_the_search_is_near_linear_on_a_large_trim():
