@@ -115,7 +115,7 @@ def test_ring_successor_rows_agree_with_the_disclosure_table(folders):
         [disclosure[d.party]["probability"] for d in report.parties], abs=1e-6)
 
 
-def test_ring_sum_neighbours_recover_every_vote_vector_but_the_masked_ones(folders):
+def test_ring_sum_neighbours_recover_every_vote_vector_the_start_nodes_too(folders):
     _, result = folders["ppknn-ring"]
     folder = folders["ppknn-ring"][0]
     start = result.outcome.plan.public["start"]
@@ -123,9 +123,12 @@ def test_ring_sum_neighbours_recover_every_vote_vector_but_the_masked_ones(folde
             if r["attack"] == "secure-sum-neighbours"]
     assert len(rows) == len(result.outcome.plan.public["ring"])
     for r in rows:
-        # only the start node is hidden (by its own mask); every other node's two
-        # neighbours subtract what they sent and received and get its vector exactly
-        assert r["value"] == (0.0 if r["target"] == start else 1.0), r["target"]
+        # every node's two neighbours subtract what they sent and received and get its
+        # vector exactly; the start node's get the mask (its successor received it) and
+        # the broadcast total, which is as good
+        assert r["value"] == 1.0, r["target"]
+    (row,) = [r for r in rows if r["target"] == start]
+    assert "broadcast total" in row["note"]
 
 
 def test_shared_sum_hides_vote_vectors_from_the_neighbours(tmp_path):

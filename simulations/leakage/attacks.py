@@ -18,8 +18,12 @@ Definitions (the protocols' documented guarantees in brackets):
     survive into the public final vector. ``secure-sum-neighbours``: the two ring
     neighbours of a node pool their secure-sum views and subtract; the rate is the
     fraction of queries whose vote vector they recover exactly (0 with the
-    secret-shared sum). ``coalition-attribution`` (scripted ``observers``): any
-    coalition attributes values to each non-member between two members.
+    secret-shared sum). The start node is no exception in the ring sum: its
+    neighbours hold the mask (its successor received it) and the broadcast total.
+    ``mask-reuse`` (scripted): one node alone against the partial sum it receives
+    (differencing queries), at chance with fresh masks, exact with a reused one.
+    ``coalition-attribution`` (scripted ``observers``): any coalition attributes
+    values to each non-member between two members.
 ``ring-nb`` [ε-DP release; the start node is trusted with the exact total]
     ``secure-sum-neighbours``: as above on the statistics vectors.
     ``model-membership-inference``: each owner that received the model, against
@@ -327,14 +331,19 @@ def _sum_rows(ctx: Context, adv: Adversary, *, protocol: str, truth_prefix: str,
             e2 = np.asarray(estimate, dtype=np.uint64).reshape(t2.shape)
             hits = np.all(e2 == t2, axis=1)
         sum_kind = "secret-shared" if shared else "ring"
+        if shared:
+            why = "shares of honest nodes hide the target"
+        elif target == start and estimate is None:
+            why = "no broadcast total: the start node's mask hides the target"
+        elif target == start:
+            why = ("the broadcast total minus what the neighbours sent and received is the "
+                   "start node's vector: the mask does not hide it from both neighbours")
+        else:
+            why = "no guarantee against colluding neighbours"
         rows.append(proportion_row(
             successes=int(hits.sum()), trials=len(hits), protocol=ctx.protocol,
             observer=observer_name(sorted(observers)), target=target, attack=adv.attack,
-            quantity=quantity,
-            note=f"{sum_kind} secure sum; "
-                 + ("the start node's mask hides the target" if target == start
-                    and not shared else "no guarantee against colluding neighbours"
-                    if not shared else "shares of honest nodes hide the target")))
+            quantity=quantity, note=f"{sum_kind} secure sum; {why}"))
     return rows
 
 
@@ -348,8 +357,22 @@ def _ring_estimate(view: View, *, target: str, ring: list[str], start: str, kind
     pos = ring.index(target)
     b = next((ring[(pos + j) % n] for j in range(1, n) if ring[(pos + j) % n] in members), None)
     a = next((ring[(pos - j) % n] for j in range(1, n) if ring[(pos - j) % n] in members), None)
-    if a is None or b is None or target == start or start in _between(ring, a, b):
+    if a is None or b is None:
         return None
+    if target == start or start in _between(ring, a, b):
+        # b received the mask (plus the votes from the start's successor to b's
+        # predecessor), a sent the mask plus the votes through a: their difference is the
+        # votes from b through a, and the broadcast total minus it is the votes strictly
+        # between a and b, the start node's among them. Without a total (ring-nb keeps it
+        # at the start node) the mask hides them.
+        out = [m for m in view.sent if m.sender == a and m.kind == kind
+               and m.protocol == protocol]
+        into = [m for m in view.received if m.receiver == b and m.kind == kind
+                and m.protocol == protocol]
+        total = [m for m in view.received if m.kind == "sum-result" and m.protocol == protocol]
+        if not out or not into or not total:
+            return None
+        return ss.sub(total[0].payload["s"], ss.sub(out[0].payload["s"], into[0].payload["s"]))
     sent = [m for m in view.sent if m.sender == a and m.kind == kind and m.protocol == protocol
             and m.receiver != start]
     got = [m for m in view.received if m.receiver == b and m.kind == kind
