@@ -598,8 +598,10 @@ class NeighbourBlocks:
     For each block the ``width`` smallest distances of every query are kept
     with their row indices (``width`` chosen so all blocks fit in
     ``cache_limit`` values, at most 256), in no particular order: a partial
-    selection (``argpartition``), not a sort; a block with at most ``width``
-    rows keeps all its distances as computed. ``topk(k)`` sorts only the ``k``
+    selection (``argpartition``), not a sort. A block with at most ``width``
+    rows, or with at most ``FULL_ROWS`` rows when the whole batch's distances fit
+    in ``cache_limit`` values, keeps all its distances as computed (no selection
+    at all). ``topk(k)`` sorts only the ``k``
     smallest of the prefix, and the voters within a radius are read from it
     (voting does not depend on the column order); when ``k`` or a radius
     reaches past the prefix, the block's distances are recomputed in full.
@@ -608,12 +610,14 @@ class NeighbourBlocks:
     """
 
     MAX_WIDTH = 256
+    FULL_ROWS = 1024
 
     def __init__(self, queries: np.ndarray, X: np.ndarray,
                  blocks: list[tuple[np.ndarray, np.ndarray]], cache_limit: int) -> None:
         self.queries, self.X, self.blocks = queries, X, blocks
         n_q = sum(len(q) for q, _ in blocks)
         self.width = int(min(self.MAX_WIDTH, cache_limit // max(1, n_q)))
+        whole = self.width >= 1 and sum(len(q) * len(r) for q, r in blocks) <= cache_limit
         self.prefix: list[tuple[np.ndarray, np.ndarray] | None] = []
         for q_idx, r_idx in blocks:
             if self.width < 1 or len(q_idx) == 0:
@@ -621,6 +625,8 @@ class NeighbourBlocks:
                 continue
             dist = euclidean_distances(queries[q_idx], X[r_idx])
             w = min(self.width, dist.shape[1])
+            if whole and dist.shape[1] <= self.FULL_ROWS:
+                w = dist.shape[1]
             if w < dist.shape[1]:
                 order = np.argpartition(dist, w - 1, axis=1)[:, :w]
                 self.prefix.append((np.take_along_axis(dist, order, axis=1), r_idx[order]))
