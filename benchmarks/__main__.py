@@ -72,15 +72,44 @@ def _wall(cmd: list[str], env: dict[str, str] | None = None) -> float:
     return wall
 
 
-def _pid_rss_mib(pid: int) -> float:
-    """Resident memory (MiB) of process ``pid`` (Linux; NaN when it cannot be read)."""
+def _pid_memory_mib(pid: int) -> dict[str, float] | None:
+    """Resident (RSS), proportional (PSS) and unique (USS) memory of ``pid`` in MiB (Linux).
+
+    RSS counts every shared library page in full in every process; USS (private pages)
+    is what one more such process costs; PSS shares the shared pages out among the
+    processes that map them.
+    """
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return float("nan")
+        fields = {}
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
+            key, value = line.split(":", 1)
+            fields[key.strip()] = int(value.split()[0]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return {"rss": fields["Rss"], "pss": fields["Pss"],
+            "uss": fields["Private_Clean"] + fields["Private_Dirty"]}
+
+
+def _mean_memory(pids: list[int]) -> dict[str, float | None]:
+    """Mean RSS / PSS / USS (MiB) over ``pids`` (None when none could be read)."""
+    rows = [m for m in (_pid_memory_mib(p) for p in pids) if m is not None]
+    return {k: (statistics.fmean(m[k] for m in rows) if rows else None)
+            for k in ("rss", "pss", "uss")}
+
+
+def _ray_pids(prefix: str) -> list[int]:
+    """Ids of the processes whose title starts with ``prefix`` (Linux)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if cmd.startswith(prefix):
+            out.append(int(pid))
+    return out
 
 
 def _ray_rss_mib(prefix: str = "ray::") -> list[float]:
@@ -188,7 +217,7 @@ def actors(s: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
         bare = [remote.remote() for _ in range(n)]
         ray.get([a.ping.remote() for a in bare])
         bare_start = time.perf_counter() - t0
-        bare_rss = _ray_rss_mib("ray::_Bare")
+        bare_mem = _mean_memory(_ray_pids("ray::_Bare"))
         one = bare[0]
         ray.get(one.ping.remote())
         t0 = time.perf_counter()
@@ -211,7 +240,7 @@ def actors(s: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
         t0 = time.perf_counter()
         rt.start(specs, RunContext(run_id="bench-actors"))
         party_start = time.perf_counter() - t0
-        party_rss = [_pid_rss_mib(pid) for pid in rt.host_pids()]  # this run's hosts only
+        party_mem = _mean_memory(rt.host_pids())  # this run's hosts only
         name = specs[0].party_id
         rt.state(name, "party_id")
         t0 = time.perf_counter()
@@ -222,15 +251,25 @@ def actors(s: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
         log(f"  {n} party actors: start {party_start:.1f} s, call {party_call * 1e3:.2f} ms")
     finally:
         ray.shutdown()
-    mean = statistics.fmean
     out = {"parties": n, "bare_start_s": bare_start, "party_start_s": party_start,
            "start_ratio": party_start / bare_start, "bare_call_ms": bare_call * 1e3,
            "party_call_ms": party_call * 1e3, "call_ratio": party_call / bare_call,
-           "bare_worker_rss_mib": mean(bare_rss) if bare_rss else None,
-           "party_worker_rss_mib": mean(party_rss) if party_rss else None}
-    if out["party_worker_rss_mib"]:
-        out["parties_per_24gib"] = int(24 * 1024 / out["party_worker_rss_mib"])
+           **{f"bare_worker_{k}_mib": v for k, v in bare_mem.items()},
+           **{f"party_worker_{k}_mib": v for k, v in party_mem.items()}}
+    # what one more party costs is its private memory plus its share of the pages it shares
+    # with the other workers (PSS); RSS counts every shared library again in every worker
+    for k in ("rss", "pss", "uss"):
+        if out[f"party_worker_{k}_mib"]:
+            out[f"parties_per_24gib_by_{k}"] = int(24 * 1024 / out[f"party_worker_{k}_mib"])
+    out["parties_per_24gib"] = out.get("parties_per_24gib_by_pss")
+    log(f"  worker memory (MiB, mean): bare rss/pss/uss "
+        f"{_fmt(bare_mem)}; party {_fmt(party_mem)}; "
+        f"{out['parties_per_24gib']} parties per 24 GiB by PSS")
     return out
+
+
+def _fmt(mem: dict[str, float | None]) -> str:
+    return "/".join("-" if mem[k] is None else f"{mem[k]:.0f}" for k in ("rss", "pss", "uss"))
 
 
 def _run_inprocess(data: dict[str, Any]) -> tuple[Any, Any]:

@@ -25,6 +25,10 @@ def test_quick_suite_writes_every_measurement(tmp_path):
     assert {"startup_s", "protocol_s"} <= set(e2e["ray-hosted_timings"])
     a = result["actors"]
     assert a["party_start_s"] > 0 and a["bare_call_ms"] > 0 and a["party_worker_rss_mib"] > 0
+    for who in ("bare", "party"):  # private pages <= proportional share <= resident
+        assert 0 < a[f"{who}_worker_uss_mib"] <= a[f"{who}_worker_pss_mib"] \
+            <= a[f"{who}_worker_rss_mib"]
+    assert a["parties_per_24gib"] == a["parties_per_24gib_by_pss"]
     assert [r["parties"] for r in result["ppknn"]] == [4, 16]
     assert all(r["cold_s"] >= r["first_run_s"] for r in result["ppknn"])
     assert {r["task"] for r in result["dp_owner"]} == {"knn", "rn"}

@@ -118,8 +118,8 @@ def test_setup_deadline_holds_for_all_hosts_together(ray_local):
 
 def test_party_host_worker_imports_no_heavy_writer_or_plotting():
     code = ("import sys, ppknn.parties.ring_owner, ppknn.core.runtime.host; "
-            "print(' '.join(m for m in ('pyarrow.parquet', 'matplotlib', 'sklearn', 'pandas') "
-            "if m in sys.modules))")
+            "print(' '.join(m for m in ('pyarrow.parquet', 'matplotlib', 'sklearn', 'pandas', "
+            "'scipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120)
     assert out.stdout.strip() == ""
