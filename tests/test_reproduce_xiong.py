@@ -310,3 +310,31 @@ def test_bound_and_communication_tables_from_grid_rows():
     assert [(r["protocol"], r["messages"], r["expected_messages"]) for r in t.rows] == [
         ("pp-topk", 11, 11), ("secure-sum", 7, 7), ("shared-sum", 18, 18)]
     assert t.rows[0]["bytes_per_query"] == 10
+
+
+def test_collusion_runs_come_from_the_grid_and_votes_are_the_owners():
+    from dataclasses import replace
+
+    from ppknn.simulations.reproduce import xiong
+
+    s = replace(_tiny_settings(), coalition_n=5, leak_splits=2)
+    grid = xiong.collusion_grid(s)
+    runs = xiong.recorded_runs(grid)
+    assert [(p["protocol.secure_sum"], p["seed"]) for p, _ in runs] == [
+        ("ring", xiong.SEED), ("ring", xiong.SEED + 1), ("shared", xiong.SEED),
+        ("shared", xiong.SEED + 1)]
+    for _, result in runs:
+        outcome = result.outcome
+        votes = xiong.owner_votes(outcome)
+        assert set(votes) == set(outcome.plan.public["ring"])
+        total = np.zeros_like(next(iter(votes.values())))
+        for v in votes.values():
+            total = total + v  # uint64: the secure sum's arithmetic
+        np.testing.assert_array_equal(total, outcome.result.detail.totals)
+    # the ring's secure sum falls to its two neighbours (every node but the start
+    # node, whose mask hides its votes), the shared one does not
+    t = xiong.Xiong(s).collusion()
+    ring2 = t.where(protocol="ring-sum", placement="neighbours", c=2)[0]
+    shared = [r["disclosure"] for r in t.rows if r["protocol"] == "shared-sum"]
+    assert ring2["disclosure"] == pytest.approx(4 / 5) and max(shared) == 0.0
+    assert t.where(protocol="ring-sum", placement="neighbours", c=1)[0]["disclosure"] == 0.0

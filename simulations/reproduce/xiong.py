@@ -14,9 +14,10 @@ figure's table is a function of the grid's rows (:func:`study_tables`,
 :func:`grid_summaries`). Non-private accuracy is scikit-learn's brute-force
 kNN fitted on each split (the run's baseline); the framework's own exact
 distributed kNN (P0 = 0) is checked against it on the same splits. The one
-study is collusion (many coalitions attack one recorded run, and the sum
-attacks need the owners' private vote vectors): its run is a batched run of
-all splits over one ring (:mod:`simulations.experiments.ring`).
+study is collusion: many coalitions attack every recorded run of the grid
+:func:`collusion_grid` (registry runs, transcripts kept in memory), and the
+secure-sum attacks are scored against the owners' private vote vectors
+(:func:`owner_votes`).
 """
 
 from __future__ import annotations
@@ -41,9 +42,6 @@ from ppknn.protocols.ppknn.secure_sum_attacks import (
     shared_sum_estimate,
 )
 from ppknn.simulations.experiments.ring import (
-    SplitBatch,
-    SplitSession,
-    make_split_batch,
     mean_ci,
 )
 from ppknn.simulations.reporting import Table
@@ -513,74 +511,67 @@ class Xiong:
         self.s = settings
         self.runtime = runtime
         self.grids_from = grids_from
-        self.batches: dict[tuple[str, int, int], SplitBatch] = {}
         self.timings: dict[str, float] = {}
 
-    def batch(self, name: str, n: int, splits: int) -> SplitBatch:
-        """The (cached) split batch of a dataset."""
-        key = (name, n, splits)
-        if key not in self.batches:
-            self.batches[key] = make_split_batch(load_dataset(name), n=n, splits=splits,
-                                                 seed=SEED)
-        return self.batches[key]
-
-    def session(self, batch: SplitBatch, **kw) -> SplitSession:
-        """Owners of ``batch`` hosted on this reproduction's runtime."""
-        return SplitSession(batch, runtime=self.runtime, seed=SEED, **kw)
-
     def collusion(self) -> Table:
-        """Coalitions of c = 1, 2, 3 around each node or at random: PP-TopK and both sums."""
+        """Coalitions of c = 1, 2, 3 around each node or at random: PP-TopK and both sums.
+
+        A study over the runs of :func:`collusion_grid` (each one registry run, as
+        ``ppknn run`` runs it, transcript kept in memory): every coalition attacks every
+        run's transcript; hits and trials are pooled over the runs.
+        """
         s = self.s
-        n = s.coalition_n
         t = Table(name="collusion", columns=("protocol", "placement", "c", "adversary",
                                              "disclosure", "ci_low", "ci_high", "precision"))
-        b = self.batch(s.leak_dataset, n, s.leak_splits)
         rng = np.random.default_rng(SEED)
-        runs = {}
-        for kind in ("ring", "shared"):
-            sess = self.session(b, record=True, tag=f"coll-{kind}")
-            sess.run(k=5, p0=1.0, d=0.5, rounds=2, secure_sum=kind)
-            votes = {p: sess.runtime.state(p, "last_votes") for p in b.party_names}
-            transcript = sess.close()
-            assert transcript is not None
-            runs[kind] = (transcript.messages(with_provenance=True), votes, sess.public(5))
-        msgs, _, public = runs["ring"]
-        ring, start = public["ring"], public["start"]
-        topk_msgs = [m for m in msgs if m.protocol == TOPK]
-        for placement in ("neighbours", "random"):
-            for c in (1, 2, 3):
-                coalitions = {p: _coalition(ring, p, c, placement, rng) for p in ring}
-                for informed in (False, True):
-                    claims = Claims("coalition+informed" if informed else "coalition")
-                    for p, members in coalitions.items():
-                        view = View.of(topk_msgs, members)
-                        claims.items.extend(coalition_attribution(
-                            view, target=p, ring=ring, start=start,
-                            max_distance=public["max_distance"], informed=informed).items)
-                    rep = score_attribution(claims, topk_msgs, public["party_index"],
-                                            len(b.queries))
-                    lo, hi = rep.pooled_interval
-                    claimed = sum(d.claimed for d in rep.parties)
-                    correct = sum(d.correct for d in rep.parties)
-                    t.add(protocol="pp-topk", placement=placement, c=c,
-                          adversary=claims.adversary, disclosure=rep.mean_probability,
-                          ci_low=lo, ci_high=hi,
-                          precision=correct / claimed if claimed else float("nan"))
-                for kind in ("ring", "shared"):
-                    kmsgs, votes, kpub = runs[kind]
-                    hits = trials = 0
-                    for p, members in coalitions.items():
-                        view = View.of(kmsgs, members)
-                        est = (ring_sum_estimate(view, target=p, ring=kpub["ring"],
-                                                 start=kpub["start"]) if kind == "ring"
-                               else shared_sum_estimate(view, target=p))
-                        rec = recovery_rate(est, votes[p])
-                        hits += int(rec.sum())
-                        trials += len(rec)
-                    lo, hi = wilson_interval(hits, trials)
-                    t.add(protocol=f"{kind}-sum", placement=placement, c=c,
-                          adversary="vote-vector recovery", disclosure=hits / trials,
-                          ci_low=lo, ci_high=hi, precision=float("nan"))
+        runs: dict[str, list[tuple[Any, dict[str, np.ndarray], dict]]] = {"ring": [], "shared": []}
+        for point, result in recorded_runs(collusion_grid(s)):
+            outcome = result.outcome
+            assert result.transcript is not None
+            runs[point["protocol.secure_sum"]].append(
+                (result.transcript.messages(with_provenance=True), owner_votes(outcome),
+                 dict(outcome.plan.public)))
+        tally: dict[tuple, list[int]] = {}
+        for i in range(len(runs["ring"])):
+            msgs, _, public = runs["ring"][i]
+            ring, start = public["ring"], public["start"]
+            topk_msgs = [m for m in msgs if m.protocol == TOPK]
+            for placement in ("neighbours", "random"):
+                for c in (1, 2, 3):
+                    coalitions = {p: _coalition(ring, p, c, placement, rng) for p in ring}
+                    for informed in (False, True):
+                        claims = Claims("coalition+informed" if informed else "coalition")
+                        for p, members in coalitions.items():
+                            view = View.of(topk_msgs, members)
+                            claims.items.extend(coalition_attribution(
+                                view, target=p, ring=ring, start=start,
+                                max_distance=public["max_distance"], informed=informed).items)
+                        rep = score_attribution(claims, topk_msgs, public["party_index"],
+                                                int(public["n_queries"]))
+                        acc = tally.setdefault(("pp-topk", placement, c, claims.adversary),
+                                               [0, 0, 0, 0])
+                        acc[0] += sum(d.disclosed for d in rep.parties)
+                        acc[1] += sum(d.trials for d in rep.parties)
+                        acc[2] += sum(d.correct for d in rep.parties)
+                        acc[3] += sum(d.claimed for d in rep.parties)
+                    for kind in ("ring", "shared"):
+                        kmsgs, votes, kpub = runs[kind][i]
+                        acc = tally.setdefault((f"{kind}-sum", placement, c,
+                                                "vote-vector recovery"), [0, 0, 0, 0])
+                        for p, members in _same_positions(coalitions, ring, kpub["ring"]):
+                            view = View.of(kmsgs, members)
+                            est = (ring_sum_estimate(view, target=p, ring=kpub["ring"],
+                                                     start=kpub["start"]) if kind == "ring"
+                                   else shared_sum_estimate(view, target=p))
+                            rec = recovery_rate(est, votes[p])
+                            acc[0] += int(rec.sum())
+                            acc[1] += len(rec)
+        for (proto, placement, c, adversary), (hits, trials, correct, claimed) in tally.items():
+            lo, hi = wilson_interval(hits, trials)
+            t.add(protocol=proto, placement=placement, c=c, adversary=adversary,
+                  disclosure=hits / trials if trials else float("nan"), ci_low=lo, ci_high=hi,
+                  precision=(correct / claimed if claimed else float("nan"))
+                  if proto == "pp-topk" else float("nan"))
         return t
 
     def grid_studies(self, output: Path | None = None) -> dict[str, Table]:
@@ -632,6 +623,67 @@ class Xiong:
         if log is not None:
             log(f"collusion: {self.timings['collusion']:.1f} s")
         return tables
+
+
+def collusion_grid(s: Settings):
+    """The collusion study's runs (a grid run point by point, transcripts kept).
+
+    ``leak_splits`` splits of ``leak_dataset`` over ``coalition_n`` owners, k = 5,
+    r = 2, P0 = 1, d = 0.5, each secure sum.
+    """
+    from ppknn.simulations.grids import Grid
+
+    base = _scored(grid_base(s.leak_dataset, s.coalition_n), "none")
+    return Grid("collusion", base=base | {"protocol": base["protocol"] | {"k": 5, "rounds": 2}},
+                axes={"protocol.secure_sum": ["ring", "shared"]},
+                seeds=_seeds(s.leak_splits))
+
+
+def recorded_runs(grid) -> list[tuple[dict, Any]]:
+    """Every point of ``grid`` run as ``ppknn run`` runs it, transcript kept in memory."""
+    import warnings
+
+    from ppknn.core.errors import PrivacyLeakWarning
+    from ppknn.simulations.runner import execute
+
+    out = []
+    for point, scenario in grid.scenarios():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            out.append((point, execute(scenario)))
+    return out
+
+
+def owner_votes(outcome) -> dict[str, np.ndarray]:
+    """Every owner's private vote vector of a ``ppknn-ring`` run (the scorer's ground truth).
+
+    Recomputed outside the run by each owner's own code on its own rows, the public
+    set-up and the run's final vector: what the owner fed into the secure sum.
+    """
+    from ppknn.protocols.ppknn.config import RingSetup
+
+    plan = outcome.plan
+    public = plan.public
+    setup = RingSetup(ring=tuple(public["ring"]), start=public["start"],
+                      params=plan.config.params, weighting=plan.config.weighting,
+                      vote=plan.config.vote)
+    final = np.asarray(outcome.result.detail.final_vector, dtype=np.float64)
+    votes = {}
+    for spec in plan.specs:
+        owner = spec.factory(**spec.kwargs)
+        owner.configure(setup)
+        owner.load_queries(plan.queries)
+        owner.final_g = final
+        votes[spec.party_id] = owner.local_votes()
+    return votes
+
+
+def _same_positions(coalitions: dict[str, list[str]], ring: list[str], other: list[str]
+                    ) -> list[tuple[str, list[str]]]:
+    """The coalitions of one ring moved to the same ring positions of another ring."""
+    where = {p: i for i, p in enumerate(ring)}
+    return [(other[where[p]], [other[where[m]] for m in members])
+            for p, members in coalitions.items()]
 
 
 def _coalition(ring: list[str], target: str, c: int, placement: str,

@@ -607,10 +607,10 @@ def build_report(tables: dict[str, Table], settings: Any, *, quick: bool,
         "communication (`communication`: the run's messages and bytes per protocol), Fig. 2 "
         "under the alternative readings (`readings-<dataset>`) and the vote rules "
         "(`votes-<dataset>`). Study - collusion: many coalitions (every target, c = 1-3, "
-        "two placements, two adversaries) attack one recorded run, and the secure-sum "
-        "recovery needs every owner's private vote vector, which a registry run does not "
-        "return; its one run is the batched run of all splits over one ring "
-        "(`simulations/experiments/ring.py`).")
+        "two placements, two adversaries) attack each recorded run of the grid `collusion` "
+        "(registry runs, transcripts kept in memory; the secure-sum recovery is scored "
+        "against each owner's private vote vector, recomputed by the owner's own code from "
+        "its rows and the run's final vector); hits are pooled over the runs.")
     if reused is not None:
         folder, names = reused
         provenance += (
@@ -659,7 +659,7 @@ def build_report(tables: dict[str, Table], settings: Any, *, quick: bool,
             f"{s.leak_dataset} with {s.leak_splits} splits per point.",
             "The ring order and start node (not specified for the experiments) are drawn per "
             "split from its seed; Fig. 6's per-node disclosure pools the splits by ring position "
-            "from the start node. The collusion study uses one ring for all its splits.",
+            "from the start node.",
             "Fig. 5 uses fewer splits at very large k (the splits column), to bound the run's "
             "time and memory: k x test queries x splits is capped at "
             f"{s.large_k_budget:,} values per point.",
