@@ -574,12 +574,13 @@ class Xiong:
                   if proto == "pp-topk" else float("nan"))
         return t
 
-    def grid_studies(self, output: Path | None = None) -> dict[str, Table]:
+    def grid_studies(self, output: Path | None = None, log=None) -> dict[str, Table]:
         """Run every scenario grid (:func:`all_grids`); the tables built from their rows.
 
         Every point is one ``ppknn-ring`` scenario run through the registry, exactly as
         ``ppknn run`` runs it, one run per split. The long per-run rows go to
-        ``output/grids/``. On the Ray runtime the runs fan out as Ray tasks.
+        ``output/grids/``. On the Ray runtime the runs fan out as Ray tasks. ``log(text)``
+        is told at every tenth of the runs.
         """
         from ppknn.simulations.grids import run_grids, write_grid_rows
 
@@ -595,8 +596,16 @@ class Xiong:
 
                 shutil.copytree(folder, Path(output) / "grids", dirs_exist_ok=True)
             return grid_summaries_from(folder, self.s)
+        t0 = time.perf_counter()
+        told = [0]
+
+        def progress(done: int, total: int) -> None:
+            if log is not None and done * 10 // total > told[0]:
+                told[0] = done * 10 // total
+                log(f"grids: {done:,} of {total:,} runs, {time.perf_counter() - t0:.0f} s")
+
         rows = run_grids(all_grids(self.s), parallel="ray" if self.runtime == "ray"
-                         else "sequential")
+                         else "sequential", progress=progress)
         if output is not None:
             write_grid_rows(rows, Path(output) / "grids")
         return grid_summaries(rows) | study_tables(rows, self.s)
@@ -608,7 +617,7 @@ class Xiong:
         ``output`` at once.
         """
         t0 = time.perf_counter()
-        tables = self.grid_studies(output)
+        tables = self.grid_studies(output, log)
         self.timings["grids"] = time.perf_counter() - t0
         if output is not None:
             for t in tables.values():
