@@ -573,8 +573,8 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
                  parallel: str | None = None) -> Path:
     """Write the comparison's tables, figures and report into ``folder``.
 
-    ``compare.csv``/``.parquet`` (every run), ``compare-aggregate.csv``, four figures and
-    ``compare.md``; returns the report's path.
+    ``compare.csv``/``.parquet`` (every run), ``compare-aggregate.csv``, four figures (each
+    with its data as CSV) and ``compare.md``; returns the report's path.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -632,8 +632,9 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
         ordered = sorted((r for r in drawn if isinstance(r.get(f.x), (int, float))
                           and math.isfinite(r[f.x])), key=operator.itemgetter("protocol", f.x))
         if ordered:  # (a figure with nothing to draw is left out of the report)
-            plot(f, Table(name=f.name, columns=columns, rows=ordered), folder=folder,
-                 run=run_name)
+            drawn_table = Table(name=f.name, columns=columns, rows=ordered)
+            plot(f, drawn_table, folder=folder, run=run_name)
+            drawn_table.write_csv(folder / f.csv)  # the figure's data, as the report says
             kept.append(f)
     figures = tuple(kept)
     head = ("dataset", "protocol", "privacy", "accuracy [95% CI]", "macro-F1", "reference",

@@ -167,7 +167,8 @@ def test_quick_cli_writes_the_report_and_refuses_to_overwrite(tmp_path):
     assert "## Audit: empirical ε at the same settings" in text  # the quick spec audits
     for f in ("compare.csv", "compare.parquet", "compare-aggregate.csv",
               "utility_vs_privacy_level.png", "utility_vs_leakage.png", "utility_vs_cost.png",
-              "utility_vs_empirical_epsilon.png"):
+              "utility_vs_empirical_epsilon.png", "utility_vs_empirical_epsilon.csv",
+              "utility_vs_cost.csv"):
         assert (out / f).stat().st_size > 0
     before = (out / "compare.md").read_text()
     again = runner.invoke(app, ["compare", "--quick", "--runtime", "inprocess",
