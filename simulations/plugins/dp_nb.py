@@ -14,6 +14,8 @@ Scenario table::
     # sensitivity = "exact"    # replace only (default there); "bound": the looser pair bound
     global_fallback = true     # global sensitivity where the smooth release cannot win
     density = "gaussian"       # or "truncated" (normal truncated to the bounds)
+    categorical = "counts"     # declared categorical columns: noisy counts per (class, value);
+                               # "one-hot": their indicator columns as numeric features
     # budget = 2.0             # the owner's total ε (default: what the requests cost)
     # analyst_budget = 1.0     # cap per analyst (default: none)
 
@@ -23,13 +25,21 @@ requesting one model. The query rows are split into as many contiguous
 shares as there are analysts; each share is classified with its analyst's
 released model (unanswered if the owner refused the request). Declared
 bounds (``[data.bounds]``) are required -- they are the schema the noise is
-calibrated to. Baseline: scikit-learn's ``GaussianNB`` on the same rows.
+calibrated to (a categorical column's indicator bounds are not used).
+
+Categorical features: a column the dataset declares categorical (its manifest entry,
+:mod:`core.data`, which one-hot encodes it as ``col=value`` columns) is released, with
+``categorical = "counts"`` (default; the paper's treatment, Algorithm 1), as noisy counts
+per (class, value) -- one Laplace histogram per column at sensitivity 1 -- and the query
+rows' indicator columns are read back as the value. ``"one-hot"`` keeps the indicator
+columns as numeric features in ``[0, 1]``. Baseline: scikit-learn's ``GaussianNB`` on the
+same rows (indicator columns as numbers).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Annotated, Any, Literal
 
@@ -89,6 +99,9 @@ class DPNBConfig(ProtocolConfig):
     """``"exact"`` (replace only), ``"bound"``; default: exact under replace, else bound."""
     global_fallback: bool = Field(True, strict=True)
     """Release a class at global sensitivity where the smooth release cannot win."""
+    categorical: Literal["counts", "one-hot"] = "counts"
+    """Declared categorical columns: noisy counts per (class, value), or their indicator
+    columns as numeric features."""
     budget: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
     """The owner's total ε (default: every analyst's request)."""
     budget_delta: float | None = Field(None, ge=0, lt=1, allow_inf_nan=False, strict=True)
@@ -115,6 +128,67 @@ class DPNBConfig(ProtocolConfig):
         delta = (self.budget_delta if self.budget_delta is not None
                  else min(float(Fraction(repr(self.delta)) * analysts), 0.999999))
         return eps, delta
+
+
+def categorical_groups(feature_names: Sequence[str]) -> dict[str, list[int]]:
+    """The one-hot groups of declared categorical columns: ``{column: [indices]}``.
+
+    :mod:`core.data` names the indicator columns of a categorical column ``col=value``
+    (numeric columns keep their name), in column order.
+
+    >>> categorical_groups(["age", "sex=F", "sex=M", "hours"])
+    {'sex': [1, 2]}
+    """
+    groups: dict[str, list[int]] = {}
+    for j, name in enumerate(feature_names):
+        if "=" in name:
+            groups.setdefault(name.split("=", 1)[0], []).append(j)
+    return groups
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """How the plugin turns the prepared rows into the NB owner's columns.
+
+    ``numeric``: the numeric columns kept as they are; ``groups``: each categorical
+    column's indicator columns (read back as the value's index). The owner's rows are the
+    numeric columns followed by one code column per group.
+    """
+
+    numeric: tuple[int, ...]
+    groups: tuple[tuple[str, tuple[int, ...]], ...]
+
+    @classmethod
+    def of(cls, config: DPNBConfig, feature_names: Sequence[str]) -> Encoding:
+        """Numeric and categorical columns under ``config.categorical``."""
+        n = len(feature_names)
+        groups = categorical_groups(feature_names) if config.categorical == "counts" else {}
+        inside = {j for idx in groups.values() for j in idx}
+        return cls(tuple(j for j in range(n) if j not in inside),
+                   tuple((c, tuple(idx)) for c, idx in groups.items()))
+
+    @property
+    def categories(self) -> dict[int, list[int]]:
+        """``{owner column: declared values}`` (value ``i`` is the group's ``i``-th column)."""
+        p = len(self.numeric)
+        return {p + g: list(range(len(idx))) for g, (_, idx) in enumerate(self.groups)}
+
+    def apply(self, X: np.ndarray, what: str) -> np.ndarray:
+        """The owner's columns of ``X``; a row whose group is not one-hot is refused."""
+        X = np.asarray(X, dtype=np.float64)
+        cols = [X[:, list(self.numeric)]]
+        for col, idx in self.groups:
+            block = X[:, list(idx)]
+            bad = np.flatnonzero((np.abs(block.sum(axis=1) - 1.0) > 1e-9)
+                                 | ~np.all((block == 0.0) | (block == 1.0), axis=1))
+            if bad.size:
+                raise ConfigError(
+                    f"protocol.categorical = 'counts': column {col!r} is not one-hot in row "
+                    f"{int(bad[0])} of the {what} (values {block[bad[0]].tolist()}); "
+                    "allowed: declare it categorical in the dataset's manifest, or "
+                    "categorical = 'one-hot' to treat its columns as numbers")
+            cols.append(np.argmax(block, axis=1).astype(np.float64)[:, None])
+        return np.hstack(cols)
 
 
 def _refuse(source: str | None, key: str, value: Any, why: str) -> ConfigError:
@@ -187,8 +261,10 @@ class DPNaiveBayes(ProtocolPlugin):
         assert isinstance(config, DPNBConfig)
         s = data.scenario
         lower, upper = data.bounds.lower, data.bounds.upper
-        flat = np.flatnonzero(~(upper > lower))
-        if flat.size:
+        enc = Encoding.of(config, data.dataset.feature_names)
+        num = list(enc.numeric)
+        flat = [j for j in num if not upper[j] > lower[j]]  # indicator columns: not used
+        if flat:
             j = int(flat[0])
             raise ConfigError(f"data.bounds: feature {j} of dataset {data.dataset.name!r} has "
                               f"zero width ([{lower[j]}, {upper[j]}]); {NAME} needs "
@@ -202,12 +278,16 @@ class DPNaiveBayes(ProtocolPlugin):
                           f"rows; trim = m needs 2m + 2 rows per class; lower trim or use "
                           "\"auto\" or a fraction")
         classes = list(range(data.n_classes))
+        lower, upper = lower[num], upper[num]
+        owner_X = enc.apply(data.train_X, "training rows")
+        queries = enc.apply(data.queries, "query rows")
         n_analysts = s.parties.analysts
         eps_budget, delta_budget = config.owner_budget(n_analysts)
         base = s.parties.n  # provenance codes after the data owners'
         owner = nb_owner_spec(
-            party_id=OWNER, X=data.train_X, y=data.train_y, classes=classes,
-            bounds=(lower.copy(), upper.copy()), categories=None, epsilon=eps_budget,
+            party_id=OWNER, X=owner_X, y=data.train_y, classes=classes,
+            bounds=(lower.copy(), upper.copy()), categories=enc.categories or None,
+            epsilon=eps_budget,
             delta=delta_budget, analyst_epsilon=config.analyst_budget, run_id=data.run_id,
             index=base, seed=s.run.seed, mode=s.run.mode)
         # concurrent requests only when the budget pays for all of them: then no refusal
@@ -217,7 +297,8 @@ class DPNaiveBayes(ProtocolPlugin):
             and Fraction(repr(delta_budget)) >= Fraction(repr(config.delta)) * n_analysts))
         if pays_all and n_analysts > 1:
             owner = replace(owner, max_concurrency=min(n_analysts, MAX_CONCURRENCY))
-        schema = FeatureSchema.build(data.train_X.shape[1], bounds=(lower, upper))
+        schema = FeatureSchema.build(owner_X.shape[1], bounds=(lower, upper),
+                                     categories=enc.categories or None)
         analysts = owner_names(n_analysts, ANALYST_PREFIX)
         specs = [owner] + [
             nb_requester_spec(party_id=a, owner=OWNER, run_id=data.run_id, classes=classes,
@@ -229,13 +310,15 @@ class DPNaiveBayes(ProtocolPlugin):
             "query_shares": {a: [int(r[0]), int(r[-1]) + 1] if len(r) else []
                              for a, r in zip(analysts, shares)},
             "bounds": {"lower": lower.tolist(), "upper": upper.tolist()},
+            "categorical": {c: [data.dataset.feature_names[j].split("=", 1)[1] for j in idx]
+                            for c, idx in enc.groups},
             "classes": [str(c) for c in data.dataset.classes], "method": config.method,
             "noise": config.noise, "epsilon_per_model": config.epsilon,
             "owner_budget": {"epsilon": eps_budget, "delta": delta_budget},
             "analyst_budget": config.analyst_budget,
         }
         return Plan(specs=tuple(specs), roles={"owner": (OWNER,), "analyst": analysts},
-                    config=config.request(), queries=data.queries,
+                    config=config.request(), queries=queries,
                     query_labels=data.query_labels, public=public)
 
     def baseline(self, config: ProtocolConfig, data: PreparedData) -> Baseline:
@@ -276,4 +359,5 @@ class DPNaiveBayes(ProtocolPlugin):
                 ("method / noise", f"{summary['method']} / {summary['noise']}")]
 
 
-__all__ = ["ANALYST_PREFIX", "NAME", "OWNER", "DPNBConfig", "DPNaiveBayes"]
+__all__ = ["ANALYST_PREFIX", "NAME", "OWNER", "DPNBConfig", "DPNaiveBayes", "Encoding",
+           "categorical_groups"]
