@@ -164,6 +164,8 @@ def test_streamed_ring_attacks_equal_the_whole_transcript_ones(tmp_path):
     public = result.outcome.plan.public
     plain, informed = ring_attribution(result.transcript, public)
     assert plain == measure_disclosure_whole(result.transcript, public)
+    # a state budget of one node's vectors: one pass per node, the same reports
+    assert ring_attribution(result.transcript, public, state_budget=1) == (plain, informed)
     msgs = result.transcript.messages(with_provenance=True, protocol="pp-topk")
     claims = Claims(informed.adversary)
     for view in View.per_party(msgs, public["ring"]).values():

@@ -12,8 +12,9 @@ views of the batch's buffer), so the peak follows the largest message, once.
 
 :func:`round_messages` yields a protocol's messages round by round (sorted as
 the whole-transcript readers sort them), for scorers that need a round
-together. The ring's attribution attacks and DP-TT's attacks are scored this
-way; their results equal the whole-transcript versions
+together. The ring's attribution attacks (in groups of nodes whose state fits
+:data:`STATE_BUDGET`, one pass each) and DP-TT's attacks are scored this way;
+their results equal the whole-transcript versions
 (:func:`simulations.disclosure.measure_disclosure`; tests).
 """
 
@@ -32,7 +33,7 @@ import pyarrow.parquet as pq
 
 from ppknn.core.errors import ProtocolError
 from ppknn.core.leakage import Disclosure, DisclosureReport, multiset_new
-from ppknn.core.messages import Message, decode_arrays, encode_arrays
+from ppknn.core.messages import Message, encode_arrays
 from ppknn.core.transcript import Transcript
 
 _HEADER = ("run_id", "protocol", "round", "seq", "sender", "receiver", "kind")
@@ -209,7 +210,12 @@ class _Tally:
                        claimed=self.claimed[p], correct=self.correct[p]) for p in order))
 
 
-def ring_attribution(transcript: Transcript, public: Mapping[str, Any]
+STATE_BUDGET = 8 * 2**20
+"""Bytes of vectors the ring's successor attacks keep per pass over the transcript."""
+
+
+def ring_attribution(transcript: Transcript, public: Mapping[str, Any], *,
+                     state_budget: int = STATE_BUDGET
                      ) -> tuple[DisclosureReport, DisclosureReport]:
     """Successor attribution and the informed successor, streamed (module docstring).
 
@@ -218,6 +224,12 @@ def ring_attribution(transcript: Transcript, public: Mapping[str, Any]
     before (the start node: in the same round too; nobody: the public initial
     vector); the informed variant keeps only values that are also in the final
     broadcast vector.
+
+    Its state is one vector per observing node (what it sent last), a round's
+    worth. The nodes are taken in groups whose two vectors each (the last
+    round's and this round's) fit ``state_budget``, one pass over the rounds per
+    group, so memory holds one record batch and the group's vectors; a ring
+    whose round fits the budget is read once.
     """
     from ppknn.protocols.ppknn.pp_topk import PROTOCOL
     from ppknn.protocols.ppknn.pp_topk_attacks import ADVERSARY, INFORMED
@@ -228,33 +240,46 @@ def ring_attribution(transcript: Transcript, public: Mapping[str, Any]
     max_d = float(public["max_distance"])
     final: np.ndarray | None = None
     starts: set[str] = set()
-    for row in iter_rows(transcript, PROTOCOL, kinds=("topk-final",)):
-        starts.add(row["sender"])
+    for m in iter_messages(transcript, PROTOCOL, kinds=("topk-final",), with_provenance=False):
+        starts.add(m.sender)
         if final is None:
-            final = np.asarray(decode_arrays(row["payload"])["g"])
+            final = np.array(m.payload["g"])  # a copy: a view would hold its whole batch
     plain, informed = _Tally.new(order, n_q), _Tally.new(order, n_q)
-    last_sent: dict[str, np.ndarray] = {}  # each node's latest vector: one round's worth
-    for r in rounds_of(transcript, PROTOCOL):
-        start_now = {}  # the start node compares with what it sent in this round
-        for row in iter_rows(transcript, PROTOCOL, round=r, kinds=("topk-vector",)):
-            if row["sender"] in starts:
-                start_now[row["sender"]] = np.asarray(decode_arrays(row["payload"])["g"])
-        sent_now: dict[str, np.ndarray] = {}
-        for row in iter_rows(transcript, PROTOCOL, round=r, kinds=("topk-vector",)):
-            sender, me = row["sender"], row["receiver"]
-            g = np.asarray(decode_arrays(row["payload"])["g"])
-            if me in start_now:
-                reference = start_now[me]
-            else:
-                reference = last_sent.get(me, np.full(g.shape, max_d))
-            mask = multiset_new(g, reference)
-            prov = np.asarray(decode_arrays(row["provenance"])["g"])
-            code = index[sender]
-            plain.add(sender, mask, prov, code)
-            if final is not None:
-                informed.add(sender, mask & ~multiset_new(g, final), prov, code)
-            sent_now[sender] = g
-        last_sent.update(sent_now)
+    rounds = rounds_of(transcript, PROTOCOL)
+    vector = final.nbytes if final is not None else 8 * n_q * 64
+    group = max(1, int(state_budget // (2 * max(vector, 1))))
+
+    def score(sender: str, g: np.ndarray, reference: np.ndarray, prov: np.ndarray) -> None:
+        mask = multiset_new(g, reference)
+        code = index[sender]
+        plain.add(sender, mask, prov, code)
+        if final is not None:
+            informed.add(sender, mask & ~multiset_new(g, final), prov, code)
+
+    for first in range(0, len(order), group):
+        members = set(order[first:first + group])
+        last_sent: dict[str, np.ndarray] = {}  # each member's latest vector
+        for r in rounds:
+            sent_now: dict[str, np.ndarray] = {}
+            to_start = []  # the start node compares with what it sends in this round too
+            for m in iter_messages(transcript, PROTOCOL, round=r, kinds=("topk-vector",)):
+                if m.sender in members:
+                    sent_now[m.sender] = np.array(m.payload["g"])
+                me = m.receiver
+                if me not in members:
+                    continue
+                g = np.asarray(m.payload["g"])
+                prov = np.asarray(m.provenance["g"])
+                if me in starts:
+                    to_start.append((m.sender, me, np.array(g), np.array(prov)))
+                else:
+                    score(m.sender, g, last_sent.get(me, np.full(g.shape, max_d)), prov)
+            for sender, me, g, prov in to_start:
+                reference = sent_now.get(me)
+                if reference is None:
+                    reference = last_sent.get(me, np.full(g.shape, max_d))
+                score(sender, g, reference, prov)
+            last_sent.update(sent_now)
     return plain.report(ADVERSARY, order, n_q), informed.report(INFORMED, order, n_q)
 
 
@@ -286,5 +311,6 @@ def dptt_side_inference(transcript: Transcript, queries: np.ndarray,
     return SideTally(total, correct, utility)
 
 
-__all__ = ["BYTE_BUDGET", "SideTally", "batches", "decode_view", "dptt_side_inference",
-           "iter_messages", "iter_rows", "ring_attribution", "round_messages", "rounds_of"]
+__all__ = ["BYTE_BUDGET", "STATE_BUDGET", "SideTally", "batches", "decode_view",
+           "dptt_side_inference", "iter_messages", "iter_rows", "ring_attribution",
+           "round_messages", "rounds_of"]
