@@ -530,3 +530,49 @@ def test_address_auto_with_a_stale_record_fails_within_seconds_in_one_line(tmp_p
         assert "Traceback" not in err and len(err.splitlines()) <= 3  # one (wrapped) line
         assert not (tmp_path / "out").exists()
         assert elapsed < 60  # the interpreter start dominates; the probe waits at most 3 s
+
+
+@pytest.mark.parametrize("source, hosts", [("p0", 1), ("p4", 3)])
+def test_hosted_group_calls_are_split_and_deliver_the_same(ray_local, monkeypatch, hosts,
+                                                           source):
+    """Host-group calls of at most GROUP_CALL_STEPS steps: same outputs, progress per call."""
+    from ppknn.core.runtime import Call, Step, ray_runtime
+
+    monkeypatch.setattr(ray_runtime, "GROUP_CALL_STEPS", 2)
+    rt, names = _scatter_runtime("ray", layout="hosted", hosts=hosts)
+    targets = [n for n in names if n != source]
+    try:
+        refs = rt.scatter(Step(source, "cast", (10.0,), "cast", 1), 5.0,
+                          [Call(t, "take", (f"tag-{t}",), "cast", 1) for t in targets])
+        got = rt.fetch(refs)
+        assert got == [(t, f"tag-{t}", 5.0 + 10.0 * i, source) for i, t in enumerate(targets)]
+        casts = rt.map([Call(n, "cast", (None, 1.0), "cast", 2) for n in names])
+        assert len(rt._pending) == sum(-(-len(m) // 2) for m in rt.host_members)
+        assert all(len(c.refs) <= 2 for c in rt._pending)  # no call ran more than 2 steps
+        assert [len(out) for out in rt.fetch(casts)] == [6] * 7
+    finally:
+        rt.shutdown()
+
+
+def test_hosted_chain_split_into_short_calls_keeps_the_transcript(ray_local, tmp_path,
+                                                                   monkeypatch):
+    from ppknn.core.runtime import ray_runtime
+
+    protocol = {"secure_sum": "ring", "weighting": "distance"}
+    local = execute(_scenario("inprocess", **protocol), transcript_dir=tmp_path / "local")
+    monkeypatch.setattr(ray_runtime, "GROUP_CALL_STEPS", 2)
+    calls = []
+    original = ray_runtime.RayRuntime.chain
+
+    def chain(self, steps, incoming=None):
+        before = len(self._pending)
+        out = original(self, steps, incoming)
+        calls.append((len(steps), len(self._pending) - before))
+        return out
+
+    monkeypatch.setattr(ray_runtime.RayRuntime, "chain", chain)
+    on_ray = execute(_scenario("ray", "hosted", 1, **protocol), transcript_dir=tmp_path / "ray")
+    assert calls and all(n_calls == -(-n_steps // 2) for n_steps, n_calls in calls)
+    np.testing.assert_array_equal(local.predictions, on_ray.predictions)
+    assert (Transcript(tmp_path / "local").canonical_rows()
+            == Transcript(tmp_path / "ray").canonical_rows())

@@ -46,6 +46,12 @@ CLOSE_FLUSH_S = 3.0
 CLOSE_RECORDER_S = 30.0
 """How long closing the transcript waits for the recorder to write its last part."""
 LAYOUTS = ("actor-per-party", "hosted")
+GROUP_CALL_STEPS = 1000
+"""Most steps one actor call of a host group runs (a chain's consecutive hops on one host,
+a map's or a scatter's calls on one host). The driver sees progress call by call, so a
+host running 50,000 hops in one call would look stuck for minutes with nothing wrong;
+in calls of at most this many steps a hung party is still caught within
+``party_timeout_s`` of its call starting."""
 ACTOR_MEMORY_MIB = 120
 """Memory of one party's Ray worker of its own (measured: 168 MiB resident, shared pages
 included), for the actor-per-party size check."""
@@ -377,8 +383,8 @@ class RayRuntime(Runtime):
                 continue
             host_i = self._host_index[s0.party]
             j = i
-            while j < len(steps) and self._host_index[steps[j].party] == host_i:
-                self._check_party(steps[j].party)
+            while (j < len(steps) and j - i < GROUP_CALL_STEPS
+                   and self._host_index[steps[j].party] == host_i):
                 j += 1
             group = steps[i:j]
             if isinstance(out, ray.ObjectRef):
@@ -402,7 +408,8 @@ class RayRuntime(Runtime):
                     refs[k] = self.call(c.party, c.method, *c.args, protocol=c.protocol,
                                         round=c.round)
             else:
-                self._group_call("invoke_many", calls, members, refs)
+                for part in _chunks(members):
+                    self._group_call("invoke_many", calls, part, refs)
         return refs
 
     def _by_host(self, calls: Sequence[Call]) -> dict[int, list[int]]:
@@ -446,7 +453,11 @@ class RayRuntime(Runtime):
             return Runtime.scatter(self, source, incoming, targets)  # calls of their own
         by_host = self._by_host(targets)
         local = by_host.pop(self._host_index[source.party], [])
-        remote = list(by_host.values())
+        # the sender's call runs at most GROUP_CALL_STEPS local targets; the others are
+        # delivered like remote ones, in calls of at most that many
+        local, local_rest = local[:GROUP_CALL_STEPS], local[GROUP_CALL_STEPS:]
+        remote = [part for group in ([local_rest] if local_rest else []) + list(by_host.values())
+                  for part in _chunks(group)]
         positions, local_values = _pack([targets[k].args for k in local])
         local_spec = [(k, targets[k].party, targets[k].method, idx)
                       for k, idx in zip(local, positions)]
@@ -492,7 +503,7 @@ class RayRuntime(Runtime):
                 self._raise_first_failure(pending)
                 members = self.host_members[self._host_index[stuck.party]]
                 self._abandon(stuck.party)  # it cannot flush while stuck: do not wait for it
-                cohosted = f" (its host also held {members})" if len(members) > 1 else ""
+                cohosted = _cohosted(members)
                 raise PartyFailure(stuck.party, stuck.protocol, stuck.round,
                                    f"no progress for {timeout:g} s in {stuck.method!r}"
                                    f"{cohosted}")
@@ -537,7 +548,7 @@ class RayRuntime(Runtime):
             except RayError as exc:  # the actor died, its node was lost, its result is gone
                 members = self.host_members[self._host_index[c.party]]
                 self._dead.update(members)
-                cohosted = f" (its host also held {members})" if len(members) > 1 else ""
+                cohosted = _cohosted(members)
                 what = ("actor died" if isinstance(exc, RayActorError)
                         else f"{type(exc).__name__}")
                 raise PartyFailure(c.party, c.protocol, c.round,
@@ -672,6 +683,20 @@ def _pack(arg_lists: Sequence[Sequence[Any]]) -> tuple[list[tuple[int, ...]], li
             idx.append(j)
         positions.append(tuple(idx))
     return positions, values
+
+
+def _chunks(items: list[int]) -> list[list[int]]:
+    """``items`` in consecutive pieces of at most :data:`GROUP_CALL_STEPS`."""
+    return [items[k:k + GROUP_CALL_STEPS] for k in range(0, len(items), GROUP_CALL_STEPS)]
+
+
+def _cohosted(members: Sequence[PartyId]) -> str:
+    """`` (its host also held [...])`` for an error message, at most 8 names shown."""
+    if len(members) <= 1:
+        return ""
+    shown = list(members) if len(members) <= 8 else [*members[:8], "..."]
+    more = f", {len(members):,} parties in all" if len(members) > 8 else ""
+    return f" (its host also held {shown}{more})"
 
 
 def _describe(group: Sequence[Any]) -> str:
