@@ -262,7 +262,8 @@ class RingDataOwner:
         c_n = self.n_classes
         weighted = self.vote == "k-weighted"
         votes = np.zeros((len(g), 2 * c_n + 2 if weighted else c_n), dtype=np.uint64)
-        scale = ss.weight_scale(g[:, 0], self.params.k)
+        scale = (ss.weight_scale(g[:, 0], self.params.k) if self.weighting == "distance"
+                 else np.ones(len(g)))  # (uniform votes are not scaled)
         for q_idx, dist, rows in self._index.within(g[:, -1]):
             if weighted:
                 matched = voter_mask(dist, g[q_idx], "exact-k", rows)
