@@ -67,9 +67,65 @@ def _wall(cmd: list[str], env: dict[str, str] | None = None) -> float:
     t0 = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    _check(cmd, done.returncode, done.stdout, done.stderr)
     return wall
+
+
+def _check(cmd: list[str], code: int, stdout: str, stderr: str) -> None:
+    """Raise when a command failed, quoting its error line (not just the tail of stderr)."""
+    if code != 0:
+        said = [line[:500] for line in (stdout + "\n" + stderr).splitlines()
+                if line.startswith("error:")]
+        raise RuntimeError(f"{' '.join(cmd)} failed ({code}): {' | '.join(said)}\n"
+                           f"{stderr[-1500:]}")
+
+
+def _tree(root: int) -> list[int]:
+    """``root`` and every process descended from it (Linux)."""
+    children: dict[int, list[int]] = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(pid))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += children.get(pid, [])
+    return out
+
+
+def _run_tree_peak(cmd: list[str], every_s: float = 1.0) -> dict[str, Any]:
+    """Run ``cmd``; wall seconds, stderr and the peak summed RSS / PSS of its process tree.
+
+    The tree is the command and everything it starts (its local Ray: GCS, raylet, the
+    host and recorder workers), not other Ray instances on the machine.
+    """
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = {"rss": 0.0, "pss": 0.0}
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            rows = [m for m in (_pid_memory_mib(p) for p in _tree(proc.pid)) if m]
+            for k in peak:
+                peak[k] = max(peak[k], sum(m[k] for m in rows))
+            stop.wait(every_s)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = proc.communicate()
+    wall = time.perf_counter() - t0
+    stop.set()
+    sampler.join()
+    _check(cmd, proc.returncode, stdout, stderr)
+    return {"wall_s": wall, "stderr": stderr, "peak_rss_mib": peak["rss"],
+            "peak_pss_mib": peak["pss"]}
 
 
 def _pid_memory_mib(pid: int) -> dict[str, float] | None:
@@ -110,48 +166,6 @@ def _ray_pids(prefix: str) -> list[int]:
         if cmd.startswith(prefix):
             out.append(int(pid))
     return out
-
-
-def _ray_rss_mib(prefix: str = "ray::") -> list[float]:
-    """Resident memory (MiB) of every process whose title starts with ``prefix`` (Linux)."""
-    out = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
-            if not cmd.startswith(prefix):
-                continue
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    out.append(int(line.split()[1]) / 1024)
-        except (OSError, UnicodeDecodeError):
-            continue
-    return out
-
-
-class _PeakRSS:
-    """Samples the summed resident memory of this process and every Ray process."""
-
-    def __init__(self, every_s: float = 0.2) -> None:
-        self.every_s, self.peak_mib, self._stop = every_s, 0.0, threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        import resource
-
-        while not self._stop.is_set():
-            own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            self.peak_mib = max(self.peak_mib, own + sum(_ray_rss_mib()))
-            self._stop.wait(self.every_s)
-
-    def __enter__(self) -> _PeakRSS:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def _median(fn: Callable[[], Any], repeats: int) -> tuple[float, float]:
@@ -348,12 +362,15 @@ def scale(s: dict[str, Any], tmp: Path, log: Callable[[str], None]) -> list[dict
         sc = _scenario(tmp / f"scale-{n}.toml", n=n, queries=200, kind="ray", layout="hosted",
                        dataset=f"synthetic:classification?rows={2 * n + 400}&features=8"
                                "&classes=3", output=folder)
-        with _PeakRSS() as peak:
-            wall = _wall([sys.executable, "-m", "ppknn", "run", str(sc)])
+        run = _run_tree_peak([sys.executable, "-m", "ppknn", "run", str(sc)])
         timings = json.loads((folder / "summary.json").read_text())["timings_s"]
-        rows.append({"parties": n, "queries": 200, "wall_s": wall, **timings,
-                     "peak_rss_mib": peak.peak_mib})
-        log(f"  hosted n={n}: {wall:.1f} s end to end, peak {peak.peak_mib:.0f} MiB")
+        rows.append({"parties": n, "queries": 200, "wall_s": run["wall_s"], **timings,
+                     "peak_rss_mib": run["peak_rss_mib"], "peak_pss_mib": run["peak_pss_mib"],
+                     "pending_task_warning": "pending submission" in run["stderr"]})
+        log(f"  hosted n={n}: {run['wall_s']:.1f} s end to end (start-up "
+            f"{timings.get('startup_s', float('nan')):.1f} s), peak memory of the run's "
+            f"processes {run['peak_pss_mib']:.0f} MiB PSS / {run['peak_rss_mib']:.0f} MiB RSS"
+            + (", pending-task warning" if rows[-1]["pending_task_warning"] else ""))
     return rows
 
 
