@@ -86,3 +86,22 @@ def test_associated_data_is_the_sorted_header():
         expected = json.dumps(m.header(), sort_keys=True, separators=(",", ":")).encode()
         assert m.associated_data() == expected
         assert m.with_seq(5).associated_data() != expected  # the sequence number is bound
+
+
+@pytest.mark.parametrize("n,p", [(60, 0.3), (400, 0.05), (300, 0.7)])
+def test_degeneracy_orderings_agree(n, p):
+    """The scanning and the bucket orderings take the same vertex at every step."""
+    from scipy import sparse
+
+    from ppknn.protocols.dp_knn import cliques
+
+    rng = np.random.default_rng(n)
+    upper = np.triu(rng.random((n, n)) < p, 1)
+    adj = sparse.csr_matrix(upper | upper.T)
+    adj.sort_indices()
+    indptr, indices = adj.indptr.astype(np.int64), adj.indices.astype(np.int64)
+    scan, d_scan = cliques._degeneracy_order(indptr, indices)
+    buckets, d_buckets = cliques._degeneracy_order_buckets(indptr, indices)
+    np.testing.assert_array_equal(scan, buckets)
+    assert d_scan == d_buckets
+    assert sorted(scan.tolist()) == list(range(n))

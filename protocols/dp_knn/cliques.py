@@ -94,6 +94,9 @@ class CliqueBounds:
 _GREEDY_MAX = 4096
 """Largest component given a greedy clique (a dense ``n x n`` matrix) to start from."""
 
+_SCAN_MAX = 3000
+"""Largest component ordered by scanning all degrees per step (quadratic; buckets above)."""
+
 _DONE = np.iinfo(np.int64).max // 2
 """Degree key of a vertex already taken out (above any real degree, even after decrements)."""
 
@@ -104,6 +107,8 @@ def _degeneracy_order(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarr
     The graph is given in CSR form over vertices ``0..n-1``.
     """
     n = len(indptr) - 1
+    if n > _SCAN_MAX:
+        return _degeneracy_order_buckets(indptr, indices)
     key = np.diff(indptr).astype(np.int64)
     order = np.empty(n, dtype=np.int64)
     degeneracy = 0
@@ -114,6 +119,36 @@ def _degeneracy_order(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarr
         key[v] = _DONE
         key[indices[indptr[v]:indptr[v + 1]]] -= 1
     return order, degeneracy
+
+
+def _degeneracy_order_buckets(indptr: np.ndarray, indices: np.ndarray
+                              ) -> tuple[np.ndarray, int]:
+    """:func:`_degeneracy_order` with degree buckets: linear time, for large components."""
+    n = len(indptr) - 1
+    nbrs = [indices[indptr[v]:indptr[v + 1]].tolist() for v in range(n)]
+    degree = [len(a) for a in nbrs]
+    buckets: list[set[int]] = [set() for _ in range(max(degree, default=0) + 1)]
+    for v, d in enumerate(degree):
+        buckets[d].add(v)
+    removed = [False] * n
+    order: list[int] = []
+    degeneracy = low = 0
+    for _ in range(n):
+        low = max(0, low - 1)
+        while not buckets[low]:
+            low += 1
+        v = min(buckets[low])  # the lowest vertex of minimum remaining degree
+        buckets[low].discard(v)
+        degeneracy = max(degeneracy, low)
+        order.append(v)
+        removed[v] = True
+        for u in nbrs[v]:
+            if not removed[u]:
+                d = degree[u]
+                buckets[d].discard(u)
+                degree[u] = d - 1
+                buckets[d - 1].add(u)
+    return np.asarray(order, dtype=np.int64), degeneracy
 
 
 def _greedy_colours(order: np.ndarray, indptr: np.ndarray, indices: np.ndarray) -> int:
