@@ -73,6 +73,12 @@ from ppknn.simulations.scenario import Scenario
 
 NAME: Literal["ppknn-ring"] = "ppknn-ring"
 
+DETAIL_METRICS = ("disclosure_trials", "disclosure_by_position", "disclosure_claimed",
+                  "disclosure_correct", "disclosure_exact_rows", "disclosure_exact_hits",
+                  "informed_mean", "informed_by_position", "informed_claimed",
+                  "informed_correct", "informed_exact_rows", "informed_exact_hits")
+"""Metrics of ``score = "detail"`` (:func:`attribution_detail`); None otherwise."""
+
 
 class PPKNNRingConfig(ProtocolConfig):
     """``[protocol]`` of ``ppknn-ring``."""
@@ -201,11 +207,7 @@ class PPKNNRing(ProtocolPlugin):
                "voters_mean", "queries_over_k_voters", "disclosure_mean",
                "disclosure_ci_low", "disclosure_ci_high",
                # exact-kNN check and per-figure detail (reproduction grids)
-               "agreement_with_knn_excluding_ties", "union_size",
-               "disclosure_trials", "disclosure_by_position", "disclosure_claimed",
-               "disclosure_correct", "disclosure_exact_rows", "disclosure_exact_hits",
-               "informed_mean", "informed_by_position", "informed_claimed",
-               "informed_correct", "informed_exact_rows", "informed_exact_hits",
+               "agreement_with_knn_excluding_ties", "union_size", *DETAIL_METRICS,
                "messages_topk", "bytes_topk", "messages_sum", "bytes_sum")
     guarantee = "no DP: per-node disclosure probability to the successor (paper §6.6)"
     adversaries = ("informed-successor", "secure-sum-neighbours", "successor-attribution")
@@ -307,6 +309,10 @@ class PPKNNRing(ProtocolPlugin):
                                       "disclosure_ci_high": d.interval[1]}
             if config.score == "detail":
                 metrics |= attribution_detail(transcript, plan.public)
+        # the pooling counts are None unless scored (a sweep's rows then compare equal
+        # across processes, which NaN would not)
+        for key in DETAIL_METRICS:
+            metrics.setdefault(key, None)
         return Measured(metrics=metrics, per_party=per_party,
                         per_query={"tie_at_kth": ties.astype(int),
                                    "topk_exact": exact.astype(int)},
