@@ -66,6 +66,7 @@ Definitions (the protocols' documented guarantees in brackets):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -298,20 +299,64 @@ def _sum_rows(ctx: Context, adv: Adversary, *, protocol: str, truth_prefix: str,
               ring_protocol: str, shared_protocol: str | None, kind: str,
               quantity: str, per_query: bool) -> list[LeakageRow]:
     ring = list(ctx.public["ring"])
+    targets = [t for t in ring if f"{truth_prefix}{t}" in ctx.truth]
+    if adv.observers:  # a scripted coalition: its pooled view of the whole sum
+        msgs = [m for p in {ring_protocol, shared_protocol} - {None}
+                for m in ctx.messages(protocol=p)]
+        return _sum_group(ctx, adv, msgs, targets, truth_prefix=truth_prefix,
+                          ring_protocol=ring_protocol, kind=kind, quantity=quantity,
+                          per_query=per_query,
+                          shared=any(m.kind == "share" for m in msgs))
+    # each node's two neighbours: streamed, for groups of targets whose messages (the
+    # target's partial sums in and out, or the shares it sent them) fit the state budget
+    from ppknn.simulations.leakage import stream
+
     start = ctx.public["start"]
-    msgs = [m for p in {ring_protocol, shared_protocol} - {None}
-            for m in ctx.messages(protocol=p)]
-    shared = any(m.kind == "share" for m in msgs)
+    shared = shared_protocol is not None and bool(stream.rounds_of(ctx.transcript,
+                                                                   shared_protocol))
+    protocols = [shared_protocol] if shared and shared_protocol else [ring_protocol]
+    vector = np.asarray(ctx.truth[f"{truth_prefix}{targets[0]}"]).nbytes if targets else 1
+    size = max(1, int(stream.STATE_BUDGET // (3 * max(vector, 1))))
+    rows: list[LeakageRow] = []
+    for first in range(0, len(targets), size):
+        group = set(targets[first:first + size])
+        near_start = set(_ring_neighbours(ring, start)) if start in group else set()
+
+        def wanted(m: Any, group: set[str] = group, near_start: set[str] = near_start
+                   ) -> bool:
+            if shared:
+                return (m.kind == "share" and m.sender in group
+                        and m.receiver in _ring_neighbours(ring, m.sender))
+            if m.kind == kind:
+                return m.sender in group or m.receiver in group
+            return m.kind == "sum-result" and m.receiver in near_start
+
+        kept = [dataclasses.replace(m, payload={k: np.array(v) for k, v in m.payload.items()})
+                for p in protocols
+                for m in stream.iter_messages(ctx.transcript, p, with_provenance=False)
+                if wanted(m)]  # copies: a kept view would hold its whole record batch
+        kept.sort(key=lambda m: (m.protocol, m.round, m.sender, m.receiver, m.seq))
+        rows.extend(_sum_group(ctx, adv, kept, [t for t in targets if t in group],
+                               truth_prefix=truth_prefix, ring_protocol=ring_protocol,
+                               kind=kind, quantity=quantity, per_query=per_query,
+                               shared=shared))
+    return rows
+
+
+def _sum_group(ctx: Context, adv: Adversary, msgs: Sequence[Any], targets: Sequence[str], *,
+               truth_prefix: str, ring_protocol: str, kind: str, quantity: str,
+               per_query: bool, shared: bool) -> list[LeakageRow]:
+    """The secure-sum rows of ``targets``, from the messages their observers need."""
+    ring = list(ctx.public["ring"])
+    start = ctx.public["start"]
     by_party: dict[str, list[Any]] = {}
     for m in msgs:  # each party's messages, so a view costs its own messages only
         by_party.setdefault(m.sender, []).append(m)
         if m.receiver != m.sender:
             by_party.setdefault(m.receiver, []).append(m)
     rows = []
-    for target in ring:
+    for target in targets:
         key = f"{truth_prefix}{target}"
-        if key not in ctx.truth:
-            continue
         truth = np.asarray(ctx.truth[key], dtype=np.uint64)
         pred, succ = _ring_neighbours(ring, target)
         observers = tuple(adv.observers) if adv.observers else (pred, succ)
