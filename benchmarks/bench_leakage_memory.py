@@ -16,8 +16,10 @@ exactly as ``ppknn leakage DIR`` does and reports:
 
 The scorers read the transcript in record batches of at most
 ``simulations.leakage.stream.BYTE_BUDGET`` bytes (one row when a message is
-larger), so the peak above the baseline follows neither the transcript nor a
-round. What it still follows is the largest row group: the recorder writes one
+larger), and the ring's attacks keep at most ``STATE_BUDGET`` of vectors per
+pass (groups of nodes, one pass each), so the peak above the baseline follows
+neither the transcript nor a round. What it still follows is the largest row
+group: the recorder writes one
 row group per flushed part and dictionary-encodes the payload column, so a
 reader must decode the whole group's dictionary page to return any of its rows
 (``--dptt-flush-every`` sets the DP-TT run's part size to show it). Arrow's
