@@ -22,7 +22,8 @@ neither the transcript nor a round. What it still follows is the largest row
 group: the recorder writes one
 row group per flushed part and dictionary-encodes the payload column, so a
 reader must decode the whole group's dictionary page to return any of its rows
-(``--dptt-flush-every`` sets the DP-TT run's part size to show it). Arrow's
+(``--ring-flush-every`` and ``--dptt-flush-every`` set the runs' part sizes
+to show it). Arrow's
 default allocator (mimalloc) keeps freed pages resident; set
 ``ARROW_DEFAULT_MEMORY_POOL=system`` to see the peak without that retention.
 ``--pythonpath DIR`` scores with the ``ppknn`` package found in ``DIR`` instead
@@ -60,7 +61,7 @@ rounds = 2
 [runtime]
 kind = "inprocess"
 channels = false
-flush_every = 256
+flush_every = {flush}
 """
 
 DPTT = """
@@ -159,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--points", type=int, default=1_000_000)
     ap.add_argument("--queries", type=int, default=10_000)
     ap.add_argument("--output", type=Path, default=Path("results/bench-leakage-memory"))
+    ap.add_argument("--ring-flush-every", type=int, default=256,
+                    help="Messages per transcript part (one row group) in the ring run.")
     ap.add_argument("--dptt-flush-every", type=int, default=4,
                     help="Messages per transcript part (one row group) in the DP-TT run.")
     ap.add_argument("--skip-runs", action="store_true",
@@ -173,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = {
         "ring": (out / "ring", RING.format(n=args.parties, rows=rows_ring,
                                            tf=args.ring_queries / rows_ring,
-                                           out=out / "ring")),
+                                           flush=args.ring_flush_every, out=out / "ring")),
         "dptt": (out / "dptt", DPTT.format(points=args.points,
                                            rows=args.points + args.queries,
                                            tf=args.queries / (args.points + args.queries),
