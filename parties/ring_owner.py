@@ -43,6 +43,20 @@ from ppknn.protocols.ring_nb.config import PROTOCOL as NB_PROTOCOL
 WEIGHTINGS = ("uniform", "distance")
 
 
+def _ring_index(setup: RingSetup) -> dict[PartyId, int]:
+    """Every party's position in ``setup.ring``, built once per set-up object.
+
+    All the owners of a host are configured with the same set-up object, so
+    the ring is scanned once per host, not once per owner (n owners scanning
+    a ring of n: 10^10 steps at n = 100,000).
+    """
+    index = setup.__dict__.get("_index")
+    if index is None:
+        index = {party: i for i, party in enumerate(setup.ring)}
+        object.__setattr__(setup, "_index", index)  # a cache beside the frozen fields
+    return index
+
+
 class RingDataOwner:
     """A data owner on the PP-kNN ring.
 
@@ -116,7 +130,8 @@ class RingDataOwner:
     def configure(self, setup: RingSetup) -> int:
         """Learn the public ring, start node and protocol parameters; returns the feature count."""
         ring, start, params, weighting = setup.ring, setup.start, setup.params, setup.weighting
-        if self.party_id not in ring or start not in ring:
+        index = _ring_index(setup)
+        if self.party_id not in index or start not in index:
             raise ConfigError(f"{self.party_id}: ring {list(ring)} must contain me and {start!r}")
         if weighting not in WEIGHTINGS:
             raise ConfigError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
@@ -124,7 +139,7 @@ class RingDataOwner:
             raise ConfigError(f"vote must be one of {list(VOTE_RULES)}, got {setup.vote!r}")
         self.ring, self.start, self.params, self.weighting = tuple(ring), start, params, weighting
         self.vote = setup.vote
-        self._position = self.ring.index(self.party_id)  # O(n) once, not on every step
+        self._position = index[self.party_id]
         return int(self.X.shape[1])
 
     @property
