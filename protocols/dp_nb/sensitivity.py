@@ -126,6 +126,9 @@ _LEAF = 16
 """Blocks of at most this many rows and columns are evaluated pair by pair."""
 _DENSE = 1 << 14
 """Pair grids up to this size are evaluated whole, without branch and bound."""
+_DENSE_ROWS = 1 << 16
+"""Exact variance: when the distances that matter have at most this many (k, t) rows in
+all, every distance is evaluated (no branch and bound, no monotonicity needed)."""
 
 
 @dataclass(frozen=True)
@@ -705,7 +708,9 @@ def exact_variance(st: TrimmedStatistics, beta: float) -> tuple[float, float, in
     ``[k1, k2]`` is worth at most ``e^{-k1 β} A_{k2}`` and is dropped when that cannot
     beat the best value found; the rest is halved. The search at distance ``k`` is the
     exact maximum over distance ``<= k`` when it does not decrease in ``k``, which held
-    on every sample tested (``tests/dpnb``); typically ``O(K log K)`` candidates.
+    on every sample tested (``tests/dpnb``); typically ``O(K log K)`` candidates. When
+    the ``K`` distances have few rows in all (``K² / 2 <= 65,536``) every distance is
+    evaluated in one vectorised call instead (no monotonicity needed).
     """
     w = st.window
     if w <= 1:  # a window of one value has a constant variance
@@ -716,6 +721,11 @@ def exact_variance(st: TrimmedStatistics, beta: float) -> tuple[float, float, in
     ext = _Extended(np.asarray(xs, dtype=np.float64), st.lower, st.upper)
     m, n = st.trim, st.n
     factor = (w - 1) / (w * w)
+    if n * (n + 3) // 2 <= _DENSE_ROWS and math.isfinite(beta):  # small: every distance at once
+        ks = np.arange(n + 1)
+        vals = _variance_scores(ext, m, w, ks) * factor
+        return (float(np.max(np.exp(-ks * beta) * vals)), float(vals[0]),
+                int(np.sum(ks + 1)))
     local = float(_variance_scores(ext, m, w, np.array([0]))[0]) * factor
     best = local
     cap_v = factor * ext.hi ** 2
@@ -726,6 +736,11 @@ def exact_variance(st: TrimmedStatistics, beta: float) -> tuple[float, float, in
     k_max = n if local <= 0 else min(n, int(math.floor(math.log(cap_v / local) / beta)) + 1)
     if k_max < 1:
         return local, local, evaluated
+    if k_max * (k_max + 3) // 2 <= _DENSE_ROWS:  # few distances: every one, in one call
+        ks = np.arange(1, k_max + 1)
+        vals = _variance_scores(ext, m, w, ks) * factor
+        best = max(best, float(np.max(np.exp(-ks * beta) * vals)))
+        return best, local, evaluated + int(np.sum(ks + 1))
     # branch and bound over intervals of distances: A_k does not decrease with k, so
     # max_{k1<=k<=k2} e^{-kβ} A_k <= e^{-k1 β} A_{k2}
     f_end = float(_variance_scores(ext, m, w, np.array([k_max]))[0]) * factor

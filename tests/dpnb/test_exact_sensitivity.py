@@ -196,3 +196,21 @@ def test_huge_epsilon_on_a_constant_window_releases_instead_of_failing(neighbour
                                 global_fallback=False), rng=np.random.default_rng(0))
     assert res.params.theta[0, 0] == pytest.approx(0.0, abs=1e-9)
     assert np.all(res.sensitivity > 0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_branch_and_bound_over_distances_equals_every_distance(monkeypatch, seed):
+    # large samples take the branch and bound (intervals of distances bounded by
+    # e^{-k1 β} A_{k2}); every distance evaluated must give the same value
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(300, 900))
+    x = np.clip(np.where(rng.random(n) < 0.7, rng.beta(2, 5, n) * 10, rng.uniform(0, 10, n)),
+                0.0, 10.0)
+    m = int(rng.integers(0, n // 8))
+    beta = float(rng.choice([1e-3, 1e-2, 0.1]))
+    st_ = trimmed_statistics(x, trim=m, lower=0.0, upper=10.0)
+    monkeypatch.setattr(sens, "_DENSE_ROWS", 0)
+    fast, local, _ = sens.exact_variance(st_, beta)
+    monkeypatch.setattr(sens, "_DENSE_ROWS", 10**12)
+    every, local2, _ = sens.exact_variance(st_, beta)
+    assert fast == pytest.approx(every, rel=1e-12) and local == pytest.approx(local2, rel=1e-12)
