@@ -5,9 +5,10 @@ definition. The public facts an adversary may use (ring, start node,
 maximum distance) come from the run's ``public.json``; ground truth comes
 only from the transcript's provenance, and only the scorer reads it.
 
-:func:`measure_disclosure` streams the transcript one round at a time
-(:func:`simulations.leakage.stream.ring_attribution`), so its memory is one
-round's vectors, not the whole transcript; :func:`measure_disclosure_whole`
+:func:`measure_disclosure` streams the transcript in bounded record batches
+(:func:`simulations.leakage.stream.ring_attribution`: groups of nodes whose
+vectors fit a state budget, one pass each), so its memory is neither a round
+nor the whole transcript; :func:`measure_disclosure_whole`
 is the direct version over every message at once (the reference the
 streamed one is tested against).
 """
