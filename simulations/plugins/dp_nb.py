@@ -337,7 +337,9 @@ class DPNaiveBayes(ProtocolPlugin):
             "gamma": config.gamma, "trim": config.trim, "neighbours": config.neighbours,
             "sensitivity": config.request().config().sensitivity,
             "global_fallback": config.global_fallback,
-            "density": config.density, "budget": eps_budget, "budget_delta": delta_budget,
+            "density": config.density, "categorical": config.categorical,
+            "categorical_columns": sorted(plan.public.get("categorical", {})),
+            "budget": eps_budget, "budget_delta": delta_budget,
             "analyst_budget": config.analyst_budget,
             "calibration": ("the paper's constant (Cauchy √2·S/ε′, reproduction option, not "
                             "proven)" if config.noise == "paper" else

@@ -93,6 +93,8 @@ def test_private_counts_are_charged_and_carry_the_colour(tmp_path):
                                         categorical="one-hot"), source="test")).outcome.summary()
     assert counts["epsilon_spent"] == pytest.approx(2 * 10.0)  # two analysts, ε each
     assert counts["released_models"] == 2 and onehot["released_models"] == 2
+    assert (counts["categorical"], counts["categorical_columns"]) == ("counts", ["colour"])
+    assert (onehot["categorical"], onehot["categorical_columns"]) == ("one-hot", [])
     total = sum(COUNTS.values())
     majority_rate = max(sum(v for (_, y), v in COUNTS.items() if y == k) for k in range(3)) / total
     colour_rule = sum(max(v for (c, _), v in COUNTS.items() if c == col) for col in MAJORITY)
