@@ -102,6 +102,37 @@ def kfold(n: int, folds: int, fold: int, rng: np.random.Generator | None
     return train, test
 
 
+def stratified_kfold(y: np.ndarray, folds: int, fold: int, rng: np.random.Generator | None
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Train and test indices of fold ``fold`` of stratified ``folds``-fold over ``y``.
+
+    scikit-learn's ``StratifiedKFold``: with ``rng`` shuffled within each class, its
+    ``random_state`` one integer drawn from ``rng``; with ``None`` unshuffled. Each fold
+    keeps the class proportions (a class with fewer rows than folds is spread as far as
+    it goes).
+
+    >>> y = np.array([0] * 6 + [1] * 3)
+    >>> train, test = stratified_kfold(y, 3, 0, None)
+    >>> test.tolist(), np.bincount(y[test]).tolist()
+    ([0, 1, 6], [2, 1])
+    """
+    from sklearn.model_selection import StratifiedKFold
+
+    y = np.asarray(y)
+    if folds > len(y):
+        raise ConfigError(f"data.folds = {folds}: more folds than the {len(y)} rows of the "
+                          "dataset")
+    seed = None if rng is None else int(rng.integers(2**31))
+    splitter = StratifiedKFold(n_splits=folds, shuffle=rng is not None, random_state=seed)
+    try:
+        with warnings.catch_warnings():  # a class smaller than the fold count: allowed
+            warnings.filterwarnings("ignore", message="The least populated class")
+            train, test = list(splitter.split(np.zeros(len(y)), y))[fold]
+    except ValueError as exc:
+        raise ConfigError(f"data.stratify = true with data.folds = {folds}: {exc}") from None
+    return np.sort(train), np.sort(test)
+
+
 def _file_stamp(name: str, directory: str | None) -> tuple[object, ...] | None:
     """What a dataset file's content depends on (paths, sizes, mtimes); ``None`` if not a file."""
     if name.startswith(("sklearn:", "synthetic:")):
@@ -156,7 +187,15 @@ def prepare_data(scenario: Scenario) -> PreparedData:
     split_policy = (policy if s.data.split_seed is None
                     else SeedPolicy(root=s.data.split_seed, mode=RandomnessMode(s.run.mode)))
     ds = load_scenario_dataset(s.data.dataset, s.data.data_dir)
-    if s.data.folds is not None:
+    if s.data.subsample is not None and s.data.subsample < len(ds.y):
+        keep = np.sort(split_policy.generator("subsample").permutation(len(ds.y))
+                       [:s.data.subsample])
+        ds = ds.subset(keep)
+    if s.data.folds is not None and s.data.stratify:
+        train, test = stratified_kfold(ds.y, s.data.folds, s.data.fold,
+                                       split_policy.generator("split") if s.data.shuffle
+                                       else None)
+    elif s.data.folds is not None:
         train, test = kfold(len(ds.y), s.data.folds, s.data.fold,
                             split_policy.generator("split") if s.data.shuffle else None)
     else:
@@ -201,4 +240,4 @@ def prepare_data(scenario: Scenario) -> PreparedData:
     )
 
 
-__all__ = ["PreparedData", "kfold", "owner_names", "prepare_data"]
+__all__ = ["PreparedData", "kfold", "owner_names", "prepare_data", "stratified_kfold"]

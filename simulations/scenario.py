@@ -108,11 +108,19 @@ class DataSection(_Section):
     split_seed: int | None = Field(None, ge=0)
     """Seed of the split and the partition (``None``: ``[run].seed``). Set it to keep one
     split while repetitions (``[run].seed``) redraw the protocol's randomness."""
+    stratify: bool = Field(False, strict=True)
+    """k-fold only: stratified folds (scikit-learn's ``StratifiedKFold``, seeded from the
+    split seed when ``shuffle``), each fold keeping the class proportions."""
+    subsample: int | None = Field(None, ge=2, strict=True)
+    """Keep this many rows of the dataset (a seeded draw from the split seed, file order
+    kept) before splitting; ``None``: every row."""
 
     @model_validator(mode="after")
     def _fold_in_range(self) -> DataSection:
         if self.folds is None and self.fold != 0:
             raise ValueError(f"fold = {self.fold} needs folds (k-fold cross-validation)")
+        if self.stratify and self.folds is None:
+            raise ValueError("stratify = true needs folds (k-fold cross-validation)")
         if self.folds is not None and self.fold >= self.folds:
             raise ValueError(f"fold = {self.fold} must be below folds = {self.folds} "
                              f"(allowed: 0..{self.folds - 1})")
