@@ -544,6 +544,8 @@ def test_hosted_group_calls_are_split_and_deliver_the_same(ray_local, monkeypatc
     try:
         refs = rt.scatter(Step(source, "cast", (10.0,), "cast", 1), 5.0,
                           [Call(t, "take", (f"tag-{t}",), "cast", 1) for t in targets])
+        # the sender seals 6 messages in one step: 3 calls' worth of time without progress
+        assert [c.work for c in rt._pending] == [3] + [1] * (len(rt._pending) - 1)
         got = rt.fetch(refs)
         assert got == [(t, f"tag-{t}", 5.0 + 10.0 * i, source) for i, t in enumerate(targets)]
         casts = rt.map([Call(n, "cast", (None, 1.0), "cast", 2) for n in names])

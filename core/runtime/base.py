@@ -132,6 +132,9 @@ class CallRecord:
     method: str
     protocol: str
     round: int
+    work: int = 1
+    """How many ``party_timeout_s`` the call may take without progress (a party step that
+    sends to thousands of parties seals thousands of messages)."""
 
 
 class Runtime(abc.ABC):

@@ -473,8 +473,11 @@ class RayRuntime(Runtime):
             (source.party, source.method, source.args), incoming, len(targets),
             local_spec, remote, *local_values)
         outs = [out] if n_out == 1 else list(out)
+        # the sender seals one message per target in one step: a broadcast to 100,000
+        # parties gets the time of 100 calls of GROUP_CALL_STEPS steps
         self._pending.append(CallRecord(outs, source.party, source.method, source.protocol,
-                                        source.round))
+                                        source.round,
+                                        work=-(-len(targets) // GROUP_CALL_STEPS)))
         refs: list[Any] = [None] * len(targets)
         for k, r in zip(local, outs):
             refs[k] = r
@@ -499,7 +502,7 @@ class RayRuntime(Runtime):
                 last_progress = time.monotonic()
                 if progress is not None:
                     progress(total - len(remaining), total)
-            elif time.monotonic() - last_progress > timeout:
+            elif time.monotonic() - last_progress > timeout * remaining[0].work:
                 self._consumed.clear()
                 stuck = remaining[0]
                 self._raise_first_failure(pending)
@@ -507,7 +510,8 @@ class RayRuntime(Runtime):
                 self._abandon(stuck.party)  # it cannot flush while stuck: do not wait for it
                 cohosted = _cohosted(members)
                 raise PartyFailure(stuck.party, stuck.protocol, stuck.round,
-                                   f"no progress for {timeout:g} s in {stuck.method!r}"
+                                   f"no progress for {timeout * stuck.work:g} s in "
+                                   f"{stuck.method!r}"
                                    f"{cohosted}")
         # Errors travel down a chain, so the chains' ends (results nobody consumed) tell
         # whether anything failed; a failure is attributed to the first failed call.
