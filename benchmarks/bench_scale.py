@@ -46,8 +46,9 @@ def setup(dataset: str, n: int, n_queries: int, seed: int = 0):
     parts = partition(ds.y[train], n, rng=rng)
     names = [f"owner-{i:05d}" for i in range(n)]
     ring, start = random_ring(names, rng)
+    X_train, y_train = ds.X[train], ds.y[train]  # once: not one copy of the data per party
     by_name = {nm: PartySpec(nm, RingDataOwner, {
-        "party_id": nm, "index": i, "X": ds.X[train][p], "y": ds.y[train][p],
+        "party_id": nm, "index": i, "X": X_train[p], "y": y_train[p],
         "n_classes": ds.n_classes, "run_id": "scale", "seed": seed})
         for i, (nm, p) in enumerate(zip(names, parts))}
     # ring order from the start node: in the hosted layout neighbours share a host
