@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.model_selection import KFold
 
 from ppknn.core.errors import ConfigError
 from ppknn.core.rng import SeedPolicy
@@ -38,6 +38,7 @@ from ppknn.protocols.dp_nb.datasets import NBDataset
 from ppknn.protocols.dp_nb.schema import BoundsWarning, FeatureSchema
 from ppknn.protocols.dp_nb.sensitivity import smooth_sensitivity_direct, trimmed_statistics
 from ppknn.protocols.dp_nb.training import NBConfig, train
+from ppknn.simulations.prepare import stratified_kfold
 
 
 @dataclass(frozen=True)
@@ -158,16 +159,24 @@ def cross_validate(ds: NBDataset, methods: Sequence[MethodSpec], epsilons: Seque
 
 
 def fold_splits(ds: NBDataset, folds: int, rep: int, policy: SeedPolicy,
-            shuffle: bool) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Stratified shuffled folds of one repetition, or unshuffled k-fold."""
+                shuffle: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Stratified shuffled folds of one repetition, or unshuffled k-fold.
+
+    The folds of repetition ``rep`` are the scenario's ``[data] folds, stratify = true``
+    folds with ``split_seed`` = :func:`split_seed` (``policy.root + rep``): the same
+    splitter (:func:`ppknn.simulations.prepare.stratified_kfold`), so a scenario grid
+    over the ``dp-nb`` plugin cuts exactly these folds.
+    """
     if not shuffle:
         return list(KFold(n_splits=folds).split(ds.X))
-    splitter = StratifiedKFold(n_splits=folds, shuffle=True,
-                               random_state=int(policy.generator("folds", ds.name, rep)
-                                                .integers(2**31)))
-    with warnings.catch_warnings():  # glass: a class smaller than the fold count
-        warnings.filterwarnings("ignore", message="The least populated class")
-        return list(splitter.split(ds.X, ds.y))
+    seed = split_seed(policy.root, rep)
+    return [stratified_kfold(ds.y, folds, f, SeedPolicy(root=seed).generator("split"))
+            for f in range(folds)]
+
+
+def split_seed(seed: int, rep: int) -> int:
+    """``[data] split_seed`` of repetition ``rep`` under the root ``seed``: ``seed + rep``."""
+    return seed + rep
 
 
 def t_interval(values: Sequence[float]) -> tuple[float, float, float]:
@@ -257,5 +266,5 @@ def time_training(ds: NBDataset, *, epsilon: float, repeats: int, seed: int,
 
 
 __all__ = ["PAPER_METHODS", "MethodSpec", "cross_validate", "encode", "fold_schema",
-           "fold_splits", "paired_difference", "t_interval",
+           "fold_splits", "paired_difference", "split_seed", "t_interval",
            "summarise", "time_training"]

@@ -51,6 +51,7 @@ from ppknn.simulations.experiments.dp_nb import (
     cross_validate,
     fold_schema,
     fold_splits,
+    split_seed,
     time_training,
 )
 from ppknn.simulations.grids import Grid, run_grids
@@ -113,11 +114,117 @@ def load_datasets(s: Settings) -> dict[str, NBDataset]:
     return out
 
 
-def accuracy(s: Settings, data: dict[str, NBDataset]) -> list[dict]:
-    """Every (dataset, repetition, fold, method, ε) accuracy."""
+# ------------------------------------------------------ accuracy figures as scenario grids
+METHOD_KEYS = ("protocol.method", "protocol.noise", "protocol.neighbours",
+               "protocol.sensitivity", "protocol.global_fallback", "protocol.delta_from_n")
+"""The ``dp-nb`` keys a :class:`MethodSpec` sets (zipped into one grid axis)."""
+NON_PRIVATE = ("non-private", "polynomial", "add-remove", None, False, None)
+
+
+def method_point(m: MethodSpec) -> tuple:
+    """The ``dp-nb`` values of :data:`METHOD_KEYS` for one curve.
+
+    A numeric δ > 0 is not used by the curves (theirs is ``1/n`` or ``1/n²`` of the
+    fold's training size: ``delta_from_n``); ``var_floor`` is the plugin's (the
+    training default, 10⁻³) and must not differ.
+    """
+    if not isinstance(m.delta, str) and m.delta != 0:
+        raise ValueError(f"{m.label}: a numeric delta is not expressed as a grid point")
+    if m.var_floor != MethodSpec("", "").var_floor:
+        raise ValueError(f"{m.label}: var_floor {m.var_floor} differs from the plugin's")
+    return (m.method, m.noise, m.neighbours, m.sensitivity, m.fallback,
+            m.delta if isinstance(m.delta, str) else None)
+
+
+def noise_seed(name: str, rep: int, fold: int) -> int:
+    """``[run].seed`` of one (dataset, repetition, fold): its own stream of :data:`SEED`."""
+    return int(SeedPolicy(root=SEED).generator("noise", name, rep, fold).integers(2**31))
+
+
+def accuracy_grids(s: Settings, names: tuple[str, ...] = PAPER_DATASETS,
+                   methods: tuple[MethodSpec, ...] = METHODS) -> list[Grid]:
+    """The accuracy figures (Figs. 4, 6, 7) as ``dp-nb`` scenario grids.
+
+    One grid per (dataset, repetition, fold): ``[data]`` stratified ``folds``-fold with
+    ``split_seed`` = ``SEED + repetition`` (the folds of :func:`cross_validate`, same
+    splitter and seed), bounds read off the fold's training rows (``bounds = "data"``,
+    as the study), adult subsampled to ``s.adult_rows`` when set; the axes are the
+    curve (zipped ``dp-nb`` keys) × ε, plus one non-private point. Every run of a fold
+    shares that fold's ``[run].seed`` (:func:`noise_seed`): the methods' noise draws are
+    common random numbers within a fold, independent across folds and repetitions.
+    """
+    if s.adult_rows is not None and s.repetitions > 1 and "adult" in names:
+        raise ValueError("adult_rows with several repetitions: the grid draws the subsample "
+                         "from each repetition's split seed, the study keeps one")
+    labels = {method_point(m): m.label for m in methods}
+    if len(labels) != len(methods):
+        raise ValueError("two curves with the same dp-nb settings")
+    grids = []
+    first = s.epsilons[0]
+    for name in names:
+        data: dict = {"dataset": name, "folds": s.folds, "stratify": True, "bounds": "data"}
+        if name == "adult" and s.adult_rows is not None:
+            data["subsample"] = s.adult_rows
+        for rep in range(s.repetitions):
+            for fold in range(s.folds):
+                base = {"data": {**data, "split_seed": split_seed(SEED, rep), "fold": fold},
+                        "parties": {"n": 1, "analysts": 1},
+                        "protocol": {"name": "dp-nb"}}
+                grids.append(Grid(
+                    f"accuracy-{name}-r{rep}-f{fold}", base=base,
+                    axes={METHOD_KEYS: [*labels, NON_PRIVATE],
+                          "protocol.epsilon": list(s.epsilons)},
+                    seeds=(noise_seed(name, rep, fold),),
+                    keep=lambda p: (p["protocol.method"] != "non-private"
+                                    or p["protocol.epsilon"] == first)))
+    return grids
+
+
+def accuracy(s: Settings, data: dict[str, NBDataset], parallel: str = "sequential",
+             methods: tuple[MethodSpec, ...] = METHODS) -> list[dict]:
+    """Every (dataset, repetition, fold, method, ε) accuracy, from ``dp-nb`` grid rows.
+
+    The rows of :func:`accuracy_grids` (run through the registry as ``ppknn run`` runs a
+    scenario) in the shape of :func:`cross_validate`'s: non-private repeated at every ε,
+    and the majority class of the fold's training labels (not a protocol run) beside it.
+    """
+    labels = {method_point(m): m.label for m in methods}
+    grids = accuracy_grids(s, tuple(data), methods)
+    out = run_grids(grids, parallel=parallel)
+    rows: list[dict] = []
+    policy = SeedPolicy(root=SEED)
+    for name, ds in data.items():
+        for rep in range(s.repetitions):
+            for fold, (tr, te) in enumerate(fold_splits(ds, s.folds, rep, policy, True)):
+                base = dict(dataset=name, repetition=rep, fold=fold, n_train=len(tr))
+                majority = int(np.argmax(np.bincount(ds.y[tr], minlength=len(ds.classes))))
+                for r in out[f"accuracy-{name}-r{rep}-f{fold}"]:
+                    if r["queries"] != len(te):
+                        raise RuntimeError(f"{name} fold {fold}: the grid's fold has "
+                                           f"{r['queries']} queries, the study's {len(te)}")
+                    key = tuple(r[k] for k in METHOD_KEYS)
+                    label = "non-private" if key == NON_PRIVATE else labels[key]
+                    eps = [r["protocol.epsilon"]] if label != "non-private" else s.epsilons
+                    for e in eps:
+                        rows.append(dict(base, method=label, epsilon=e, accuracy=r["accuracy"],
+                                         seconds=r["protocol_s"], source="grid (dp-nb plugin)"))
+                for e in s.epsilons:
+                    rows.append(dict(base, method="majority", epsilon=e,
+                                     accuracy=float(np.mean(ds.y[te] == majority)), seconds=0.0,
+                                     source="fold labels"))
+    return rows
+
+
+def accuracy_study(s: Settings, data: dict[str, NBDataset],
+                   methods: tuple[MethodSpec, ...] = METHODS) -> list[dict]:
+    """The accuracy figures from the study loop (:func:`cross_validate`).
+
+    One encoding per fold, Algorithm 1 called directly; kept to check the grid rows
+    against (:func:`accuracy`).
+    """
     rows = []
     for ds in data.values():
-        rows += cross_validate(ds, METHODS, s.epsilons, repetitions=s.repetitions,
+        rows += cross_validate(ds, methods, s.epsilons, repetitions=s.repetitions,
                                folds=s.folds, seed=SEED)
     return rows
 
@@ -355,7 +462,8 @@ def estimator_peer(s: Settings) -> list[dict]:
     return [dict(r, majority=majority) for r in rows]
 
 
-__all__ = ["FALLBACK", "METHODS", "PAIR_BOUND", "PEER_VARIANTS", "SEED", "SMOOTH", "Settings",
-           "accuracy", "breast_cancer_peer", "diffprivlib_side_by_side", "estimator_peer",
+__all__ = ["FALLBACK", "METHODS", "METHOD_KEYS", "PAIR_BOUND", "PEER_VARIANTS", "SEED", "SMOOTH",
+           "Settings", "accuracy", "accuracy_grids", "accuracy_study", "method_point",
+           "noise_seed", "breast_cancer_peer", "diffprivlib_side_by_side", "estimator_peer",
            "load_datasets", "peer_bounds", "peer_grid", "privacy_audit", "runtime_figure",
            "service", "widened_bounds"]

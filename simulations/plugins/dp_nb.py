@@ -7,6 +7,7 @@ Scenario table::
     method = "smooth"          # or "vaidya" (global sensitivity), "bun-steinke", "non-private"
     epsilon = 1.0              # ε of each released model
     delta = 0.0                # δ of each model (> 0 only with noise = "laplace"/"gaussian")
+    # delta_from_n = "1/n"     # or "1/n^2": δ from the training size n (then delta = 0)
     noise = "polynomial"       # the proven calibration; "paper": the paper's constant
     gamma = 4.0                # tail exponent of the polynomial noise
     trim = "auto"              # trimmed statistics: "auto", an integer m, or a fraction < 0.5
@@ -34,6 +35,13 @@ per (class, value) -- one Laplace histogram per column at sensitivity 1 -- and t
 rows' indicator columns are read back as the value. ``"one-hot"`` keeps the indicator
 columns as numeric features in ``[0, 1]``. Baseline: scikit-learn's ``GaussianNB`` on the
 same rows (indicator columns as numbers).
+
+Bounds: declared ``[data.bounds]`` are the public schema the noise is calibrated to.
+``bounds = "data"`` reads them off the *training* rows only (never the queries) with a
+:class:`~ppknn.core.errors.PrivacyLeakWarning`: they reveal the training rows' extremes
+without a budget charge, as the paper's experiments (and the reproduction) do. The analyst
+clips its query rows to the public bounds before classifying them (queries may lie outside
+bounds read off the training rows).
 """
 
 from __future__ import annotations
@@ -57,7 +65,7 @@ from ppknn.protocols.dp_nb.noise import APPROXIMATE, NOISES
 from ppknn.protocols.dp_nb.protocol import ModelRequest
 from ppknn.protocols.dp_nb.schema import FeatureSchema
 from ppknn.protocols.dp_nb.sensitivity import NEIGHBOURS, SENSITIVITIES
-from ppknn.simulations.plugins.ring_nb import check_declared_bounds, gaussian_nb
+from ppknn.simulations.plugins.ring_nb import gaussian_nb
 from ppknn.simulations.prepare import PreparedData, owner_names
 from ppknn.simulations.registry import (
     Baseline,
@@ -90,6 +98,9 @@ class DPNBConfig(ProtocolConfig):
     method: Literal[METHODS] = "smooth"  # type: ignore[valid-type]
     epsilon: float = Field(1.0, gt=0, allow_inf_nan=False, strict=True)
     delta: float = Field(0.0, ge=0, lt=1, allow_inf_nan=False, strict=True)
+    delta_from_n: Literal["1/n", "1/n^2"] | None = None
+    """δ set from the training size n of the run (``1/n`` or ``1/n²``); ``delta`` must
+    then be 0."""
     noise: Literal[NOISES] = "polynomial"  # type: ignore[valid-type]
     gamma: float = Field(4.0, gt=1, allow_inf_nan=False, strict=True)
     trim: Trim = "auto"
@@ -109,8 +120,29 @@ class DPNBConfig(ProtocolConfig):
     analyst_budget: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
     """ε cap per analyst (default: none)."""
 
+    def delta_for(self, n_train: int | None) -> float:
+        """δ of each model for ``n_train`` training rows (``delta`` unless ``delta_from_n``).
+
+        >>> DPNBConfig(delta_from_n="1/n", noise="gaussian").delta_for(200)
+        0.005
+        """
+        if self.delta_from_n is None:
+            return self.delta
+        if not n_train:
+            raise ConfigError(f"protocol.delta_from_n = {self.delta_from_n!r} needs the "
+                              "training size; allowed only in a run with training rows")
+        return 1.0 / n_train if self.delta_from_n == "1/n" else 1.0 / n_train**2
+
+    def resolved(self, n_train: int) -> DPNBConfig:
+        """This configuration with δ set for ``n_train`` training rows."""
+        if self.delta_from_n is None:
+            return self
+        return self.model_copy(update={"delta": self.delta_for(n_train), "delta_from_n": None})
+
     def request(self) -> ModelRequest:
-        """The request every analyst sends."""
+        """The request every analyst sends (``delta_from_n`` resolved first: :meth:`resolved`)."""
+        if self.delta_from_n is not None:
+            raise ConfigError("protocol.delta_from_n: resolve δ from the training size first")
         return ModelRequest(method=self.method, epsilon=self.epsilon, delta=self.delta,
                             noise=self.noise, gamma=self.gamma, trim=self.trim,
                             neighbours=self.neighbours, density=self.density,
@@ -209,8 +241,8 @@ class DPNaiveBayes(ProtocolPlugin):
         Role("analyst", NBRequester, "[parties].analysts",
              "requests one model; its share of the query rows is classified with it"),
     )
-    metrics = ("method", "noise", "epsilon_per_model", "epsilon_spent", "delta_spent",
-               "released_models", "refused_requests", "budget")
+    metrics = ("method", "noise", "epsilon_per_model", "delta_per_model", "epsilon_spent",
+               "delta_spent", "released_models", "refused_requests", "budget")
     guarantee = "ε-DP, add/remove one training record (released model)"
     adversaries = ("model-membership-inference", "owner-sees-requests")
     driver = staticmethod(drive)
@@ -219,26 +251,38 @@ class DPNaiveBayes(ProtocolPlugin):
                        ) -> None:
         """Declared bounds; δ and noise that go together; budgets that pay for one model."""
         assert isinstance(config, DPNBConfig)
-        check_declared_bounds(scenario, source, self.name)
+        # bounds = "data": the training rows' range (PrivacyLeakWarning from prepare_data),
+        # as the paper's experiments; the queries are clipped to them by the analyst
+        if config.delta_from_n is not None and config.delta != 0:
+            raise _refuse(source, "protocol.delta_from_n", config.delta_from_n,
+                          f"sets delta from the training size; delta = {config.delta!r} given "
+                          "too; allowed: one of them (delta = 0 with delta_from_n)")
+        if config.delta_from_n is not None and (config.method != "smooth"
+                                                or config.noise not in APPROXIMATE):
+            raise _refuse(source, "protocol.delta_from_n", config.delta_from_n,
+                          f"a δ > 0 needs method 'smooth' and noise in {list(APPROXIMATE)} "
+                          f"(got method {config.method!r}, noise {config.noise!r})")
+        # a stand-in δ for the checks when it comes from the training size
+        probe = config.resolved(2) if config.delta_from_n is not None else config
         if config.sensitivity == "exact" and config.neighbours != "replace":
             raise _refuse(source, "protocol.sensitivity", config.sensitivity,
                           f"the exact smooth sensitivity is defined for neighbours = 'replace' "
                           f"(got {config.neighbours!r}); allowed with add-remove: 'bound'")
         approximate = config.noise in APPROXIMATE
-        if config.delta > 0 and config.method != "smooth":
-            raise _refuse(source, "protocol.delta", config.delta,
+        if probe.delta > 0 and config.method != "smooth":
+            raise _refuse(source, "protocol.delta", probe.delta,
                           f"delta > 0 is only for method 'smooth' (got method "
                           f"{config.method!r}); allowed here: 0")
-        if config.method == "smooth" and approximate and config.delta == 0:
+        if config.method == "smooth" and approximate and probe.delta == 0:
             raise _refuse(source, "protocol.noise", config.noise,
                           f"noise {config.noise!r} gives (ε, δ)-DP and needs delta > 0; with "
                           f"delta = 0 use one of {[n for n in NOISES if n not in APPROXIMATE]}")
-        if config.method == "smooth" and not approximate and config.delta > 0:
+        if config.method == "smooth" and not approximate and probe.delta > 0:
             raise _refuse(source, "protocol.noise", config.noise,
-                          f"delta = {config.delta!r} needs noise in {list(APPROXIMATE)}; "
+                          f"delta = {probe.delta!r} needs noise in {list(APPROXIMATE)}; "
                           f"{config.noise!r} is pure ε-DP (set delta = 0)")
         try:
-            config.request().config(scenario.run.mode)
+            probe.request().config(scenario.run.mode)
         except ConfigError as exc:  # e.g. gaussian noise in secure mode
             raise _refuse(source, "protocol.noise", config.noise,
                           f"{exc} (run.mode = {scenario.run.mode!r})") from None
@@ -251,14 +295,15 @@ class DPNaiveBayes(ProtocolPlugin):
                 raise _refuse(source, "protocol.analyst_budget", config.analyst_budget,
                               f"below one model's cost (epsilon = {config.epsilon!r}): every "
                               "analyst would be refused; allowed: analyst_budget >= epsilon")
-            if config.budget_delta is not None and config.budget_delta < config.delta:
+            if config.budget_delta is not None and config.budget_delta < probe.delta:
                 raise _refuse(source, "protocol.budget_delta", config.budget_delta,
-                              f"below one model's delta ({config.delta!r}); allowed: "
+                              f"below one model's delta ({probe.delta!r}); allowed: "
                               "budget_delta >= delta")
 
     def plan(self, config: ProtocolConfig, data: PreparedData) -> Plan:
         """The NB owner (union of the training rows, the declared bounds) and the analysts."""
         assert isinstance(config, DPNBConfig)
+        config = config.resolved(len(data.train_y))
         s = data.scenario
         lower, upper = data.bounds.lower, data.bounds.upper
         enc = Encoding.of(config, data.dataset.feature_names)
@@ -281,6 +326,10 @@ class DPNaiveBayes(ProtocolPlugin):
         lower, upper = lower[num], upper[num]
         owner_X = enc.apply(data.train_X, "training rows")
         queries = enc.apply(data.queries, "query rows")
+        # the analyst's side: its query rows clipped to the public bounds (bounds read off
+        # the training rows need not hold them); declared bounds hold every row already
+        p = len(num)
+        queries[:, :p] = np.clip(queries[:, :p], lower, upper)
         n_analysts = s.parties.analysts
         eps_budget, delta_budget = config.owner_budget(n_analysts)
         base = s.parties.n  # provenance codes after the data owners'
@@ -330,11 +379,13 @@ class DPNaiveBayes(ProtocolPlugin):
                 result: Any, baseline: Baseline, transcript: Transcript | None) -> Measured:
         """The release's settings, the owner's budget and accuracy over answered queries."""
         assert isinstance(config, DPNBConfig)
+        config = config.resolved(len(data.train_y))
         answered = result.answered
         labels = data.query_labels
         eps_budget, delta_budget = plan.public["owner_budget"].values()
         metrics: dict[str, Any] = {
-            "gamma": config.gamma, "trim": config.trim, "neighbours": config.neighbours,
+            "delta_per_model": config.delta, "gamma": config.gamma, "trim": config.trim,
+            "neighbours": config.neighbours,
             "sensitivity": config.request().config().sensitivity,
             "global_fallback": config.global_fallback,
             "density": config.density, "categorical": config.categorical,
