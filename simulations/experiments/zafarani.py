@@ -7,7 +7,11 @@ random choice.
 
 - :func:`accuracy`: accuracy against ε on adult, glass and seeds (Figs. 4, 6,
   7), repetitions of stratified k-fold cross-validation, for every method of
-  :data:`METHODS` plus non-private Naive Bayes and the majority class;
+  :data:`METHODS` plus non-private Naive Bayes and the majority class: scenario
+  grids over the ``dp-nb`` plugin (:func:`accuracy_grids`), run through the
+  registry as ``ppknn run`` runs a scenario; :func:`accuracy_study` is the same
+  experiment as a loop over Algorithm 1 (one encoding per fold), kept to check
+  the grid rows against;
 - :func:`diffprivlib_side_by_side`: IBM diffprivlib's GaussianNB on the same
   folds (when its environment exists: ``python benchmarks/bench_dp_nb.py
   --diffprivlib``);

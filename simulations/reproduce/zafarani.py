@@ -4,6 +4,9 @@ The experiments are :mod:`simulations.experiments.zafarani` (accuracy
 against ε on adult, glass and seeds, smooth against Vaidya paired over
 folds, diffprivlib side by side, widened bounds, training time against size,
 the privacy audit of one released mean, the release service on a runtime).
+The accuracy figures and the breast_cancer comparison are scenario grids over
+the ``dp-nb`` plugin; timing, audit, service, widened bounds and the
+diffprivlib side by side are studies (the report's setting section says so).
 This module holds the reproduction's settings (:data:`FULL`, :data:`QUICK`),
 what is drawn, the paper's claims as :class:`~simulations.reporting.Claim`
 data and the report: :func:`run` writes one CSV per experiment (and per

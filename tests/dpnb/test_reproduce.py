@@ -28,6 +28,9 @@ def test_quick_reproduction_writes_every_figure_and_the_report(tmp_path):
     assert {r["method"] for r in runs} >= {"smooth", "vaidya", "bun-steinke", "non-private",
                                            "majority", "smooth, paper constant"}
     assert all(0.0 <= float(r["accuracy"]) <= 1.0 for r in runs)
+    # the accuracy figures come from dp-nb grid rows (the majority line from the fold labels)
+    assert {r["source"] for r in runs} == {"grid (dp-nb plugin)", "fold labels"}
+    assert {r["source"] for r in runs if r["method"] != "majority"} == {"grid (dp-nb plugin)"}
     audit = list(csv.DictReader((tmp_path / "out" / "audit.csv").open()))
     assert all(float(r["exact"]) < float(r["claimed"]) for r in audit if r["proven"] == "True")
     for claim in ("Smooth sensitivity significantly improves accuracy", "Theorem 9",
