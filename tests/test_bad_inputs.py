@@ -178,7 +178,7 @@ TABLE = {
         ("protocol.neighbours", "swap"), ("protocol.density", "uniform"),
         ("protocol.sensitivity", "approx"), ("protocol.budget", 0.5), ("protocol.budget", -1.0),
         ("protocol.budget_delta", -0.1), ("protocol.analyst_budget", -1.0),
-        ("protocol.analyst_budget", 0.5), ("data.bounds", "data"),
+        ("protocol.analyst_budget", 0.5), ("protocol.delta_from_n", "1/m"),
     ],
     "dptt": [
         ("protocol.variant", "X9"), ("protocol.variant", "E-1"), ("protocol.variant", "N0"),

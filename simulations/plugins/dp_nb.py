@@ -252,7 +252,13 @@ class DPNaiveBayes(ProtocolPlugin):
         """Declared bounds; δ and noise that go together; budgets that pay for one model."""
         assert isinstance(config, DPNBConfig)
         # bounds = "data": the training rows' range (PrivacyLeakWarning from prepare_data),
-        # as the paper's experiments; the queries are clipped to them by the analyst
+        # as the paper's experiments; the queries are clipped to them by the analyst. Only
+        # when written out: the default path never reads the rows to calibrate noise.
+        if scenario.data.bounds == "data" and "bounds" not in scenario.data.model_fields_set:
+            raise _refuse(source, "data.bounds", "data",
+                          f"{self.name} calibrates its noise to public bounds and none are "
+                          "declared; allowed: [data.bounds] lower/upper, or bounds = \"data\" "
+                          "written out (the training rows' range: it reveals their extremes)")
         if config.delta_from_n is not None and config.delta != 0:
             raise _refuse(source, "protocol.delta_from_n", config.delta_from_n,
                           f"sets delta from the training size; delta = {config.delta!r} given "

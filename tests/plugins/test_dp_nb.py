@@ -196,6 +196,9 @@ BAD = [
     ({"noise": "gaussian", "delta": 1e-6}, {"run": {"mode": "secure"}}, "parse",
      r"protocol\.noise = 'gaussian': .*secure sampler.*run\.mode = 'secure'"),
     ({"k": 5}, {}, "parse", r"unknown key 'protocol\.k'; allowed keys here: .*'epsilon'"),
+    ({}, {"data": {"bounds": None}}, "parse",
+     r"data\.bounds = 'data': dp-nb calibrates its noise to public bounds and none are "
+     r"declared"),
     ({"delta_from_n": "1/n", "delta": 1e-6, "noise": "laplace"}, {}, "parse",
      r"protocol\.delta_from_n = '1/n': .*delta = 1e-06 given too"),
     ({"delta_from_n": "1/m"}, {}, "parse", r"protocol\.delta_from_n = '1/m': .*'1/n'"),
@@ -215,5 +218,10 @@ BAD = [
 def test_bad_inputs_refused_before_any_party_starts(keys, sections, where, message):
     data = raw(**keys)
     for section, values in sections.items():
-        data.setdefault(section, {}).update(values)
+        table = data.setdefault(section, {})
+        for k, v in values.items():  # None: the key left out
+            if v is None:
+                table.pop(k, None)
+            else:
+                table[k] = v
     assert_refused(data, where, message)
