@@ -371,9 +371,11 @@ def accuracy_table(rows: dict[str, list[dict]], s: Settings) -> Table:
                 q = _col(rr, "queries")
                 mism = np.round(np.nan_to_num(1 - agree) * (q - ties))
                 exact[k] = (int(mism.sum()), int(ties.sum()))
-        for fig in ("fig2", "fig3", "fig4"):
-            for (k, r, d, p0), figs in points.items():
-                if fig not in figs or (k, r, d, p0) not in by:
+        for fig, pts in (("fig2", [(int(k), 1, 0.5, 1.0) for k in s.fig2_k]),
+                         ("fig3", [(5, int(r), 0.5, 1.0) for r in s.fig3_r]),
+                         ("fig4", [(5, 2, float(d), 1.0) for d in s.fig4_d])):
+            for k, r, d, p0 in pts:  # each figure's rows in its declared order
+                if (k, r, d, p0) not in by:
                     continue
                 rr = by[(k, r, d, p0)]
                 acc_pp, acc_sk = _col(rr, "accuracy_ppknn"), _col(rr, "accuracy_knn")
