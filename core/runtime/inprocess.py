@@ -171,8 +171,8 @@ class InProcessRuntime(Runtime):
 
     def fetch(self, refs: Any, *, progress: Progress | None = None) -> Any:  # noqa: D102
         self._drain()
-        pending = self._pending
-        self._pending = []
+        pending = list(self._pending)
+        self._pending.clear()
         if progress is not None:
             progress(len(pending), len(pending))
         for c in pending:

@@ -487,8 +487,8 @@ class RayRuntime(Runtime):
         return refs
 
     def fetch(self, refs: Any, *, progress: Progress | None = None) -> Any:  # noqa: D102
-        pending = self._pending
-        self._pending = []
+        pending = list(self._pending)
+        self._pending.clear()
         timeout = self.context.party_timeout_s if self.context else 60.0
         remaining = list(pending)
         total = len(pending)

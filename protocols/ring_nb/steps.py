@@ -167,7 +167,7 @@ def add_noise(vector: np.ndarray, *, n_classes: int, n_features: int,
         out.append(np.asarray(released.value, dtype=np.float64).ravel())
         scales.append(mech.scale)
     return NoisyStatistics(np.concatenate(out), tuple(epsilons),  # type: ignore[arg-type]
-                           tuple(scales))  # type: ignore[arg-type]
+                           tuple(scales))
 
 
 @dataclass(frozen=True)
