@@ -196,7 +196,7 @@ class SplitSession:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.runtime.hosts:  # type: ignore[attr-defined]
+        if self.runtime.hosts:
             self.runtime.shutdown()
 
 
