@@ -114,7 +114,7 @@ def _dptt(outcome: Any, data: Any) -> Truth:
         return truth
     from ppknn.core.rng import SeedPolicy
     from ppknn.protocols.dptt.geo import Geo, geo_fairness
-    from ppknn.simulations.plugins.dptt import NAME
+    from ppknn.protocols.dptt.config import PROTOCOL  # the plugin's name (its NAME)
 
     detail = outcome.result.detail
     given = getattr(outcome.config, "geo_epsilon", None)
@@ -122,7 +122,7 @@ def _dptt(outcome: Any, data: Any) -> Truth:
                radius=radius)
     # the draws of the measurement's Geo.release: its first use of this stream perturbs
     # query slot q repeats[q] times, in slot order
-    rng = SeedPolicy(root=data.scenario.run.seed).generator("geo", NAME)
+    rng = SeedPolicy(root=data.scenario.run.seed).generator("geo", PROTOCOL)
     repeats, _ = geo_fairness(detail.setup.variant, detail.outcome.found)
     queries = np.asarray(data.queries, dtype=np.float64)
     slots = np.repeat(np.arange(len(queries), dtype=np.int64),
