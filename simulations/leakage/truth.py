@@ -113,8 +113,8 @@ def _dptt(outcome: Any, data: Any) -> Truth:
     if radius is None:
         return truth
     from ppknn.core.rng import SeedPolicy
-    from ppknn.protocols.dptt.geo import Geo, geo_fairness
     from ppknn.protocols.dptt.config import PROTOCOL  # the plugin's name (its NAME)
+    from ppknn.protocols.dptt.geo import Geo, geo_fairness
 
     detail = outcome.result.detail
     given = getattr(outcome.config, "geo_epsilon", None)
