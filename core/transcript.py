@@ -441,7 +441,16 @@ class Transcript:
         """Every record as a tuple, sorted: equal for equal runs on any runtime."""
         rows = self.table().to_pylist()
         cols = [f.name for f in SCHEMA]
-        return sorted(tuple(r[c] for c in cols) for r in rows)
+        return sorted(tuple(_frozen(r[c]) for c in cols) for r in rows)
+
+
+def _frozen(value: Any) -> Any:
+    """``value`` with lists and dicts (e.g. the ``after`` stamps) as tuples: hashable rows."""
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, _frozen(v)) for k, v in value.items())
+    return value
 
 
 def ground_truth(messages: Sequence[Message], key: str) -> list[np.ndarray]:
