@@ -103,7 +103,10 @@ True
 
 from __future__ import annotations
 
+import hashlib
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -659,9 +662,47 @@ def _variance_scores(ext: _Extended, m: int, w: int, k: np.ndarray) -> np.ndarra
                 cands += [np.clip(first - 1, lo_abs, hi_abs), np.clip(first, lo_abs, hi_abs)]
         for u_abs in cands:
             best = np.where(ok, np.maximum(best, score(q, u_abs, s_sum)), best)
-    out = np.zeros(k.size)
-    np.maximum.at(out, np.repeat(np.arange(k.size), k + 1), best)
-    return out
+    # rows are grouped by distance (k + 1 rows each, never empty): a segmented maximum
+    return np.maximum.reduceat(best, starts)
+
+
+_A_MEMO: OrderedDict[bytes, dict[int, float]] = OrderedDict()
+"""``A_k`` (times ``(w-1)/w²``) per sample, keyed by a digest of the sorted values, the
+trim and the bounds: a pure function of them, so a fit at another ε, or by another
+calibration, of the same sample reuses the distances already evaluated."""
+_A_MEMO_SAMPLES = 256
+"""Samples kept in :data:`_A_MEMO` (least recently used dropped first)."""
+_A_MEMO_LOCK = threading.Lock()
+
+
+def _memo_scores(ext: _Extended, m: int, w: int, factor: float
+                 ) -> Callable[[np.ndarray], np.ndarray]:
+    """``ks -> A_k · (w-1)/w²`` for one sample, evaluating only distances not seen before.
+
+    Each value is the one :func:`_variance_scores` gives for that ``k`` alone (the
+    computation is element-wise per distance), so the result does not depend on what
+    the memo held.
+    """
+    key = hashlib.blake2b(ext.sorted.tobytes() + repr((m, w, ext.hi, ext.n)).encode(),
+                          digest_size=20).digest()
+    with _A_MEMO_LOCK:
+        memo = _A_MEMO.get(key)
+        if memo is None:
+            memo = _A_MEMO[key] = {}
+            while len(_A_MEMO) > _A_MEMO_SAMPLES:
+                _A_MEMO.popitem(last=False)
+        else:
+            _A_MEMO.move_to_end(key)
+
+    def scores(ks: np.ndarray) -> np.ndarray:
+        wanted = ks.tolist()
+        missing = sorted({k for k in wanted if k not in memo})
+        if missing:
+            vals = _variance_scores(ext, m, w, np.array(missing, dtype=np.int64)) * factor
+            memo.update(zip(missing, vals.tolist(), strict=True))
+        return np.array([memo[k] for k in wanted], dtype=np.float64)
+
+    return scores
 
 
 def exact_variance(st: TrimmedStatistics, beta: float) -> tuple[float, float, int]:
@@ -742,11 +783,16 @@ def exact_variance(st: TrimmedStatistics, beta: float) -> tuple[float, float, in
         best = max(best, float(np.max(np.exp(-ks * beta) * vals)))
         return best, local, evaluated + int(np.sum(ks + 1))
     # branch and bound over intervals of distances: A_k does not decrease with k, so
-    # max_{k1<=k<=k2} e^{-kβ} A_k <= e^{-k1 β} A_{k2}
-    f_end = float(_variance_scores(ext, m, w, np.array([k_max]))[0]) * factor
-    evaluated += k_max + 1
-    best = max(best, math.exp(-k_max * beta) * f_end)
-    todo = [(1, k_max, f_end)]
+    # max_{k1<=k<=k2} e^{-kβ} A_k <= e^{-k1 β} A_{k2}. A_k does not depend on β: the
+    # values are memoised per sample (_A_MEMO) and the intervals are halvings of
+    # [1, n] whatever k_max is (an interval past k_max is pruned at once: its bound is at
+    # most e^{-k_max β} · cap <= the local value), so the fits of one sample at several
+    # ε, or by several calibrations, share their evaluations.
+    a_k = _memo_scores(ext, m, w, factor)
+    f_end = float(a_k(np.array([n]))[0])
+    evaluated += n + 1
+    best = max(best, math.exp(-n * beta) * f_end)
+    todo = [(1, n, f_end)]
     while todo:
         todo = [(k1, k2, f2) for k1, k2, f2 in todo if math.exp(-k1 * beta) * f2 > best]
         if not todo:
@@ -755,7 +801,7 @@ def exact_variance(st: TrimmedStatistics, beta: float) -> tuple[float, float, in
         big = [(k1, k2, f2) for k1, k2, f2 in todo if k2 - k1 >= 8]
         ks = np.array([k for k1, k2 in small for k in range(k1, k2 + 1)]
                       + [(k1 + k2) // 2 for k1, k2, _ in big], dtype=np.int64)
-        vals = _variance_scores(ext, m, w, ks) * factor
+        vals = a_k(ks)
         evaluated += int(np.sum(ks + 1))
         best = max(best, float(np.max(np.exp(-ks * beta) * vals)))
         mids = vals[ks.size - len(big):]
