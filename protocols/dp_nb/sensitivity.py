@@ -620,18 +620,73 @@ def _BLOCK_OFFSETS(w: int) -> list[int]:
     return sorted({q for q in (0, 1, w - 1, w) if 0 <= q <= w})
 
 
+_TIE_SPLITS = True
+"""Evaluate only the splits at the ends of tie segments (:func:`_splits`); ``False``
+evaluates every split (the tests compare the two)."""
+_TIE_FACTOR = 40
+"""A distance keeps every split unless ``_TIE_FACTOR`` × (runs of tied values) is below
+its ``k + 1`` splits (each run gives at most about 40 segment ends)."""
+
+
+def _splits(ext: _Extended, m: int, w: int, k: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (distance, split) rows to evaluate: ``(kk, t, starts)``, rows grouped by ``k``.
+
+    Every order statistic that the score at ``(k, t)`` reads sits at ``s + c`` with
+    ``s = m + 1 - t`` and ``c`` in a fixed set for each ``k`` (the brackets ``c = -1``
+    and ``w + k``, the window's ends, the two single values of the offsets 1 and
+    ``w - 1``, and the values entering and leaving the window as ``t`` moves). Where
+    none of them crosses from one run of tied values to the next, the window loses one
+    value of a run and gains one of another: its sum is linear in ``t``, its distinct
+    values, ``a`` and ``b`` do not change, and for each value ``u`` the score --
+    ``max(max_e (e - u)(e + u - 2c) , (u - c)²)`` with ``c`` linear in ``t`` -- is the
+    maximum of a linear and a convex function, so convex; so is the maximum over ``u``.
+    The maximum over such a segment of splits is at one of its two ends: only the ends
+    (and the ends of the ranges where the moved block is real values) are evaluated.
+    With few ties a distance keeps all its ``k + 1`` splits.
+    """
+    pad = ext.pad
+    # extended positions r in 1..n+1 where x_(r) differs from x_(r-1) (x_(0) = L, x_(n+1) = U)
+    runs = np.flatnonzero(pad[1:] != pad[:-1]) + 1
+    counts = k + 1
+    if not _TIE_SPLITS or runs.size * _TIE_FACTOR >= int(k.max(initial=0)) + 1:
+        kk = np.repeat(k, counts)
+        starts = np.cumsum(counts) - counts
+        return kk, np.arange(kk.size) - np.repeat(starts, counts), starts
+    rows_k, rows_t = [], []
+    for kv in k.tolist():
+        if runs.size * _TIE_FACTOR >= kv + 1:
+            ts = np.arange(kv + 1)
+        else:
+            offsets = np.concatenate([np.arange(-2, 3), np.arange(kv - 2, kv + 3),
+                                      np.arange(w - 3, w + 2), np.arange(w + kv - 3, w + kv + 2)])
+            # x_(s + c) changes between t and t + 1 where s + c is the first of a run:
+            # t = m + 1 + c - r; a segment's ends are such t and t + 1
+            edge = (m + 1 + offsets[:, None] - runs[None, :]).ravel()
+            valid = np.array([m + q for q in _BLOCK_OFFSETS(w)]
+                             + [m + q + kv - ext.n for q in _BLOCK_OFFSETS(w)])
+            ts = np.concatenate([edge, edge + 1, valid - 1, valid, valid + 1, [0, kv]])
+            ts = np.unique(ts[(ts >= 0) & (ts <= kv)])
+        rows_k.append(np.full(ts.size, kv, dtype=np.int64))
+        rows_t.append(ts.astype(np.int64))
+    sizes = np.array([r.size for r in rows_t], dtype=np.int64)
+    starts = np.cumsum(sizes) - sizes
+    if not rows_k:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), starts
+    return np.concatenate(rows_k), np.concatenate(rows_t), starts
+
+
 def _variance_scores(ext: _Extended, m: int, w: int, k: np.ndarray) -> np.ndarray:
     """``A_k · w² / (w - 1)`` for every distance in ``k`` (exact; see :func:`exact_variance`).
 
     For each ``k`` and each split ``t`` (values moved to ``L``; ``k - t`` to ``U``) the
     candidates are: the moved block at offset ``q in {0, 1, w-1, w}`` of the range with
     ``u`` the window's smallest or largest value, and ``q in {0, w}`` with ``u`` the two
-    window values around ``(S + a)/(w + 1)`` and ``(S + b)/(w + 1)``.
+    window values around ``(S + a)/(w + 1)`` and ``(S + b)/(w + 1)``. Only the splits
+    of :func:`_splits` are evaluated (every split when the sample has few ties).
     """
     k = np.asarray(k, dtype=np.int64)
-    kk = np.repeat(k, k + 1)  # one row per (k, t)
-    starts = np.cumsum(k + 1) - (k + 1)
-    t = np.arange(kk.size) - np.repeat(starts, k + 1)
+    kk, t, starts = _splits(ext, m, w, k)  # one row per (k, t) that can hold the maximum
     s = m + 1 - t  # the range is x_(s..s+w+k-1); a = x_(s-1), b = x_(s+w+k)
     n = ext.n
     a = ext.value(s - 1)
