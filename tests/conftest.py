@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +53,64 @@ def _quiet_bounds_warning():
         warnings.filterwarnings("ignore", category=PrivacyLeakWarning,
                                 message=".*domain bounds derived.*")
         yield
+
+
+@dataclass(frozen=True)
+class QuickReproduction:
+    """One ``ppknn reproduce NAME --quick --output OUTPUT`` run from the checkout."""
+
+    output: Path
+    """``--output``: the CSVs; the report ``NAME.md`` and its figures ``NAME/`` beside them."""
+    report: Path
+    exit_code: int
+    cli_output: str
+    tracked_before: str
+    """``git status`` of the checkout's tracked files before the run, and after it."""
+    tracked_after: str
+
+    @property
+    def figures(self) -> Path:
+        return self.report.parent / self.report.stem
+
+
+def _tracked_changes(root: Path) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                          capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture(scope="session")
+def quick_reproduction(tmp_path_factory):
+    """``quick_reproduction(NAME)``: the CLI's quick reproduction, run once per session.
+
+    The CLI test (exit code, nothing tracked touched) and each reproduction's own tests
+    (figures, tables, claims) read the same run instead of running it twice.
+    """
+    from typer.testing import CliRunner
+
+    from ppknn.simulations.cli import app
+
+    root = Path(__file__).resolve().parents[1]
+    runs: dict[str, QuickReproduction] = {}
+
+    def run(name: str) -> QuickReproduction:
+        if name not in runs:
+            output = tmp_path_factory.mktemp(f"reproduce-{name}") / "out"
+            here = os.getcwd()
+            os.chdir(root)  # as a user would run it, from the checkout
+            try:
+                before = _tracked_changes(root)
+                result = CliRunner().invoke(app, ["reproduce", name, "--quick", "--output",
+                                                  str(output)])
+                after = _tracked_changes(root)
+            finally:
+                os.chdir(here)
+            runs[name] = QuickReproduction(output, output / f"{name}.md", result.exit_code,
+                                           result.output, before, after)
+        return runs[name]
+
+    return run
 
 
 @pytest.fixture

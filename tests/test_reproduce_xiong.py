@@ -33,30 +33,31 @@ from ppknn.simulations.experiments.ring import (
 )
 
 
-def test_quick_reproduction_writes_every_figure(tmp_path):
+def test_quick_reproduction_writes_every_figure(tmp_path, quick_reproduction):
     from ppknn.simulations.reporting import Table
     from ppknn.simulations.reproduce import xiong
     from ppknn.simulations.reproduce.xiong_report import build_report
 
-    report = xiong.run(tmp_path / "out", quick=True, runtime="inprocess",
-                       report=tmp_path / "docs" / "xiong.md")
-    text = report.read_text()
+    run = quick_reproduction("xiong")  # `ppknn reproduce xiong --quick`, run once
+    assert run.exit_code == 0, run.cli_output
+    out, figures = run.output, run.figures
+    text = run.report.read_text()
     for name in ("accuracy", "fig5_large_k", "fig6_disclosure", "correctness_bound",
                  "collusion", "communication", "fig2_readings", "vote_rules"):
-        rows = list(csv.DictReader((tmp_path / "out" / f"{name}.csv").open()))
+        rows = list(csv.DictReader((out / f"{name}.csv").open()))
         assert rows, name
-        assert (tmp_path / "docs" / "xiong" / f"{name}.csv").is_file(), name
+        assert (figures / f"{name}.csv").is_file(), name
     # the report rebuilt from the run's CSVs: the same claims, figures and numbers
-    tables = {key: Table.read_csv(tmp_path / "out" / f"{name}.csv")
+    tables = {key: Table.read_csv(out / f"{name}.csv")
               for key, name in xiong.TABLES.items()}
     rebuilt = build_report(tables, xiong.QUICK, quick=True, timings={"total": 1.0},
                            runtime="inprocess", seed=xiong.SEED)
-    pngs = sorted(p.name for p in (tmp_path / "docs" / "xiong").glob("*.png"))
+    pngs = sorted(p.name for p in (figures).glob("*.png"))
     assert pngs == sorted(f.png for f in rebuilt.figures) and len(pngs) == 11
     for png in pngs:
         assert f"xiong/{png}" in text
     for figure in rebuilt.figures:
-        assert (tmp_path / "docs" / "xiong" / figure.csv).is_file(), figure.name
+        assert (figures / figure.csv).is_file(), figure.name
     claims = {c.id: c for c in rebuilt.claims}
     assert claims["exact-knn"].measured == 0 and claims["exact-knn"].verdict == "reproduced"
     assert claims["messages"].measured == 1.0 and claims["messages"].verdict == "reproduced"
@@ -69,7 +70,7 @@ def test_quick_reproduction_writes_every_figure(tmp_path):
     # the grids: one row per (point, split), through the registry plugin
     from ppknn.simulations.reproduce.xiong_report import vote_decision
 
-    grid_rows = list(csv.DictReader((tmp_path / "out" / "grids" / "grid-votes-glass.csv").open()))
+    grid_rows = list(csv.DictReader((out / "grids" / "grid-votes-glass.csv").open()))
     assert len(grid_rows) == 3 and {r["protocol.vote"] for r in grid_rows} == set(xiong.VOTES)
     assert len({r["disclosure_mean"] for r in grid_rows}) == 1  # PP-TopK does not see the rule
     readings = tables["readings"]
@@ -84,13 +85,13 @@ def test_quick_reproduction_writes_every_figure(tmp_path):
     only_grids = tmp_path / "grids-only"
     only_grids.mkdir()
     for name in ("fig2_readings", "vote_rules"):
-        shutil.copy(tmp_path / "out" / f"{name}.csv", only_grids)
+        shutil.copy(out / f"{name}.csv", only_grids)
     again = xiong.report_from_tables(only_grids, quick=True, runtime="inprocess",
                                      report=tmp_path / "docs2" / "xiong.md", timings={},
-                                     reused=tmp_path / "out").read_text()
+                                     reused=out).read_text()
     assert "NOT RE-RUN in this run: `accuracy.csv`" in again
     # the grids' rows of a run are enough to rebuild its grid tables (grids_from)
-    from_rows = xiong.Xiong(xiong.QUICK, grids_from=str(tmp_path / "out" / "grids")
+    from_rows = xiong.Xiong(xiong.QUICK, grids_from=str(out / "grids")
                             ).grid_studies()
     for key in ("readings", "votes"):
         assert [r["acc_ppknn"] for r in from_rows[key].rows] == pytest.approx(

@@ -15,11 +15,11 @@ FIGURES = ["fig07_rn_eps0.5", "fig08_rn_eps1", "fig09_rn_eps2", "fig10_conversio
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("gursoy")
-    report = gursoy.run(root / "out", quick=True, runtime="inprocess",
-                        report=root / "gursoy.md")
-    return root, report
+def quick_run(quick_reproduction):
+    """``(output folder, report)`` of `ppknn reproduce gursoy --quick` (run once)."""
+    run = quick_reproduction("gursoy")
+    assert run.exit_code == 0, run.cli_output
+    return run.output, run.report
 
 
 def _rows(path):
@@ -30,17 +30,17 @@ def _rows(path):
 def test_every_figure_has_a_csv_and_a_png(quick_run):
     root, report = quick_run
     for name in FIGURES:
-        assert (root / "out" / f"{name}.csv").stat().st_size > 0
+        assert (root / f"{name}.csv").stat().st_size > 0
         png = root / "gursoy" / f"{name}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"](gursoy/{name}.png)" in report.read_text()
-    datasets = {r["dataset"] for r in _rows(root / "out" / "fig08_rn_eps1.csv")}
+    datasets = {r["dataset"] for r in _rows(root / "fig08_rn_eps1.csv")}
     assert datasets == {"banana", "phoneme", "banknote", "thyroid"}
 
 
 def test_report_headline_numbers_are_computed_from_the_rows(quick_run):
     root, report = quick_run
-    rows = _rows(root / "out" / "rows.csv")
+    rows = _rows(root / "rows.csv")
     text = report.read_text()
 
     def acc(dataset, classifier, eps=None):
@@ -85,10 +85,10 @@ def test_ledger_spent_exactly_what_was_asked(quick_run):
 
 def test_conversion_and_audit_tables(quick_run):
     root, _ = quick_run
-    avre = _rows(root / "out" / "fig10_conversion_avre.csv")
+    avre = _rows(root / "fig10_conversion_avre.csv")
     assert {r["algorithm"] for r in avre} == {"interactive", "noninteractive"}
     assert all(float(r["avre_mean"]) >= 0 for r in avre)
-    audit = _rows(root / "out" / "audit.csv")
+    audit = _rows(root / "audit.csv")
     assert [(r["algorithm"], r["calibration"]) for r in audit] == [
         ("proposed", "claimed"), ("baseline-laplace", "claimed"),
         ("baseline-exponential", "claimed"), ("proposed", "ignore-overlaps")]
@@ -96,17 +96,17 @@ def test_conversion_and_audit_tables(quick_run):
 
 def test_figure_points_are_registry_runs_with_a_charged_radius(quick_run):
     root, _ = quick_run
-    rn = _rows(root / "out" / "grid-rn.csv")
+    rn = _rows(root / "grid-rn.csv")
     s = gursoy.QUICK
     assert {r["protocol"] for r in rn} == {"dp-knn"}
     assert all(r["task"] == "rn" and float(r["radius_epsilon"]) == s.radius_epsilon for r in rn)
     for r in rn:  # each request paid its classification ε plus the radius's ε_r
         assert float(r["epsilon_spent"]) == pytest.approx(float(r["protocol.epsilon"])
                                                           + s.radius_epsilon, abs=1e-12)
-    rows = [r for r in _rows(root / "out" / "rows.csv") if r["figure"] == "rn"
+    rows = [r for r in _rows(root / "rows.csv") if r["figure"] == "rn"
             and r["classifier"] != "non-private"]
     assert len(rows) == len(rn)
     assert "PrivacyLeakWarning" not in rn[0]["privacy_warnings"]  # the message, not the class
     assert all("training rows" in r["privacy_warnings"] for r in rn)
-    knn = _rows(root / "out" / "grid-knn.csv")
+    knn = _rows(root / "grid-knn.csv")
     assert len(knn) == len(s.datasets) * len(s.knn_ks) * len(s.knn_epsilons) * 3

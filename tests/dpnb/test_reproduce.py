@@ -11,27 +11,28 @@ from ppknn.core.errors import DataError
 from ppknn.protocols.dp_nb.datasets import load_nb_dataset, synthetic_bounded
 
 
-def test_quick_reproduction_writes_every_figure_and_the_report(tmp_path):
-    from ppknn.simulations.reproduce import REPRODUCTIONS, load
+def test_quick_reproduction_writes_every_figure_and_the_report(quick_reproduction):
+    from ppknn.simulations.reproduce import REPRODUCTIONS
 
     assert "zafarani" in REPRODUCTIONS
-    report = load("zafarani").run(tmp_path / "out", quick=True, runtime="inprocess",
-                                  report=tmp_path / "zafarani.md")
-    text = report.read_text()
+    run = quick_reproduction("zafarani")  # `ppknn reproduce zafarani --quick`, run once
+    assert run.exit_code == 0, run.cli_output
+    out, figures = run.output, run.figures
+    text = run.report.read_text()
     for name in ("accuracy_adult", "accuracy_glass", "accuracy_seeds", "bounds", "runtime",
                  "audit"):
-        rows = list(csv.DictReader((tmp_path / "out" / f"{name}.csv").open()))
+        rows = list(csv.DictReader((out / f"{name}.csv").open()))
         assert rows, name
-        assert (tmp_path / "zafarani" / f"{name}.png").stat().st_size > 1000
+        assert (figures / f"{name}.png").stat().st_size > 1000
         assert f"zafarani/{name}.png" in text
-    runs = list(csv.DictReader((tmp_path / "out" / "accuracy_runs.csv").open()))
+    runs = list(csv.DictReader((out / "accuracy_runs.csv").open()))
     assert {r["method"] for r in runs} >= {"smooth", "vaidya", "bun-steinke", "non-private",
                                            "majority", "smooth, paper constant"}
     assert all(0.0 <= float(r["accuracy"]) <= 1.0 for r in runs)
     # the accuracy figures come from dp-nb grid rows (the majority line from the fold labels)
     assert {r["source"] for r in runs} == {"grid (dp-nb plugin)", "fold labels"}
     assert {r["source"] for r in runs if r["method"] != "majority"} == {"grid (dp-nb plugin)"}
-    audit = list(csv.DictReader((tmp_path / "out" / "audit.csv").open()))
+    audit = list(csv.DictReader((out / "audit.csv").open()))
     assert all(float(r["exact"]) < float(r["claimed"]) for r in audit if r["proven"] == "True")
     for claim in ("Smooth sensitivity significantly improves accuracy", "Theorem 9",
                   "Fig. 13", "not available offline", "refused with `BudgetExhausted`"):
@@ -40,10 +41,10 @@ def test_quick_reproduction_writes_every_figure_and_the_report(tmp_path):
     # the claims are data, each with a verdict, counted in the summary line
     assert "Claims: " in text and "**not measured**" in text
     for name in ("bounds_summary", "audit_ratios", "peer_summary"):  # the figures' own data
-        assert list(csv.DictReader((tmp_path / "out" / f"{name}.csv").open())), name
-        assert (tmp_path / "zafarani" / f"{name}.csv").is_file(), name  # beside the PNGs
+        assert list(csv.DictReader((out / f"{name}.csv").open())), name
+        assert (figures / f"{name}.csv").is_file(), name  # beside the PNGs
     # the breast_cancer comparison comes from grid rows through the dp-nb plugin
-    peer = list(csv.DictReader((tmp_path / "out" / "peer.csv").open()))
+    peer = list(csv.DictReader((out / "peer.csv").open()))
     assert {r["source"] for r in peer} >= {"grid (dp-nb plugin)"}
     assert len({r["fold"] for r in peer}) == 5
     for heading in ("Exact sensitivity against the pair bound", "breast_cancer against "
