@@ -109,13 +109,14 @@ class Grid:
 
 def run_grids(grids: Sequence[Grid], *, parallel: str = "sequential",
               address: str | None = None, progress: Callable[..., Any] | None = None,
-              ) -> dict[str, list[dict[str, Any]]]:
+              chunk_size: int | None = None) -> dict[str, list[dict[str, Any]]]:
     """Run every point of every grid; return ``{grid name: rows}`` in grid order.
 
     ``parallel``: ``"ray"`` fans the runs out as Ray tasks (every CPU busy), or
-    ``"sequential"``. Each row is the point (its dotted keys and ``seed``), then the
-    common columns and the protocol's metrics of :func:`~ppknn.simulations.sweep.table_row`
-    and ``privacy_warnings``.
+    ``"sequential"``. ``chunk_size``: runs per Ray task (``None``: a few tasks per CPU;
+    one grid per task keeps a grid's runs in one process). Each row is the point (its
+    dotted keys and ``seed``), then the common columns and the protocol's metrics of
+    :func:`~ppknn.simulations.sweep.table_row` and ``privacy_warnings``.
     """
     from ppknn.simulations.sweep import run_one
 
@@ -131,7 +132,7 @@ def run_grids(grids: Sequence[Grid], *, parallel: str = "sequential",
             jobs.append((point, scenario.model_dump()))
             owners.append(g.name)
     rows = fan_out(run_one, jobs, use_ray=parallel == "ray", address=address,
-                   progress=progress)
+                   progress=progress, chunk_size=chunk_size)
     out: dict[str, list[dict[str, Any]]] = {g.name: [] for g in grids}
     for owner, row in zip(owners, rows):
         out[owner].append(row)

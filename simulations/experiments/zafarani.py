@@ -140,6 +140,10 @@ def method_point(m: MethodSpec) -> tuple:
             m.delta if isinstance(m.delta, str) else None)
 
 
+FIT_TIMEOUT_S = 1800.0
+"""``[runtime] party_timeout_s`` of the accuracy grids' runs (one model fit per run)."""
+
+
 def noise_seed(name: str, rep: int, fold: int) -> int:
     """``[run].seed`` of one (dataset, repetition, fold): its own stream of :data:`SEED`."""
     return int(SeedPolicy(root=SEED).generator("noise", name, rep, fold).integers(2**31))
@@ -173,6 +177,9 @@ def accuracy_grids(s: Settings, names: tuple[str, ...] = PAPER_DATASETS,
             for fold in range(s.folds):
                 base = {"data": {**data, "split_seed": split_seed(SEED, rep), "fold": fold},
                         "parties": {"n": 1, "analysts": 1},
+                        # one fit at ε = 0.01 on adult's continuous fnlwgt can take
+                        # over a minute on a busy machine (the exact variance search)
+                        "runtime": {"party_timeout_s": FIT_TIMEOUT_S},
                         "protocol": {"name": "dp-nb"}}
                 grids.append(Grid(
                     f"accuracy-{name}-r{rep}-f{fold}", base=base,
@@ -194,7 +201,9 @@ def accuracy(s: Settings, data: dict[str, NBDataset], parallel: str = "sequentia
     """
     labels = {method_point(m): m.label for m in methods}
     grids = accuracy_grids(s, tuple(data), methods)
-    out = run_grids(grids, parallel=parallel)
+    # one fold's grid per Ray task: its fits share the sensitivity memo of its samples,
+    # and the load stays balanced to the end
+    out = run_grids(grids, parallel=parallel, chunk_size=len(grids[0].scenarios()))
     rows: list[dict] = []
     policy = SeedPolicy(root=SEED)
     for name, ds in data.items():
