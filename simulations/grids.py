@@ -31,7 +31,9 @@ or as an axis, and k-fold cross-validation is the axis ``data.fold`` with
 from __future__ import annotations
 
 import copy
+import hashlib
 import itertools
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,8 +111,16 @@ class Grid:
 
 def run_grids(grids: Sequence[Grid], *, parallel: str = "sequential",
               address: str | None = None, progress: Callable[..., Any] | None = None,
-              chunk_size: int | None = None) -> dict[str, list[dict[str, Any]]]:
+              chunk_size: int | None = None, store: Path | None = None,
+              ) -> dict[str, list[dict[str, Any]]]:
     """Run every point of every grid; return ``{grid name: rows}`` in grid order.
+
+    ``store``: a JSON-lines file of finished runs. Each row is appended as its run
+    finishes, and a run whose scenario already has a row there is not run again: a long
+    run that stops part way (a party failure, a killed process) keeps what it finished,
+    and the same call picks up where it stopped. A row is reused only for the identical
+    scenario (grid, point and every scenario setting, seed included); delete the file to
+    run everything again (after changing the code, for instance).
 
     ``parallel``: ``"ray"`` fans the runs out as Ray tasks (every CPU busy), or
     ``"sequential"``. ``chunk_size``: runs per Ray task (``None``: a few tasks per CPU;
@@ -127,15 +137,76 @@ def run_grids(grids: Sequence[Grid], *, parallel: str = "sequential",
         raise ConfigError(f"grid names must be unique, got {names}")
     jobs: list[tuple[dict[str, Any], dict[str, Any]]] = []
     owners: list[str] = []
+    keys: list[str] = []
     for g in grids:
         for point, scenario in g.scenarios():
             jobs.append((point, scenario.model_dump()))
             owners.append(g.name)
-    rows = fan_out(run_one, jobs, use_ray=parallel == "ray", address=address,
-                   progress=progress, chunk_size=chunk_size)
+            keys.append(_run_key(g.name, scenario))
+    done = _read_store(store) if store is not None else {}
+    todo = [i for i, key in enumerate(keys) if key not in done]
+    write = None
+    if store is not None:
+        store.parent.mkdir(parents=True, exist_ok=True)
+        text = store.read_bytes() if store.is_file() else b""
+        torn = bool(text) and not text.endswith(b"\n")
+        handle = store.open("a", encoding="utf-8")
+        if torn:  # a killed run's half-written last line: start on a line of our own
+            handle.write("\n")
+
+        def write(j: int, row: dict[str, Any]) -> None:
+            key = keys[todo[j]]
+            text = json.dumps({"key": key, "row": row}, default=_jsonable)
+            handle.write(text + "\n")
+            handle.flush()
+            done[key] = json.loads(text)["row"]  # as a re-run will read it back
+    try:
+        fan_out(run_one, [jobs[i] for i in todo], use_ray=parallel == "ray", address=address,
+                progress=progress, chunk_size=chunk_size,
+                on_result=write if write is not None else _keep_in(done, keys, todo))
+    finally:
+        if store is not None:
+            handle.close()
     out: dict[str, list[dict[str, Any]]] = {g.name: [] for g in grids}
-    for owner, row in zip(owners, rows):
-        out[owner].append(row)
+    for owner, key in zip(owners, keys):
+        out[owner].append(done[key])
+    return out
+
+
+def _keep_in(done: dict[str, Any], keys: Sequence[str], todo: Sequence[int]
+             ) -> Callable[[int, dict[str, Any]], None]:
+    def keep(j: int, row: dict[str, Any]) -> None:
+        done[keys[todo[j]]] = row
+    return keep
+
+
+def _run_key(grid: str, scenario: Scenario) -> str:
+    """The identity of one run in a store: its grid and its whole scenario."""
+    text = json.dumps(scenario.model_dump(mode="json"), sort_keys=True)
+    return f"{grid}:{hashlib.sha256(text.encode()).hexdigest()[:24]}"
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"a grid row value of type {type(value).__name__} cannot be stored")
+
+
+def _read_store(store: Path) -> dict[str, dict[str, Any]]:
+    """Rows already in ``store`` by run key (a torn last line, from a killed run, is skipped)."""
+    if not store.exists():
+        return {}
+    if not store.is_file():
+        raise ConfigError(f"grid row store {store} is not a file")
+    out: dict[str, dict[str, Any]] = {}
+    for line in store.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        out[record["key"]] = record["row"]
     return out
 
 

@@ -147,3 +147,59 @@ def test_data_bounds_come_from_training_rows_only():
     assert np.allclose(p.bounds.upper, p.train_X.max(axis=0))
     # contiguous iris folds: fold 0 is all setosa, whose petal lengths lie below the rest
     assert p.queries[:, 2].min() < p.bounds.lower[2]
+
+
+def test_a_store_keeps_finished_runs_and_a_rerun_picks_up_where_it_stopped(tmp_path,
+                                                                           monkeypatch):
+    import json
+
+    from ppknn.simulations import sweep
+
+    g = Grid("st", base=BASE, axes={"protocol.epsilon": [0.5, 1.0, 4.0]}, seeds=(0, 3))
+    plain = run_grids([g])["st"]
+    store = tmp_path / "rows.jsonl"
+    real = sweep.run_one
+    calls: list[str] = []
+
+    def failing(job):
+        calls.append(job[1]["run"]["name"])
+        if len(calls) == 4:
+            raise RuntimeError("party lost")
+        return real(job)
+
+    monkeypatch.setattr(sweep, "run_one", failing)
+    with pytest.raises(RuntimeError, match="party lost"):
+        run_grids([g], store=store)
+    kept = [json.loads(line) for line in store.read_text().splitlines()]
+    assert len(kept) == 3  # the three finished before the failure are on disk
+    calls.clear()
+    monkeypatch.setattr(sweep, "run_one", lambda job: calls.append(job[1]["run"]["name"])
+                        or real(job))
+    resumed = run_grids([g], store=store)["st"]
+    assert calls == ["st-0003", "st-0004", "st-0005"]  # only what was missing
+    drop = {"protocol_s", "startup_s", "measure_s", "total_s"}
+    assert [{k: v for k, v in r.items() if k not in drop} for r in resumed] == \
+        [{k: v for k, v in r.items() if k not in drop} for r in plain]
+    calls.clear()
+    assert run_grids([g], store=store)["st"] == resumed and calls == []  # all reused
+    # another scenario (here: another base) is not served from the store
+    other = Grid("st", base={**BASE, "data": {**BASE["data"], "test_fraction": 0.4}},
+                 axes={"protocol.epsilon": [0.5]})
+    run_grids([other], store=store)
+    assert calls == ["st-0000"]
+
+
+def test_a_torn_last_line_of_a_store_is_run_again(tmp_path, monkeypatch):
+    g = Grid("torn", base=BASE, axes={"protocol.epsilon": [0.5, 4.0]})
+    store = tmp_path / "rows.jsonl"
+    first = run_grids([g], store=store)["torn"]
+    lines = store.read_text().splitlines()
+    store.write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2])  # killed mid-write
+    again = run_grids([g], store=store)["torn"]
+    assert again[0] == first[0] and again[1]["accuracy"] == first[1]["accuracy"]
+    from ppknn.simulations import sweep
+
+    calls = []
+    real = sweep.run_one
+    monkeypatch.setattr(sweep, "run_one", lambda job: calls.append(job) or real(job))
+    assert run_grids([g], store=store)["torn"] == again and calls == []  # the re-run kept

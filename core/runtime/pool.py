@@ -37,14 +37,17 @@ def chunk_size_for(n_items: int, cpus: float, num_cpus_per_job: float) -> int:
 def fan_out(fn: Callable[[T], R], items: Sequence[T], *, use_ray: bool,
             address: str | None = None, num_cpus_per_job: float = 1.0,
             chunk_size: int | None = None,
-            progress: Callable[[int, int], None] | None = None) -> list[R]:
+            progress: Callable[[int, int], None] | None = None,
+            on_result: Callable[[int, R], None] | None = None) -> list[R]:
     """``[fn(item) for item in items]``, on Ray tasks when ``use_ray``.
 
     ``fn`` must be importable (module level). Results come back in item
     order whatever order the tasks finish in; an exception in a job is
     re-raised here. ``chunk_size`` jobs run in one task (``None``: about
     :data:`TASKS_PER_CPU` tasks per CPU of the cluster); ``progress`` is
-    called with (jobs done, jobs in all) as chunks finish.
+    called with (jobs done, jobs in all) as chunks finish, and ``on_result``
+    with (item index, result) for every result as it arrives (before a later
+    job's exception is raised: a caller can keep what finished).
     """
     if chunk_size is not None and chunk_size < 1:
         raise ConfigError(f"chunk_size must be >= 1 (or None for automatic), got {chunk_size}")
@@ -55,6 +58,8 @@ def fan_out(fn: Callable[[T], R], items: Sequence[T], *, use_ray: bool,
         out = []
         for i, item in enumerate(items):
             out.append(fn(item))
+            if on_result:
+                on_result(i, out[-1])
             if progress:
                 progress(i + 1, total)
         return out
@@ -79,12 +84,16 @@ def fan_out(fn: Callable[[T], R], items: Sequence[T], *, use_ray: bool,
     results: list[list[Any]] = [[] for _ in chunks]
     remaining = list(refs)
     done = 0
+    starts = list(range(0, total, size))
     while remaining:
         ready, remaining = ray.wait(remaining, num_returns=1)
         for ref in ready:
             i = index[ref]
             results[i] = ray.get(ref)
             done += len(chunks[i])
+            if on_result:
+                for j, result in enumerate(results[i]):
+                    on_result(starts[i] + j, result)
         if progress:
             progress(done, total)
     return [r for chunk in results for r in chunk]

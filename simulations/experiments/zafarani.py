@@ -31,6 +31,7 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -192,18 +193,22 @@ def accuracy_grids(s: Settings, names: tuple[str, ...] = PAPER_DATASETS,
 
 
 def accuracy(s: Settings, data: dict[str, NBDataset], parallel: str = "sequential",
-             methods: tuple[MethodSpec, ...] = METHODS) -> list[dict]:
+             methods: tuple[MethodSpec, ...] = METHODS, store: Path | None = None
+             ) -> list[dict]:
     """Every (dataset, repetition, fold, method, ε) accuracy, from ``dp-nb`` grid rows.
 
     The rows of :func:`accuracy_grids` (run through the registry as ``ppknn run`` runs a
     scenario) in the shape of :func:`cross_validate`'s: non-private repeated at every ε,
     and the majority class of the fold's training labels (not a protocol run) beside it.
+    ``store``: the grid rows' JSON-lines file (:func:`~ppknn.simulations.grids.run_grids`):
+    runs finished there are not run again.
     """
     labels = {method_point(m): m.label for m in methods}
     grids = accuracy_grids(s, tuple(data), methods)
     # one fold's grid per Ray task: its fits share the sensitivity memo of its samples,
     # and the load stays balanced to the end
-    out = run_grids(grids, parallel=parallel, chunk_size=len(grids[0].scenarios()))
+    out = run_grids(grids, parallel=parallel, chunk_size=len(grids[0].scenarios()),
+                    store=store)
     rows: list[dict] = []
     policy = SeedPolicy(root=SEED)
     for name, ds in data.items():

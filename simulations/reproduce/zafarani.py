@@ -732,7 +732,12 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path,
     # and so the report, are the same as in sequence)
     parallel = "ray" if runtime == "ray" else "sequential"
     data = timed("load", load_datasets, s)
-    runs = timed("accuracy", accuracy, s, data, parallel)
+    # every finished grid run is kept in the output folder as it finishes: a run that
+    # stops part way loses nothing, and the same command resumes it
+    store = output / "grid-rows" / "accuracy.jsonl"
+    if store.is_file() and log is not None:
+        log(f"accuracy: reusing the finished runs in {store} (delete it to run them again)")
+    runs = timed("accuracy", accuracy, s, data, parallel, METHODS, store)
     summary = summarise(runs)
     paired = [r for a, b in PAIRS for r in paired_difference(runs, a, b)]
     dpl_rows, dpl_message = timed("diffprivlib", diffprivlib_side_by_side, s, data, runs)
