@@ -137,47 +137,38 @@ def run_grids(grids: Sequence[Grid], *, parallel: str = "sequential",
         raise ConfigError(f"grid names must be unique, got {names}")
     jobs: list[tuple[dict[str, Any], dict[str, Any]]] = []
     owners: list[str] = []
-    keys: list[str] = []
+    scenarios: list[Scenario] = []
     for g in grids:
         for point, scenario in g.scenarios():
             jobs.append((point, scenario.model_dump()))
             owners.append(g.name)
-            keys.append(_run_key(g.name, scenario))
-    done = _read_store(store) if store is not None else {}
-    todo = [i for i, key in enumerate(keys) if key not in done]
-    write = None
-    if store is not None:
+            scenarios.append(scenario)
+    run = dict(use_ray=parallel == "ray", address=address, progress=progress,
+               chunk_size=chunk_size)
+    if store is None:
+        rows = fan_out(run_one, jobs, **run)
+    else:
+        keys = [_run_key(owner, sc) for owner, sc in zip(owners, scenarios)]
+        done, torn = _read_store(store)
+        todo = [i for i, key in enumerate(keys) if key not in done]
         store.parent.mkdir(parents=True, exist_ok=True)
-        text = store.read_bytes() if store.is_file() else b""
-        torn = bool(text) and not text.endswith(b"\n")
-        handle = store.open("a", encoding="utf-8")
-        if torn:  # a killed run's half-written last line: start on a line of our own
-            handle.write("\n")
+        with store.open("a", encoding="utf-8") as handle:
+            if torn:  # a killed run's half-written last line: start on a line of our own
+                handle.write("\n")
 
-        def write(j: int, row: dict[str, Any]) -> None:
-            key = keys[todo[j]]
-            text = json.dumps({"key": key, "row": row}, default=_jsonable)
-            handle.write(text + "\n")
-            handle.flush()
-            done[key] = json.loads(text)["row"]  # as a re-run will read it back
-    try:
-        fan_out(run_one, [jobs[i] for i in todo], use_ray=parallel == "ray", address=address,
-                progress=progress, chunk_size=chunk_size,
-                on_result=write if write is not None else _keep_in(done, keys, todo))
-    finally:
-        if store is not None:
-            handle.close()
+            def keep(j: int, row: dict[str, Any]) -> None:
+                key = keys[todo[j]]
+                text = json.dumps({"key": key, "row": row}, default=_jsonable)
+                handle.write(text + "\n")
+                handle.flush()
+                done[key] = json.loads(text)["row"]  # as a re-run will read it back
+
+            fan_out(run_one, [jobs[i] for i in todo], on_result=keep, **run)
+        rows = [done[key] for key in keys]
     out: dict[str, list[dict[str, Any]]] = {g.name: [] for g in grids}
-    for owner, key in zip(owners, keys):
-        out[owner].append(done[key])
+    for owner, row in zip(owners, rows):
+        out[owner].append(row)
     return out
-
-
-def _keep_in(done: dict[str, Any], keys: Sequence[str], todo: Sequence[int]
-             ) -> Callable[[int, dict[str, Any]], None]:
-    def keep(j: int, row: dict[str, Any]) -> None:
-        done[keys[todo[j]]] = row
-    return keep
 
 
 def _run_key(grid: str, scenario: Scenario) -> str:
@@ -194,20 +185,22 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"a grid row value of type {type(value).__name__} cannot be stored")
 
 
-def _read_store(store: Path) -> dict[str, dict[str, Any]]:
-    """Rows already in ``store`` by run key (a torn last line, from a killed run, is skipped)."""
-    if not store.exists():
-        return {}
-    if not store.is_file():
+def _read_store(store: Path) -> tuple[dict[str, dict[str, Any]], bool]:
+    """Rows already in ``store`` by run key, and whether its last line is torn.
+
+    A torn line (a killed run's half-written last line) is skipped: its run runs again.
+    """
+    if store.exists() and not store.is_file():
         raise ConfigError(f"grid row store {store} is not a file")
+    text = store.read_text(encoding="utf-8") if store.exists() else ""
     out: dict[str, dict[str, Any]] = {}
-    for line in store.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         try:
             record = json.loads(line)
         except json.JSONDecodeError:
             continue
         out[record["key"]] = record["row"]
-    return out
+    return out, bool(text) and not text.endswith("\n")
 
 
 def write_grid_rows(rows: Mapping[str, list[dict[str, Any]]], folder: Path) -> list[Path]:
