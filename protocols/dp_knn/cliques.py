@@ -165,6 +165,27 @@ def _greedy_colours(order: np.ndarray, indptr: np.ndarray, indices: np.ndarray) 
     return used
 
 
+def _colour_count(outside: list[int]) -> int:
+    """Colours used by greedy colouring visiting the vertices in bit order (bitset graph).
+
+    ``outside[v]`` is the bitset of the vertices not adjacent to ``v`` (``v``
+    included). Building the colour classes one after the other -- each takes,
+    in bit order, every vertex with no neighbour already in it -- gives every
+    vertex the smallest colour none of its earlier neighbours has, which is
+    :func:`_greedy_colours` in the same order.
+    """
+    p = (1 << len(outside)) - 1
+    used = 0
+    while p:
+        used += 1
+        q = p
+        while q:
+            low = q & -q
+            q &= outside[low.bit_length() - 1]
+            p ^= low
+    return used
+
+
 def _bitsets(order: np.ndarray, indptr: np.ndarray, indices: np.ndarray) -> list[int]:
     """Neighbourhoods as Python-int bitsets: bit ``i`` stands for vertex ``order[i]``."""
     n = len(order)
@@ -182,6 +203,12 @@ def _bitsets(order: np.ndarray, indptr: np.ndarray, indices: np.ndarray) -> list
         packed = np.packbits(block, axis=1, bitorder="little")
         out.extend(int.from_bytes(row.tobytes(), "little") for row in packed)
     return out
+
+
+def _outside(nbrs: list[int]) -> list[int]:
+    """Per vertex, the bitset of the vertices not adjacent to it (itself included)."""
+    full = (1 << len(nbrs)) - 1
+    return [full & ~(b | (1 << v)) for v, b in enumerate(nbrs)]
 
 
 class _Timeout(Exception):
@@ -220,10 +247,10 @@ def _colour_sort(p: int, outside: list[int], lowest: int) -> tuple[list[int], li
 class _Search:
     """Branch and bound for the clique number on a bitset graph (Tomita & Seki 2003)."""
 
-    def __init__(self, nbrs: list[int], best: int, target: int, deadline: float) -> None:
+    def __init__(self, nbrs: list[int], best: int, target: int, deadline: float,
+                 outside: list[int] | None = None) -> None:
         self.nbrs, self.best, self.target, self.deadline = nbrs, best, target, deadline
-        full = (1 << len(nbrs)) - 1
-        self.outside = [full & ~(b | (1 << v)) for v, b in enumerate(nbrs)]
+        self.outside = _outside(nbrs) if outside is None else outside
         self.ticks = 0
         self.top_bound = target  # colour bound of the top-level branch being searched
 
@@ -252,28 +279,34 @@ class _Search:
             p ^= 1 << v
 
 
-def _greedy_clique(nbrs: list[int]) -> int:
+def _greedy_clique(nbrs: list[int], m: np.ndarray | None = None) -> int:
     """Size of a clique found greedily (a lower bound to start the search from).
 
     Takes, among the candidates, the vertex with the most candidate neighbours
-    (lowest bit on ties) until none is left.
+    (lowest bit on ties) until none is left. ``m``: the dense boolean form of
+    ``nbrs`` (``m[i, k]`` is bit k of ``nbrs[i]``), if at hand.
     """
     n = len(nbrs)
     if n == 0:
         return 0
-    m = np.unpackbits(np.frombuffer(b"".join(b.to_bytes((n + 7) // 8, "little") for b in nbrs),
-                                    dtype=np.uint8).reshape(n, -1), axis=1,
-                      bitorder="little")[:, :n].astype(bool)
-    cand = np.ones(n, dtype=bool)
-    degree = m.sum(axis=1).astype(np.int64)
+    if m is None:
+        m = np.unpackbits(np.frombuffer(b"".join(b.to_bytes((n + 7) // 8, "little")
+                                                 for b in nbrs),
+                                        dtype=np.uint8).reshape(n, -1), axis=1,
+                          bitorder="little")[:, :n].astype(bool)
+    # score: a candidate's number of candidate neighbours (>= 0); below 0 once gone (it
+    # starts at -(n + 2) and loses at most n), so the argmax is the best candidate
+    score = m.sum(axis=1).astype(np.int64)
     size = 0
-    while cand.any():
-        v = int(np.argmax(np.where(cand, degree, -1)))
+    while True:
+        v = int(np.argmax(score))
+        if score[v] < 0:
+            return size
         size += 1
-        gone = cand & ~m[v]
-        cand &= m[v]
-        degree -= m[:, gone].sum(axis=1)
-    return size
+        gone = np.flatnonzero((score >= 0) & ~m[v])  # v itself included
+        score[gone] = -(n + 2)
+        # m is symmetric: the rows of the vertices gone count what they took from everyone
+        score -= m[gone[0]] if len(gone) == 1 else m[gone].sum(axis=0)
 
 
 def _component_bound(indptr: np.ndarray, indices: np.ndarray, deadline: float
@@ -281,20 +314,71 @@ def _component_bound(indptr: np.ndarray, indices: np.ndarray, deadline: float
     """(size, exact, lower, method) for one component with >= 3 vertices (CSR, local ids)."""
     order, degeneracy = _degeneracy_order(indptr, indices)
     smallest_last = order[::-1]
-    colours = _greedy_colours(smallest_last, indptr, indices)
-    ub = min(colours, degeneracy + 1)
     nbrs = _bitsets(smallest_last, indptr, indices)  # bit i = i-th vertex, smallest-last
-    start = max(2, _greedy_clique(nbrs)) if 2 < ub and len(nbrs) <= _GREEDY_MAX else 2
-    search = _Search(nbrs, best=start, target=ub, deadline=deadline)
+    return _search_bound(nbrs, degeneracy, None, deadline)
+
+
+def _component_bound_dense(adj: np.ndarray, deadline: float) -> tuple[int, bool, int, int]:
+    """:func:`_component_bound` of a component given as a dense boolean adjacency matrix.
+
+    The same steps on the same graph: the degeneracy ordering of the scan
+    (``key -= adj[v]`` decrements every neighbour's key, as the CSR scan does),
+    the same bitsets (the matrix reordered smallest-last, packed), the same
+    search.
+    """
+    n = len(adj)
+    key = adj.sum(axis=1, dtype=np.int64)
+    order = np.empty(n, dtype=np.int64)
+    degeneracy = 0
+    for t in range(n):
+        v = int(np.argmin(key))  # the lowest vertex of minimum remaining degree
+        degeneracy = max(degeneracy, int(key[v]))
+        order[t] = v
+        key[v] = _DONE
+        key -= adj[v]
+    smallest_last = order[::-1]
+    m = adj[smallest_last][:, smallest_last]  # row/column i = i-th vertex, smallest-last
+    packed = np.packbits(m, axis=1, bitorder="little")
+    nbrs = [int.from_bytes(row.tobytes(), "little") for row in packed]
+    return _search_bound(nbrs, degeneracy, m, deadline)
+
+
+def _search_bound(nbrs: list[int], degeneracy: int, m: np.ndarray | None, deadline: float
+                  ) -> tuple[int, bool, int, int]:
+    """Steps 2-4 of the module docstring on the bitset graph ``nbrs`` (smallest-last order)."""
+    outside = _outside(nbrs)
+    colours = _colour_count(outside)  # = _greedy_colours(smallest_last, indptr, indices)
+    ub = min(colours, degeneracy + 1)
+    start = max(2, _greedy_clique(nbrs, m)) if 2 < ub and len(nbrs) <= _GREEDY_MAX else 2
+    search = _Search(nbrs, best=start, target=ub, deadline=deadline, outside=outside)
     try:
         if search.best < ub:
-            search.expand(0, (1 << len(order)) - 1, top=True)
+            search.expand(0, (1 << len(nbrs)) - 1, top=True)
     except _Timeout:
         partial = max(search.best, search.top_bound)
         options = ((colours, 3), (degeneracy + 1, 4), (partial, 5))
         size, method = min(options, key=lambda t: (t[0], t[1]))
         return size, False, search.best, method
     return search.best, True, search.best, 2
+
+
+def _induced(indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """CSR ``(indptr, indices)`` of the subgraph on ``nodes`` (a whole component, ascending).
+
+    Local id = position in ``nodes``. A component holds all its vertices'
+    neighbours and the renumbering keeps their order, so each row stays sorted.
+    """
+    n = len(indptr) - 1
+    if len(nodes) == n:  # the whole graph: ids unchanged
+        return indptr, indices
+    degree = indptr[nodes + 1] - indptr[nodes]
+    sub_indptr = np.zeros(len(nodes) + 1, dtype=np.int64)
+    np.cumsum(degree, out=sub_indptr[1:])
+    at = np.repeat(indptr[nodes] - sub_indptr[:-1], degree) + np.arange(sub_indptr[-1])
+    local = np.empty(n, dtype=np.int64)
+    local[nodes] = np.arange(len(nodes))
+    return sub_indptr, local[indices[at]]
 
 
 def clique_bounds(graph: OverlapGraph, *, time_limit_s: float = 5.0) -> CliqueBounds:
@@ -321,13 +405,27 @@ def clique_bounds(graph: OverlapGraph, *, time_limit_s: float = 5.0) -> CliqueBo
     hard = np.flatnonzero(n_edges < sizes * (sizes - 1) // 2)  # not complete
     lower = size.copy()
     if hard.size:
-        adj_csr = graph.adjacency()
+        members = np.argsort(comp, kind="stable")  # by component, ascending within
+        cuts = np.searchsorted(comp[members], np.arange(n_comp + 1))
+        local = np.empty(graph.n, dtype=np.int64)
+        edges = graph.edges
+        if n_comp > 1:  # the edges by component (in order within each)
+            edges = edges[np.argsort(comp[edges[:, 0]], kind="stable")]
+        edge_cuts = np.searchsorted(comp[edges[:, 0]], np.arange(n_comp + 1))
+        csr: tuple[np.ndarray, np.ndarray] | None = None
         for c in hard[np.argsort(-sizes[hard], kind="stable")]:
-            nodes = np.flatnonzero(comp == c)  # ascending: local ids keep the vertex order
-            sub = adj_csr[nodes][:, nodes].tocsr()
-            sub.sort_indices()
-            s, ex, lo, m = _component_bound(sub.indptr.astype(np.int64),
-                                            sub.indices.astype(np.int64), deadline)
+            nodes = members[cuts[c]:cuts[c + 1]]  # ascending: local ids keep the vertex order
+            if len(nodes) <= _GREEDY_MAX:
+                local[nodes] = np.arange(len(nodes))
+                e = edges[edge_cuts[c]:edge_cuts[c + 1]]
+                adj = np.zeros((len(nodes), len(nodes)), dtype=bool)
+                li, lj = local[e[:, 0]], local[e[:, 1]]
+                adj[li, lj] = True
+                adj[lj, li] = True
+                s, ex, lo, m = _component_bound_dense(adj, deadline)
+            else:
+                csr = graph.csr() if csr is None else csr
+                s, ex, lo, m = _component_bound(*_induced(csr[0], csr[1], nodes), deadline)
             size[c], exact[c], lower[c], method[c] = s, ex, lo, m
     return CliqueBounds(size=size, exact=exact, lower=lower, method=method,
                         seconds=time.perf_counter() - start)

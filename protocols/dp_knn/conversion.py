@@ -149,7 +149,7 @@ def convert_interactive(index: LabelIndex, x: Any, k: Any, *, epsilon: float,
     n_est = _noisy_size(index, eps_count, rng, mode)
     r_unif = uniform_radius(ks, n_rows=n_est, volume=volume, dim=d)
     cand = 2.0 * np.arange(1, n + 1)[None, :] * r_unif[:, None] / n  # (Q, n)
-    counts = index.total_counts(np.repeat(x, n, axis=0), cand.ravel()).reshape(q, n)
+    counts = index.ball_counts(x, cand)  # (Q, n): the kd-tree's c(x_i, o_j)
     utility = -np.abs(counts - ks[:, None]).astype(np.float64)
     if eps_em == math.inf:
         choice = np.argmax(utility, axis=1)

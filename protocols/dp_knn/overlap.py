@@ -33,6 +33,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
+from scipy.spatial.distance import cdist
 
 EDGE_SLACK = 1e-9
 """Relative slack on ``r_i + r_j`` (floating-point safety; adds edges only)."""
@@ -40,8 +41,11 @@ EDGE_SLACK = 1e-9
 BRUTE_FORCE_MAX = 4096
 """Largest batch whose pairs are all tested directly (no spatial index)."""
 
-_BLOCK_PAIRS = 1 << 20
-"""Pairs tested per block by the direct test (bounds its memory)."""
+_BLOCK_PAIRS = 1 << 16
+"""Pairs tested per block by the direct test (bounds its memory; cache-sized)."""
+
+_SAFE = 1e140
+"""Radii and coordinates within ``[1/_SAFE, _SAFE]`` keep squared distances normal numbers."""
 
 
 @dataclass(frozen=True)
@@ -67,12 +71,27 @@ class OverlapGraph:
     n_components: int
 
     def adjacency(self) -> sparse.csr_matrix:
-        """The symmetric boolean adjacency matrix (CSR)."""
-        i, j = self.edges[:, 0], self.edges[:, 1]
-        data = np.ones(2 * len(i), dtype=bool)
+        """The symmetric boolean adjacency matrix (CSR, sorted column indices)."""
+        indptr, indices = self.csr()
         return sparse.csr_matrix(
-            (data, (np.concatenate([i, j]), np.concatenate([j, i]))), shape=(self.n, self.n)
+            (np.ones(len(indices), dtype=bool), indices, indptr), shape=(self.n, self.n)
         )
+
+    def csr(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(indptr, indices)`` int64 of :meth:`adjacency`: row v lists v's neighbours, ascending.
+
+        Built from the sorted edges by one stable sort of the rows: for a row v,
+        the entries of edges ``(i, v)`` come first (ascending i, as the edges are
+        sorted) and those of edges ``(v, j)`` next (ascending j).
+        """
+        i, j = self.edges[:, 0], self.edges[:, 1]
+        rows = np.concatenate([j, i])
+        cols = np.concatenate([i, j])
+        key = rows.astype(np.uint16) if self.n <= 1 << 16 else rows  # radix sort when it can
+        order = np.argsort(key, kind="stable")
+        indptr = np.zeros(self.n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=self.n), out=indptr[1:])
+        return indptr, cols[order].astype(np.int64, copy=False)
 
 
 def _bucket_pairs(tree_a: cKDTree, tree_b: cKDTree, reach: float, same: bool) -> np.ndarray:
@@ -124,26 +143,40 @@ def _all_pair_edges(x: np.ndarray, r: np.ndarray) -> np.ndarray:
     A vectorised pre-test with a generous margin picks the candidates; each
     candidate is then tested exactly as on the tree path (the same distance
     expression, pair by pair), so the edges are the same. They come out sorted
-    by ``(i, j)``.
+    by ``(i, j)``. Candidates far inside the margin (squared distance below
+    ``reach**2 (1 - 1e-6)``) pass the exact test for sure and are not tested
+    again, when every value is far from floating-point underflow and overflow
+    (:data:`_SAFE`); the pre-test's squared distances (:func:`cdist`) are the
+    feature-by-feature sums of the direct loop, bit for bit.
     """
-    q, dim = x.shape
+    q = len(x)
     found = []
     rows = max(1, _BLOCK_PAIRS // max(1, q))
+    sure_ok = bool(q and r.min() >= 1.0 / _SAFE and r.max() <= _SAFE
+                   and np.abs(x).max() <= _SAFE)
     for start in range(0, q - 1, rows):
         stop = min(q - 1, start + rows)
         i = np.arange(start, stop)
         j = np.arange(start + 1, q)
-        sq = np.zeros((len(i), len(j)))
-        for a in range(dim):
-            diff = x[i, a][:, None] - x[j, a][None, :]
-            sq += diff * diff
-        reach = (r[i][:, None] + r[j][None, :]) * (1.0 + EDGE_SLACK)
+        sq = cdist(x[i], x[j], "sqeuclidean")
+        reach = r[i][:, None] + r[j][None, :]
+        reach *= 1.0 + EDGE_SLACK
+        reach2 = reach * reach
         # margin: the pre-test's rounding differs from the exact test's by far less
-        near = (sq <= reach * reach * (1.0 + 1e-6) + 1e-300) & (j[None, :] > i[:, None])
-        ci, cj = np.nonzero(near)
-        ci, cj = i[ci], j[cj]
-        dist = np.linalg.norm(x[ci] - x[cj], axis=1)
-        keep = dist <= (r[ci] + r[cj]) * (1.0 + EDGE_SLACK)
+        near = sq <= reach2 * (1.0 + 1e-6) + 1e-300
+        near &= j[None, :] > i[:, None]
+        flat = np.flatnonzero(near)
+        ci, cj = i[flat // len(j)], j[flat % len(j)]
+        if sure_ok:
+            reach2 *= 1.0 - 1e-6
+            keep = (sq <= reach2).ravel()[flat]
+        else:
+            keep = np.zeros(len(flat), dtype=bool)
+        test = np.flatnonzero(~keep)
+        if test.size:
+            a, b = ci[test], cj[test]
+            dist = np.linalg.norm(x[a] - x[b], axis=1)
+            keep[test] = dist <= (r[a] + r[b]) * (1.0 + EDGE_SLACK)
         found.append(np.stack([ci[keep], cj[keep]], axis=1))
     if not found:
         return np.zeros((0, 2), dtype=np.int64)
