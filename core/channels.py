@@ -2,7 +2,10 @@
 
 Each party holds an X25519 key pair for the run. Two parties derive a
 pair key with HKDF-SHA256 over their X25519 shared secret (``info`` binds
-the run and the two names) and protect messages with ChaCha20-Poly1305.
+the run and the two names) and protect messages with AES-256-GCM (the
+TLS 1.3 default AEAD; about three times ChaCha20-Poly1305's speed on a CPU
+with AES instructions, with the same 96-bit nonce, 128-bit tag and so the
+same wire size).
 The associated data binds run, protocol, round, sequence number, sender,
 receiver and kind, so a message that is
 
@@ -45,9 +48,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
-from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ppknn.core.errors import ConfigError, IntegrityError
@@ -195,14 +198,12 @@ class SecureEndpoint(_Endpoint):
         super().__init__(party, run_id)
         self._private = X25519PrivateKey.generate()
         self._directory: dict[PartyId, bytes] = {}
-        self._ciphers: dict[PartyId, ChaCha20Poly1305] = {}
+        self._ciphers: dict[PartyId, AESGCM] = {}
 
     @property
     def public_key(self) -> bytes:
         """This party's raw 32-byte public key."""
-        return self._private.public_key().public_bytes(
-            serialization.Encoding.Raw, serialization.PublicFormat.Raw
-        )
+        return self._private.public_key().public_bytes_raw()
 
     def register_peers(self, directory: dict[PartyId, bytes]) -> None:
         """Learn the other parties' public keys (a public-key directory).
@@ -213,7 +214,7 @@ class SecureEndpoint(_Endpoint):
         self._directory = directory
         self._ciphers.clear()
 
-    def _cipher(self, peer: PartyId) -> ChaCha20Poly1305:
+    def _cipher(self, peer: PartyId) -> AESGCM:
         cipher = self._ciphers.get(peer)
         if cipher is None:
             raw = self._directory.get(peer) if peer != self.party else None
@@ -224,7 +225,7 @@ class SecureEndpoint(_Endpoint):
             low, high = sorted((self.party, peer))
             info = f"ppknn-channel|{self.run_id}|{low}|{high}".encode()
             key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(shared)
-            cipher = ChaCha20Poly1305(key)
+            cipher = AESGCM(key)
             self._ciphers[peer] = cipher
         return cipher
 

@@ -245,33 +245,39 @@ def topk_step(
         empty = np.zeros(0, dtype=bool)
         return StepOutcome(g, g_prov, empty, empty, np.zeros(0, dtype=np.int64))
 
+    v = np.asarray(v, dtype=np.float64)
     values = np.concatenate([g, v], axis=1)
     origin = np.concatenate([g_prov, np.full(v.shape, own, dtype=PROVENANCE_DTYPE)], axis=1)
     order = np.argsort(values, axis=1, kind="stable")[:, :k]  # G first among equals
-    merged = np.take_along_axis(values, order, axis=1)
-    merged_prov = np.take_along_axis(origin, order, axis=1)
-    m = (order >= k).sum(axis=1)
-    m = np.where(already_inserted, 0, m)
+    flat = order + (np.arange(q) * (2 * k))[:, None]  # take_along_axis, by flat index
+    merged = values.ravel()[flat]
+    merged_prov = origin.ravel()[flat]
+    own_in = order >= k
+    m = own_in[:, 0].astype(np.int64)
+    for j in range(1, k):  # a row sum over k columns, column by column
+        m += own_in[:, j]
+    m[already_inserted] = 0
 
     randomise = coins < p_r
     real = (m > 0) & ~randomise
     fill = (m > 0) & randomise
 
-    out = np.where(real[:, None], merged, g)
-    prov = np.where(real[:, None], merged_prov, g_prov)
+    keep = ~real[:, None]
+    out = np.where(keep, g, merged)
+    prov = np.where(keep, g_prov, merged_prov)
 
     if fill.any():
-        rows = np.arange(q)
         lo = merged[:, k - 1]
-        g_km = g[rows, np.clip(k - m, 0, k - 1)]  # paper's G[k-m+1], 1-indexed
+        g_km = g[np.arange(q), np.clip(k - m, 0, k - 1)]  # paper's G[k-m+1], 1-indexed
         hi = np.maximum(lo + delta, g_km)
         draws = lo[:, None] + uniforms * (hi - lo)[:, None]
         slots = fill[:, None] & (np.arange(k)[None, :] >= (k - m)[:, None])
         out = np.where(slots, draws, out)
         prov = np.where(slots, RANDOM_FILL, prov)
         resort = np.argsort(out, axis=1, kind="stable")
-        out = np.take_along_axis(out, resort, axis=1)
-        prov = np.take_along_axis(prov, resort, axis=1)
+        flat = resort + (np.arange(q) * k)[:, None]
+        out = out.ravel()[flat]
+        prov = prov.ravel()[flat]
     return StepOutcome(out, prov, real, fill, m)
 
 
