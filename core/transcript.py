@@ -20,37 +20,57 @@ when off).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
 
 from ppknn.core.errors import ConfigError, DataError
 from ppknn.core.messages import Message, PartyId, decode_arrays, encode_arrays
 
-SCHEMA = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("protocol", pa.string()),
-        ("round", pa.int32()),
-        ("seq", pa.int64()),
-        ("sender", pa.string()),
-        ("receiver", pa.string()),
-        ("kind", pa.string()),
-        ("payload", pa.binary()),
-        ("provenance", pa.binary()),
-        ("plaintext_bytes", pa.int64()),
-        ("wire_bytes", pa.int64()),
-        ("after", pa.list_(pa.struct([("sender", pa.string()), ("receiver", pa.string()),
-                                      ("seq", pa.int64())]))),
-    ]
-)
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# pyarrow is imported where a table is built or read, not here: a party host imports this
+# module for make_record and never builds a table, and pyarrow costs every worker ~30 ms
+
+
+@functools.cache
+def _schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("protocol", pa.string()),
+            ("round", pa.int32()),
+            ("seq", pa.int64()),
+            ("sender", pa.string()),
+            ("receiver", pa.string()),
+            ("kind", pa.string()),
+            ("payload", pa.binary()),
+            ("provenance", pa.binary()),
+            ("plaintext_bytes", pa.int64()),
+            ("wire_bytes", pa.int64()),
+            ("after", pa.list_(pa.struct([("sender", pa.string()), ("receiver", pa.string()),
+                                          ("seq", pa.int64())]))),
+        ]
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SCHEMA":  # built on first use (module attribute, PEP 562)
+        return _schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+SCHEMA: pa.Schema
 """The transcript's columns. ``after`` is the causal stamp (simulation metadata, like
 ``provenance``; no party sees it): the messages this one directly follows -- those its
 sender received since its previous send, then that previous send (see
@@ -95,6 +115,8 @@ def _binary_column(values: Sequence[bytes]) -> pa.ChunkedArray:
     Ten times faster than ``pa.array(values)`` for large payloads (that
     grows its buffer value by value); chunked so no chunk passes 2 GiB.
     """
+    import pyarrow as pa
+
     chunks, start, size = [], 0, 0
     for i, v in enumerate(values):
         if size + len(v) > _MAX_BINARY_CHUNK and i > start:
@@ -114,14 +136,17 @@ def _binary_column(values: Sequence[bytes]) -> pa.ChunkedArray:
 
 def records_to_table(records: Sequence[dict[str, Any]]) -> pa.Table:
     """Transcript rows (:func:`make_record`) as an Arrow table of :data:`SCHEMA`."""
+    import pyarrow as pa
+
+    schema = _schema()
     columns = []
-    for f in SCHEMA:
+    for f in schema:
         values = [r[f.name] for r in records]
         if f.type == pa.binary():
             columns.append(_binary_column(values))
         else:
             columns.append(pa.chunked_array([pa.array(values, type=f.type)], type=f.type))
-    return pa.Table.from_arrays(columns, schema=SCHEMA)
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 @dataclass
@@ -275,7 +300,9 @@ class TranscriptRecorder:
         """Everything recorded so far as one table (flushes first)."""
         self.flush()
         if self.directory is None:
-            return pa.concat_tables(self._memory) if self._memory else SCHEMA.empty_table()
+            import pyarrow as pa
+
+            return pa.concat_tables(self._memory) if self._memory else _schema().empty_table()
         return Transcript(self.directory).table()
 
 
@@ -351,7 +378,7 @@ class Transcript:
     """Read access to a transcript directory (or an in-memory table)."""
 
     def __init__(self, source: str | os.PathLike[str] | pa.Table) -> None:
-        if isinstance(source, pa.Table):
+        if not isinstance(source, (str, os.PathLike)):  # an Arrow table
             self._table: pa.Table | None = source
             self.directory: Path | None = None
         else:
@@ -372,8 +399,9 @@ class Transcript:
             return self._table.select(list(columns)) if columns else self._table
         parts = self.parts()
         if not parts:
-            empty = SCHEMA.empty_table()
+            empty = _schema().empty_table()
             return empty.select(list(columns)) if columns else empty
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         return pa.concat_tables([pq.read_table(p, columns=columns) for p in parts])
@@ -440,7 +468,7 @@ class Transcript:
     def canonical_rows(self) -> list[tuple]:
         """Every record as a tuple, sorted: equal for equal runs on any runtime."""
         rows = self.table().to_pylist()
-        cols = [f.name for f in SCHEMA]
+        cols = [f.name for f in _schema()]
         return sorted(tuple(_frozen(r[c]) for c in cols) for r in rows)
 
 

@@ -105,3 +105,89 @@ def test_degeneracy_orderings_agree(n, p):
     np.testing.assert_array_equal(scan, buckets)
     assert d_scan == d_buckets
     assert sorted(scan.tolist()) == list(range(n))
+
+
+def _reference_topk_step(g, g_prov, v, *, own, already_inserted, p_r, delta, rng, v_first=False):
+    """Algorithm 2 as first written (argsort + take_along_axis); ``v_first`` breaks it."""
+    from ppknn.core.messages import PROVENANCE_DTYPE, RANDOM_FILL
+
+    q, k = g.shape
+    coins, uniforms = rng.random(q), rng.random((q, k))
+    own_block = np.full(v.shape, own, dtype=PROVENANCE_DTYPE)
+    values = np.concatenate([v, g] if v_first else [g, v], axis=1)
+    origin = np.concatenate([own_block, g_prov] if v_first else [g_prov, own_block], axis=1)
+    order = np.argsort(values, axis=1, kind="stable")[:, :k]
+    merged = np.take_along_axis(values, order, axis=1)
+    merged_prov = np.take_along_axis(origin, order, axis=1)
+    m = ((order < k) if v_first else (order >= k)).sum(axis=1)
+    m = np.where(already_inserted, 0, m)
+    real = (m > 0) & ~(coins < p_r)
+    fill = (m > 0) & (coins < p_r)
+    out = np.where(real[:, None], merged, g)
+    prov = np.where(real[:, None], merged_prov, g_prov)
+    if fill.any():
+        lo = merged[:, k - 1]
+        hi = np.maximum(lo + delta, g[np.arange(q), np.clip(k - m, 0, k - 1)])
+        draws = lo[:, None] + uniforms * (hi - lo)[:, None]
+        slots = fill[:, None] & (np.arange(k)[None, :] >= (k - m)[:, None])
+        out = np.where(slots, draws, out)
+        prov = np.where(slots, RANDOM_FILL, prov)
+        resort = np.argsort(out, axis=1, kind="stable")
+        out = np.take_along_axis(out, resort, axis=1)
+        prov = np.take_along_axis(prov, resort, axis=1)
+    return out, prov, real, fill, m
+
+
+def _topk_case(seed: int):
+    from ppknn.core.messages import PROVENANCE_DTYPE
+
+    r = np.random.default_rng(seed)
+    k, q = int(r.integers(1, 8)), int(r.integers(1, 60))
+    vals = r.integers(0, 6, size=(q, 2 * k)).astype(float) / 4  # many exact ties
+    if seed % 3 == 0:
+        vals[:, :k] = r.random((q, k))
+    if seed % 5 == 0:
+        vals[0, -1] = np.inf  # a node with fewer than k points pads with +inf
+    g, v = np.sort(vals[:, :k], axis=1), np.sort(vals[:, k:], axis=1)
+    if seed % 7 == 0:
+        g = vals[:, :k]  # an unsorted incoming vector (a misbehaving predecessor)
+    g_prov = r.integers(-3, 9, size=g.shape).astype(PROVENANCE_DTYPE)
+    kw = dict(own=4, already_inserted=r.random(q) < 0.3, p_r=[0.0, 0.5, 1.0][seed % 3],
+              delta=[0.0, 0.1, 2.0][seed % 3])
+    return g, g_prov, v, kw
+
+
+def test_topk_step_is_the_reference_algorithm_bit_for_bit():
+    from ppknn.protocols.ppknn.pp_topk import topk_step
+
+    broken_caught = 0
+    for seed in range(300):
+        g, g_prov, v, kw = _topk_case(seed)
+        got = topk_step(g, g_prov, v, rng=np.random.default_rng(seed), **kw)
+        want = _reference_topk_step(g, g_prov, v, rng=np.random.default_rng(seed), **kw)
+        for a, b in zip((got.g, got.provenance, got.inserted, got.randomised, got.m), want):
+            assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+        broken = _reference_topk_step(g, g_prov, v, rng=np.random.default_rng(seed),
+                                      v_first=True, **kw)
+        broken_caught += any(a.tobytes() != b.tobytes() for a, b in zip(
+            (got.g, got.provenance, got.inserted, got.randomised, got.m), broken))
+    assert broken_caught > 50  # the comparison tells G-first from V-first among equals
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_uniform_votes_of_a_whole_block_equal_the_general_count(seed):
+    """The one-hot product (rows shared by every query) counts what the general path counts."""
+    from ppknn.parties.ring_owner import RingDataOwner
+
+    rng = np.random.default_rng(seed)
+    n, c_n, q = int(rng.integers(1, 80)), int(rng.integers(1, 30)), int(rng.integers(1, 200))
+    owner = RingDataOwner(party_id="a", index=0, X=rng.random((n, 2)),
+                          y=rng.integers(0, c_n, n), n_classes=c_n, run_id="r", seed=seed)
+    rows = np.broadcast_to(rng.permutation(n), (q, n))
+    voters = rng.random((q, n)) < rng.random()
+    dist, zero, scale = rng.random((q, n)), np.zeros(q, dtype=bool), np.ones(q)
+    fast = owner._class_votes(dist, rows, voters, zero, scale)
+    general = owner._class_votes(dist, np.ascontiguousarray(rows), voters, zero, scale)
+    assert fast.dtype == general.dtype == np.uint64
+    np.testing.assert_array_equal(fast, general)
+    assert general.sum() == voters.sum()
