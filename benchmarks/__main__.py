@@ -435,6 +435,12 @@ def _plot(result: dict[str, Any], path: Path) -> None:
     targets = [(x, b[2]) for x, b in zip(xs, bars) if b[2] is not None]
     ax.scatter([x for x, _ in targets], [t for _, t in targets], marker="_", s=600,
                color="tab:red", label="target")
+    first = len(bars) - len(result.get("dp_owner", ())) - len(result.get("ppknn", ()))
+    floors = [(first + i, r["floor_distances_over_sklearn"] + r["floor_channels_over_sklearn"])
+              for i, r in enumerate(result.get("ppknn", ())) if "floor_distances_over_sklearn" in r]
+    if floors:
+        ax.scatter([x for x, _ in floors], [f for _, f in floors], marker="_", s=600,
+                   color="black", label="PP-kNN floor: distances + channels alone")
     ax.set_xticks(list(xs), [b[0] for b in bars], fontsize=7)
     ax.set_ylabel("ratio (lower is better)")
     ax.set_yscale("log")
