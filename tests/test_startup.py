@@ -116,14 +116,19 @@ def test_setup_deadline_holds_for_all_hosts_together(ray_local):
     assert info.value.party == "q0"
 
 
+def _python(code: str) -> str:
+    """What a fresh interpreter prints running ``code`` (stripped)."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120)
+    return out.stdout.strip()
+
+
 def test_party_host_worker_imports_no_heavy_writer_or_plotting():
     code = ("import sys, ppknn.parties.ring_owner, ppknn.core.runtime.host; "
             "print(' '.join(m for m in ('pyarrow', 'matplotlib', 'sklearn', 'pandas', "
             "'scipy', 'ppknn.core.dp.smooth', 'ppknn.core.dp.planar', 'ppknn.core.dp.selection', "
             "'cryptography.hazmat.primitives.serialization') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=120)
-    assert out.stdout.strip() == ""
+    assert _python(code) == ""
 
 
 def test_lazy_package_names_are_the_objects_not_their_modules():
@@ -133,6 +138,4 @@ def test_lazy_package_names_are_the_objects_not_their_modules():
             "bad = [n for n in dp.__all__ if getattr(dp, n) is not getattr(importlib.import_module("
             "getattr(dp, n).__module__), n)]; "
             "print(bad, callable(dp.audit), len(t.SCHEMA))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=120)
-    assert out.stdout.strip() == "[] True 12"
+    assert _python(code) == "[] True 12"

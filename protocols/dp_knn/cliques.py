@@ -44,6 +44,7 @@ Examples
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,7 +110,20 @@ def _degeneracy_order(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarr
     n = len(indptr) - 1
     if n > _SCAN_MAX:
         return _degeneracy_order_buckets(indptr, indices)
-    key = np.diff(indptr).astype(np.int64)
+
+    def drop(key: np.ndarray, v: int) -> None:
+        key[indices[indptr[v]:indptr[v + 1]]] -= 1
+
+    return _degeneracy_scan(np.diff(indptr).astype(np.int64), drop)
+
+
+def _degeneracy_scan(key: np.ndarray, drop: Callable[[np.ndarray, int], None]
+                     ) -> tuple[np.ndarray, int]:
+    """Min-degree removal by scanning ``key`` (the degrees), lowest vertex first.
+
+    ``drop(key, v)`` decrements the keys of v's neighbours; ``key`` is used up.
+    """
+    n = len(key)
     order = np.empty(n, dtype=np.int64)
     degeneracy = 0
     for t in range(n):
@@ -117,7 +131,7 @@ def _degeneracy_order(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarr
         degeneracy = max(degeneracy, int(key[v]))
         order[t] = v
         key[v] = _DONE
-        key[indices[indptr[v]:indptr[v + 1]]] -= 1
+        drop(key, v)
     return order, degeneracy
 
 
@@ -326,16 +340,10 @@ def _component_bound_dense(adj: np.ndarray, deadline: float) -> tuple[int, bool,
     the same bitsets (the matrix reordered smallest-last, packed), the same
     search.
     """
-    n = len(adj)
-    key = adj.sum(axis=1, dtype=np.int64)
-    order = np.empty(n, dtype=np.int64)
-    degeneracy = 0
-    for t in range(n):
-        v = int(np.argmin(key))  # the lowest vertex of minimum remaining degree
-        degeneracy = max(degeneracy, int(key[v]))
-        order[t] = v
-        key[v] = _DONE
+    def drop(key: np.ndarray, v: int) -> None:
         key -= adj[v]
+
+    order, degeneracy = _degeneracy_scan(adj.sum(axis=1, dtype=np.int64), drop)
     smallest_last = order[::-1]
     m = adj[smallest_last][:, smallest_last]  # row/column i = i-th vertex, smallest-last
     packed = np.packbits(m, axis=1, bitorder="little")
