@@ -9,8 +9,9 @@ pays is inside the timed region:
   ``ray.shutdown`` in a fresh process; the ratio that matters is
   (Ray − bare Ray) / in-process.
 * **actors**: starting n ring-owner actors through the runtime vs n bare Ray actors (an
-  empty class with one method), each until every actor answers; the per-call cost of a
-  runtime call vs a bare actor call; the resident memory of a party worker vs a bare one.
+  empty class with one method), each until every actor answers, alternating over a few
+  rounds (median ratio and range); the per-call cost of a runtime call vs a bare actor
+  call; the resident memory of a party worker vs a bare one.
 * **party-side compute**: in-process PP-kNN *cold* (fresh parties: start-up + the first
   run) vs scikit-learn brute kNN (fit + predict, first call and median of repeats) on the
   same split, channels on; the first run and start-up also separately.
@@ -19,9 +20,11 @@ pays is inside the timed region:
 * **scale** (full run only): the hosted layout with many logical parties: start-up,
   protocol time and the peak resident memory of all Ray processes.
 
-It prints one table, and writes ``bench.json`` (every measurement, the machine, the
-settings) and ``bench.png`` (the ratios) into ``--output`` (default
-``results/bench``; an existing folder is refused unless ``--overwrite``).
+Framework modules without cached bytecode are compiled once first, as a first import
+does (``--no-compile`` leaves them; see :func:`_bytecode`). It prints one table, and
+writes ``bench.json`` (every measurement, the machine, the settings) and ``bench.png``
+(the ratios) into ``--output`` (default ``results/bench``; an existing folder is refused
+unless ``--overwrite``).
 """
 
 from __future__ import annotations
@@ -43,10 +46,11 @@ from pathlib import Path
 from typing import Any
 
 QUICK = {"e2e_parties": 8, "e2e_queries": 200, "e2e_layouts": ("hosted",),
-         "actor_parties": 8, "calls": 200, "ppknn_parties": (4, 16), "ppknn_queries": 500,
+         "actor_parties": 8, "actor_rounds": 2, "calls": 200, "ppknn_parties": (4, 16),
+         "ppknn_queries": 500,
          "dp_queries": 300, "scale_parties": None, "repeats": 3}
 FULL = {"e2e_parties": 64, "e2e_queries": 1000, "e2e_layouts": ("hosted", "actor-per-party"),
-        "actor_parties": 64, "calls": 1000, "ppknn_parties": (4, 16, 64),
+        "actor_parties": 64, "actor_rounds": 3, "calls": 1000, "ppknn_parties": (4, 16, 64),
         "ppknn_queries": 1000, "dp_queries": 1000, "scale_parties": (20_000, 100_000),
         "repeats": 5}
 
@@ -168,6 +172,51 @@ def _ray_pids(prefix: str) -> list[int]:
     return out
 
 
+def _framework_sources() -> list[Path]:
+    """The framework's Python source files (every ``ppknn`` subpackage, wherever installed)."""
+    import ppknn
+    import ppknn.core
+    import ppknn.parties
+    import ppknn.protocols
+    import ppknn.simulations
+
+    roots = {Path(m.__file__).parent for m in (ppknn, ppknn.core, ppknn.parties,
+                                               ppknn.protocols, ppknn.simulations)}
+    return sorted(f for root in roots for f in root.rglob("*.py"))
+
+
+def _bytecode(compile_missing: bool, log: Callable[[str], None]) -> dict[str, Any]:
+    """Make the framework's bytecode what a user's Python has, and say what was done.
+
+    An interpreter caches each module's compiled bytecode beside its source on
+    first import, and a regular ``pip install`` compiles it ahead; every later
+    process (each Ray worker) loads it. With ``PYTHONDONTWRITEBYTECODE`` set (some
+    sandboxes and CI images set it) an editable install never gets that cache, and
+    every worker compiles every framework module from source again (about 50 ms a
+    worker on this machine). With ``compile_missing`` the missing files are
+    compiled once, as the first import would have done (``__pycache__`` folders,
+    which git ignores); the result records which case was measured.
+    """
+    import importlib.util
+    import py_compile
+
+    sources = _framework_sources()
+    missing = [f for f in sources if not Path(importlib.util.cache_from_source(str(f))).exists()]
+    state = {"modules": len(sources), "without_bytecode": len(missing),
+             "dont_write_bytecode": bool(sys.dont_write_bytecode), "compiled_now": 0}
+    if missing and compile_missing:
+        for f in missing:
+            py_compile.compile(str(f), doraise=True)
+        state["compiled_now"] = len(missing)
+        log(f"bytecode: compiled {len(missing)} of {len(sources)} framework modules that had "
+            "none (as a first import does; PYTHONDONTWRITEBYTECODE "
+            f"{'is' if sys.dont_write_bytecode else 'is not'} set)")
+    elif missing:
+        log(f"bytecode: {len(missing)} of {len(sources)} framework modules have none; every "
+            "worker compiles them from source (--no-compile)")
+    return state
+
+
 def _median(fn: Callable[[], Any], repeats: int) -> tuple[float, float]:
     """(first call, median of the repeats after it) wall seconds of ``fn``."""
     t0 = time.perf_counter()
@@ -214,8 +263,22 @@ class _Bare:
         return x
 
 
+def _settle(prefixes: tuple[str, ...], limit_s: float = 60.0) -> float:
+    """Wait until no process titled with ``prefixes`` is left (killed workers exit in the
+    background and would otherwise share the CPUs with the next start); seconds waited."""
+    t0 = time.perf_counter()
+    while any(_ray_pids(p) for p in prefixes) and time.perf_counter() - t0 < limit_s:
+        time.sleep(0.1)
+    return time.perf_counter() - t0
+
+
 def actors(s: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    """Start-up and per-call cost of party actors vs bare Ray actors, and worker memory."""
+    """Start-up and per-call cost of party actors vs bare Ray actors, and worker memory.
+
+    Bare and party start-ups alternate, ``actor_rounds`` times each, on one Ray
+    instance; before each start the workers of the previous one have exited. The
+    start ratio is the median of the rounds' ratios; every round is kept.
+    """
     import ray
 
     from ppknn.core.runtime import RunContext, make_runtime
@@ -223,50 +286,65 @@ def actors(s: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
     from ppknn.simulations.scenario import parse_scenario
 
     n, calls = s["actor_parties"], s["calls"]
+    sc = parse_scenario({"data": {"dataset": "abalone", "max_queries": 10},
+                         "parties": {"n": n}, "protocol": {"name": "ppknn-ring"},
+                         "runtime": {"kind": "ray", "layout": "actor-per-party"}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        planned = prepare(sc)
+    specs = [spec for p in planned.protocols for spec in p.plan.specs]
     ray.init(address="local", include_dashboard=False, logging_level="ERROR",
              log_to_driver=False)
+    rounds: list[dict[str, float]] = []
     try:
         remote = ray.remote(num_cpus=0)(_Bare)
-        t0 = time.perf_counter()
-        bare = [remote.remote() for _ in range(n)]
-        ray.get([a.ping.remote() for a in bare])
-        bare_start = time.perf_counter() - t0
-        bare_mem = _mean_memory(_ray_pids("ray::_Bare"))
-        one = bare[0]
-        ray.get(one.ping.remote())
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            ray.get(one.ping.remote())
-        bare_call = (time.perf_counter() - t0) / calls
-        for a in bare:
-            ray.kill(a)
-        del bare, one
-        log(f"  {n} bare actors: start {bare_start:.1f} s, call {bare_call * 1e3:.2f} ms")
+        for r in range(s["actor_rounds"]):
+            t0 = time.perf_counter()
+            bare = [remote.remote() for _ in range(n)]
+            ray.get([a.ping.remote() for a in bare])
+            bare_start = time.perf_counter() - t0
+            if r == 0:
+                bare_mem = _mean_memory(_ray_pids("ray::_Bare"))
+                one = bare[0]
+                ray.get(one.ping.remote())
+                t0 = time.perf_counter()
+                for _ in range(calls):
+                    ray.get(one.ping.remote())
+                bare_call = (time.perf_counter() - t0) / calls
+                del one
+            for a in bare:
+                ray.kill(a)
+            del bare
+            settled = _settle(("ray::_Bare",))
 
-        sc = parse_scenario({"data": {"dataset": "abalone", "max_queries": 10},
-                             "parties": {"n": n}, "protocol": {"name": "ppknn-ring"},
-                             "runtime": {"kind": "ray", "layout": "actor-per-party"}})
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            planned = prepare(sc)
-        specs = [spec for p in planned.protocols for spec in p.plan.specs]
-        rt = make_runtime("ray", layout="actor-per-party")
-        t0 = time.perf_counter()
-        rt.start(specs, RunContext(run_id="bench-actors"))
-        party_start = time.perf_counter() - t0
-        party_mem = _mean_memory(rt.host_pids())  # this run's hosts only
-        name = specs[0].party_id
-        rt.state(name, "party_id")
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            rt.state(name, "party_id")
-        party_call = (time.perf_counter() - t0) / calls
-        rt.shutdown()
-        log(f"  {n} party actors: start {party_start:.1f} s, call {party_call * 1e3:.2f} ms")
+            rt = make_runtime("ray", layout="actor-per-party")
+            t0 = time.perf_counter()
+            rt.start(specs, RunContext(run_id="bench-actors"))
+            party_start = time.perf_counter() - t0
+            if r == 0:
+                party_mem = _mean_memory(rt.host_pids())  # this run's hosts only
+                name = specs[0].party_id
+                rt.state(name, "party_id")
+                t0 = time.perf_counter()
+                for _ in range(calls):
+                    rt.state(name, "party_id")
+                party_call = (time.perf_counter() - t0) / calls
+            rt.shutdown()
+            settled += _settle(("ray::PartyHost", "ray::TranscriptRecorder"))
+            rounds.append({"bare_start_s": bare_start, "party_start_s": party_start,
+                           "start_ratio": party_start / bare_start, "settle_s": settled})
+            log(f"  round {r + 1}: {n} bare actors start {bare_start:.1f} s, {n} party actors "
+                f"{party_start:.1f} s: {party_start / bare_start:.2f}x")
+        log(f"  call: bare {bare_call * 1e3:.2f} ms, party {party_call * 1e3:.2f} ms")
     finally:
         ray.shutdown()
+    bare_start = statistics.median(x["bare_start_s"] for x in rounds)
+    party_start = statistics.median(x["party_start_s"] for x in rounds)
     out = {"parties": n, "bare_start_s": bare_start, "party_start_s": party_start,
-           "start_ratio": party_start / bare_start, "bare_call_ms": bare_call * 1e3,
+           "start_ratio": statistics.median(x["start_ratio"] for x in rounds),
+           "start_ratio_range": [min(x["start_ratio"] for x in rounds),
+                                 max(x["start_ratio"] for x in rounds)],
+           "start_rounds": rounds, "bare_call_ms": bare_call * 1e3,
            "party_call_ms": party_call * 1e3, "call_ratio": party_call / bare_call,
            **{f"bare_worker_{k}_mib": v for k, v in bare_mem.items()},
            **{f"party_worker_{k}_mib": v for k, v in party_mem.items()}}
@@ -457,6 +535,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes (a minute or two)")
     ap.add_argument("--output", default="results/bench", help="folder for bench.json/png")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing folder")
+    ap.add_argument("--no-compile", action="store_true",
+                    help="leave framework modules without cached bytecode as they are "
+                         "(default: compile them once, as a first import does)")
     ap.add_argument("--only", nargs="+", choices=["e2e", "actors", "ppknn", "dp", "scale"],
                     help="run only these cases")
     args = ap.parse_args(argv)
@@ -475,6 +556,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "platform": platform.platform()},
         "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in s.items()},
+        "bytecode": _bytecode(not args.no_compile, log),
     }
     with tempfile.TemporaryDirectory(prefix="ppknn-bench-") as t:
         tmp = Path(t)

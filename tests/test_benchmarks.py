@@ -15,7 +15,9 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.slow
 def test_quick_suite_writes_every_measurement(tmp_path):
     out = tmp_path / "bench"
-    done = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--output", str(out)],
+    # --no-compile: nothing is written beside the checkout's sources
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--no-compile",
+                           "--output", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads((out / "bench.json").read_text())
@@ -29,6 +31,12 @@ def test_quick_suite_writes_every_measurement(tmp_path):
         assert 0 < a[f"{who}_worker_uss_mib"] <= a[f"{who}_worker_pss_mib"] \
             <= a[f"{who}_worker_rss_mib"]
     assert a["parties_per_24gib"] == a["parties_per_24gib_by_pss"]
+    # bare and party start-ups alternate; the ratio is the median of the rounds'
+    assert len(a["start_rounds"]) == 2
+    ratios = sorted(r["start_ratio"] for r in a["start_rounds"])
+    assert a["start_ratio_range"] == ratios
+    assert a["start_ratio"] == pytest.approx(sum(ratios) / 2)
+    assert result["bytecode"]["compiled_now"] == 0 and result["bytecode"]["modules"] > 50
     assert [r["parties"] for r in result["ppknn"]] == [4, 16]
     assert all(r["cold_s"] >= r["first_run_s"] for r in result["ppknn"])
     assert {r["task"] for r in result["dp_owner"]} == {"knn", "rn"}
@@ -38,3 +46,27 @@ def test_quick_suite_writes_every_measurement(tmp_path):
                             "--output", str(out)], cwd=ROOT, capture_output=True, text=True)
     assert again.returncode == 2 and "--overwrite" in again.stderr
     assert (out / "bench.json").read_text() == before
+
+
+def test_bytecode_compiles_only_the_missing_modules(tmp_path, monkeypatch):
+    import importlib.util
+
+    from benchmarks import __main__ as bench
+
+    sources = [tmp_path / f"m{i}.py" for i in range(3)]
+    for i, f in enumerate(sources):
+        f.write_text(f"X = {i}\n")
+    cached = Path(importlib.util.cache_from_source(str(sources[0])))
+    cached.parent.mkdir()
+    cached.write_bytes(b"already there")
+    monkeypatch.setattr(bench, "_framework_sources", lambda: sources)
+    lines: list[str] = []
+    left = bench._bytecode(False, lines.append)  # --no-compile: reported, nothing written
+    assert left["without_bytecode"] == 2 and left["compiled_now"] == 0
+    assert not Path(importlib.util.cache_from_source(str(sources[1]))).exists()
+    assert "--no-compile" in lines[-1]
+    done = bench._bytecode(True, lines.append)
+    assert done == {**left, "compiled_now": 2}
+    assert all(Path(importlib.util.cache_from_source(str(f))).exists() for f in sources)
+    assert cached.read_bytes() == b"already there"  # an existing file is left as it was
+    assert bench._bytecode(True, lines.append)["without_bytecode"] == 0
