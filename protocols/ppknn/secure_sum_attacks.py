@@ -21,16 +21,22 @@ uniformly distributed whatever the vector.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from ppknn.core.transcript import View
 from ppknn.protocols.ppknn import secure_sum as ss
 
 
-def _between(ring: list[str], a: str, b: str) -> list[str]:
-    """Nodes strictly after ``a`` and strictly before ``b`` going forward."""
+def _between(ring: list[str], a: str, b: str,
+             position: Mapping[str, int] | None = None) -> list[str]:
+    """Nodes strictly after ``a`` and strictly before ``b`` going forward.
+
+    ``position`` (each node's index in ``ring``) saves searching the ring.
+    """
     n = len(ring)
-    out, i = [], (ring.index(a) + 1) % n
+    out, i = [], ((position[a] if position is not None else ring.index(a)) + 1) % n
     while ring[i] != b:
         out.append(ring[i])
         i = (i + 1) % n

@@ -189,9 +189,16 @@ def observer_name(parties: Sequence[str]) -> str:
     return "+".join(parties)
 
 
-def _ring_neighbours(ring: Sequence[str], party: str) -> tuple[str, str]:
-    i = list(ring).index(party)
+def _ring_neighbours(ring: Sequence[str], party: str,
+                     position: Mapping[str, int] | None = None) -> tuple[str, str]:
+    """``party``'s predecessor and successor (``position``: each party's index in ``ring``)."""
+    i = position[party] if position is not None else list(ring).index(party)
     return ring[(i - 1) % len(ring)], ring[(i + 1) % len(ring)]
+
+
+def _positions(ring: Sequence[str]) -> dict[str, int]:
+    """Each party's index in the ring (a ring of 100,000 is not searched per node)."""
+    return {p: i for i, p in enumerate(ring)}
 
 
 # -- ppknn-ring --------------------------------------------------------------------------
@@ -221,8 +228,10 @@ def _attribution_rows(ctx: Context, adv: Adversary, claims: Claims, quantity: st
 
 
 def _observer_filter(adv: Adversary, ring: Sequence[str]) -> Callable[[str], str]:
+    position = _positions(ring)
+
     def observer_of(target: str) -> str:
-        succ = _ring_neighbours(ring, target)[1]
+        succ = _ring_neighbours(ring, target, position)[1]
         if adv.observers and succ not in adv.observers:
             return ""
         return succ
@@ -308,47 +317,56 @@ def _sum_rows(ctx: Context, adv: Adversary, *, protocol: str, truth_prefix: str,
                           per_query=per_query,
                           shared=any(m.kind == "share" for m in msgs))
     # each node's two neighbours: streamed, for groups of targets whose messages (the
-    # target's partial sums in and out, or the shares it sent them) fit the state budget
+    # target's partial sums in and out, or the shares it sent them) fit the state budget;
+    # the transcript is read once and each group's messages scattered to it
     from ppknn.simulations.leakage import stream
 
     start = ctx.public["start"]
+    position = _positions(ring)
     shared = shared_protocol is not None and bool(stream.rounds_of(ctx.transcript,
                                                                    shared_protocol))
-    protocols = [shared_protocol] if shared and shared_protocol else [ring_protocol]
+    protocol_read = shared_protocol if shared and shared_protocol else ring_protocol
     vector = np.asarray(ctx.truth[f"{truth_prefix}{targets[0]}"]).nbytes if targets else 1
     size = max(1, int(stream.STATE_BUDGET // (3 * max(vector, 1))))
+    group_of = {t: i // size for i, t in enumerate(targets)}
+    near_start = set(_ring_neighbours(ring, start, position)) if start in position else set()
+
+    def groups_of(sender: str, receiver: str, kind_: str) -> set[int]:
+        if shared:
+            g = group_of.get(sender)
+            return ({g} if g is not None and kind_ == "share"
+                    and receiver in _ring_neighbours(ring, sender, position) else set())
+        if kind_ == kind:
+            return {g for g in (group_of.get(sender), group_of.get(receiver)) if g is not None}
+        if kind_ == "sum-result" and receiver in near_start and start in group_of:
+            return {group_of[start]}
+        return set()
+
     rows: list[LeakageRow] = []
-    for first in range(0, len(targets), size):
-        group = set(targets[first:first + size])
-        near_start = set(_ring_neighbours(ring, start)) if start in group else set()
-
-        def wanted(m: Any, group: set[str] = group, near_start: set[str] = near_start
-                   ) -> bool:
-            if shared:
-                return (m.kind == "share" and m.sender in group
-                        and m.receiver in _ring_neighbours(ring, m.sender))
-            if m.kind == kind:
-                return m.sender in group or m.receiver in group
-            return m.kind == "sum-result" and m.receiver in near_start
-
+    if not targets:
+        return rows
+    n_groups = -(-len(targets) // size)
+    for g, msgs in stream.scatter(ctx.transcript, protocol_read, n_groups, groups_of,
+                                  with_provenance=False):
+        # copies: a view of a record batch would hold the whole batch
         kept = [dataclasses.replace(m, payload={k: np.array(v) for k, v in m.payload.items()})
-                for p in protocols
-                for m in stream.iter_messages(ctx.transcript, p, with_provenance=False)
-                if wanted(m)]  # copies: a kept view would hold its whole record batch
+                for m in msgs]
         kept.sort(key=lambda m: (m.protocol, m.round, m.sender, m.receiver, m.seq))
-        rows.extend(_sum_group(ctx, adv, kept, [t for t in targets if t in group],
+        rows.extend(_sum_group(ctx, adv, kept, targets[g * size:(g + 1) * size],
                                truth_prefix=truth_prefix, ring_protocol=ring_protocol,
                                kind=kind, quantity=quantity, per_query=per_query,
-                               shared=shared))
+                               shared=shared, position=position))
     return rows
 
 
 def _sum_group(ctx: Context, adv: Adversary, msgs: Sequence[Any], targets: Sequence[str], *,
                truth_prefix: str, ring_protocol: str, kind: str, quantity: str,
-               per_query: bool, shared: bool) -> list[LeakageRow]:
+               per_query: bool, shared: bool, position: Mapping[str, int] | None = None
+               ) -> list[LeakageRow]:
     """The secure-sum rows of ``targets``, from the messages their observers need."""
     ring = list(ctx.public["ring"])
     start = ctx.public["start"]
+    position = position if position is not None else _positions(ring)
     by_party: dict[str, list[Any]] = {}
     for m in msgs:  # each party's messages, so a view costs its own messages only
         by_party.setdefault(m.sender, []).append(m)
@@ -358,7 +376,7 @@ def _sum_group(ctx: Context, adv: Adversary, msgs: Sequence[Any], targets: Seque
     for target in targets:
         key = f"{truth_prefix}{target}"
         truth = np.asarray(ctx.truth[key], dtype=np.uint64)
-        pred, succ = _ring_neighbours(ring, target)
+        pred, succ = _ring_neighbours(ring, target, position)
         observers = tuple(adv.observers) if adv.observers else (pred, succ)
         if target in observers:
             continue
@@ -368,7 +386,7 @@ def _sum_group(ctx: Context, adv: Adversary, msgs: Sequence[Any], targets: Seque
             estimate = _shared_estimate(view, target)
         else:
             estimate = _ring_estimate(view, target=target, ring=ring, start=start, kind=kind,
-                                      protocol=ring_protocol)
+                                      protocol=ring_protocol, position=position)
         t2 = truth.reshape(len(truth), -1) if per_query else truth.reshape(1, -1)
         if estimate is None:
             hits = np.zeros(len(t2), dtype=bool)
@@ -393,18 +411,19 @@ def _sum_group(ctx: Context, adv: Adversary, msgs: Sequence[Any], targets: Seque
 
 
 def _ring_estimate(view: View, *, target: str, ring: list[str], start: str, kind: str,
-                   protocol: str) -> np.ndarray | None:
+                   protocol: str, position: Mapping[str, int] | None = None
+                   ) -> np.ndarray | None:
     from ppknn.protocols.ppknn import secure_sum as ss
     from ppknn.protocols.ppknn.secure_sum_attacks import _between
 
     members = set(view.parties)
     n = len(ring)
-    pos = ring.index(target)
+    pos = position[target] if position is not None else ring.index(target)
     b = next((ring[(pos + j) % n] for j in range(1, n) if ring[(pos + j) % n] in members), None)
     a = next((ring[(pos - j) % n] for j in range(1, n) if ring[(pos - j) % n] in members), None)
     if a is None or b is None:
         return None
-    if target == start or start in _between(ring, a, b):
+    if target == start or start in _between(ring, a, b, position):
         # b received the mask (plus the votes from the start's successor to b's
         # predecessor), a sent the mask plus the votes through a: their difference is the
         # votes from b through a, and the broadcast total minus it is the votes strictly
