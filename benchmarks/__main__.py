@@ -17,8 +17,10 @@ pays is inside the timed region:
   same split, channels on; the first run and start-up also separately.
 * **DP owner**: interactive DP k-NN and r-N answers vs scikit-learn's
   ``KNeighborsClassifier`` / ``RadiusNeighborsClassifier`` on the same queries.
-* **scale** (full run only): the hosted layout with many logical parties: start-up,
-  protocol time and the peak resident memory of all Ray processes.
+* **scale** (full run only): ``ppknn run`` with the hosted layout and many logical
+  parties, end to end, split into start-up, protocol, measure, leakage table and the
+  rest (imports, data, results files, shut-down), with the peak memory of all the run's
+  processes.
 
 Framework modules without cached bytecode are compiled once first, as a first import
 does (``--no-compile`` leaves them; see :func:`_bytecode`). It prints one table, and
@@ -474,13 +476,21 @@ def scale(s: dict[str, Any], tmp: Path, log: Callable[[str], None]) -> list[dict
                                "&classes=3", output=folder)
         run = _run_tree_peak([sys.executable, "-m", "ppknn", "run", str(sc)])
         timings = json.loads((folder / "summary.json").read_text())["timings_s"]
+        # the rest of the wall time: the process's imports, data preparation, writing the
+        # results (CSV, JSON, plots) and Ray's shutdown
+        other = run["wall_s"] - sum(timings.get(k, 0.0) for k in
+                                    ("startup_s", "protocol_s", "measure_s", "leakage_s"))
         rows.append({"parties": n, "queries": 200, "wall_s": run["wall_s"], **timings,
-                     "peak_rss_mib": run["peak_rss_mib"], "peak_pss_mib": run["peak_pss_mib"],
+                     "other_s": other, "peak_rss_mib": run["peak_rss_mib"],
+                     "peak_pss_mib": run["peak_pss_mib"],
                      "pending_task_warning": "pending submission" in run["stderr"]})
-        log(f"  hosted n={n}: {run['wall_s']:.1f} s end to end (start-up "
-            f"{timings.get('startup_s', float('nan')):.1f} s), peak memory of the run's "
-            f"processes {run['peak_pss_mib']:.0f} MiB PSS / {run['peak_rss_mib']:.0f} MiB RSS"
-            + (", pending-task warning" if rows[-1]["pending_task_warning"] else ""))
+        nan = float("nan")
+        log(f"  hosted n={n}: {run['wall_s']:.1f} s end to end: start-up "
+            f"{timings.get('startup_s', nan):.1f} s, protocol {timings.get('protocol_s', nan):.1f}"
+            f" s, measure {timings.get('measure_s', nan):.1f} s, leakage table "
+            f"{timings.get('leakage_s', nan):.1f} s, the rest {other:.1f} s; peak memory of the "
+            f"run's processes {run['peak_pss_mib']:.0f} MiB PSS / {run['peak_rss_mib']:.0f} MiB "
+            "RSS" + (", pending-task warning" if rows[-1]["pending_task_warning"] else ""))
     return rows
 
 

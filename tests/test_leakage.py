@@ -193,6 +193,96 @@ def test_streamed_ring_attacks_equal_the_whole_transcript_ones(tmp_path):
     assert sum(d.disclosed for d in informed.parties) > 0
 
 
+def _count_reads(mp, stream):
+    """Count the transcript reads (:func:`stream.batches` calls) made from now on."""
+    calls = []
+    original = stream.batches
+
+    def counted(*args, **kwargs):
+        calls.append(args[1])
+        return original(*args, **kwargs)
+
+    mp.setattr(stream, "batches", counted)
+    return calls
+
+
+def test_ring_attacks_read_the_transcript_once_however_many_groups(tmp_path, monkeypatch):
+    """Groups of nodes cost a spill, not a pass each: the reads do not follow the groups.
+
+    One pass per group (the quadratic scheme) reads the transcript ``groups`` times;
+    the scattered one reads it as often as one group does, and its spill files are
+    gone afterwards.
+    """
+    from ppknn.simulations.leakage import attacks, stream
+    from ppknn.simulations.leakage.measure import score
+    from ppknn.simulations.leakage.truth import truth_of
+
+    data = small("ppknn-ring", parties={"n": 9}, protocol={"rounds": 3})
+    data["runtime"]["flush_every"] = 5  # several parts, rounds spanning them
+    result = execute(parse_scenario(data), transcript_dir=tmp_path / "t")
+    public = result.outcome.plan.public
+    spill_root = tmp_path / "spill"
+    spill_root.mkdir()
+    monkeypatch.setattr(stream.tempfile, "tempdir", str(spill_root))
+    spilled = []
+    monkeypatch.setattr(stream._Spill, "flush", lambda self, f=stream._Spill.flush: (
+        spilled.extend(self.pending), f(self)))
+
+    stream._ATTRIBUTION.clear()  # the run remembered its own: compute it again
+    reads = _count_reads(monkeypatch, stream)
+    whole = stream.ring_attribution(result.transcript, public)
+    one_group = list(reads)
+    assert len(one_group) == 5  # the final vectors, the rounds, then each of 3 rounds
+    assert spilled == []  # everything fits: read straight from the transcript
+    reads.clear()
+    per_node = stream.ring_attribution(result.transcript, public, state_budget=1)
+    assert per_node == whole
+    assert len(set(spilled)) == 9  # nine groups of one node, each given its messages
+    assert reads == one_group, "a group of nodes must not cost a pass over the transcript"
+    assert list(spill_root.iterdir()) == []
+
+    # the counter sees the quadratic scheme: one pass over the rounds per group
+    def per_group_passes(transcript, protocol, groups, groups_of, *, kinds=(), **_):
+        for g in range(groups):
+            yield g, (m for r in stream.rounds_of(transcript, protocol)
+                      for m in stream.iter_messages(transcript, protocol, round=r, kinds=kinds)
+                      if g in groups_of(m.sender, m.receiver, m.kind))
+
+    with monkeypatch.context() as mp:
+        mp.setattr(stream, "scatter", per_group_passes)
+        reads.clear()
+        assert stream.ring_attribution(result.transcript, public, state_budget=2) == whole
+        assert len(reads) > 4 * len(one_group)
+
+    # the secure-sum neighbours, one target per group: also one read
+    truth = truth_of(result.outcome, result.prepared.data)
+    adv = attacks.Adversary("ppknn-ring", "secure-sum-neighbours")
+    jsonable = json.loads(json.dumps(dict(public), default=float))
+    reads.clear()
+    rows = score("ppknn-ring", result.transcript, jsonable, truth, [adv])
+    one_group = list(reads)
+    monkeypatch.setattr(stream, "STATE_BUDGET", 1)
+    reads.clear()
+    again = score("ppknn-ring", result.transcript, jsonable, truth, [adv])
+    assert [r.as_dict() for r in again] == [r.as_dict() for r in rows] and len(rows) == 9
+    assert reads == one_group
+    assert list(spill_root.iterdir()) == []
+
+
+def test_ring_attribution_is_computed_once_per_run(tmp_path, monkeypatch):
+    """The run's disclosure and its leakage table's two successor attacks share one pass."""
+    from ppknn.simulations.leakage import stream
+
+    calls = []
+    original = stream._ring_attribution
+    monkeypatch.setattr(stream, "_ring_attribution",
+                        lambda *a, **k: calls.append(1) or original(*a, **k))
+    run_into(tmp_path / "r", small("ppknn-ring", parties={"n": 5}))
+    assert len(calls) == 1
+    rows = read_table(tmp_path / "r" / "leakage.csv")
+    assert {r["attack"] for r in rows} >= {"successor-attribution", "informed-successor"}
+
+
 def test_scripted_coalition_and_pooled_analysts(tmp_path):
     ring = small("ppknn-ring", parties={"n": 5})
     ring["adversary"] = [{"attack": "coalition-attribution",

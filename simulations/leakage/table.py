@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,9 +79,9 @@ class LeakageRow:
 
     def as_dict(self) -> dict[str, Any]:
         """The row as written to ``leakage.csv``."""
-        d = asdict(self)
-        d["verdict"] = self.verdict
-        return {c: d[c] for c in COLUMNS}
+        # every field is a scalar: read them directly (``asdict`` deep-copies, ~50 µs a
+        # row, which a 100,000-node ring pays 300,000 times)
+        return {c: self.verdict if c == "verdict" else getattr(self, c) for c in COLUMNS}
 
 
 def proportion_row(*, successes: int, trials: int, **fields: Any) -> LeakageRow:
