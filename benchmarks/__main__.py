@@ -17,16 +17,17 @@ pays is inside the timed region:
   same split, channels on; the first run and start-up also separately.
 * **DP owner**: interactive DP k-NN and r-N answers vs scikit-learn's
   ``KNeighborsClassifier`` / ``RadiusNeighborsClassifier`` on the same queries.
-* **scale** (full run only): ``ppknn run`` with the hosted layout and many logical
-  parties, end to end, split into start-up, protocol, measure, leakage table and the
-  rest (imports, data, results files, shut-down), with the peak memory of all the run's
-  processes.
+* **scale** (20,000 and 100,000 parties; 40 with ``--quick``): ``ppknn run`` with the
+  hosted layout and many logical parties, end to end, split into start-up, protocol,
+  measure, leakage table and the rest (imports, data, results files, shut-down), with
+  the peak memory of all the run's processes.
 
 Framework modules without cached bytecode are compiled once first, as a first import
 does (``--no-compile`` leaves them; see :func:`_bytecode`). It prints one table, and
-writes ``bench.json`` (every measurement, the machine, the settings) and ``bench.png``
-(the ratios) into ``--output`` (default ``results/bench``; an existing folder is refused
-unless ``--overwrite``).
+writes ``bench.json`` (every measurement, the machine, the settings), ``bench.png``
+(the ratios) and, with the scale case, ``scale.png`` (wall time by phase) into
+``--output`` (default ``results/bench``; an existing folder is refused unless
+``--overwrite``).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from typing import Any
 
 QUICK = {"e2e_parties": 8, "e2e_queries": 200, "e2e_layouts": ("hosted",),
          "actor_parties": 8, "actor_rounds": 2, "calls": 200, "ppknn_parties": (4, 16),
-         "ppknn_queries": 500, "dp_queries": 300, "scale_parties": None, "repeats": 3}
+         "ppknn_queries": 500, "dp_queries": 300, "scale_parties": (40,), "repeats": 3}
 FULL = {"e2e_parties": 64, "e2e_queries": 1000, "e2e_layouts": ("hosted", "actor-per-party"),
         "actor_parties": 64, "actor_rounds": 3, "calls": 1000, "ppknn_parties": (4, 16, 64),
         "ppknn_queries": 1000, "dp_queries": 1000, "scale_parties": (20_000, 100_000),
@@ -538,6 +539,35 @@ def _plot(result: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+SCALE_PHASES = (("startup_s", "start-up"), ("protocol_s", "protocol"),
+                ("measure_s", "measure"), ("leakage_s", "leakage table"),
+                ("other_s", "the rest (imports, data, files, shut-down)"))
+
+
+def _plot_scale(result: dict[str, Any], path: Path) -> None:
+    """``scale.png``: each size's ``ppknn run`` wall time, stacked by phase."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["scale"]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    xs = range(len(rows))
+    bottom = [0.0] * len(rows)
+    for key, label in SCALE_PHASES:
+        heights = [max(float(r.get(key, 0.0)), 0.0) for r in rows]
+        ax.bar(xs, heights, bottom=bottom, label=label)
+        bottom = [b + h for b, h in zip(bottom, heights)]
+    ax.set_xticks(list(xs), [f"{r['parties']:,} parties\n{r['queries']} queries" for r in rows])
+    ax.set_ylabel("wall time of ppknn run (s)")
+    ax.set_title(f"ppknn run, hosted layout, by phase ({result['machine']['cpus']} CPUs)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the suite; print the table; write ``bench.json`` and ``bench.png``."""
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
@@ -590,10 +620,13 @@ def main(argv: list[str] | None = None) -> int:
     (staging / "bench.json").write_text(json.dumps(result, indent=1, default=str))
     if only >= {"e2e", "actors", "ppknn", "dp"}:
         _plot(result, staging / "bench.png")
+    if result.get("scale"):
+        _plot_scale(result, staging / "scale.png")
     if out.exists():
         shutil.rmtree(out)
     staging.rename(out)
-    log(f"wrote {out}/bench.json" + (" and bench.png" if (out / "bench.png").exists() else ""))
+    log(f"wrote {out}/bench.json" + "".join(f" and {f}" for f in ("bench.png", "scale.png")
+                                             if (out / f).exists()))
     return 0
 
 

@@ -40,6 +40,13 @@ def test_quick_suite_writes_every_measurement(tmp_path):
     assert [r["parties"] for r in result["ppknn"]] == [4, 16]
     assert all(r["cold_s"] >= r["first_run_s"] for r in result["ppknn"])
     assert {r["task"] for r in result["dp_owner"]} == {"knn", "rn"}
+    # scale: the phases of ppknn run add up to its wall time, and are drawn
+    (row,) = result["scale"]
+    phases = ("startup_s", "protocol_s", "measure_s", "leakage_s", "other_s")
+    assert row["parties"] == 40 and all(row[k] > 0 for k in phases)
+    assert sum(row[k] for k in phases) == pytest.approx(row["wall_s"])
+    assert row["peak_pss_mib"] > 0 and not row["pending_task_warning"]
+    assert (out / "scale.png").stat().st_size > 10_000
     # an existing output folder is refused, and left as it was
     before = (out / "bench.json").read_text()
     again = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--only", "ppknn",
@@ -70,3 +77,4 @@ def test_bytecode_compiles_only_the_missing_modules(tmp_path, monkeypatch):
     assert all(Path(importlib.util.cache_from_source(str(f))).exists() for f in sources)
     assert cached.read_bytes() == b"already there"  # an existing file is left as it was
     assert bench._bytecode(True, lines.append)["without_bytecode"] == 0
+
