@@ -182,8 +182,14 @@ def test_streamed_ring_attacks_equal_the_whole_transcript_ones(tmp_path):
     public = result.outcome.plan.public
     plain, informed = ring_attribution(result.transcript, public)
     assert plain == measure_disclosure_whole(result.transcript, public)
-    # a state budget of one node's vectors: one pass per node, the same reports
+    # a state budget of one node's vectors: one group per node, the same reports
     assert ring_attribution(result.transcript, public, state_budget=1) == (plain, informed)
+    # one-row record batches, comparisons made a message at a time: the same reports
+    from ppknn.simulations.leakage import stream
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(stream, "BYTE_BUDGET", 1)
+        assert ring_attribution(result.transcript, public, state_budget=3) == (plain, informed)
     msgs = result.transcript.messages(with_provenance=True, protocol="pp-topk")
     claims = Claims(informed.adversary)
     for view in View.per_party(msgs, public["ring"]).values():

@@ -385,12 +385,39 @@ def _ring_attribution(transcript: Transcript, index: dict[str, int], n_q: int, m
     def groups_of(sender: str, receiver: str, kind: str) -> set[int]:
         return {g for g in (group_of.get(sender), group_of.get(receiver)) if g is not None}
 
-    def score(sender: str, g: np.ndarray, reference: np.ndarray, prov: np.ndarray) -> None:
-        mask = multiset_new(g, reference)
-        code = index[sender]
-        plain.add(sender, mask, prov, code)
+    # comparisons are made for many messages at once (the rows of their vectors stacked:
+    # multiset_new works row by row), up to BYTE_BUDGET of vectors
+    pending: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
+    pending_bytes = 0
+
+    def flush() -> None:
+        nonlocal pending_bytes
+        if not pending:
+            return
+        received = np.concatenate([p[1] for p in pending])
+        mask = multiset_new(received, np.concatenate([p[2] for p in pending]))
         if final is not None:
-            informed.add(sender, mask & ~multiset_new(g, final), prov, code)
+            beyond = multiset_new(received, np.concatenate([final] * len(pending)))
+        row = 0
+        for sender, g, _, prov in pending:
+            rows = slice(row, row + len(g))
+            row += len(g)
+            code = index[sender]
+            plain.add(sender, mask[rows], prov, code)
+            if final is not None:
+                informed.add(sender, mask[rows] & ~beyond[rows], prov, code)
+        pending.clear()
+        pending_bytes = 0
+
+    def score(sender: str, g: np.ndarray, reference: np.ndarray, prov: np.ndarray) -> None:
+        nonlocal pending_bytes
+        if pending and (g.shape[1:] != pending[0][1].shape[1:]
+                        or reference.shape[1:] != pending[0][2].shape[1:]):
+            flush()  # vectors of another width: not stacked with these
+        pending.append((sender, g, reference, prov))
+        pending_bytes += g.nbytes + reference.nbytes
+        if pending_bytes >= BYTE_BUDGET:
+            flush()
 
     for first, msgs in scatter(transcript, protocol, n_groups, groups_of,
                                kinds=("topk-vector",)):
@@ -417,6 +444,7 @@ def _ring_attribution(transcript: Transcript, index: dict[str, int], n_q: int, m
                     reference = last_sent.get(me, np.full(g.shape, max_d))
                 score(sender, g, reference, prov)
             last_sent.update(sent_now)
+    flush()
     return plain.report(adversary, order, n_q), informed.report(informed_name, order, n_q)
 
 
