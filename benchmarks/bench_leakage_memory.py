@@ -16,8 +16,9 @@ exactly as ``ppknn leakage DIR`` does and reports:
 
 The scorers read the transcript in record batches of at most
 ``simulations.leakage.stream.BYTE_BUDGET`` bytes (one row when a message is
-larger), and the ring's attacks keep at most ``STATE_BUDGET`` of vectors per
-pass (groups of nodes, one pass each), so the peak above the baseline follows
+larger), and the ring's attacks keep at most ``STATE_BUDGET`` of vectors at a
+time (groups of nodes, each given its messages through a temporary file after
+one read of the transcript), so the peak above the baseline follows
 neither the transcript nor a round. What it still follows is the largest row
 group: the recorder writes one
 row group per flushed part and dictionary-encodes the payload column, so a

@@ -7,8 +7,9 @@ only from the transcript's provenance, and only the scorer reads it.
 
 :func:`measure_disclosure` streams the transcript in bounded record batches
 (:func:`simulations.leakage.stream.ring_attribution`: groups of nodes whose
-vectors fit a state budget, one pass each), so its memory is neither a round
-nor the whole transcript; :func:`measure_disclosure_whole`
+vectors fit a state budget, each given its messages after one read of the
+transcript), so its memory is neither a round nor the whole transcript and its
+time is linear in it; :func:`measure_disclosure_whole`
 is the direct version over every message at once (the reference the
 streamed one is tested against).
 """
