@@ -39,6 +39,10 @@ def test_quick_suite_writes_every_measurement(tmp_path):
     assert result["bytecode"]["compiled_now"] == 0 and result["bytecode"]["modules"] > 50
     assert [r["parties"] for r in result["ppknn"]] == [4, 16]
     assert all(r["cold_s"] >= r["first_run_s"] for r in result["ppknn"])
+    for r in result["ppknn"]:  # the median of three fresh runs, each kept
+        assert len(r["cold_samples_s"]) == 3 and r["cold_s"] == r["cold_samples_s"][1]
+        lo, hi = r["cold_over_sklearn_range"]
+        assert lo <= r["cold_over_sklearn"] <= hi
     assert {r["task"] for r in result["dp_owner"]} == {"knn", "rn"}
     # scale: the phases of ppknn run add up to its wall time, and are drawn
     (row,) = result["scale"]
