@@ -188,7 +188,7 @@ def test_streamed_ring_attacks_equal_the_whole_transcript_ones(tmp_path):
     from ppknn.simulations.leakage import stream
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(stream, "BYTE_BUDGET", 1)
+        mp.setattr(stream, "COMPARE_BUDGET", 1)
         assert ring_attribution(result.transcript, public, state_budget=3) == (plain, informed)
     msgs = result.transcript.messages(with_provenance=True, protocol="pp-topk")
     claims = Claims(informed.adversary)

@@ -229,8 +229,14 @@ class _Tally:
 STATE_BUDGET = 8 * 2**20
 """Bytes of per-node state (vectors) the ring's attacks keep in memory for one group."""
 
-SPILL_BUDGET = 8 * 2**20
+SPILL_BUDGET = 4 * 2**20
 """Bytes :func:`scatter` buffers before appending them to the groups' files."""
+
+COMPARE_BUDGET = 2**18
+"""Bytes of received and reference vectors the ring attribution compares in one stack.
+
+Stacking amortises the per-call cost of the multiset comparison over many messages;
+its temporaries are about ten times the stack, so a small stack keeps the peak low."""
 
 _Header = tuple[str, str, int, int, str, str, str]  # run_id, protocol, round, seq, ...
 
@@ -280,7 +286,7 @@ class _Spill:
 def scatter(transcript: Transcript, protocol: str, groups: int,
             groups_of: Callable[[str, str, str], Iterable[int]], *,
             kinds: tuple[str, ...] = (), with_provenance: bool = True,
-            spill_budget: int = SPILL_BUDGET
+            spill_budget: int | None = None
             ) -> Iterator[tuple[int, Iterator[Message]]]:
     """``(group, messages)`` for each group ``0 .. groups - 1``, after one read of the transcript.
 
@@ -305,7 +311,7 @@ def scatter(transcript: Transcript, protocol: str, groups: int,
         return
     columns = [*_HEADER, "payload"] + (["provenance"] if with_provenance else [])
     with tempfile.TemporaryDirectory(prefix="ppknn-scatter-") as tmp:
-        spill = _Spill(Path(tmp), groups, spill_budget)
+        spill = _Spill(Path(tmp), groups, SPILL_BUDGET if spill_budget is None else spill_budget)
         for r in rounds:
             for b in batches(transcript, _filters(protocol, r, kinds), columns):
                 head = [b[c].to_pylist() for c in _HEADER]
@@ -386,7 +392,7 @@ def _ring_attribution(transcript: Transcript, index: dict[str, int], n_q: int, m
         return {g for g in (group_of.get(sender), group_of.get(receiver)) if g is not None}
 
     # comparisons are made for many messages at once (the rows of their vectors stacked:
-    # multiset_new works row by row), up to BYTE_BUDGET of vectors
+    # multiset_new works row by row), up to COMPARE_BUDGET of vectors
     pending: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
     pending_bytes = 0
 
@@ -416,7 +422,7 @@ def _ring_attribution(transcript: Transcript, index: dict[str, int], n_q: int, m
             flush()  # vectors of another width: not stacked with these
         pending.append((sender, g, reference, prov))
         pending_bytes += g.nbytes + reference.nbytes
-        if pending_bytes >= BYTE_BUDGET:
+        if pending_bytes >= COMPARE_BUDGET:
             flush()
 
     for first, msgs in scatter(transcript, protocol, n_groups, groups_of,
@@ -476,6 +482,6 @@ def dptt_side_inference(transcript: Transcript, queries: np.ndarray,
     return SideTally(total, correct, utility)
 
 
-__all__ = ["BYTE_BUDGET", "SPILL_BUDGET", "STATE_BUDGET", "SideTally", "batches",
+__all__ = ["BYTE_BUDGET", "COMPARE_BUDGET", "SPILL_BUDGET", "STATE_BUDGET", "SideTally", "batches",
            "decode_view", "dptt_side_inference", "iter_messages", "iter_rows",
            "ring_attribution", "round_messages", "rounds_of", "scatter"]
