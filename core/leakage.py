@@ -205,9 +205,12 @@ def multiset_new(received: np.ndarray, reference: np.ndarray) -> np.ndarray:
 
     For each row, the i-th occurrence of a value in ``received`` is marked
     new when ``reference`` holds fewer than i occurrences of it. Vectorised:
-    one stable row-wise sort of ``[reference | received]`` puts the
-    reference's copies of a value before the received ones, and run lengths
-    of equal values give the counts.
+    for narrow rows (the top-k vectors, k <= 16) by comparing every pair of
+    elements (the counts are sums of equalities; rows taken in chunks that
+    bound the temporaries); for wider rows, one stable row-wise sort of
+    ``[reference | received]`` puts the reference's copies of a value before
+    the received ones, and run lengths of equal values give the counts. Both
+    compare values with ``==`` (a NaN is always new).
 
     >>> multiset_new(np.array([[1., 1., 2.]]), np.array([[1., 3., 3.]])).tolist()
     [[False, True, True]]
@@ -222,6 +225,8 @@ def multiset_new(received: np.ndarray, reference: np.ndarray) -> np.ndarray:
     kb = b.shape[1]
     if a.size == 0:
         return np.zeros(a.shape, dtype=bool)
+    if max(ka, kb) <= _PAIRWISE_WIDTH:
+        return _multiset_new_pairwise(a, b)
     both = np.concatenate([b, a], axis=1)
     order = np.argsort(both, axis=1, kind="stable")
     values = np.take_along_axis(both, order, axis=1)
@@ -241,6 +246,29 @@ def multiset_new(received: np.ndarray, reference: np.ndarray) -> np.ndarray:
     out = np.empty((q, ka), dtype=bool)
     rows = np.broadcast_to(np.arange(q)[:, None], (q, width))
     out[rows[from_a], order[from_a] - kb] = new[from_a]
+    return out
+
+
+_PAIRWISE_WIDTH = 16
+"""Rows at most this wide are compared pair by pair (:func:`multiset_new`)."""
+
+
+def _multiset_new_pairwise(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`multiset_new` by pairwise equality.
+
+    A received copy is new when its rank among the equal received values
+    reaches the reference's count of that value.
+    """
+    q, ka = a.shape
+    kb = b.shape[1]
+    earlier = np.tril(np.ones((ka, ka), dtype=bool), -1)  # [i, j]: j before i
+    out = np.empty((q, ka), dtype=bool)
+    step = max(1, (1 << 20) // (ka * max(ka, kb)))  # about 1 MiB of booleans at a time
+    for lo in range(0, q, step):
+        x, y = a[lo:lo + step], b[lo:lo + step]
+        in_reference = (x[:, :, None] == y[:, None, :]).sum(axis=2)
+        rank = ((x[:, :, None] == x[:, None, :]) & earlier).sum(axis=2)
+        out[lo:lo + step] = rank >= in_reference
     return out
 
 

@@ -139,20 +139,33 @@ def test_session_reuses_parties_across_runs():
     assert acc.shape == (2,) and (acc > 0.5).all()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_multiset_new_matches_counting(data):
+    # widths up to 20: both the pairwise (<= 16) and the sorting algorithm
     q = data.draw(st.integers(1, 4))
-    a = data.draw(arrays(np.float64, (q, data.draw(st.integers(1, 6))),
-                         elements=st.sampled_from([0.0, 1.0, 2.0, 3.5, np.inf])))
-    b = data.draw(arrays(np.float64, (q, data.draw(st.integers(1, 6))),
-                         elements=st.sampled_from([0.0, 1.0, 2.0, 3.5, np.inf])))
+    values = st.sampled_from([0.0, -0.0, 1.0, 2.0, 3.5, np.inf, np.nan])
+    a = data.draw(arrays(np.float64, (q, data.draw(st.integers(1, 20))), elements=values))
+    b = data.draw(arrays(np.float64, (q, data.draw(st.integers(1, 20))), elements=values))
     out = multiset_new(a, b)
     for r in range(q):
         have, seen = Counter(b[r].tolist()), Counter()
         for i, v in enumerate(a[r].tolist()):
             seen[v] += 1
             assert out[r, i] == (seen[v] > have[v])
+
+
+def test_multiset_new_pairwise_in_chunks_equals_the_sort(monkeypatch):
+    """Many rows (the pairwise comparison takes them in chunks): same masks as sorting."""
+    from ppknn.core import leakage
+
+    rng = np.random.default_rng(7)
+    a = rng.integers(0, 5, (10_000, 16)).astype(np.float64)
+    b = rng.integers(0, 5, (10_000, 12)).astype(np.float64)
+    pairwise = multiset_new(a, b)
+    monkeypatch.setattr(leakage, "_PAIRWISE_WIDTH", 0)  # every width sorted
+    assert np.array_equal(pairwise, multiset_new(a, b))
+    assert 0 < pairwise.sum() < pairwise.size
 
 
 @pytest.fixture(scope="module")
