@@ -6,8 +6,8 @@ pays is inside the timed region:
 * **end to end**: ``ppknn run`` as a user types it (a fresh Python process: interpreter,
   imports, data, Ray start-up, parties, protocol, baseline, results folder), in-process
   and on Ray (hosted and one actor per party), beside a bare ``ray.init`` +
-  ``ray.shutdown`` in a fresh process; the ratio that matters is
-  (Ray − bare Ray) / in-process.
+  ``ray.shutdown`` in a fresh process, alternating over a few rounds (medians, every
+  round kept); the ratio that matters is (Ray − bare Ray) / in-process.
 * **actors**: starting n ring-owner actors through the runtime vs n bare Ray actors (an
   empty class with one method), each until every actor answers, alternating over a few
   rounds (median ratio and range); the per-call cost of a runtime call vs a bare actor
@@ -49,11 +49,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-QUICK = {"e2e_parties": 8, "e2e_queries": 200, "e2e_layouts": ("hosted",),
+QUICK = {"e2e_parties": 8, "e2e_queries": 200, "e2e_layouts": ("hosted",), "e2e_rounds": 2,
          "actor_parties": 8, "actor_rounds": 2, "calls": 200, "ppknn_parties": (4, 16),
          "ppknn_queries": 500, "dp_queries": 300, "scale_parties": (40,), "repeats": 3}
 FULL = {"e2e_parties": 64, "e2e_queries": 1000, "e2e_layouts": ("hosted", "actor-per-party"),
-        "actor_parties": 64, "actor_rounds": 3, "calls": 1000, "ppknn_parties": (4, 16, 64),
+        "e2e_rounds": 3, "actor_parties": 64, "actor_rounds": 3, "calls": 1000,
+        "ppknn_parties": (4, 16, 64),
         "ppknn_queries": 1000, "dp_queries": 1000, "scale_parties": (20_000, 100_000),
         "repeats": 5}
 
@@ -235,27 +236,45 @@ def _median(fn: Callable[[], Any], repeats: int) -> tuple[float, float]:
 
 # --------------------------------------------------------------------------- cases
 def end_to_end(s: dict[str, Any], tmp: Path, log: Callable[[str], None]) -> dict[str, Any]:
-    """``ppknn run`` in fresh processes: in-process, Ray layouts, and a bare Ray start."""
+    """``ppknn run`` in fresh processes: in-process, Ray layouts, and a bare Ray start.
+
+    The runs alternate over ``e2e_rounds`` rounds (bare Ray, in-process, then each Ray
+    layout, in every round), so a slow spell of the machine falls on one round, not on
+    one kind of run. Each figure is the median of its rounds, and each ratio the median
+    of the rounds' ratios, with every round kept.
+    """
     py = sys.executable
     out: dict[str, Any] = {"parties": s["e2e_parties"], "queries": s["e2e_queries"]}
     bare = ("import ray; ray.init(address='local', include_dashboard=False, "
             "logging_level='ERROR', log_to_driver=False); ray.shutdown()")
-    out["bare_ray_s"] = _wall([py, "-c", bare])
-    log(f"  bare ray.init + shutdown: {out['bare_ray_s']:.1f} s")
     runs = [("inprocess", "hosted")] + [("ray", lay) for lay in s["e2e_layouts"]]
-    for kind, layout in runs:
-        label = kind if kind == "inprocess" else f"ray-{layout}"
-        folder = tmp / f"e2e-{label}"
-        sc = _scenario(tmp / f"{label}.toml", n=s["e2e_parties"], queries=s["e2e_queries"],
-                       kind=kind, layout=layout, output=folder)
-        out[f"{label}_s"] = _wall([py, "-m", "ppknn", "run", str(sc)])
-        summary = json.loads((folder / "summary.json").read_text())
-        out[f"{label}_timings"] = summary["timings_s"]
-        log(f"  ppknn run {label}: {out[f'{label}_s']:.1f} s")
+    labels = ["bare_ray"] + [k if k == "inprocess" else f"ray-{lay}" for k, lay in runs]
+    samples: dict[str, list[float]] = {label: [] for label in labels}
+    for r in range(s["e2e_rounds"]):
+        samples["bare_ray"].append(_wall([py, "-c", bare]))
+        for (kind, layout), label in zip(runs, labels[1:]):
+            folder = tmp / f"e2e-{label}-{r}"
+            sc = _scenario(tmp / f"{label}-{r}.toml", n=s["e2e_parties"],
+                           queries=s["e2e_queries"], kind=kind, layout=layout, output=folder)
+            samples[label].append(_wall([py, "-m", "ppknn", "run", str(sc)]))
+            out[f"{label}_timings"] = json.loads((folder / "summary.json").read_text())[
+                "timings_s"]  # the last round's phases
+        log(f"  round {r + 1}: " + ", ".join(
+            f"{'bare ray.init + shutdown' if label == 'bare_ray' else 'ppknn run ' + label} "
+            f"{samples[label][-1]:.1f} s" for label in labels))
+    for label in labels:
+        out[f"{label}_s"] = statistics.median(samples[label])
+        out[f"{label}_samples_s"] = samples[label]
     for layout in s["e2e_layouts"]:
-        out[f"ray-{layout}_minus_bare_over_inprocess"] = (
-            (out[f"ray-{layout}_s"] - out["bare_ray_s"]) / out["inprocess_s"])
-        out[f"ray-{layout}_over_inprocess"] = out[f"ray-{layout}_s"] / out["inprocess_s"]
+        label = f"ray-{layout}"
+        minus = sorted((ray_s - bare_s) / local_s for ray_s, bare_s, local_s in
+                       zip(samples[label], samples["bare_ray"], samples["inprocess"]))
+        over = [ray_s / local_s for ray_s, local_s in zip(samples[label], samples["inprocess"])]
+        out[f"{label}_minus_bare_over_inprocess"] = statistics.median(minus)
+        out[f"{label}_minus_bare_over_inprocess_range"] = [minus[0], minus[-1]]
+        out[f"{label}_over_inprocess"] = statistics.median(over)
+        log(f"  (ppknn run {label} - bare) / in-process: median {statistics.median(minus):.2f} "
+            f"over {len(minus)} rounds ({minus[0]:.2f}-{minus[-1]:.2f})")
     return out
 
 
