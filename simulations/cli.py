@@ -153,8 +153,9 @@ def run(
                     outcome, deviations = run_with_deviations(
                         sc, transcript_dir=stage / "transcript", progress=progress)
                 else:
+                    # Ray stops in the background while the run is measured and written
                     outcome = execute(sc, transcript_dir=stage / "transcript",
-                                      progress=progress)
+                                      progress=progress, wait_for_shutdown=False)
             write_results(outcome, stage)
             if sc.audit.trials:
                 from ppknn.simulations.leakage.audit import audit_scenario, write_audit

@@ -254,8 +254,8 @@ def _keep_what_was_recorded(rt: Runtime, exc: BaseException,
 
 
 def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
-            runtime: Runtime | None = None, progress: PhaseProgress | None = None
-            ) -> RunResult:
+            runtime: Runtime | None = None, progress: PhaseProgress | None = None,
+            wait_for_shutdown: bool = True) -> RunResult:
     """Run every protocol of ``scenario`` and measure it.
 
     Parameters
@@ -269,6 +269,11 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
         A runtime to use (not shut down here); ``None``: the scenario's.
     progress:
         Called with (phase, done, total).
+    wait_for_shutdown:
+        ``False``: a Ray instance the run started is stopped in the background
+        while the run is measured (``ppknn run``, which exits once its results
+        are written; the interpreter waits for the shutdown, as does the next
+        start of Ray in the process).
 
     Notes
     -----
@@ -313,7 +318,7 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
             rt.shutdown()
         raise
     if own_runtime:
-        rt.shutdown()
+        rt.shutdown(wait=wait_for_shutdown)
     transcript = Transcript(transcript_dir) if transcript_dir is not None else Transcript(table)
     outcomes = []
     t0 = time.perf_counter()

@@ -30,6 +30,9 @@ def ray_local():
     """
     import ray
 
+    from ppknn.core.runtime.ray_runtime import await_ray_shutdown
+
+    await_ray_shutdown()  # a run that stopped its own Ray in the background
     if not ray.is_initialized():
         ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR",
                  log_to_driver=False, runtime_env=ray_env())

@@ -578,3 +578,40 @@ def test_hosted_chain_split_into_short_calls_keeps_the_transcript(ray_local, tmp
     np.testing.assert_array_equal(local.predictions, on_ray.predictions)
     assert (Transcript(tmp_path / "local").canonical_rows()
             == Transcript(tmp_path / "ray").canonical_rows())
+
+
+def test_background_shutdown_is_awaited_before_ray_starts_again(tmp_path):
+    """``wait_for_shutdown=False``: the run returns while its Ray stops; the next run (or the
+    pool) waits for that shutdown before it starts Ray again, and gets the same results.
+
+    In a fresh interpreter: this process's Ray belongs to the other tests.
+    """
+    import subprocess
+    import sys
+
+    script = """
+import ray
+from ppknn.core.runtime import ray_runtime
+from ppknn.core.runtime.pool import fan_out
+from ppknn.simulations.runner import execute
+from ppknn.simulations.scenario import parse_scenario
+
+sc = parse_scenario({"run": {"name": "bg", "seed": 3}, "data": {"dataset": "glass"},
+                     "parties": {"n": 4}, "protocol": {"k": 3},
+                     "runtime": {"kind": "ray", "layout": "hosted"}})
+first = execute(sc, wait_for_shutdown=False)
+stopping = ray_runtime.RayRuntime._shutting_down
+assert stopping is not None and stopping.name == "ppknn-ray-shutdown"
+second = execute(sc)  # waits for the first shutdown, starts a fresh Ray, stops it
+assert not stopping.is_alive() and ray_runtime.RayRuntime._shutting_down is None
+assert (first.outcome.result.predictions == second.outcome.result.predictions).all()
+assert not ray.is_initialized()
+execute(sc, wait_for_shutdown=False)
+assert fan_out(abs, [-1, 2], use_ray=True) == [1, 2]  # the pool waits too, starts Ray
+assert ray.is_initialized()
+ray.shutdown()
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]

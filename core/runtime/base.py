@@ -185,8 +185,13 @@ class Runtime(abc.ABC):
         """
 
     @abc.abstractmethod
-    def shutdown(self) -> None:
-        """Release everything this runtime created."""
+    def shutdown(self, *, wait: bool = True) -> None:
+        """Release everything this runtime created.
+
+        With ``wait=False`` a runtime may finish releasing in the background
+        (the Ray runtime stops a Ray instance it started on a thread); the
+        parties are gone either way.
+        """
 
     def __enter__(self) -> Runtime:
         return self

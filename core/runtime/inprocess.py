@@ -211,7 +211,7 @@ class InProcessRuntime(Runtime):
             raise ConfigError("no transcript: the runtime was not started")
         return self.recorder.table()
 
-    def shutdown(self) -> None:  # noqa: D102
+    def shutdown(self, *, wait: bool = True) -> None:  # noqa: D102
         self._queue = []  # calls never waited on: nothing needs their outcome any more
         for host in self.hosts.values():
             host.abandon()  # a call stuck in an injected hang returns

@@ -65,6 +65,9 @@ def fan_out(fn: Callable[[T], R], items: Sequence[T], *, use_ray: bool,
         return out
     import ray
 
+    from ppknn.core.runtime.ray_runtime import await_ray_shutdown
+
+    await_ray_shutdown()  # a run's Ray still stopping in the background
     if not ray.is_initialized():
         if address:  # attach only when asked, and fail fast when nobody answers
             from ppknn.core.runtime.ray_runtime import check_cluster_answers

@@ -27,6 +27,7 @@ other party still runs its calls in the driver's order.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -128,6 +129,14 @@ class RayRecorderClient:
         ray.get(self.handle.append.remote(records))
 
 
+def await_ray_shutdown() -> None:
+    """Wait for a Ray shutdown left running in the background (``shutdown(wait=False)``)."""
+    thread = RayRuntime._shutting_down
+    if thread is not None:
+        thread.join()
+        RayRuntime._shutting_down = None
+
+
 class RayRuntime(Runtime):
     """Hosts parties in Ray actors (see module docstring).
 
@@ -188,6 +197,9 @@ class RayRuntime(Runtime):
     # Runtimes in this process that use a Ray instance one of them started: Ray is shut
     # down only when the last of them shuts down, not under the others' feet.
     _users_of_started_ray = 0
+    # A shutdown left to finish in the background (``shutdown(wait=False)``): joined before
+    # Ray is used or started again, and by the interpreter at exit (not a daemon thread).
+    _shutting_down: threading.Thread | None = None
 
     def _ensure_ray(self) -> None:
         """Use the Ray of this process, or start one: a local instance unless asked to attach.
@@ -199,6 +211,7 @@ class RayRuntime(Runtime):
         :data:`CONNECT_TIMEOUT_S`, else :class:`~core.errors.ConfigError` says
         how to start one.
         """
+        await_ray_shutdown()
         if ray.is_initialized():
             if RayRuntime._users_of_started_ray and not self._started_ray:
                 RayRuntime._users_of_started_ray += 1
@@ -647,7 +660,16 @@ class RayRuntime(Runtime):
             raise PartyFailure("transcript-recorder", "transcript", 0,
                                f"the recorder did not answer: {exc}") from exc
 
-    def shutdown(self) -> None:  # noqa: D102
+    def shutdown(self, *, wait: bool = True) -> None:
+        """Kill the hosts and the recorder; stop Ray if this runtime started it.
+
+        With ``wait=False`` the Ray instance this runtime started is stopped on a
+        background thread (``ray.shutdown`` mostly waits for Ray's processes to
+        exit, about a second), so a caller that has no more use for Ray (``ppknn
+        run`` measuring and writing its results) does not wait for it; the next
+        start of Ray in this process, and the interpreter's exit, wait for it
+        (:func:`await_ray_shutdown`).
+        """
         for h in {id(h): h for h in self.hosts.values()}.values():
             try:
                 ray.kill(h, no_restart=True)
@@ -666,7 +688,12 @@ class RayRuntime(Runtime):
             self._started_ray = False
             RayRuntime._users_of_started_ray -= 1
             if RayRuntime._users_of_started_ray == 0:
-                ray.shutdown()
+                if wait:
+                    ray.shutdown()
+                else:
+                    thread = threading.Thread(target=ray.shutdown, name="ppknn-ray-shutdown")
+                    RayRuntime._shutting_down = thread
+                    thread.start()
 
 
 def _pack(arg_lists: Sequence[Sequence[Any]]) -> tuple[list[tuple[int, ...]], list[Any]]:
