@@ -65,6 +65,28 @@ def test_run_writes_results_and_leakage_recomputes(tmp_path):
     assert len(rows) == summary["queries"]
 
 
+def test_no_room_for_the_leakage_spill_exits_2_and_keeps_the_run(tmp_path, monkeypatch):
+    """Scoring that cannot write its temporary files: exit 2, one clear line naming TMPDIR,
+    and the run's transcript kept in the folder."""
+    from ppknn.simulations.leakage import stream
+
+    def full(self):
+        raise OSError(28, "No space left on device")
+
+    out = tmp_path / "res"
+    scen = tmp_path / "s.toml"
+    scen.write_text(SMALL.format(out=out))
+    monkeypatch.setattr(stream, "STATE_BUDGET", 1)  # one node per group: the sums spill
+    with monkeypatch.context() as mp:
+        mp.setattr(stream._Spill, "flush", full)
+        result = runner.invoke(app, ["run", str(scen)])
+    assert result.exit_code == 2, result.output
+    assert "TMPDIR" in result.output and "No space left on device" in result.output
+    assert "Traceback" not in result.output
+    assert (out / "transcript" / "totals.json").is_file() and (out / "failure.json").is_file()
+    assert "TMPDIR" in json.loads((out / "failure.json").read_text())["message"]
+
+
 def test_bad_scenario_exits_2_with_message(tmp_path):
     scen = tmp_path / "s.toml"
     scen.write_text("[protocol]\nk = 0\n")

@@ -47,7 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ppknn.core.errors import ProtocolError
+from ppknn.core.errors import ConfigError, ProtocolError
 from ppknn.core.leakage import Disclosure, DisclosureReport, multiset_new
 from ppknn.core.messages import Message, encode_arrays
 from ppknn.core.transcript import Transcript
@@ -310,23 +310,32 @@ def scatter(transcript: Transcript, protocol: str, groups: int,
         yield 0, direct()
         return
     columns = [*_HEADER, "payload"] + (["provenance"] if with_provenance else [])
-    with tempfile.TemporaryDirectory(prefix="ppknn-scatter-") as tmp:
-        spill = _Spill(Path(tmp), groups, SPILL_BUDGET if spill_budget is None else spill_budget)
-        for r in rounds:
-            for b in batches(transcript, _filters(protocol, r, kinds), columns):
-                head = [b[c].to_pylist() for c in _HEADER]
-                payload = b["payload"]
-                prov = b["provenance"] if with_provenance else None
-                for i, row in enumerate(zip(*head)):
-                    wanted = set(groups_of(row[4], row[5], row[6]))
-                    if wanted:
-                        spill.put(wanted, pickle.dumps(
-                            (row, payload[i].as_py(), prov[i].as_py() if prov is not None
-                             else b""), protocol=pickle.HIGHEST_PROTOCOL))
-        spill.flush()
-        for g in range(groups):
-            yield g, spill.read(g, with_provenance)
-            spill.paths[g].unlink(missing_ok=True)
+    try:
+        tmp_dir = tempfile.TemporaryDirectory(prefix="ppknn-scatter-")
+        with tmp_dir as tmp:
+            spill = _Spill(Path(tmp), groups,
+                           SPILL_BUDGET if spill_budget is None else spill_budget)
+            for r in rounds:
+                for b in batches(transcript, _filters(protocol, r, kinds), columns):
+                    head = [b[c].to_pylist() for c in _HEADER]
+                    payload = b["payload"]
+                    prov = b["provenance"] if with_provenance else None
+                    for i, row in enumerate(zip(*head)):
+                        wanted = set(groups_of(row[4], row[5], row[6]))
+                        if wanted:
+                            spill.put(wanted, pickle.dumps(
+                                (row, payload[i].as_py(), prov[i].as_py() if prov is not None
+                                 else b""), protocol=pickle.HIGHEST_PROTOCOL))
+            spill.flush()
+            for g in range(groups):
+                yield g, spill.read(g, with_provenance)
+                spill.paths[g].unlink(missing_ok=True)
+    except OSError as exc:  # e.g. no space left: say where, and what to do
+        raise ConfigError(
+            f"scoring {protocol!r} needs temporary files for {groups} groups of nodes in "
+            f"{tempfile.gettempdir()!r} and could not write them ({exc.strerror or exc}); "
+            "set TMPDIR to a folder with room (about the size of the transcript) and try "
+            "again") from None
 
 
 _ATTRIBUTION: weakref.WeakKeyDictionary[Transcript, dict[Any, Any]] = (
