@@ -190,9 +190,9 @@ def observer_name(parties: Sequence[str]) -> str:
 
 
 def _ring_neighbours(ring: Sequence[str], party: str,
-                     position: Mapping[str, int] | None = None) -> tuple[str, str]:
-    """``party``'s predecessor and successor (``position``: each party's index in ``ring``)."""
-    i = position[party] if position is not None else list(ring).index(party)
+                     position: Mapping[str, int]) -> tuple[str, str]:
+    """``party``'s predecessor and successor (``position``: :func:`_positions` of ``ring``)."""
+    i = position[party]
     return ring[(i - 1) % len(ring)], ring[(i + 1) % len(ring)]
 
 
@@ -315,18 +315,21 @@ def _sum_rows(ctx: Context, adv: Adversary, *, protocol: str, truth_prefix: str,
         return _sum_group(ctx, adv, msgs, targets, truth_prefix=truth_prefix,
                           ring_protocol=ring_protocol, kind=kind, quantity=quantity,
                           per_query=per_query,
-                          shared=any(m.kind == "share" for m in msgs))
+                          shared=any(m.kind == "share" for m in msgs),
+                          position=_positions(ring))
     # each node's two neighbours: streamed, for groups of targets whose messages (the
     # target's partial sums in and out, or the shares it sent them) fit the state budget;
     # the transcript is read once and each group's messages scattered to it
     from ppknn.simulations.leakage import stream
 
+    if not targets:
+        return []
     start = ctx.public["start"]
     position = _positions(ring)
     shared = shared_protocol is not None and bool(stream.rounds_of(ctx.transcript,
                                                                    shared_protocol))
     protocol_read = shared_protocol if shared and shared_protocol else ring_protocol
-    vector = np.asarray(ctx.truth[f"{truth_prefix}{targets[0]}"]).nbytes if targets else 1
+    vector = np.asarray(ctx.truth[f"{truth_prefix}{targets[0]}"]).nbytes
     size = max(1, int(stream.STATE_BUDGET // (3 * max(vector, 1))))
     group_of = {t: i // size for i, t in enumerate(targets)}
     near_start = set(_ring_neighbours(ring, start, position)) if start in position else set()
@@ -343,8 +346,6 @@ def _sum_rows(ctx: Context, adv: Adversary, *, protocol: str, truth_prefix: str,
         return set()
 
     rows: list[LeakageRow] = []
-    if not targets:
-        return rows
     n_groups = -(-len(targets) // size)
     for g, msgs in stream.scatter(ctx.transcript, protocol_read, n_groups, groups_of,
                                   with_provenance=False):
@@ -361,12 +362,11 @@ def _sum_rows(ctx: Context, adv: Adversary, *, protocol: str, truth_prefix: str,
 
 def _sum_group(ctx: Context, adv: Adversary, msgs: Sequence[Any], targets: Sequence[str], *,
                truth_prefix: str, ring_protocol: str, kind: str, quantity: str,
-               per_query: bool, shared: bool, position: Mapping[str, int] | None = None
+               per_query: bool, shared: bool, position: Mapping[str, int]
                ) -> list[LeakageRow]:
     """The secure-sum rows of ``targets``, from the messages their observers need."""
     ring = list(ctx.public["ring"])
     start = ctx.public["start"]
-    position = position if position is not None else _positions(ring)
     by_party: dict[str, list[Any]] = {}
     for m in msgs:  # each party's messages, so a view costs its own messages only
         by_party.setdefault(m.sender, []).append(m)
@@ -411,14 +411,13 @@ def _sum_group(ctx: Context, adv: Adversary, msgs: Sequence[Any], targets: Seque
 
 
 def _ring_estimate(view: View, *, target: str, ring: list[str], start: str, kind: str,
-                   protocol: str, position: Mapping[str, int] | None = None
-                   ) -> np.ndarray | None:
+                   protocol: str, position: Mapping[str, int]) -> np.ndarray | None:
     from ppknn.protocols.ppknn import secure_sum as ss
     from ppknn.protocols.ppknn.secure_sum_attacks import _between
 
     members = set(view.parties)
     n = len(ring)
-    pos = position[target] if position is not None else ring.index(target)
+    pos = position[target]
     b = next((ring[(pos + j) % n] for j in range(1, n) if ring[(pos + j) % n] in members), None)
     a = next((ring[(pos - j) % n] for j in range(1, n) if ring[(pos - j) % n] in members), None)
     if a is None or b is None:
@@ -484,7 +483,8 @@ def _ring_mask_reuse(ctx: Context, adv: Adversary) -> list[LeakageRow]:
 
     ring, start = list(ctx.public["ring"]), ctx.public["start"]
     n = len(ring)
-    order = [ring[(ring.index(start) + j) % n] for j in range(n)]
+    first = ring.index(start)
+    order = [ring[(first + j) % n] for j in range(n)]  # the ring from the start node
     if not all(f"votes/{p}" in ctx.truth for p in order[1:]):
         return []
     received = {m.receiver: m for m in ctx.messages(protocol=ss.RING_PROTOCOL)
