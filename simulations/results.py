@@ -25,7 +25,6 @@ With one protocol, its figures are also at the top level of ``summary.json``
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ import numpy as np
 
 from ppknn.core.leakage import DisclosureReport
 from ppknn.core.rng import describe as describe_randomness
+from ppknn.simulations.reporting import jsonio
 from ppknn.simulations.reporting.csvio import write_rows
 from ppknn.simulations.runner import ProtocolOutcome, RunResult
 
@@ -133,8 +133,8 @@ def write_results(result: RunResult, output: str | Path) -> Path:
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     p = result.prepared
-    (out / "scenario.json").write_text(json.dumps(p.scenario.model_dump(), indent=1))
-    (out / "public.json").write_text(json.dumps(p.public(), indent=1))
+    (out / "scenario.json").write_text(jsonio.dumps(p.scenario.model_dump()))
+    (out / "public.json").write_text(jsonio.dumps(p.public()))
     write_rows(out / "predictions.csv", prediction_rows(result))
     write_rows(out / "parties.csv", party_rows(result))
     for o in result.outcomes:
@@ -145,7 +145,7 @@ def write_results(result: RunResult, output: str | Path) -> Path:
     summary["leakage"] = write_leakage(result, out)
     # scoring every adversary is part of what a run costs: timed beside the run's phases
     summary["timings_s"]["leakage_s"] = time.perf_counter() - t0
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=float))
+    (out / "summary.json").write_text(jsonio.dumps(summary, default=float))
     plot_summary(result, out / "summary.png")
     return out
 

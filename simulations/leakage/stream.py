@@ -31,6 +31,7 @@ in different groups). Results equal the whole-transcript versions
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import pickle
@@ -58,6 +59,7 @@ BYTE_BUDGET = 4 * 2**20
 """Payload and provenance bytes per record batch (at least one row is read)."""
 
 _MAGIC_LEN = 4
+_MAGIC = encode_arrays({})[:_MAGIC_LEN]  # the encoding's magic bytes
 
 
 def _filters(protocol: str, round: int | None, kinds: tuple[str, ...]
@@ -162,18 +164,29 @@ def decode_view(buffer: Any) -> dict[str, np.ndarray]:
     transcript cell); the arrays keep it alive and are read-only.
     """
     mv = memoryview(buffer)
-    if bytes(mv[:_MAGIC_LEN]) != encode_arrays({})[:_MAGIC_LEN]:
+    if bytes(mv[:_MAGIC_LEN]) != _MAGIC:
         raise ProtocolError("not an encoded payload (bad magic bytes)")
-    (hlen,) = struct.unpack("<I", mv[_MAGIC_LEN:_MAGIC_LEN + 4])
-    metas = json.loads(bytes(mv[8:8 + hlen]))
+    (hlen,) = struct.unpack_from("<I", mv, _MAGIC_LEN)
     offset = 8 + hlen
     out: dict[str, np.ndarray] = {}
-    for name, dtype, shape in metas:
-        dt = np.dtype(dtype)
-        count = int(np.prod(shape, dtype=np.int64))
+    for name, dt, shape, count in _layout(bytes(mv[8:offset])):
         out[name] = np.frombuffer(buffer, dtype=dt, count=count, offset=offset).reshape(shape)
         offset += count * dt.itemsize
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _layout(header: bytes) -> tuple[tuple[str, np.dtype, tuple[int, ...], int], ...]:
+    """``(name, dtype, shape, element count)`` of each array an encoded header describes.
+
+    Cached: a protocol's thousands of messages share a few layouts, and parsing the
+    JSON header was most of the cost of decoding a small message.
+    """
+    out = []
+    for name, dtype, shape in json.loads(header):
+        shape = tuple(int(s) for s in shape)
+        out.append((name, np.dtype(dtype), shape, int(np.prod(shape, dtype=np.int64))))
+    return tuple(out)
 
 
 def iter_messages(transcript: Transcript, protocol: str, *, round: int | None = None,
