@@ -206,8 +206,8 @@ def multiset_new(received: np.ndarray, reference: np.ndarray) -> np.ndarray:
     For each row, the i-th occurrence of a value in ``received`` is marked
     new when ``reference`` holds fewer than i occurrences of it. Vectorised:
     for narrow rows (the top-k vectors, k <= 16) by comparing every pair of
-    elements (the counts are sums of equalities; rows taken in chunks that
-    bound the temporaries); for wider rows, one stable row-wise sort of
+    elements (the counts are sums of equalities, added column by column);
+    for wider rows, one stable row-wise sort of
     ``[reference | received]`` puts the reference's copies of a value before
     the received ones, and run lengths of equal values give the counts. Both
     compare values with ``==`` (a NaN is always new).
@@ -257,19 +257,19 @@ def _multiset_new_pairwise(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """:func:`multiset_new` by pairwise equality.
 
     A received copy is new when its rank among the equal received values
-    reaches the reference's count of that value.
+    reaches the reference's count of that value. Both counts are added up
+    one column at a time on ``(rows, ka)`` arrays (a reduction over a
+    ``(rows, ka, kb)`` cube's short last axis costs about three times as
+    much), so the temporaries stay the size of the input.
     """
     q, ka = a.shape
-    kb = b.shape[1]
-    earlier = np.tril(np.ones((ka, ka), dtype=bool), -1)  # [i, j]: j before i
-    out = np.empty((q, ka), dtype=bool)
-    step = max(1, (1 << 20) // (ka * max(ka, kb)))  # about 1 MiB of booleans at a time
-    for lo in range(0, q, step):
-        x, y = a[lo:lo + step], b[lo:lo + step]
-        in_reference = (x[:, :, None] == y[:, None, :]).sum(axis=2)
-        rank = ((x[:, :, None] == x[:, None, :]) & earlier).sum(axis=2)
-        out[lo:lo + step] = rank >= in_reference
-    return out
+    in_reference = np.zeros((q, ka), dtype=np.int64)
+    for j in range(b.shape[1]):  # copies of each received value in the reference
+        in_reference += a == b[:, j:j + 1]
+    rank = np.zeros((q, ka), dtype=np.int64)
+    for j in range(ka - 1):  # equal received values in earlier columns
+        rank[:, j + 1:] += a[:, j + 1:] == a[:, j:j + 1]
+    return rank >= in_reference
 
 
 def coalition_views(transcript, coalitions: Sequence[Sequence[PartyId]],

@@ -156,7 +156,7 @@ def test_multiset_new_matches_counting(data):
 
 
 def test_multiset_new_pairwise_in_chunks_equals_the_sort(monkeypatch):
-    """Many rows (the pairwise comparison takes them in chunks): same masks as sorting."""
+    """Many rows (once taken in chunks, now column by column): same masks as sorting."""
     from ppknn.core import leakage
 
     rng = np.random.default_rng(7)
