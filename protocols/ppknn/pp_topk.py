@@ -234,6 +234,14 @@ def topk_step(
 
     The generator is always advanced by the same amount (``Q`` coin flips and
     ``Q*k`` uniforms), so a node's stream does not depend on the values.
+
+    Two implementations of the same step, bit for bit (``tests/test_topk_fast.py``
+    checks them against each other and against the algorithm as first written):
+    when both ``G`` and ``V`` are sorted ascending per row without NaN (always, for
+    honest nodes) the merge is read off the sorted rows (:func:`_step_sorted_rows`);
+    otherwise (e.g. an unsorted vector from a misbehaving predecessor) the rows are
+    merged by a stable sort of ``G ∪ V`` (:func:`_step_by_sorting`, the algorithm as
+    first vectorised). ``already_inserted`` is a boolean mask.
     """
     g = np.asarray(g, dtype=np.float64)
     if g.ndim != 2 or g.shape != v.shape:
@@ -246,6 +254,38 @@ def topk_step(
         return StepOutcome(g, g_prov, empty, empty, np.zeros(0, dtype=np.int64))
 
     v = np.asarray(v, dtype=np.float64)
+    g_prov = np.asarray(g_prov)
+    if g_prov.shape != g.shape:
+        raise ProtocolError(f"provenance shape {g_prov.shape} does not match {g.shape}")
+    already_inserted = np.asarray(already_inserted)
+    fast = already_inserted.dtype == bool and _ascending_rows(g) and _ascending_rows(v)
+    step = _step_sorted_rows if fast else _step_by_sorting
+    return step(g, g_prov, v, own=own, already_inserted=already_inserted, p_r=p_r,
+                delta=delta, coins=coins, uniforms=uniforms)
+
+
+def _ascending_rows(a: np.ndarray) -> bool:
+    """Whether every row of the 2-D ``a`` is non-decreasing and free of NaN.
+
+    Compared as one flat run of neighbours (a single pass) with the comparisons that
+    straddle two rows set to true. A NaN fails every comparison, so with two or more
+    columns a NaN anywhere makes a comparison inside its row false; with one column
+    only the NaN test can catch it.
+    """
+    q, k = a.shape
+    if k == 1:
+        return not np.isnan(a).any()
+    flat = a.ravel()
+    ascending = flat[1:] >= flat[:-1]
+    ascending[k - 1::k] = True  # last of a row against the first of the next
+    return bool(ascending.all())
+
+
+def _step_by_sorting(g: np.ndarray, g_prov: np.ndarray, v: np.ndarray, *, own: int,
+                     already_inserted: np.ndarray, p_r: float, delta: float,
+                     coins: np.ndarray, uniforms: np.ndarray) -> StepOutcome:
+    """Algorithm 2 for any rows: merge by a stable sort of ``G ∪ V`` (G first among equals)."""
+    q, k = g.shape
     values = np.concatenate([g, v], axis=1)
     origin = np.concatenate([g_prov, np.full(v.shape, own, dtype=PROVENANCE_DTYPE)], axis=1)
     order = np.argsort(values, axis=1, kind="stable")[:, :k]  # G first among equals
@@ -278,6 +318,77 @@ def topk_step(
         flat = resort + (np.arange(q) * k)[:, None]
         out = out.ravel()[flat]
         prov = prov.ravel()[flat]
+    return StepOutcome(out, prov, real, fill, m)
+
+
+def _step_sorted_rows(g: np.ndarray, g_prov: np.ndarray, v: np.ndarray, *, own: int,
+                      already_inserted: np.ndarray, p_r: float, delta: float,
+                      coins: np.ndarray, uniforms: np.ndarray) -> StepOutcome:
+    """Algorithm 2 when every row of ``G`` and ``V`` is ascending and free of NaN.
+
+    The same outputs as :func:`_step_by_sorting`, bit for bit, with fewer and smaller
+    array passes. Rows are independent (every operation is per row or per element),
+    so each kind of row can be computed on its own. Why each shortcut is exact
+    (0-indexed; "before" is the stable order of ``G ∪ V``, G first among equals, a
+    total preorder since there is no NaN):
+
+    * ``V[j]`` is among the first k of the merge iff fewer than k values come
+      before it: ``j`` of ``V`` and ``#(G <= V[j])`` of ``G``; with ``G``
+      ascending that is ``V[j] < G[k-1-j]``. This holds for ``j < m`` exactly, so
+      the first k of the merge are ``G[:k-m]`` and ``V[:m]``, and slot ``i`` is in
+      the tail ``i >= k - m`` iff ``V[k-1-i] < G[i]`` (``tail``: one comparison of
+      ``G`` with ``V`` reversed; ``m`` is the tail's length, ``m > 0`` iff the
+      last slot is in it).
+    * Rows inserting their real values take the merge, computed on those rows only
+      by the stable sort of :func:`_step_by_sorting`. The merge is ascending, so
+      the re-sort that function then applies to it changes nothing.
+    * Random-fill rows are ``G[:k-m]`` then ``m`` draws, as in
+      :func:`_step_by_sorting`, whose ``lo`` (``G'[k]`` in the paper, the last of
+      the merge's first k) is the later of ``G[k-m-1]`` and ``V[m-1]``: ``V[m-1]``
+      when ``V[m-1] >= G[k-m-1]`` (G first among equals) or ``m = k``, else
+      ``G[k-m-1]``. Each draw is ``lo + u*(hi - lo)`` with ``hi >= lo``, so it is
+      ``>= lo >=`` every kept value (or NaN, which sorts last): the stable re-sort
+      leaves the kept prefix in place and orders only the draws, whose provenance
+      is all ``RANDOM_FILL``. Provenance does not move, and the values are the
+      row's stable value sort (``np.sort`` and ``np.argsort`` with
+      ``kind="stable"`` order alike, so equal values such as ``-0.0`` and ``0.0``
+      keep their places).
+    * Every other row is ``G``, ascending: the re-sort leaves it unchanged.
+    """
+    q, k = g.shape
+    tail = v[:, ::-1] < g  # slot i holds one of V[:m] in the merge's first k
+    m_true = tail.view(np.uint8) @ np.ones(k, dtype=np.int64)  # the tail's length
+    active = tail[:, k - 1] & ~already_inserted  # m > 0 and no earlier insertion
+    m = np.where(active, m_true, 0)  # the count reported: 0 once inserted
+    randomise = coins < p_r
+    real = active & ~randomise
+    fill = active & randomise
+
+    prov_dtype = np.result_type(g_prov.dtype, PROVENANCE_DTYPE)  # as the merge's
+    if fill.any():
+        row_start = np.arange(0, q * k, k)
+        # computed for every row; only the fill rows' values are used
+        v_last = v.ravel()[row_start + np.maximum(m_true - 1, 0)]  # V[m-1]
+        g_last = g.ravel()[row_start + np.maximum(k - m_true - 1, 0)]  # G[k-m-1]
+        lo = np.where((m_true == k) | (v_last >= g_last), v_last, g_last)  # G'[k], 1-indexed
+        g_km = g.ravel()[row_start + np.minimum(k - m, k - 1)]  # paper's G[k-m+1], 1-indexed
+        hi = np.maximum(lo + delta, g_km)
+        draws = lo[:, None] + uniforms * (hi - lo)[:, None]
+        slots = tail & fill[:, None]
+        out = np.sort(np.where(slots, draws, g), axis=1, kind="stable")
+        prov = np.where(slots, prov_dtype.type(RANDOM_FILL), g_prov).astype(prov_dtype,
+                                                                            copy=False)
+    else:  # fresh arrays, as the other path returns
+        out, prov = g.copy(), g_prov.astype(prov_dtype)
+
+    rows = np.flatnonzero(real)
+    if len(rows):  # the stable merge of G and V, on these rows only
+        values = np.concatenate([g[rows], v[rows]], axis=1)
+        origin = np.concatenate([g_prov[rows], np.full((len(rows), k), own,
+                                                       dtype=PROVENANCE_DTYPE)], axis=1)
+        order = np.argsort(values, axis=1, kind="stable")[:, :k]  # G first among equals
+        out[rows] = np.take_along_axis(values, order, axis=1)
+        prov[rows] = np.take_along_axis(origin, order, axis=1)
     return StepOutcome(out, prov, real, fill, m)
 
 
