@@ -225,13 +225,27 @@ class _Tally:
         return cls({p: np.zeros(n_queries, dtype=bool) for p in parties},
                    dict.fromkeys(parties, 0), dict.fromkeys(parties, 0))
 
-    def add(self, target: str, mask: np.ndarray, prov: np.ndarray, code: int) -> None:
-        if not mask.any():
-            return
-        hit = mask & (np.broadcast_to(prov, mask.shape) == code)
-        self.claimed[target] += int(mask.sum())
-        self.correct[target] += int(hit.sum())
-        self.disclosed[target] |= hit.reshape(hit.shape[0], -1).any(axis=1)
+    def add(self, targets: list[str], sizes: list[int], mask: np.ndarray, hit: np.ndarray
+            ) -> None:
+        """Claims of stacked messages, each aimed at its target.
+
+        Message ``i`` (aimed at ``targets[i]``) owns the next ``sizes[i]`` rows
+        of ``mask`` (the values claimed for the target) and ``hit`` (those
+        truly the target's).
+        """
+        ends = np.cumsum(sizes, dtype=np.int64)
+        starts = ends - np.asarray(sizes, dtype=np.int64)
+        claimed = np.concatenate([[0], np.cumsum(mask.sum(axis=1))])  # running totals
+        correct = np.concatenate([[0], np.cumsum(hit.sum(axis=1))])
+        any_hit = hit.any(axis=1)
+        for target, lo, hi in zip(targets, starts, ends):
+            n_claimed = int(claimed[hi] - claimed[lo])
+            if n_claimed:
+                n_correct = int(correct[hi] - correct[lo])
+                self.claimed[target] += n_claimed
+                self.correct[target] += n_correct
+                if n_correct:
+                    self.disclosed[target] |= any_hit[lo:hi]
 
     def report(self, adversary: str, order: list[str], n_queries: int) -> DisclosureReport:
         return DisclosureReport(adversary=adversary, parties=tuple(
@@ -426,14 +440,15 @@ def _ring_attribution(transcript: Transcript, index: dict[str, int], n_q: int, m
         mask = multiset_new(received, np.concatenate([p[2] for p in pending]))
         if final is not None:
             beyond = multiset_new(received, np.concatenate([final] * len(pending)))
-        row = 0
-        for sender, g, _, prov in pending:
-            rows = slice(row, row + len(g))
-            row += len(g)
-            code = index[sender]
-            plain.add(sender, mask[rows], prov, code)
-            if final is not None:
-                informed.add(sender, mask[rows] & ~beyond[rows], prov, code)
+        senders = [p[0] for p in pending]
+        sizes = [len(p[1]) for p in pending]
+        # a value is truly the sender's when its provenance is the sender's index
+        mine = (np.concatenate([np.broadcast_to(p[3], p[1].shape) for p in pending])
+                == np.repeat([index[s] for s in senders], sizes)[:, None])
+        plain.add(senders, sizes, mask, mask & mine)
+        if final is not None:
+            claims = mask & ~beyond
+            informed.add(senders, sizes, claims, claims & mine)
         pending.clear()
         pending_bytes = 0
 
