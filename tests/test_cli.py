@@ -66,8 +66,8 @@ def test_run_writes_results_and_leakage_recomputes(tmp_path):
 
 
 def test_no_room_for_the_leakage_spill_exits_2_and_keeps_the_run(tmp_path, monkeypatch):
-    """Scoring that cannot write its temporary files: exit 2, one clear line naming TMPDIR,
-    and the run's transcript kept in the folder."""
+    """Scoring that cannot write its temporary files: exit 2, one clear line naming the
+    folder, and the run's transcript kept in the folder."""
     from ppknn.simulations.leakage import stream
 
     def full(self):
@@ -81,10 +81,38 @@ def test_no_room_for_the_leakage_spill_exits_2_and_keeps_the_run(tmp_path, monke
         mp.setattr(stream._Spill, "flush", full)
         result = runner.invoke(app, ["run", str(scen)])
     assert result.exit_code == 2, result.output
-    assert "TMPDIR" in result.output and "No space left on device" in result.output
+    assert "No space left on device" in result.output and "transcript" in result.output
     assert "Traceback" not in result.output
     assert (out / "transcript" / "totals.json").is_file() and (out / "failure.json").is_file()
-    assert "TMPDIR" in json.loads((out / "failure.json").read_text())["message"]
+    assert "make room" in json.loads((out / "failure.json").read_text())["message"]
+    assert not list((out / "transcript").glob(".scatter-*"))  # the spill is removed
+
+
+def test_too_little_free_space_for_the_spill_is_refused_before_writing(tmp_path,
+                                                                      monkeypatch):
+    """The spill's size is estimated first: without that much free, nothing is written and
+    the one-line error says how much is needed and how much is free."""
+    from ppknn.simulations.leakage import stream
+
+    written = []
+    monkeypatch.setattr(stream._Spill, "flush",
+                        lambda self, f=stream._Spill.flush: (written.append(1), f(self)))
+    out = tmp_path / "res"
+    scen = tmp_path / "s.toml"
+    scen.write_text(SMALL.format(out=out))
+    monkeypatch.setattr(stream, "STATE_BUDGET", 1)
+    with monkeypatch.context() as mp:
+        mp.setattr(stream, "_free_bytes", lambda where: 1000)
+        result = runner.invoke(app, ["run", str(scen)])
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.output.split())
+    assert "only 1000 bytes is free" in message and "KiB of temporary files" in message
+    assert written == []
+    assert (out / "transcript" / "totals.json").is_file()
+    # with room (the estimate is below the free space), the same run scores
+    result = runner.invoke(app, ["run", str(scen), "--output", str(tmp_path / "ok")])
+    assert result.exit_code == 0, result.output
+    assert written
 
 
 def test_bad_scenario_exits_2_with_message(tmp_path):

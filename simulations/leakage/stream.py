@@ -22,11 +22,16 @@ temporary files of the groups that need it (raw encoded bytes, in round
 order), then hands each group its own messages. The work and the bytes read
 and written are linear in the transcript; one pass per group over the whole
 transcript would be quadratic in the number of nodes (a 100,000-node ring
-needs about 200 groups of 8 MiB). The spill goes to the system's temporary
-directory (``TMPDIR``) and is removed when the last group is read; it holds
-about one copy of the messages scattered (two where sender and receiver fall
-in different groups). Results equal the whole-transcript versions
-(:func:`simulations.disclosure.measure_disclosure`; tests).
+needs about 200 groups of 8 MiB). The spill goes into a hidden folder inside
+the transcript's own folder (``transcript/.scatter-XXXX``; the system's
+temporary directory, ``TMPDIR``, for a transcript held in memory), not into
+``/tmp``, which is often a small RAM-backed file system: the transcript's
+disk evidently had room for about as much. It holds about one copy of the
+messages scattered (two where sender and receiver fall in different groups)
+and is removed as it is read. Before writing, :func:`scatter` compares that
+estimate with the free space there and refuses with one line saying how much
+it needs, rather than filling the disk. Results equal the whole-transcript
+versions (:func:`simulations.disclosure.measure_disclosure`; tests).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import functools
 import itertools
 import json
 import pickle
+import shutil
 import struct
 import tempfile
 import weakref
@@ -337,8 +343,17 @@ def scatter(transcript: Transcript, protocol: str, groups: int,
         yield 0, direct()
         return
     columns = [*_HEADER, "payload"] + (["provenance"] if with_provenance else [])
+    where = transcript.directory if transcript.directory is not None else Path(
+        tempfile.gettempdir())
+    need = _spill_estimate(transcript, protocol, kinds, with_provenance)
+    free = _free_bytes(where)
+    if need > free:
+        raise ConfigError(
+            f"scoring {protocol!r} needs about {_size(need)} of temporary files for {groups} "
+            f"groups of nodes in {str(where)!r} and only {_size(free)} is free there; make "
+            "room and run again")
     try:
-        tmp_dir = tempfile.TemporaryDirectory(prefix="ppknn-scatter-")
+        tmp_dir = tempfile.TemporaryDirectory(prefix=".scatter-", dir=where)
         with tmp_dir as tmp:
             spill = _Spill(Path(tmp), groups,
                            SPILL_BUDGET if spill_budget is None else spill_budget)
@@ -357,12 +372,56 @@ def scatter(transcript: Transcript, protocol: str, groups: int,
             for g in range(groups):
                 yield g, spill.read(g, with_provenance)
                 spill.paths[g].unlink(missing_ok=True)
-    except OSError as exc:  # e.g. no space left: say where, and what to do
+    except OSError as exc:  # e.g. the disk filled up meanwhile: say where
         raise ConfigError(
             f"scoring {protocol!r} needs temporary files for {groups} groups of nodes in "
-            f"{tempfile.gettempdir()!r} and could not write them ({exc.strerror or exc}); "
-            "set TMPDIR to a folder with room (about the size of the transcript) and try "
-            "again") from None
+            f"{str(where)!r} and could not write them ({exc.strerror or exc}); make room "
+            f"there (about {_size(need)}) and run again") from None
+
+
+def _spill_estimate(transcript: Transcript, protocol: str, kinds: tuple[str, ...],
+                    with_provenance: bool) -> int:
+    """Bytes :func:`scatter` may write: twice the scattered messages' cells (an upper bound).
+
+    Twice, as a message goes to its sender's group and to its receiver's. A
+    message's payload and header are at most its recorded ``wire_bytes`` (one
+    small column, read); its provenance is bounded from the Parquet metadata
+    by the provenance column of the row groups that may hold ``protocol``
+    (the column itself is not read).
+    """
+    total = 0
+    for b in batches(transcript, _filters(protocol, None, kinds), ["wire_bytes"]):
+        total += int(pc.sum(b["wire_bytes"]).as_py() or 0)
+    if with_provenance:
+        if transcript.directory is None:
+            table = transcript.table(columns=["protocol", "provenance"])
+            rows = table.filter(_mask(table, [("protocol", "=", protocol)]))
+            total += int(rows["provenance"].nbytes)
+        for part in transcript.parts():
+            meta = pq.ParquetFile(part).metadata
+            names = meta.schema.to_arrow_schema().names
+            for g in range(meta.num_row_groups):
+                group = meta.row_group(g)
+                if "provenance" in names and _may_hold(group, names,
+                                                       [("protocol", "=", protocol)]):
+                    total += group.column(names.index("provenance")).total_uncompressed_size
+    return 2 * total
+
+
+def _free_bytes(where: Path) -> int:
+    """Free bytes on the file system holding ``where`` (unknown: no limit)."""
+    try:
+        return int(shutil.disk_usage(where).free)
+    except OSError:
+        return 2**63
+
+
+def _size(n: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError  # pragma: no cover
 
 
 _ATTRIBUTION: weakref.WeakKeyDictionary[Transcript, dict[Any, Any]] = (
