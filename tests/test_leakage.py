@@ -422,3 +422,27 @@ def test_spill_estimate_bounds_what_is_written_and_is_close(tmp_path, monkeypatc
     spill = max(written)
     estimate = stream._spill_estimate(result.transcript, "pp-topk", ("topk-vector",), True)
     assert spill <= estimate <= 1.5 * spill
+
+
+def test_truth_stacks_per_party_arrays_and_reads_back_the_same(tmp_path):
+    """Per-party truth arrays are one archive member (not one per party); both layouts load."""
+    from ppknn.simulations.leakage.truth import load_truth, save_truth
+
+    rng = np.random.default_rng(0)
+    truth = {f"votes/owner-{i:03d}": rng.integers(0, 9, (4, 3), dtype=np.uint64)
+             for i in range(50)}
+    truth.update({"queries": rng.random((4, 2)), "geo/slot": np.arange(4),
+                  "geo/point": rng.random((4, 2)), "stats/a": np.zeros(2),
+                  "stats/b": np.zeros(3)})  # unequal shapes: kept apart
+    path = save_truth(truth, tmp_path / "t.npz")
+    with np.load(path) as f:
+        assert sorted(f.files) == ["geo/point", "geo/slot", "names:votes/", "queries",
+                                   "stack:votes/", "stats/a", "stats/b"]
+    back = load_truth(path)
+    assert back.keys() == truth.keys()
+    for k, v in truth.items():
+        assert back[k].dtype == v.dtype and np.array_equal(back[k], v), k
+    # a file written one member per array (as before) reads back the same
+    np.savez_compressed(tmp_path / "old.npz", **truth)
+    old = load_truth(tmp_path / "old.npz")
+    assert old.keys() == truth.keys() and all(np.array_equal(old[k], truth[k]) for k in truth)

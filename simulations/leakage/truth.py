@@ -151,9 +151,31 @@ def truth_path(transcript_dir: Path, protocol: str) -> Path:
 
 
 def save_truth(truth: Mapping[str, np.ndarray], path: Path) -> Path:
-    """Write ground truth (compressed ``.npz``)."""
+    """Write ground truth (compressed ``.npz``).
+
+    Per-party arrays of one kind (``votes/<owner>``, ``stats/<owner>``: a
+    common prefix up to the last ``/``, the same shape and dtype) are stored
+    as one stacked array with the parties' names beside it
+    (``stack:votes/`` and ``names:votes/``): a 100,000-owner ring would
+    otherwise write and read 100,000 archive members. :func:`load_truth`
+    gives back the same mapping either way.
+    """
     arrays: dict[str, Any] = {k: np.asarray(v) for k, v in truth.items()}
-    np.savez_compressed(path, **arrays)
+    groups: dict[str, list[str]] = {}
+    for key in arrays:
+        if "/" in key:
+            groups.setdefault(key[:key.rindex("/") + 1], []).append(key)
+    out: dict[str, Any] = dict(arrays)
+    for prefix, keys in groups.items():
+        first = arrays[keys[0]]
+        if len(keys) < 2 or any(arrays[k].shape != first.shape or arrays[k].dtype != first.dtype
+                                for k in keys):
+            continue
+        out[f"stack:{prefix}"] = np.stack([arrays[k] for k in keys])
+        out[f"names:{prefix}"] = np.array([k[len(prefix):] for k in keys], dtype=np.str_)
+        for k in keys:
+            del out[k]
+    np.savez_compressed(path, **out)
     return path
 
 
@@ -161,8 +183,17 @@ def load_truth(path: Path) -> Truth:
     """Read ground truth back (empty when the file is absent)."""
     if not Path(path).is_file():
         return {}
+    out: Truth = {}
     with np.load(path, allow_pickle=False) as f:
-        return {k: f[k] for k in f.files}
+        for key in f.files:
+            if key.startswith("stack:"):
+                prefix = key[len("stack:"):]
+                stack = f[key]
+                out.update({prefix + str(name): stack[i]
+                            for i, name in enumerate(f[f"names:{prefix}"])})
+            elif not key.startswith("names:"):
+                out[key] = f[key]
+    return out
 
 
 __all__ = ["BUILDERS", "Truth", "load_truth", "save_truth", "truth_of", "truth_path"]
