@@ -387,8 +387,9 @@ def _step_sorted_rows(g: np.ndarray, g_prov: np.ndarray, v: np.ndarray, *, own: 
         origin = np.concatenate([g_prov[rows], np.full((len(rows), k), own,
                                                        dtype=PROVENANCE_DTYPE)], axis=1)
         order = np.argsort(values, axis=1, kind="stable")[:, :k]  # G first among equals
-        out[rows] = np.take_along_axis(values, order, axis=1)
-        prov[rows] = np.take_along_axis(origin, order, axis=1)
+        flat = order + (np.arange(len(rows)) * (2 * k))[:, None]  # take_along_axis, flat
+        out[rows] = values.ravel()[flat]
+        prov[rows] = origin.ravel()[flat]
     return StepOutcome(out, prov, real, fill, m)
 
 
