@@ -207,3 +207,24 @@ def test_property_sorted_rows_equal_the_original(k, q, data):
               delta=data.draw(st.sampled_from([0.0, 0.1])))
     with np.errstate(all="ignore"):
         assert _check(g, g_prov.reshape(q, k), v, kw, data.draw(st.integers(0, 2**32)))
+
+
+def test_floating_point_warnings_are_the_original_ones():
+    """lo, hi and the draws are the same floats for every row, so the same warnings arise."""
+    import warnings
+
+    def messages(f, *args, **kw):
+        with warnings.catch_warnings(record=True) as caught, np.errstate(all="warn"):
+            warnings.simplefilter("always")
+            f(*args, **kw)
+        return sorted(str(w.message) for w in caught)
+
+    warned = 0
+    for seed in range(0, 400, 5):  # cases with +inf in G and V
+        g, g_prov, v, kw = _case(seed)
+        got = messages(topk_step, g, g_prov, v, rng=np.random.default_rng(seed), **kw)
+        want = messages(_original_topk_step, g, g_prov, v, rng=np.random.default_rng(seed),
+                        **kw)
+        assert got == want, seed
+        warned += bool(want)
+    assert warned > 5

@@ -346,13 +346,16 @@ def _step_sorted_rows(g: np.ndarray, g_prov: np.ndarray, v: np.ndarray, *, own: 
       :func:`_step_by_sorting`, whose ``lo`` (``G'[k]`` in the paper, the last of
       the merge's first k) is the later of ``G[k-m-1]`` and ``V[m-1]``: ``V[m-1]``
       when ``V[m-1] >= G[k-m-1]`` (G first among equals) or ``m = k``, else
-      ``G[k-m-1]``. Each draw is ``lo + u*(hi - lo)`` with ``hi >= lo``, so it is
-      ``>= lo >=`` every kept value (or NaN, which sorts last): the stable re-sort
-      leaves the kept prefix in place and orders only the draws, whose provenance
-      is all ``RANDOM_FILL``. Provenance does not move, and the values are the
-      row's stable value sort (``np.sort`` and ``np.argsort`` with
-      ``kind="stable"`` order alike, so equal values such as ``-0.0`` and ``0.0``
-      keep their places).
+      ``G[k-m-1]`` (``G[k-1]`` when ``m = 0``). As in that path, ``lo``, ``hi``
+      and the draws are computed for every row (the same values, so the same
+      floating-point warnings) and only the fill rows use them. Each draw is
+      ``lo + u*(hi - lo)`` with ``hi >= lo``, so it is ``>= lo >=`` every kept
+      value (or NaN, which sorts last): the stable re-sort leaves the kept prefix
+      in place and orders only the draws, whose provenance is all
+      ``RANDOM_FILL``. Provenance does not move, and the values are the row's
+      stable value sort (``np.sort`` and ``np.argsort`` with ``kind="stable"``
+      order alike, so equal values such as ``-0.0`` and ``0.0`` keep their
+      places).
     * Every other row is ``G``, ascending: the re-sort leaves it unchanged.
     """
     q, k = g.shape
@@ -367,10 +370,11 @@ def _step_sorted_rows(g: np.ndarray, g_prov: np.ndarray, v: np.ndarray, *, own: 
     prov_dtype = np.result_type(g_prov.dtype, PROVENANCE_DTYPE)  # as the merge's
     if fill.any():
         row_start = np.arange(0, q * k, k)
-        # computed for every row; only the fill rows' values are used
+        # for every row, as the sorting path computes them (only fill rows use them)
         v_last = v.ravel()[row_start + np.maximum(m_true - 1, 0)]  # V[m-1]
         g_last = g.ravel()[row_start + np.maximum(k - m_true - 1, 0)]  # G[k-m-1]
-        lo = np.where((m_true == k) | (v_last >= g_last), v_last, g_last)  # G'[k], 1-indexed
+        v_later = (m_true > 0) & ((m_true == k) | (v_last >= g_last))
+        lo = np.where(v_later, v_last, g_last)  # G'[k], 1-indexed
         g_km = g.ravel()[row_start + np.minimum(k - m, k - 1)]  # paper's G[k-m+1], 1-indexed
         hi = np.maximum(lo + delta, g_km)
         draws = lo[:, None] + uniforms * (hi - lo)[:, None]
