@@ -176,7 +176,8 @@ def test_topk_step_is_the_reference_algorithm_bit_for_bit():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_uniform_votes_of_a_whole_block_equal_the_general_count(seed):
-    """The one-hot product (rows shared by every query) counts what the general path counts."""
+    """Rows shared by every query (a broadcast view, as a whole block gives) are counted as
+    the same rows given one copy per query (once a separate one-hot product path)."""
     from ppknn.parties.ring_owner import RingDataOwner
 
     rng = np.random.default_rng(seed)
