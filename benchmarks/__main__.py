@@ -397,12 +397,13 @@ def _run_inprocess(data: dict[str, Any]) -> tuple[Any, Any]:
         return execute(sc), prepare_data(sc)
 
 
-def _ppknn_floors(result: Any, prepared: Any) -> dict[str, Any]:
+def _ppknn_floors(result: Any, prepared: Any, repeats: int) -> dict[str, Any]:
     """What any PP-kNN run with these results pays, timed alone (the floor under item 3).
 
     Distances: every (query, row) pair computed pair by pair (``cdist``), as the owners
     must so that all of them agree to the bit. Channels: one AEAD seal and one open of
-    every payload the run recorded, with fresh buffers as a run has.
+    every payload the run recorded, with fresh buffers as a run has. Each is the median
+    of ``repeats`` samples (one sample right after the runs can take three times as long).
     """
     import os
 
@@ -410,16 +411,17 @@ def _ppknn_floors(result: Any, prepared: Any) -> dict[str, Any]:
 
     from ppknn.protocols.ppknn.pp_topk import euclidean_distances
 
-    t0 = time.perf_counter()
-    euclidean_distances(prepared.queries, prepared.union_X)
-    distances = time.perf_counter() - t0
     payloads = result.transcript.table(["payload"]).column("payload").to_pylist()
     cipher, nonce = AESGCM(os.urandom(32)), os.urandom(12)
-    t0 = time.perf_counter()
-    for p in payloads:
-        cipher.decrypt(nonce, cipher.encrypt(nonce, p, b"header"), b"header")
-    channels = time.perf_counter() - t0
-    return {"floor_distances_s": distances, "floor_channels_s": channels,
+
+    def channels() -> None:
+        for p in payloads:
+            cipher.decrypt(nonce, cipher.encrypt(nonce, p, b"header"), b"header")
+
+    _, distances = _median(lambda: euclidean_distances(prepared.queries, prepared.union_X),
+                           repeats)
+    _, sealing = _median(channels, repeats)
+    return {"floor_distances_s": distances, "floor_channels_s": sealing,
             "floor_messages": len(payloads),
             "floor_message_mb": sum(len(p) for p in payloads) / 1e6}
 
@@ -446,7 +448,7 @@ def ppknn_compute(s: dict[str, Any], log: Callable[[str], None]) -> list[dict[st
             sk_first, sk_med = _median(lambda p=prepared: KNeighborsClassifier(
                 n_neighbors=5, algorithm="brute").fit(p.union_X, p.union_y).predict(p.queries),
                 s["repeats"])
-        floors = _ppknn_floors(result, prepared)
+        floors = _ppknn_floors(result, prepared, s["repeats"])
         colds = sorted(c for c, _, _ in samples)
         rows.append({"parties": n, "queries": len(prepared.queries), "startup_s": startup,
                      "first_run_s": first_run, "cold_s": cold, "cold_samples_s": colds,
