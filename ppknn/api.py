@@ -158,9 +158,9 @@ class Result:
 
         folder = Path(output)
         with staged(folder, overwrite=overwrite) as stage:
-            write_results(self.run, stage)
-            if self.run.transcript is not None:
+            if self.run.transcript is not None:  # first: the ground truth is saved beside it
                 _copy_transcript(self.run.transcript, stage / "transcript")
+            write_results(self.run, stage)
         return folder
 
     def __repr__(self) -> str:
@@ -226,7 +226,7 @@ def run(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, *,
     (['dp-knn'], 1.0)
     """
     from ppknn.simulations.output import check_output, staged
-    from ppknn.simulations.results import write_results
+    from ppknn.simulations.results import write_recorded, write_results
 
     sc = load_scenario(scenario, overrides=overrides)
     if sc.runtime.kind == "ray":
@@ -235,7 +235,8 @@ def run(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, *,
         return Result(execute(sc, progress=progress))
     folder = check_output(Path(output), overwrite=overwrite)
     with staged(folder, overwrite=overwrite) as stage:
-        outcome = execute(sc, transcript_dir=stage / "transcript", progress=progress)
+        outcome = execute(sc, transcript_dir=stage / "transcript", progress=progress,
+                          recorded=lambda recorded: write_recorded(recorded, stage))
         write_results(outcome, stage)
     return Result(outcome, output=folder)
 

@@ -82,8 +82,23 @@ def _starting_ray(address: str | None) -> None:
     console.print("starting Ray (a local instance; the first start takes 10-20 s)...")
 
 
-def _fail(exc: Exception, code: int) -> None:
-    console.print(f"[bold red]error:[/] {escape(str(exc))}")
+def _fail(exc: BaseException, code: int) -> None:
+    """Print the error (and where a failed run's record is kept); exit with ``code``."""
+    message = {1: f"{type(exc).__name__}: {exc}", 130: "interrupted"}.get(code, str(exc))
+    console.print(f"[bold red]error:[/] {escape(message)}")
+    kept = getattr(exc, "kept_folder", None)
+    if kept is not None:
+        from ppknn.simulations.output import FAILURE, check_complete
+
+        console.print(f"what the run recorded is kept in [bold]{escape(str(kept))}[/] "
+                      f"({FAILURE} says why{', with the traceback' if code == 1 else ''})")
+        try:
+            scorable = check_complete(kept) is not None
+        except PpknnError:
+            scorable = False
+        if scorable:
+            console.print("its protocols completed and its transcript is complete: "
+                          f"[bold]ppknn leakage {escape(str(kept))}[/] scores it")
     raise typer.Exit(code)
 
 
@@ -115,7 +130,7 @@ def run(
 ) -> None:
     """Run a scenario (any registered protocol, or several) and write its results folder."""
     from ppknn.simulations.output import staged
-    from ppknn.simulations.results import summary_of, write_results
+    from ppknn.simulations.results import summary_of, write_recorded, write_results
     from ppknn.simulations.runner import execute
     from ppknn.simulations.scenario import load_scenario
 
@@ -155,7 +170,8 @@ def run(
                 else:
                     # Ray stops in the background while the run is measured and written
                     outcome = execute(sc, transcript_dir=stage / "transcript",
-                                      progress=progress, wait_for_shutdown=False)
+                                      progress=progress, wait_for_shutdown=False,
+                                      recorded=lambda run: write_recorded(run, stage))
             write_results(outcome, stage)
             if sc.audit.trials:
                 from ppknn.simulations.leakage.audit import audit_scenario, write_audit
@@ -171,6 +187,10 @@ def run(
         _fail(exc, 3)
     except PpknnError as exc:
         _fail(exc, 2)
+    except (Exception, KeyboardInterrupt) as exc:  # once a folder keeps what the run
+        if getattr(exc, "kept_folder", None) is None:  # recorded: an internal error (1),
+            raise  # an interrupt (130)
+        _fail(exc, 130 if isinstance(exc, KeyboardInterrupt) else 1)
     s = summary_of(outcome)
     table = Table(title=f"{', '.join(s['protocols'])} on {s['dataset']} - {s['parties']} "
                         f"parties, {s['queries']} queries ({s['runtime']} runtime)")
@@ -238,7 +258,11 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
         public_path = results_dir / "public.json"
         if not public_path.is_file():
             raise PpknnError(f"{str(results_dir)!r} is not a results folder (no public.json)")
-        check_complete(results_dir)
+        failed_after = check_complete(results_dir)
+        if failed_after is not None:
+            console.print(f"[yellow]note:[/] the run failed after its protocols completed "
+                          f"({escape(str(failed_after.get('message', '')))}); scoring its "
+                          "complete transcript")
         public = json.loads(public_path.read_text())
         # results folders written before the protocol registry hold the ring's facts alone
         per_protocol = public.get("protocols", {"ppknn-ring": public})

@@ -9,6 +9,12 @@ A failed run keeps what it recorded: its staging folder becomes the output
 (or ``NAME.failed-N`` when the output already exists) with a
 ``failure.json`` saying who failed, where and why. A run refused before
 anything ran (bad input) writes nothing.
+
+A run that fails while its protocols run has ``transcript/failure.json``
+too: its transcript ends at the failure and is never scored. A run that
+fails after them (measuring, scoring, writing) has a complete transcript
+and, written as soon as the protocols completed, ``public.json``,
+``scenario.json`` and the ground truth: ``ppknn leakage`` scores it.
 """
 
 from __future__ import annotations
@@ -89,6 +95,10 @@ def staged(folder: Path, *, overwrite: bool = False) -> Iterator[Path]:
             while (target := folder.with_name(f"{folder.name}.failed-{n}")).exists():
                 n += 1
         stage.rename(target)
+        try:  # where the run's record is, for the message the user reads
+            exc.kept_folder = target  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
         raise
     if folder.exists():
         old = folder.parent / f".{folder.name}.old-{uuid.uuid4().hex[:8]}"
@@ -99,18 +109,30 @@ def staged(folder: Path, *, overwrite: bool = False) -> Iterator[Path]:
         stage.rename(folder)
 
 
-def check_complete(folder: Path) -> None:
-    """Refuse a results folder whose run failed or whose transcript is not closed."""
+def check_complete(folder: Path) -> dict[str, Any] | None:
+    """Refuse a results folder whose protocols did not complete.
+
+    Returns ``None`` for a complete run, and the ``failure.json`` record of a
+    run that failed only after its protocols had completed (its transcript
+    is complete and its public facts were written: it can be scored).
+    """
     folder = Path(folder)
-    failed = next((f for f in (folder / FAILURE, folder / "transcript" / FAILURE)
-                   if f.is_file()), None)
-    if failed is not None:
-        why = json.loads(failed.read_text()).get("message", "")
+    during = folder / "transcript" / FAILURE
+    if during.is_file():
+        why = json.loads(during.read_text()).get("message", "")
         raise ConfigError(f"{str(folder)!r} holds a failed run ({why}); its transcript ends at "
                           "the failure and is not scored")
     if not (folder / "transcript" / "totals.json").is_file():
         raise ConfigError(f"{str(folder)!r}: the transcript is incomplete (no "
                           "transcript/totals.json); the run did not finish")
+    if not (folder / FAILURE).is_file():
+        return None
+    record = json.loads((folder / FAILURE).read_text())
+    if not (folder / "public.json").is_file():
+        raise ConfigError(f"{str(folder)!r} holds a failed run ({record.get('message', '')}) "
+                          "that stopped before its public facts (public.json) were written; "
+                          "it is not scored")
+    return record
 
 
 __all__ = ["FAILURE", "check_complete", "check_output", "failure_record", "staged"]

@@ -10,10 +10,12 @@ Layout::
       parties.csv        per party: role, messages and bytes sent/received, privacy
                          spent, the protocol's per-party measures (e.g. disclosure)
       summary.json       per protocol: accuracy, baseline, privacy spent, metrics;
-                         communication, timings (start-up, protocol, measure,
+                         communication, timings (start-up, protocol, recorded:
+                         writing the public facts and ground truth, measure,
                          leakage scoring), randomness mode
       summary.png        accuracy vs baseline, the protocol's own panel, bytes per party
-      transcript/        every message (Parquet parts) and totals.json
+      transcript/        every message (Parquet parts) and totals.json; each protocol's
+                         ground truth for the scorers (truth-PROTOCOL.npz)
       disclosure.csv     (ppknn-ring) per node: disclosure probability, 95% interval
       leakage.csv        every protocol: one row per (observer, target, attack): measured
                          quantity, 95% interval, promised bound, verdict (also leakage.png
@@ -21,6 +23,11 @@ Layout::
 
 With one protocol, its figures are also at the top level of ``summary.json``
 (``accuracy_ppknn``, ``topk_exact_fraction``, ...).
+
+``scenario.json``, ``public.json`` and the ground truth are written as soon as
+the protocols complete (:func:`write_recorded`), before anything is measured:
+a run that fails while measuring or scoring keeps a folder ``ppknn leakage``
+scores (:mod:`simulations.output`).
 """
 
 from __future__ import annotations
@@ -128,13 +135,32 @@ def party_rows(result: RunResult) -> list[dict[str, Any]]:
     return list(rows.values())
 
 
+def write_recorded(result: RunResult, output: str | Path) -> None:
+    """What scoring needs, written as soon as the protocols have completed.
+
+    ``scenario.json``, ``public.json`` and each protocol's ground truth in
+    ``transcript/``: passed to :func:`~simulations.runner.execute` as
+    ``recorded``, so that when measuring or scoring fails the folder kept
+    still holds a complete, scorable run (``ppknn leakage`` accepts it).
+    """
+    from ppknn.simulations.leakage import save_truths
+
+    out = Path(output)
+    _write_facts(result, out)
+    save_truths(result, out / "transcript")
+
+
+def _write_facts(result: RunResult, out: Path) -> None:
+    p = result.prepared
+    (out / "scenario.json").write_text(jsonio.dumps(p.scenario.model_dump()))
+    (out / "public.json").write_text(jsonio.dumps(p.public()))
+
+
 def write_results(result: RunResult, output: str | Path) -> Path:
     """Write the results folder (see module docstring); returns its path."""
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
-    p = result.prepared
-    (out / "scenario.json").write_text(jsonio.dumps(p.scenario.model_dump()))
-    (out / "public.json").write_text(jsonio.dumps(p.public()))
+    _write_facts(result, out)
     write_rows(out / "predictions.csv", prediction_rows(result))
     write_rows(out / "parties.csv", party_rows(result))
     for o in result.outcomes:
@@ -153,12 +179,15 @@ def write_results(result: RunResult, output: str | Path) -> Path:
 def write_leakage(result: RunResult, out: Path) -> dict[str, Any]:
     """``leakage.csv`` and ``leakage.png`` of a run; returns the summary's ``leakage`` section.
 
-    The ground truth the scorers need is saved beside the transcript first, so
-    ``ppknn leakage OUT`` recomputes the same table from the folder alone.
+    The ground truth the scorers need is read from ``OUT/transcript`` when
+    :func:`write_recorded` saved it there, else computed and saved there
+    first, so ``ppknn leakage OUT`` recomputes the same table from the folder
+    alone.
     """
     from ppknn.simulations import leakage
 
-    rows = leakage.run_table(result)
+    folder = out / "transcript"
+    rows = leakage.run_table(result, truth_dir=folder if folder.is_dir() else None)
     leakage.write_table(rows, out / "leakage.csv")
     leakage.plot_table(rows, out / "leakage.png", title=result.prepared.run_id)
     return leakage.summary(rows)
@@ -272,4 +301,5 @@ def _plugin(name: str) -> Any:
 
 
 __all__ = ["plot_disclosure", "plot_summary", "prediction_rows", "party_rows", "summary_of",
-           "write_disclosure_csv", "write_leakage", "write_results"]
+           "write_disclosure_csv", "write_leakage", "write_recorded",
+           "write_results"]

@@ -120,7 +120,7 @@ class ProtocolOutcome:
     plan: Plan
     result: ProtocolResult
     baseline: Baseline
-    measured: Measured
+    measured: Measured | None  # None only in the run handed to ``execute(recorded=...)``
     seconds: float
 
     @property
@@ -146,7 +146,7 @@ class ProtocolOutcome:
     @property
     def leakage(self) -> Any:
         """The protocol's default leakage report (``None`` if it scores none)."""
-        return self.measured.leakage
+        return None if self.measured is None else self.measured.leakage
 
     def summary(self) -> dict[str, Any]:
         """The common figures, then the protocol's own metrics."""
@@ -160,7 +160,8 @@ class ProtocolOutcome:
             "answered_fraction": float(np.mean(r.answered)),
             "privacy": r.privacy.as_dict(),
             "hops": r.hops,
-            **dict(r.metrics), **dict(self.measured.metrics),
+            **dict(r.metrics),
+            **(dict(self.measured.metrics) if self.measured is not None else {}),
         }
 
 
@@ -255,7 +256,8 @@ def _keep_what_was_recorded(rt: Runtime, exc: BaseException,
 
 def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
             runtime: Runtime | None = None, progress: PhaseProgress | None = None,
-            wait_for_shutdown: bool = True) -> RunResult:
+            wait_for_shutdown: bool = True,
+            recorded: Callable[[RunResult], None] | None = None) -> RunResult:
     """Run every protocol of ``scenario`` and measure it.
 
     Parameters
@@ -274,6 +276,13 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
         while the run is measured (``ppknn run``, which exits once its results
         are written; the interpreter waits for the shutdown, as does the next
         start of Ray in the process).
+    recorded:
+        Called once every protocol has completed and the transcript is closed,
+        before anything is measured, with the run as recorded: each outcome
+        with its result and baseline but ``measured=None``. ``ppknn run``
+        writes there what scoring needs (public facts, ground truth), so a
+        failure while measuring or scoring keeps a folder ``ppknn leakage``
+        scores. Its time is ``timings["recorded_s"]``.
 
     Notes
     -----
@@ -320,19 +329,30 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
     if own_runtime:
         rt.shutdown(wait=wait_for_shutdown)
     transcript = Transcript(transcript_dir) if transcript_dir is not None else Transcript(table)
+    t0 = time.perf_counter()
+    baselines = [p.plugin.baseline(p.config, prepared.data) for p, _, _ in results]
+    baseline_s = time.perf_counter() - t0  # part of measuring
+    if recorded is not None:
+        t0 = time.perf_counter()
+        recorded(RunResult(
+            prepared=prepared, runtime=rt.name, communication=communication,
+            timings=dict(timings), transcript_dir=transcript_dir, transcript=transcript,
+            outcomes=tuple(ProtocolOutcome(p.name, p.config, p.plan, result, baseline, None,
+                                           seconds)
+                           for (p, result, seconds), baseline in zip(results, baselines))))
+        timings["recorded_s"] = time.perf_counter() - t0
     outcomes = []
     t0 = time.perf_counter()
-    for p, result, seconds in results:
+    for (p, result, seconds), baseline in zip(results, baselines):
         if progress:
             progress(f"measure {p.name}", 0, 1)
-        baseline = p.plugin.baseline(p.config, prepared.data)
         measured = p.plugin.measure(p.config, prepared.data, p.plan, result, baseline,
                                     transcript)
         outcomes.append(ProtocolOutcome(p.name, p.config, p.plan, result, baseline, measured,
                                         seconds))
         if progress:
             progress(f"measure {p.name}", 1, 1)
-    timings["measure_s"] = time.perf_counter() - t0
+    timings["measure_s"] = baseline_s + time.perf_counter() - t0
     return RunResult(prepared=prepared, runtime=rt.name, outcomes=tuple(outcomes),
                      communication=communication, timings=timings,
                      transcript_dir=transcript_dir, transcript=transcript)

@@ -97,6 +97,14 @@ def test_result_write_keeps_the_in_memory_transcript(tmp_path):
     folder = result.write(tmp_path / "w")
     report = ppknn.leakage(folder)["ppknn-ring"]
     assert report.mean_probability == result.leakage["ppknn-ring"].mean_probability
+    # the ground truth is written beside the copied transcript: the whole table, secure-sum
+    # rows included, is recomputed from the folder
+    from ppknn.simulations.leakage import recompute, write_table
+
+    assert (folder / "transcript" / "truth-ppknn-ring.npz").is_file()
+    again = write_table(recompute(folder), tmp_path / "again.csv")
+    assert again.read_bytes() == (folder / "leakage.csv").read_bytes()
+    assert b"secure-sum-neighbours" in again.read_bytes()
 
 
 def test_sweep_returns_one_row_per_run_and_writes_only_when_asked(tmp_path, monkeypatch):

@@ -109,10 +109,73 @@ def test_too_little_free_space_for_the_spill_is_refused_before_writing(tmp_path,
     assert "only 1000 bytes is free" in message and "KiB of temporary files" in message
     assert written == []
     assert (out / "transcript" / "totals.json").is_file()
-    # with room (the estimate is below the free space), the same run scores
+    # the protocol had completed: the refused folder is scored once there is room, and
+    # gives the table of the same run done with room
+    assert "ppknn leakage" in message and str(out) in message
     result = runner.invoke(app, ["run", str(scen), "--output", str(tmp_path / "ok")])
     assert result.exit_code == 0, result.output
     assert written
+    again = runner.invoke(app, ["leakage", str(out)])
+    assert again.exit_code == 0, again.output
+    assert "failed after its protocols completed" in again.output
+    assert (out / "leakage.csv").read_bytes() == (tmp_path / "ok" / "leakage.csv").read_bytes()
+    assert ((out / "disclosure.csv").read_bytes()
+            == (tmp_path / "ok" / "disclosure.csv").read_bytes())
+
+
+@pytest.mark.parametrize("where", ["measure", "scoring", "interrupt"])
+def test_a_failure_after_the_protocol_keeps_a_folder_leakage_scores(tmp_path, monkeypatch,
+                                                                   where):
+    """An internal error while measuring or scoring: exit 1 with one line (the traceback is
+    in failure.json), the folder named, and ``ppknn leakage`` gives the table of the same
+    run that did not fail. An interrupt while scoring: the same, exit 130."""
+    from ppknn.simulations import registry
+    from ppknn.simulations.leakage import measure
+
+    def broken(*args, **kwargs):
+        if where == "interrupt":
+            raise KeyboardInterrupt
+        raise ZeroDivisionError("a broken scorer")
+
+    scen = tmp_path / "s.toml"
+    scen.write_text(SMALL.format(out=tmp_path / "ok"))
+    assert runner.invoke(app, ["run", str(scen)]).exit_code == 0
+    out = tmp_path / "res"
+    with monkeypatch.context() as mp:
+        if where == "measure":
+            mp.setattr(type(registry.get("ppknn-ring")), "measure", broken)
+        else:  # scoring, or an interrupt while scoring
+            mp.setattr(measure, "score", broken)
+        failed = runner.invoke(app, ["run", str(scen), "--output", str(out)])
+    text = " ".join(failed.output.split())
+    record = json.loads((out / "failure.json").read_text())
+    if where == "interrupt":
+        assert failed.exit_code == 130, failed.output
+        assert "interrupted" in text and record["error"] == "KeyboardInterrupt"
+    else:
+        assert failed.exit_code == 1, failed.output
+        assert "ZeroDivisionError: a broken scorer" in text
+        assert "ZeroDivisionError" in record["traceback"]
+    assert "Traceback" not in text and f"ppknn leakage {out}" in text
+    for name in ("scenario.json", "public.json", "transcript/truth-ppknn-ring.npz"):
+        assert (out / name).is_file(), name
+    assert not (out / "transcript" / "failure.json").exists()
+    again = runner.invoke(app, ["leakage", str(out)])
+    assert again.exit_code == 0, again.output
+    assert (out / "leakage.csv").read_bytes() == (tmp_path / "ok" / "leakage.csv").read_bytes()
+
+
+def test_leakage_refuses_a_folder_without_its_ground_truth(tmp_path):
+    """Scoring without the ground truth would silently drop rows: refused, naming the file."""
+    out = tmp_path / "res"
+    scen = tmp_path / "s.toml"
+    scen.write_text(SMALL.format(out=out))
+    assert runner.invoke(app, ["run", str(scen)]).exit_code == 0
+    (out / "transcript" / "truth-ppknn-ring.npz").unlink()
+    result = runner.invoke(app, ["leakage", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "truth-ppknn-ring.npz" in " ".join(result.output.split())
+    assert "Traceback" not in result.output
 
 
 def test_bad_scenario_exits_2_with_message(tmp_path):

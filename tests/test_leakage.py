@@ -446,3 +446,23 @@ def test_truth_stacks_per_party_arrays_and_reads_back_the_same(tmp_path):
     np.savez_compressed(tmp_path / "old.npz", **truth)
     old = load_truth(tmp_path / "old.npz")
     assert old.keys() == truth.keys() and all(np.array_equal(old[k], truth[k]) for k in truth)
+
+
+def test_truth_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    """A failure while the truth is written (a full disk) leaves no file to be read back."""
+    from ppknn.simulations.leakage.truth import load_truth, save_truth
+
+    path = tmp_path / "truth-x.npz"
+    save_truth({"queries": np.arange(3.0)}, path)
+    real = np.lib.format.write_array
+
+    def full(*args, **kwargs):  # the first array is written, then the disk is full
+        real(*args, **kwargs)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np.lib.format, "write_array", full)
+    with pytest.raises(OSError, match="No space"):
+        save_truth({"queries": np.arange(5.0), "more": np.zeros(2)}, path)
+    monkeypatch.undo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["truth-x.npz"]  # no partial left
+    assert np.array_equal(load_truth(path)["queries"], np.arange(3.0))  # the old one intact

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from ppknn.core.errors import ConfigError
 from ppknn.simulations.cli import app
+from ppknn.simulations.leakage import recompute
 from ppknn.simulations.output import FAILURE, check_complete, staged
 
 runner = CliRunner()
@@ -129,8 +130,35 @@ def test_sigkill_at_any_point_never_touches_earlier_results(tmp_path, sig, kill_
     else:
         assert after == before
     failed = sorted(p.name for p in tmp_path.iterdir() if ".failed-" in p.name)
-    for name in failed:  # an interrupted run says so, and is never scored
-        record = json.loads((tmp_path / name / FAILURE).read_text())
+    for name in failed:  # an interrupted run says so
+        folder = tmp_path / name
+        record = json.loads((folder / FAILURE).read_text())
         assert record["error"] == "KeyboardInterrupt"
-        with pytest.raises(ConfigError):
-            check_complete(tmp_path / name)
+        if (folder / "transcript" / FAILURE).is_file() or not (folder / "public.json").is_file():
+            with pytest.raises(ConfigError):  # interrupted before its protocols completed
+                check_complete(folder)
+            continue
+        # interrupted after its protocols completed: its complete transcript is scored, or
+        # refused by name if the interrupt came before its ground truth was written whole
+        assert check_complete(folder)["error"] == "KeyboardInterrupt"
+        try:
+            assert recompute(folder)
+        except ConfigError as exc:
+            assert "truth-ppknn-ring.npz" in str(exc)
+
+
+def test_a_failure_after_the_protocols_is_scorable_only_with_its_public_facts(tmp_path):
+    """``check_complete``: a run that failed after a complete transcript returns its failure
+    record once ``public.json`` was written, and is refused before that."""
+    folder = tmp_path / "res"
+    (folder / "transcript").mkdir(parents=True)
+    (folder / "transcript" / "totals.json").write_text("{}")
+    assert check_complete(folder) is None  # complete, not failed
+    (folder / FAILURE).write_text(json.dumps({"message": "scorer broke"}))
+    with pytest.raises(ConfigError, match="stopped before its public facts"):
+        check_complete(folder)
+    (folder / "public.json").write_text("{}")
+    assert check_complete(folder)["message"] == "scorer broke"
+    (folder / "transcript" / FAILURE).write_text(json.dumps({"message": "party died"}))
+    with pytest.raises(ConfigError, match="party died"):
+        check_complete(folder)  # failed while the protocol ran: never scored

@@ -8,7 +8,8 @@
 - :mod:`.measure`: the table of a run, and its recomputation from a results folder.
 """
 
-from ppknn.simulations.leakage.measure import recompute, run_table
+from ppknn.simulations.leakage.measure import recompute, run_table, save_truths
 from ppknn.simulations.leakage.table import LeakageRow, plot_table, summary, write_table
 
-__all__ = ["LeakageRow", "plot_table", "recompute", "run_table", "summary", "write_table"]
+__all__ = ["LeakageRow", "plot_table", "recompute", "run_table", "save_truths", "summary",
+           "write_table"]

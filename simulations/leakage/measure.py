@@ -24,7 +24,7 @@ from ppknn.core.errors import ConfigError
 from ppknn.core.transcript import Transcript
 from ppknn.simulations.leakage import attacks
 from ppknn.simulations.leakage.table import LeakageRow
-from ppknn.simulations.leakage.truth import load_truth, save_truth, truth_of, truth_path
+from ppknn.simulations.leakage.truth import BUILDERS, load_truth, save_truth, truth_of, truth_path
 
 
 def scripted(scenario_adversaries: Sequence[Mapping[str, Any]], protocols: Sequence[str]
@@ -90,8 +90,26 @@ def _scenario_adversaries(scenario_dump: Mapping[str, Any]) -> list[Mapping[str,
     return list(scenario_dump.get("adversary") or ())
 
 
-def run_table(result: Any, *, save: bool = True) -> list[LeakageRow]:
-    """The leakage table of a run; saves each protocol's ground truth beside its transcript."""
+def save_truths(result: Any, transcript_dir: Path) -> None:
+    """Save each protocol's ground truth in ``transcript_dir``.
+
+    An empty truth is saved too: a missing file then always means a folder
+    that cannot be scored (:func:`recompute` refuses it).
+    """
+    for o in result.outcomes:
+        if o.name in BUILDERS:
+            save_truth(truth_of(o, result.prepared.data), truth_path(transcript_dir, o.name))
+
+
+def run_table(result: Any, *, save: bool = True, truth_dir: Path | None = None
+              ) -> list[LeakageRow]:
+    """The leakage table of a run.
+
+    Each protocol's ground truth is read from ``truth_dir`` (default: the
+    run's transcript folder) when it was saved there as the run was recorded
+    (:func:`save_truths`); otherwise it is computed and, with ``save``,
+    saved there.
+    """
     prepared = result.prepared
     names = [o.name for o in result.outcomes]
     advs = adversaries_for(names, _scenario_adversaries(prepared.scenario.model_dump()))
@@ -100,10 +118,15 @@ def run_table(result: Any, *, save: bool = True) -> list[LeakageRow]:
     if transcript is None:
         return rows
     public = prepared.public()["protocols"]
+    folder = truth_dir if truth_dir is not None else result.transcript_dir
     for o in result.outcomes:
-        truth = truth_of(o, prepared.data)
-        if save and result.transcript_dir is not None and truth:
-            save_truth(truth, truth_path(result.transcript_dir, o.name))
+        path = truth_path(folder, o.name) if save and folder is not None else None
+        if path is not None and path.is_file():
+            truth = load_truth(path)
+        else:
+            truth = truth_of(o, prepared.data)
+            if path is not None and o.name in BUILDERS:
+                save_truth(truth, path)
         rows.extend(score(o.name, transcript, _jsonable(public[o.name]), truth, advs))
     return rows
 
@@ -125,9 +148,16 @@ def recompute(results_dir: Path) -> list[LeakageRow]:
     transcript = Transcript(results_dir / "transcript")
     rows: list[LeakageRow] = []
     for name in names:
-        truth = load_truth(truth_path(results_dir / "transcript", name))
+        path = truth_path(results_dir / "transcript", name)
+        if name in BUILDERS and not path.is_file():
+            raise ConfigError(f"{str(results_dir)!r} has no transcript/{path.name}: the ground "
+                              f"truth {name!r}'s scorers need (written with the results of "
+                              "`ppknn run` and `Result.write`); without it rows would be "
+                              "missing from the table")
+        truth = load_truth(path)
         rows.extend(score(name, transcript, per_protocol[name], truth, advs))
     return rows
 
 
-__all__ = ["adversaries_for", "check_observers", "recompute", "run_table", "score", "scripted"]
+__all__ = ["adversaries_for", "check_observers", "recompute", "run_table", "save_truths", "score",
+           "scripted"]

@@ -175,7 +175,14 @@ def save_truth(truth: Mapping[str, np.ndarray], path: Path) -> Path:
         out[f"names:{prefix}"] = np.array([k[len(prefix):] for k in keys], dtype=np.str_)
         for k in keys:
             del out[k]
-    np.savez_compressed(path, **out)
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.partial")  # renamed once whole: a failure while
+    try:  # writing (a full disk) never leaves a truncated truth to be read back
+        with open(partial, "wb") as f:
+            np.savez_compressed(f, **out)
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
     return path
 
 
