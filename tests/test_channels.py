@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -240,3 +240,30 @@ def test_lost_message_to_a_concurrent_party_fails_the_run():
                 rt.check_delivery()
         else:
             rt.check_delivery()
+
+
+_NAMES = st.one_of(st.text(max_size=12),
+                   st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=127),
+                           max_size=12),
+                   st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=127),
+                           max_size=12),  # printable ASCII, DEL, quotes and backslashes
+                   st.from_regex(r"owner-[0-9]{1,6}", fullmatch=True))
+
+
+@settings(max_examples=400, deadline=None)
+@example(run_id="r", protocol="p", sender='a"b', receiver="c", kind="k", round=0, seq=1)
+@example(run_id="r", protocol="p", sender="a", receiver="c\\d", kind="k", round=0, seq=1)
+@example(run_id="r", protocol="p", sender="a", receiver="c", kind="\x7f", round=0, seq=1)
+@given(run_id=_NAMES, protocol=_NAMES, sender=_NAMES, receiver=_NAMES, kind=_NAMES,
+       round=st.integers(-2**70, 2**70), seq=st.integers(0, 2**64))
+def test_associated_data_is_the_headers_sorted_compact_json(run_id, protocol, sender,
+                                                            receiver, kind, round, seq):
+    """The bytes a channel binds are ``json.dumps`` of the header (sorted keys, compact),
+    whatever the names: quotes, backslashes, control and non-ASCII characters included."""
+    import json
+
+    m = Message(run_id, protocol, round, seq, sender, receiver, kind, {})
+    expected = json.dumps({"run_id": run_id, "protocol": protocol, "round": round, "seq": seq,
+                           "sender": sender, "receiver": receiver, "kind": kind},
+                          sort_keys=True, separators=(",", ":")).encode()
+    assert m.associated_data() == expected
