@@ -53,7 +53,7 @@ QUICK = {"e2e_parties": 8, "e2e_queries": 200, "e2e_layouts": ("hosted",), "e2e_
          "actor_parties": 8, "actor_rounds": 2, "calls": 200, "ppknn_parties": (4, 16),
          "ppknn_queries": 500, "dp_queries": 300, "scale_parties": (40,), "repeats": 3}
 FULL = {"e2e_parties": 64, "e2e_queries": 1000, "e2e_layouts": ("hosted", "actor-per-party"),
-        "e2e_rounds": 3, "actor_parties": 64, "actor_rounds": 3, "calls": 1000,
+        "e2e_rounds": 5, "actor_parties": 64, "actor_rounds": 3, "calls": 1000,
         "ppknn_parties": (4, 16, 64),
         "ppknn_queries": 1000, "dp_queries": 1000, "scale_parties": (20_000, 100_000),
         "repeats": 5}

@@ -54,6 +54,9 @@ def test_failed_run_keeps_earlier_results_and_records_the_failure(tmp_path):
                   "--set", "faults.kind=raise", "--set", "faults.occurrence=3")
     assert failed.exit_code == 3, failed.output
     assert "party 'owner-01' failed" in failed.output and "Traceback" not in failed.output
+    text = " ".join(failed.output.split())
+    assert f"kept in {tmp_path / 'res.failed-1'}" in text  # where to look
+    assert "ppknn leakage" not in text  # its protocol did not complete: nothing to score
     assert _digest(out) == before
     record = json.loads((tmp_path / "res.failed-1" / FAILURE).read_text())
     assert record["error"] == "PartyFailure" and record["party"] == "owner-01"
