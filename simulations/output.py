@@ -99,6 +99,8 @@ def staged(folder: Path, *, overwrite: bool = False) -> Iterator[Path]:
             exc.kept_folder = target  # type: ignore[attr-defined]
         except AttributeError:
             pass
+        if hasattr(exc, "add_note"):  # (Python 3.11+) shown under a traceback too
+            exc.add_note(f"what the run recorded is kept in {str(target)!r} ({FAILURE} says why)")
         raise
     if folder.exists():
         old = folder.parent / f".{folder.name}.old-{uuid.uuid4().hex[:8]}"

@@ -140,3 +140,24 @@ def test_python_dash_m_ppknn_is_the_cli():
     out = subprocess.run([sys.executable, "-m", "ppknn", "--version"], capture_output=True,
                          text=True, check=True, cwd=ROOT)
     assert out.stdout.startswith(f"ppknn {ppknn.__version__}")
+
+
+def test_a_run_that_fails_after_its_protocol_says_where_its_scorable_record_is(tmp_path,
+                                                                             monkeypatch):
+    """``run(output=...)``: an error while scoring propagates, naming the folder that keeps
+    the run (an attribute and, on Python 3.11+, a note), and the folder is scored."""
+    from ppknn.simulations.leakage import measure
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a broken scorer")
+
+    out = tmp_path / "r"
+    with monkeypatch.context() as mp:
+        mp.setattr(measure, "score", broken)
+        with pytest.raises(ZeroDivisionError) as caught:
+            ppknn.run(IRIS, output=out)
+    assert caught.value.kept_folder == out
+    if sys.version_info >= (3, 11):
+        assert any(str(out) in note for note in caught.value.__notes__)
+    report = ppknn.leakage(out)["ppknn-ring"]
+    assert report.mean_probability == ppknn.run(IRIS).leakage["ppknn-ring"].mean_probability
