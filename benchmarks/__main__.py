@@ -551,7 +551,7 @@ def _plot(result: dict[str, Any], path: Path) -> None:
     for r in result["dp_owner"]:
         bars.append((f"DP {r['task']}\n/sklearn", r["cold_over_sklearn"],
                      5.0 if r["task"] == "knn" else None))
-    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(bars)), 4))
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(bars)), 4.6))
     xs = range(len(bars))
     ax.bar(xs, [b[1] for b in bars], color="tab:blue", label="measured ratio")
     targets = [(x, b[2]) for x, b in zip(xs, bars) if b[2] is not None]
@@ -567,7 +567,8 @@ def _plot(result: dict[str, Any], path: Path) -> None:
     ax.set_ylabel("ratio (lower is better)")
     ax.set_yscale("log")
     ax.set_title(f"ppknn benchmarks ({result['mode']}, {result['machine']['cpus']} CPUs)")
-    ax.legend()
+    # below the tick labels, never over a bar
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
