@@ -334,12 +334,16 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
     baseline_s = time.perf_counter() - t0  # part of measuring
     if recorded is not None:
         t0 = time.perf_counter()
+        if progress:
+            progress("save public facts and ground truth", 0, 1)
         recorded(RunResult(
             prepared=prepared, runtime=rt.name, communication=communication,
             timings=dict(timings), transcript_dir=transcript_dir, transcript=transcript,
             outcomes=tuple(ProtocolOutcome(p.name, p.config, p.plan, result, baseline, None,
                                            seconds)
                            for (p, result, seconds), baseline in zip(results, baselines))))
+        if progress:
+            progress("save public facts and ground truth", 1, 1)
         timings["recorded_s"] = time.perf_counter() - t0
     outcomes = []
     t0 = time.perf_counter()
