@@ -24,8 +24,9 @@ Layout::
 With one protocol, its figures are also at the top level of ``summary.json``
 (``accuracy_ppknn``, ``topk_exact_fraction``, ...).
 
-``scenario.json``, ``public.json`` and the ground truth are written as soon as
-the protocols complete (:func:`write_recorded`), before anything is measured:
+``scenario.json``, ``public.json``, the ground truth and ``predictions.csv`` are
+written as soon as the protocols complete (:func:`write_recorded`), before
+anything is measured:
 a run that fails while measuring or scoring keeps a folder ``ppknn leakage``
 scores (:mod:`simulations.output`).
 """
@@ -98,7 +99,8 @@ def prediction_rows(result: RunResult) -> list[dict[str, Any]]:
     for o in result.outcomes:
         columns[o.name] = _class_names(result, o.predictions)
         columns[f"{o.name}:baseline"] = _class_names(result, o.baseline.predictions)
-        for name, col in {**o.result.per_query, **o.measured.per_query}.items():
+        measured = o.measured.per_query if o.measured is not None else {}
+        for name, col in {**o.result.per_query, **measured}.items():
             columns[f"{o.name}:{name}"] = np.asarray(col).tolist()
     keys = list(columns)
     return [{k: columns[k][i] for k in keys} for i in range(len(data.queries))]
@@ -141,12 +143,16 @@ def write_recorded(result: RunResult, output: str | Path) -> None:
     ``scenario.json``, ``public.json`` and each protocol's ground truth in
     ``transcript/``: passed to :func:`~simulations.runner.execute` as
     ``recorded``, so that when measuring or scoring fails the folder kept
-    still holds a complete, scorable run (``ppknn leakage`` accepts it).
+    still holds a complete, scorable run (``ppknn leakage`` accepts it). The
+    run's answers are kept too: ``predictions.csv`` with every protocol's
+    predictions and baseline (the measured columns are added when the
+    results are written).
     """
     from ppknn.simulations.leakage import save_truths
 
     out = Path(output)
     _write_facts(result, out)
+    write_rows(out / "predictions.csv", prediction_rows(result))
     save_truths(result, out / "transcript")
 
 

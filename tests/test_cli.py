@@ -160,6 +160,12 @@ def test_a_failure_after_the_protocol_keeps_a_folder_leakage_scores(tmp_path, mo
     for name in ("scenario.json", "public.json", "transcript/truth-ppknn-ring.npz"):
         assert (out / name).is_file(), name
     assert not (out / "transcript" / "failure.json").exists()
+    # the run's answers are kept: every column the failed run wrote is the complete run's
+    with (out / "predictions.csv").open() as fh, \
+            (tmp_path / "ok" / "predictions.csv").open() as ok_fh:
+        kept, complete = list(csv.DictReader(fh)), list(csv.DictReader(ok_fh))
+    assert {"ppknn-ring", "ppknn-ring:baseline"} <= set(kept[0]) <= set(complete[0])
+    assert [{k: r[k] for k in kept[0]} for r in complete] == kept
     again = runner.invoke(app, ["leakage", str(out)])
     assert again.exit_code == 0, again.output
     assert (out / "leakage.csv").read_bytes() == (tmp_path / "ok" / "leakage.csv").read_bytes()
