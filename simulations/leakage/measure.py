@@ -98,7 +98,20 @@ def save_truths(result: Any, transcript_dir: Path) -> None:
     """
     for o in result.outcomes:
         if o.name in BUILDERS:
-            save_truth(truth_of(o, result.prepared.data), truth_path(transcript_dir, o.name))
+            _truth_at(o, result.prepared.data, truth_path(transcript_dir, o.name))
+
+
+def _truth_at(outcome: Any, data: Any, path: Path | None) -> dict[str, Any]:
+    """The outcome's ground truth: read from ``path`` if saved there, else computed.
+
+    A computed truth is saved at ``path`` for a protocol that has ground truth.
+    """
+    if path is not None and path.is_file():
+        return load_truth(path)
+    truth = truth_of(outcome, data)
+    if path is not None and outcome.name in BUILDERS:
+        save_truth(truth, path)
+    return truth
 
 
 def run_table(result: Any, *, save: bool = True, truth_dir: Path | None = None
@@ -121,12 +134,7 @@ def run_table(result: Any, *, save: bool = True, truth_dir: Path | None = None
     folder = truth_dir if truth_dir is not None else result.transcript_dir
     for o in result.outcomes:
         path = truth_path(folder, o.name) if save and folder is not None else None
-        if path is not None and path.is_file():
-            truth = load_truth(path)
-        else:
-            truth = truth_of(o, prepared.data)
-            if path is not None and o.name in BUILDERS:
-                save_truth(truth, path)
+        truth = _truth_at(o, prepared.data, path)
         rows.extend(score(o.name, transcript, _jsonable(public[o.name]), truth, advs))
     return rows
 
