@@ -273,6 +273,8 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
         leakage_table.write_table(rows, results_dir / "leakage.csv")
         leakage_table.plot_table(rows, results_dir / "leakage.png",
                                  title=str(public.get("run_id", results_dir.name)))
+        if failed_after is not None:  # the summary it kept lacks the table: add it
+            _add_leakage_summary(results_dir / "summary.json", leakage_table.summary(rows))
     except PpknnError as exc:
         _fail(exc, 2)
     for report in reports.values():
@@ -280,6 +282,19 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
             write_disclosure_csv(report, results_dir / "disclosure.csv")
             _print_disclosure(report, results_dir, top)
     _print_leakage(rows, results_dir, top)
+
+
+def _add_leakage_summary(path: Path, section: dict[str, Any]) -> None:
+    """Put the leakage section into a failed run's ``summary.json`` (whole or not at all)."""
+    if not path.is_file():
+        return
+    from ppknn.simulations.reporting import jsonio
+
+    summary = json.loads(path.read_text())
+    summary["leakage"] = section
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(jsonio.dumps(summary, default=float))
+    partial.replace(path)
 
 
 def _print_leakage(rows: list[Any], results_dir: Path, top: int, *,
@@ -375,8 +390,13 @@ def show(results_dir: Path = typer.Argument(..., help="A results folder of `ppkn
                                             "`ppknn sweep`.")) -> None:
     """Print a run's (or a sweep's) summary in the terminal."""
     try:
+        failed = results_dir / "failure.json"
+        if failed.is_file():
+            _print_failure(results_dir, json.loads(failed.read_text()))
         if (results_dir / "summary.json").is_file():
             s = json.loads((results_dir / "summary.json").read_text())
+            if "incomplete" in s:
+                out.print(f"[yellow]summary.json {escape(s['incomplete'])}[/]")
             table = Table(title=f"{results_dir}: {', '.join(s.get('protocols', ['?']))} on "
                                 f"{s['dataset']} ({s['parties']} parties, {s['queries']} "
                                 f"queries, {s['runtime']})")
@@ -392,15 +412,39 @@ def show(results_dir: Path = typer.Argument(..., help="A results folder of `ppkn
             out.print(f"messages {s['communication']['messages']}, bytes "
                       f"{s['communication']['bytes']:,}; timings (s) "
                       + ", ".join(f"{k} {v:.2f}" for k, v in s["timings_s"].items()))
+            leak = s.get("leakage")
+            if leak:
+                out.print(f"leakage: {leak['rows']} rows, {leak['above_bound']} above their "
+                          f"bound, {leak['within_bound']} within, {leak['no_bound']} with no "
+                          "bound (leakage.csv)")
         elif (results_dir / "sweep.csv").is_file():
             from ppknn.simulations.reporting.csvio import read_rows
 
             _print_sweep(read_rows(results_dir / "sweep.csv"), str(results_dir))
-        else:
+        elif not failed.is_file():
             raise PpknnError(f"{str(results_dir)!r} is not a results folder (no summary.json "
                              "or sweep.csv)")
     except PpknnError as exc:
         _fail(exc, 2)
+
+
+def _print_failure(folder: Path, record: dict[str, Any]) -> None:
+    """Who failed and why; whether the folder's transcript can be scored."""
+    from ppknn.simulations.output import FAILURE, check_complete
+
+    out.print(f"[bold red]{escape(str(folder))} holds a failed run:[/] "
+              f"{escape(record.get('error', '?'))}: {escape(record.get('message', ''))}")
+    if (folder / "transcript" / FAILURE).is_file():
+        out.print("it failed while its protocols ran: its transcript ends at the failure "
+                  "and is not scored")
+        return
+    try:
+        check_complete(folder)
+    except PpknnError as exc:
+        out.print(f"not scored: {escape(str(exc))}")
+        return
+    out.print(f"its protocols completed: `ppknn leakage {escape(str(folder))}` scores its "
+              "transcript")
 
 
 def _print_sweep(rows: list[dict[str, Any]], title: str) -> None:

@@ -24,11 +24,11 @@ Layout::
 With one protocol, its figures are also at the top level of ``summary.json``
 (``accuracy_ppknn``, ``topk_exact_fraction``, ...).
 
-``scenario.json``, ``public.json``, the ground truth and ``predictions.csv`` are
-written as soon as the protocols complete (:func:`write_recorded`), before
-anything is measured:
-a run that fails while measuring or scoring keeps a folder ``ppknn leakage``
-scores (:mod:`simulations.output`).
+``scenario.json``, ``public.json``, the ground truth, and ``predictions.csv``,
+``parties.csv`` and ``summary.json`` without what measuring adds, are written
+as soon as the protocols complete (:func:`write_recorded`), before anything
+is measured: a run that fails while measuring or scoring keeps a folder
+``ppknn show`` reads and ``ppknn leakage`` scores (:mod:`simulations.output`).
 """
 
 from __future__ import annotations
@@ -130,11 +130,18 @@ def party_rows(result: RunResult) -> list[dict[str, Any]]:
         for party, (eps, delta) in o.result.privacy.per_party.items():
             row = rows.setdefault(party, {"party": party})
             row[f"{prefix}epsilon_spent"], row[f"{prefix}delta_spent"] = eps, delta
-        for source in (o.result.per_party, o.measured.per_party):
+        measured = o.measured.per_party if o.measured is not None else {}
+        for source in (o.result.per_party, measured):
             for party, values in source.items():
                 row = rows.setdefault(party, {"party": party})
                 row.update({f"{prefix}{k}": v for k, v in values.items()})
     return list(rows.values())
+
+
+RECORDED = ("written when the protocols completed, before anything was measured: the "
+            "measured metrics, the leakage table and the timings after the protocols are "
+            "missing")
+"""``summary.json``'s ``incomplete`` entry in a folder :func:`write_recorded` wrote."""
 
 
 def write_recorded(result: RunResult, output: str | Path) -> None:
@@ -144,16 +151,22 @@ def write_recorded(result: RunResult, output: str | Path) -> None:
     ``transcript/``: passed to :func:`~simulations.runner.execute` as
     ``recorded``, so that when measuring or scoring fails the folder kept
     still holds a complete, scorable run (``ppknn leakage`` accepts it). The
-    run's answers are kept too: ``predictions.csv`` with every protocol's
-    predictions and baseline (the measured columns are added when the
-    results are written).
+    run's answers are kept too, without what measuring adds:
+    ``predictions.csv`` (every protocol's predictions and baseline),
+    ``parties.csv`` (roles, communication, privacy spent) and ``summary.json``
+    (accuracy, baseline, privacy, communication, the timings so far), marked
+    ``incomplete`` (:data:`RECORDED`). :func:`write_results` writes all three
+    again, complete.
     """
     from ppknn.simulations.leakage import save_truths
 
     out = Path(output)
     _write_facts(result, out)
-    write_rows(out / "predictions.csv", prediction_rows(result))
     save_truths(result, out / "transcript")
+    write_rows(out / "predictions.csv", prediction_rows(result))
+    write_rows(out / "parties.csv", party_rows(result))
+    summary = {"incomplete": RECORDED, **summary_of(result)}
+    (out / "summary.json").write_text(jsonio.dumps(summary, default=float))
 
 
 def _write_facts(result: RunResult, out: Path) -> None:
@@ -306,6 +319,6 @@ def _plugin(name: str) -> Any:
     return registry.get(name)
 
 
-__all__ = ["plot_disclosure", "plot_summary", "prediction_rows", "party_rows", "summary_of",
-           "write_disclosure_csv", "write_leakage", "write_recorded",
+__all__ = ["RECORDED", "plot_disclosure", "plot_summary", "prediction_rows", "party_rows",
+           "summary_of", "write_disclosure_csv", "write_leakage", "write_recorded",
            "write_results"]

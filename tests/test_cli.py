@@ -166,9 +166,51 @@ def test_a_failure_after_the_protocol_keeps_a_folder_leakage_scores(tmp_path, mo
         kept, complete = list(csv.DictReader(fh)), list(csv.DictReader(ok_fh))
     assert {"ppknn-ring", "ppknn-ring:baseline"} <= set(kept[0]) <= set(complete[0])
     assert [{k: r[k] for k in kept[0]} for r in complete] == kept
+    # so are its parties and summary, without what measuring adds, marked incomplete
+    with (out / "parties.csv").open() as fh, (tmp_path / "ok" / "parties.csv").open() as ok_fh:
+        kept, complete = list(csv.DictReader(fh)), list(csv.DictReader(ok_fh))
+    assert {"party", "roles", "sent_bytes", "received_bytes"} <= set(kept[0])
+    assert set(kept[0]) <= set(complete[0])
+    assert [{k: r[k] for k in kept[0]} for r in complete] == kept
+    summary = json.loads((out / "summary.json").read_text())
+    ok_summary = json.loads((tmp_path / "ok" / "summary.json").read_text())
+    assert "before anything was measured" in summary["incomplete"]
+    assert "incomplete" not in ok_summary and "leakage" not in summary
+    for key in ("accuracy", "parties", "queries", "communication", "channels"):
+        assert summary[key] == ok_summary[key], key
+    assert summary["results"]["ppknn-ring"]["privacy"] == \
+        ok_summary["results"]["ppknn-ring"]["privacy"]
+    shown = runner.invoke(app, ["show", str(out)])
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.output.split())
+    assert "holds a failed run" in text and f"ppknn leakage {out}" in text
+    assert "before anything was measured" in text and "Traceback" not in text
+    assert f"{ok_summary['accuracy']:.4f}" in text
     again = runner.invoke(app, ["leakage", str(out)])
     assert again.exit_code == 0, again.output
     assert (out / "leakage.csv").read_bytes() == (tmp_path / "ok" / "leakage.csv").read_bytes()
+    # scoring it completes the summary's leakage section, the same as the complete run's
+    assert json.loads((out / "summary.json").read_text())["leakage"] == ok_summary["leakage"]
+    assert "leakage: " in " ".join(runner.invoke(app, ["show", str(out)]).output.split())
+
+
+def test_show_names_a_party_that_failed_during_the_protocol(tmp_path):
+    """A run whose party failed: ``ppknn show`` says who, why, and that it is not scored."""
+    out = tmp_path / "res"
+    scen = tmp_path / "s.toml"
+    scen.write_text(SMALL.format(out=out) + '\n[faults]\nparty = "owner-02"\nkind = "raise"\n'
+                    'occurrence = 2\n')
+    failed = runner.invoke(app, ["run", str(scen)])
+    assert failed.exit_code == 3, failed.output
+    assert (out / "transcript" / "failure.json").is_file()
+    assert not (out / "summary.json").exists()
+    shown = runner.invoke(app, ["show", str(out)])
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.output.split())
+    assert "holds a failed run: PartyFailure: party 'owner-02' failed" in text
+    assert "while its protocols ran" in text and "not scored" in text
+    assert "Traceback" not in text
+    assert runner.invoke(app, ["show", str(tmp_path)]).exit_code == 2  # not a results folder
 
 
 def test_leakage_refuses_a_folder_without_its_ground_truth(tmp_path):
