@@ -36,7 +36,7 @@ import pyarrow as pa
 from ppknn.core.errors import ConfigError
 from ppknn.core.transcript import Transcript
 from ppknn.simulations import registry
-from ppknn.simulations.runner import ProtocolOutcome, RunResult, execute
+from ppknn.simulations.runner import ProtocolOutcome, RunResult
 from ppknn.simulations.scenario import Scenario, parse_scenario
 from ppknn.simulations.scenario import load_scenario as _load_toml
 from ppknn.simulations.sweep import Sweep, load_sweep
@@ -95,10 +95,22 @@ class Result:
         protocol's typed output, the plan, the baseline).
     output:
         The results folder, when one was written (``run(..., output=...)``).
+    deviations:
+        With ``[[deviation]]`` in the scenario: the
+        :class:`~ppknn.simulations.leakage.deviations.DeviationReport` (whether
+        the deviation was detected, what it changed against the honest twin);
+        ``run`` is then the deviant run (the honest one when the deviant run
+        failed).
+    audit:
+        With ``[audit] trials``: each audited protocol's
+        :class:`~ppknn.simulations.leakage.audit.AuditRun` (``.row`` is its
+        empirical ε lower bound).
     """
 
     run: RunResult
     output: Path | None = None
+    deviations: Any | None = None
+    audit: list[Any] | None = None
 
     @property
     def scenario(self) -> Scenario:
@@ -154,17 +166,25 @@ class Result:
     def write(self, output: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the results folder (refuses an existing one unless ``overwrite``)."""
         from ppknn.simulations.output import staged
-        from ppknn.simulations.results import write_results
+        from ppknn.simulations.results import ScenarioRun, write_extras, write_results
 
         folder = Path(output)
         with staged(folder, overwrite=overwrite) as stage:
             if self.run.transcript is not None:  # first: the ground truth is saved beside it
                 _copy_transcript(self.run.transcript, stage / "transcript")
             write_results(self.run, stage)
+            write_extras(ScenarioRun(self.run, self.deviations, self.audit), stage)
         return folder
 
     def __repr__(self) -> str:
         accs = ", ".join(f"{o.name} accuracy {o.accuracy:.4f}" for o in self.run.outcomes)
+        if self.deviations is not None:
+            kinds = ", ".join(f"{d['party']} {d['kind']}" for d in self.deviations.deviations)
+            accs += (f"; deviation {kinds} "
+                     f"{'detected' if self.deviations.detected else 'undetected'}")
+        if self.audit is not None:
+            accs += "; audit " + ", ".join(
+                f"{a.row.protocol} ε ≥ {a.row.value:.3g}" for a in self.audit)
         return f"<ppknn.Result {self.run.prepared.run_id}: {accs}>"
 
 
@@ -226,19 +246,18 @@ def run(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, *,
     (['dp-knn'], 1.0)
     """
     from ppknn.simulations.output import check_output, staged
-    from ppknn.simulations.results import write_recorded, write_results
+    from ppknn.simulations.results import run_scenario
 
     sc = load_scenario(scenario, overrides=overrides)
     if sc.runtime.kind == "ray":
         _local_ray_auth(sc.runtime.address)
     if output is None:
-        return Result(execute(sc, progress=progress))
+        whole = run_scenario(sc, progress=progress)
+        return Result(whole.run, deviations=whole.deviations, audit=whole.audit)
     folder = check_output(Path(output), overwrite=overwrite)
     with staged(folder, overwrite=overwrite) as stage:
-        outcome = execute(sc, transcript_dir=stage / "transcript", progress=progress,
-                          recorded=lambda recorded: write_recorded(recorded, stage))
-        write_results(outcome, stage)
-    return Result(outcome, output=folder)
+        whole = run_scenario(sc, stage=stage, progress=progress)
+    return Result(whole.run, output=folder, deviations=whole.deviations, audit=whole.audit)
 
 
 def sweep(spec: str | os.PathLike[str] | Mapping[str, Any] | Sweep, *,

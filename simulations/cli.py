@@ -130,8 +130,7 @@ def run(
 ) -> None:
     """Run a scenario (any registered protocol, or several) and write its results folder."""
     from ppknn.simulations.output import staged
-    from ppknn.simulations.results import summary_of, write_recorded, write_results
-    from ppknn.simulations.runner import execute
+    from ppknn.simulations.results import run_scenario, summary_of
     from ppknn.simulations.scenario import load_scenario
 
     try:
@@ -161,26 +160,10 @@ def run(
                         tasks[phase] = bar.add_task(phase, total=total)
                     bar.update(tasks[phase], completed=done, total=total)
 
-                deviations = None
-                if sc.deviation:  # deviant run beside its honest twin
-                    from ppknn.simulations.leakage.deviations import run_with_deviations
-
-                    outcome, deviations = run_with_deviations(
-                        sc, transcript_dir=stage / "transcript", progress=progress)
-                else:
-                    # Ray stops in the background while the run is measured and written
-                    outcome = execute(sc, transcript_dir=stage / "transcript",
-                                      progress=progress, wait_for_shutdown=False,
-                                      recorded=lambda run: write_recorded(run, stage))
-            write_results(outcome, stage)
-            if sc.audit.trials:
-                from ppknn.simulations.leakage.audit import audit_scenario, write_audit
-
-                write_audit(audit_scenario(sc, progress=progress), stage)
-            if deviations is not None:
-                from ppknn.simulations.leakage.deviations import write_report
-
-                write_report(deviations, stage)
+                # Ray stops in the background while the run is measured and written
+                whole = run_scenario(sc, stage=stage, progress=progress,
+                                     wait_for_shutdown=False)
+                outcome, deviations = whole.run, whole.deviations
         for w in caught:
             console.print(f"[yellow]warning:[/] {escape(str(w.message))}")
     except (PartyFailure, IntegrityError) as exc:  # the run failed (not its input): 3

@@ -34,6 +34,8 @@ is measured: a run that fails while measuring or scoring keeps a folder
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +45,7 @@ from ppknn.core.leakage import DisclosureReport
 from ppknn.core.rng import describe as describe_randomness
 from ppknn.simulations.reporting import jsonio
 from ppknn.simulations.reporting.csvio import write_rows
-from ppknn.simulations.runner import ProtocolOutcome, RunResult
+from ppknn.simulations.runner import ProtocolOutcome, RunResult, execute
 
 MAX_LABELLED_PARTIES = 40
 """Up to this many parties the summary plot labels each one; beyond, it plots sorted curves."""
@@ -195,6 +197,74 @@ def write_results(result: RunResult, output: str | Path) -> Path:
     return out
 
 
+@dataclass(frozen=True)
+class ScenarioRun:
+    """A scenario run whole: the run kept, and what ``[[deviation]]`` and ``[audit]`` asked for.
+
+    Attributes
+    ----------
+    run:
+        The run kept: the deviant run beside its honest twin, or the honest
+        twin when the deviant run failed (its failure is the detection).
+    deviations:
+        The :class:`~simulations.leakage.deviations.DeviationReport`, when the
+        scenario has ``[[deviation]]`` entries.
+    audit:
+        The :class:`~simulations.leakage.audit.AuditRun` of each audited
+        protocol, when ``[audit] trials`` is set.
+    """
+
+    run: RunResult
+    deviations: Any | None = None
+    audit: list[Any] | None = None
+
+
+def run_scenario(scenario: Any, *, stage: Path | None = None,
+                 progress: Callable[[str, int, int], None] | None = None,
+                 wait_for_shutdown: bool = True) -> ScenarioRun:
+    """Everything a scenario asks for, as ``ppknn run`` and ``ppknn.run`` do it.
+
+    With ``stage``, the results folder is written there: what scoring needs
+    as soon as the protocols complete (:func:`write_recorded`), then the
+    results, the audit and the deviation report (:func:`write_extras`).
+    Without, nothing is written and the transcript stays in memory.
+    """
+    recorded = None if stage is None else (lambda run: write_recorded(run, stage))
+    transcript_dir = None if stage is None else stage / "transcript"
+    deviations = None
+    if scenario.deviation:  # the deviant run beside its honest twin
+        from ppknn.simulations.leakage.deviations import run_with_deviations
+
+        run, deviations = run_with_deviations(scenario, transcript_dir=transcript_dir,
+                                              progress=progress, recorded=recorded)
+    else:
+        run = execute(scenario, transcript_dir=transcript_dir, progress=progress,
+                      wait_for_shutdown=wait_for_shutdown, recorded=recorded)
+    if stage is not None:
+        write_results(run, stage)
+    audit = None
+    if scenario.audit.trials:
+        from ppknn.simulations.leakage.audit import audit_scenario
+
+        audit = audit_scenario(scenario, progress=progress)
+    done = ScenarioRun(run, deviations, audit)
+    if stage is not None:
+        write_extras(done, stage)
+    return done
+
+
+def write_extras(done: ScenarioRun, out: Path) -> None:
+    """``audit.csv``/``audit.json`` and ``deviations.json``/``deviations.csv``, when run."""
+    if done.audit is not None:
+        from ppknn.simulations.leakage.audit import write_audit
+
+        write_audit(done.audit, out)
+    if done.deviations is not None:
+        from ppknn.simulations.leakage.deviations import write_report
+
+        write_report(done.deviations, out)
+
+
 def write_leakage(result: RunResult, out: Path) -> dict[str, Any]:
     """``leakage.csv`` and ``leakage.png`` of a run; returns the summary's ``leakage`` section.
 
@@ -319,6 +389,6 @@ def _plugin(name: str) -> Any:
     return registry.get(name)
 
 
-__all__ = ["RECORDED", "plot_disclosure", "plot_summary", "prediction_rows", "party_rows",
-           "summary_of", "write_disclosure_csv", "write_leakage", "write_recorded",
-           "write_results"]
+__all__ = ["RECORDED", "ScenarioRun", "plot_disclosure", "plot_summary", "prediction_rows",
+           "party_rows", "run_scenario", "summary_of", "write_disclosure_csv", "write_extras",
+           "write_leakage", "write_recorded", "write_results"]

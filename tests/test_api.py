@@ -107,6 +107,51 @@ def test_result_write_keeps_the_in_memory_transcript(tmp_path):
     assert b"secure-sum-neighbours" in again.read_bytes()
 
 
+def test_run_performs_the_deviation_a_scenario_asks_for_as_the_cli_does(tmp_path):
+    """``[[deviation]]`` is run, not ignored: the deviant run beside its honest twin, the
+    report on the result and in the folder, byte-identical to ``ppknn run``'s."""
+    from typer.testing import CliRunner
+
+    from ppknn.simulations.cli import app
+
+    scenario = ROOT / "scenarios" / "deviation_ring_reuse_mask.toml"
+    smaller = {"data.max_queries": 30}
+    result = ppknn.run(scenario, overrides=smaller, output=tmp_path / "api")
+    report = result.deviations
+    assert report is not None and [d["kind"] for d in report.deviations] == ["reuse-mask"]
+    assert "reuse-mask" in repr(result)
+    # the mask reused: the scripted attack reads partial sums in the deviant run alone
+    reuse = [r for r in report.leakage if r["attack"] == "mask-reuse"]
+    assert reuse and max(r["deviant"] for r in reuse) > max(r["honest"] for r in reuse)
+    cli = CliRunner().invoke(app, ["run", str(scenario), "--set", "data.max_queries=30",
+                                   "--output", str(tmp_path / "cli")])
+    assert cli.exit_code == 0, cli.output
+    for name in ("deviations.json", "deviations.csv", "leakage.csv", "predictions.csv"):
+        assert ((tmp_path / "api" / name).read_bytes()
+                == (tmp_path / "cli" / name).read_bytes()), name
+    # and written again from memory
+    result_in_memory = ppknn.run(scenario, overrides=smaller)
+    folder = result_in_memory.write(tmp_path / "w")
+    assert ((folder / "deviations.json").read_bytes()
+            == (tmp_path / "cli" / "deviations.json").read_bytes())
+
+
+def test_run_performs_the_audit_a_scenario_asks_for(tmp_path):
+    """``[audit] trials``: the audit rows on the result and audit.csv in the folder."""
+    from .test_audit import nb
+
+    data = nb()
+    data["audit"] = {"trials": 100}
+    result = ppknn.run(data, output=tmp_path / "a")
+    assert result.audit is not None and len(result.audit) == 1
+    (audit,) = result.audit
+    assert audit.row.protocol == "dp-nb" and audit.row.bound == 1.0
+    assert (tmp_path / "a" / "audit.csv").is_file()
+    again = ppknn.run(data).audit[0].row  # seeded: the same bound
+    assert (again.value, again.ci_low, again.verdict) == (audit.row.value, audit.row.ci_low,
+                                                          audit.row.verdict)
+
+
 def test_sweep_returns_one_row_per_run_and_writes_only_when_asked(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     spec = {"sweep": {"name": "api", "seeds": [0, 1]}, "base": {k: v for k, v in IRIS.items()

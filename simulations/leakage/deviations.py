@@ -119,12 +119,15 @@ def compare(deviant: Any, honest: Any, failure: PpknnError | None,
 
 
 def run_with_deviations(scenario: Any, *, transcript_dir: Path | None = None,
-                        progress: Callable[[str, int, int], None] | None = None
+                        progress: Callable[[str, int, int], None] | None = None,
+                        recorded: Callable[[Any], None] | None = None,
                         ) -> tuple[Any, DeviationReport]:
     """Run the deviant scenario and its honest twin; returns (the run kept, the report).
 
     The run kept is the deviant one, or the honest one when the deviant run
-    failed (its failure is the detection).
+    failed (its failure is the detection). ``recorded`` is handed the run
+    kept as soon as its protocols complete (see
+    :func:`~simulations.runner.execute`).
     """
     from ppknn.simulations.runner import execute, prepare, runtime_for
 
@@ -143,7 +146,7 @@ def run_with_deviations(scenario: Any, *, transcript_dir: Path | None = None,
     try:
         deviant = execute(scenario, transcript_dir=transcript_dir,
                           runtime=DeviatingRuntime(rt, deviations),
-                          progress=progress)
+                          progress=progress, recorded=recorded)
     except ConfigError:
         raise
     except PpknnError as exc:
@@ -151,7 +154,8 @@ def run_with_deviations(scenario: Any, *, transcript_dir: Path | None = None,
     finally:
         rt.shutdown()
     honest = execute(honest_scenario, transcript_dir=None if deviant is not None
-                     else transcript_dir, progress=progress)
+                     else transcript_dir, progress=progress,
+                     recorded=None if deviant is not None else recorded)
     report = compare(deviant, honest, failure, deviations)
     return (deviant if deviant is not None else honest), report
 
