@@ -262,6 +262,7 @@ def run(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, *,
 
 def sweep(spec: str | os.PathLike[str] | Mapping[str, Any] | Sweep, *,
           parallel: str | None = None, output: str | os.PathLike[str] | None = None,
+          overwrite: bool = False,
           progress: Callable[[int, int], None] | None = None) -> pa.Table:
     """Run a grid of scenarios x seeds and return one row per run.
 
@@ -275,7 +276,10 @@ def sweep(spec: str | os.PathLike[str] | Mapping[str, Any] | Sweep, *,
         file's ``[sweep].parallel``.
     output:
         Also write ``sweep.csv``, ``sweep.parquet`` and ``sweep.png`` there
-        (refused if it already holds results); ``None``: nothing is written.
+        (refused before anything runs if it already holds results, unless
+        ``overwrite``); ``None``: nothing is written.
+    overwrite:
+        Replace an existing sweep folder once the new table is complete.
     progress:
         Called with ``(done, total)``.
 
@@ -292,9 +296,7 @@ def sweep(spec: str | os.PathLike[str] | Mapping[str, Any] | Sweep, *,
     """
     from pydantic import ValidationError
 
-    from ppknn.core.runtime.pool import fan_out
-    from ppknn.simulations.output import check_output
-    from ppknn.simulations.sweep import run_one, write_table
+    from ppknn.simulations.sweep import run_sweep
 
     if isinstance(spec, Sweep):
         sw = spec
@@ -307,17 +309,10 @@ def sweep(spec: str | os.PathLike[str] | Mapping[str, Any] | Sweep, *,
             raise ConfigError(f"invalid sweep: {exc}") from None
     else:
         raise ConfigError(f"sweep = {spec!r}: give a TOML path, a mapping or a ppknn Sweep")
-    mode = parallel or sw.sweep.parallel
-    if mode not in ("ray", "sequential"):
-        raise ConfigError(f"parallel = {parallel!r}: allowed: 'ray', 'sequential'")
-    folder = check_output(Path(output), overwrite=False) if output is not None else None
-    if mode == "ray":
+    if (parallel or sw.sweep.parallel) == "ray":
         _local_ray_auth(sw.sweep.address)
-    jobs = [(point, scenario.model_dump()) for point, scenario in sw.runs()]
-    rows = fan_out(run_one, jobs, use_ray=mode == "ray", address=sw.sweep.address,
-                   chunk_size=sw.sweep.chunk_size, progress=progress)
-    if folder is not None:
-        write_table(rows, folder, grid=sorted(sw.grid), name=sw.sweep.name)
+    rows = run_sweep(sw, parallel=parallel, output=None if output is None else Path(output),
+                     overwrite=overwrite, progress=progress)
     return pa.Table.from_pylist(rows)
 
 

@@ -535,6 +535,8 @@ def sweep(
         None, min=1, help="Runs per Ray task; overrides [sweep].chunk_size."),
     sets: list[str] = typer.Option([], "--set", help="A base-scenario key, typed: "
                                    "--set protocol.epsilon=0.5."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing sweep "
+                                   "folder (only once the new table is complete)."),
 ) -> None:
     """Run a grid of scenarios x seeds (any protocol), fanned out over Ray; one table."""
     from ppknn.simulations.scenario import parse_value, set_dotted
@@ -553,6 +555,9 @@ def sweep(
             spec = spec.model_copy(update={
                 "sweep": spec.sweep.model_copy(update={"chunk_size": chunk_size})})
         n_runs = len(spec.runs())
+        from ppknn.simulations.output import check_output
+
+        folder = check_output(output or Path(spec.sweep.output), overwrite=overwrite)
         parallel = ("sequential" if sequential or runtime is RuntimeKind.inprocess
                     else "ray" if runtime is RuntimeKind.ray else None)
         if (parallel or spec.sweep.parallel) == "ray":
@@ -560,13 +565,12 @@ def sweep(
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=console) as bar:
             task = bar.add_task(f"sweep {spec.sweep.name}", total=n_runs)
-            rows = run_sweep(spec, parallel=parallel, output=output,
+            rows = run_sweep(spec, parallel=parallel, output=folder, overwrite=overwrite,
                              progress=lambda done, total: bar.update(task, completed=done))
     except PartyFailure as exc:
         _fail(exc, 3)
     except PpknnError as exc:
         _fail(exc, 2)
-    folder = output or Path(spec.sweep.output)
     _print_sweep(rows, f"sweep {spec.sweep.name}")
     out.print(f"{len(rows)} runs; table [bold]{folder}/sweep.csv[/] "
               f"(+ sweep.parquet, sweep.png)")

@@ -143,30 +143,52 @@ def table_row(summary: dict[str, Any]) -> dict[str, Any]:
 def run_one(job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
     """One sweep run (module level so Ray can ship it): returns its table row.
 
-    The transcript stays in memory: nothing is written per run.
+    The run is what ``ppknn run`` performs (:func:`~simulations.results.run_scenario`):
+    a base scenario's ``[[deviation]]`` runs the deviant party beside its honest
+    twin (the row adds ``deviation_detected`` and ``deviation_detected_by``) and
+    ``[audit] trials`` audits the release (``PROTOCOL:audit_epsilon_lb``). The
+    transcript stays in memory: nothing is written per run.
     """
-    from ppknn.simulations.results import summary_of
-    from ppknn.simulations.runner import execute
+    from ppknn.simulations.results import run_scenario, summary_of
 
     point, scenario_data = job
     scenario = parse_scenario(scenario_data, source=f"sweep point {point}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PrivacyLeakWarning)
-        outcome = execute(scenario)
-    row = {**point, **table_row(summary_of(outcome))}
+        whole = run_scenario(scenario)
+    row = {**point, **table_row(summary_of(whole.run))}
+    if whole.deviations is not None:
+        row["deviation_detected"] = whole.deviations.detected
+        row["deviation_detected_by"] = whole.deviations.detected_by
+    for audited in whole.audit or ():
+        row[f"{audited.row.protocol}:audit_epsilon_lb"] = audited.row.value
     row["privacy_warnings"] = "; ".join(sorted({str(w.message) for w in caught}))
     return row
 
 
+PARALLEL = ("ray", "sequential")
+
+
 def run_sweep(sweep: Sweep, *, parallel: str | None = None, output: Path | None = None,
-              progress=None) -> list[dict[str, Any]]:
-    """Run every point of ``sweep``; write the combined table and plot; return the rows."""
+              overwrite: bool = False, progress=None) -> list[dict[str, Any]]:
+    """Run every point of ``sweep``; return the rows, and write the table and plot to ``output``.
+
+    ``output`` is refused before anything runs if it already holds results
+    (unless ``overwrite``) and written whole or not at all
+    (:func:`~simulations.output.staged`); ``None``: nothing is written.
+    """
+    from ppknn.simulations.output import check_output, staged
+
     mode = parallel or sweep.sweep.parallel
+    if mode not in PARALLEL:
+        raise ConfigError(f"parallel = {parallel!r}: allowed: {', '.join(map(repr, PARALLEL))}")
+    folder = check_output(Path(output), overwrite=overwrite) if output is not None else None
     jobs = [(point, scenario.model_dump()) for point, scenario in sweep.runs()]
     rows = fan_out(run_one, jobs, use_ray=mode == "ray", address=sweep.sweep.address,
                    chunk_size=sweep.sweep.chunk_size, progress=progress)
-    folder = Path(output or sweep.sweep.output)
-    write_table(rows, folder, grid=sorted(sweep.grid), name=sweep.sweep.name)
+    if folder is not None:
+        with staged(folder, overwrite=overwrite) as stage:
+            write_table(rows, stage, grid=sorted(sweep.grid), name=sweep.sweep.name)
     return rows
 
 

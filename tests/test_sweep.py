@@ -97,3 +97,47 @@ def test_cli_sweep_sequential_and_bad_chunk_size(tmp_path):
     bad = runner.invoke(app, ["sweep", str(f), "--chunk-size", "0"])
     assert bad.exit_code == 2
     assert "greater than or equal to 1" in bad.output
+
+
+def test_cli_sweep_never_replaces_a_table_unless_asked(tmp_path, monkeypatch):
+    """A second sweep into the same folder is refused before any run (exit 2, the table
+    untouched); ``--overwrite`` replaces it once the new table is complete."""
+    from typer.testing import CliRunner
+
+    from ppknn.simulations import sweep as sweep_module
+    from ppknn.simulations.cli import app
+
+    f = tmp_path / "s.toml"
+    f.write_text('[sweep]\nseeds = [0]\nparallel = "sequential"\n'
+                 '[base.data]\ndataset = "glass"\nmax_queries = 20\n[base.runtime]\n'
+                 'channels = false\n[grid]\n"protocol.k" = [1, 3]\n')
+    runner = CliRunner()
+    out = tmp_path / "o"
+    assert runner.invoke(app, ["sweep", str(f), "--output", str(out)]).exit_code == 0
+    before = (out / "sweep.csv").read_bytes()
+    ran = []
+    monkeypatch.setattr(sweep_module, "run_one", lambda job: ran.append(job) or {})
+    again = runner.invoke(app, ["sweep", str(f), "--output", str(out)])
+    assert again.exit_code == 2, again.output
+    assert "already holds results" in " ".join(again.output.split())
+    assert ran == [] and (out / "sweep.csv").read_bytes() == before
+    monkeypatch.undo()
+    f.write_text(f.read_text().replace("[1, 3]", "[5]"))
+    replaced = runner.invoke(app, ["sweep", str(f), "--output", str(out), "--overwrite"])
+    assert replaced.exit_code == 0, replaced.output
+    with (out / "sweep.csv").open() as fh:
+        assert [r["protocol.k"] for r in csv.DictReader(fh)] == ["5"]
+
+
+def test_a_sweep_runs_the_deviation_of_its_base_scenario():
+    """``[[deviation]]`` in the base scenario is run in every point, not dropped: each row
+    says whether it was detected (a party dropping out of the ring is)."""
+    spec = Sweep.model_validate({
+        "sweep": {"name": "dev", "seeds": [0], "parallel": "sequential"},
+        "base": {"data": {"dataset": "glass", "max_queries": 20},
+                 "runtime": {"channels": True, "party_timeout_s": 2.0},
+                 "deviation": [{"party": "owner-01", "kind": "drop-out"}]},
+        "grid": {"protocol.k": [1, 3]}})
+    rows = run_sweep(spec)
+    assert [r["deviation_detected"] for r in rows] == [True, True]
+    assert all(r["deviation_detected_by"] for r in rows)
