@@ -466,3 +466,30 @@ def test_truth_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["truth-x.npz"]  # no partial left
     assert np.array_equal(load_truth(path)["queries"], np.arange(3.0))  # the old one intact
+
+
+def test_summary_lists_a_large_table_by_attack_and_its_worst_rows():
+    """Past SUMMARY_ROWS rows, summary.json keeps counts, one line per attack and the rows
+    above their bound first (the whole table is leakage.csv), not every row."""
+    from ppknn.simulations.leakage.table import SUMMARY_ROWS, summary
+
+    def row(i: int, attack: str, value: float, bound: float | None = 0.5) -> LeakageRow:
+        return LeakageRow(protocol="p", observer=f"o{i}", target=f"t{i}", attack=attack,
+                          quantity="rate", value=value, ci_low=value - 0.01,
+                          ci_high=value + 0.01, trials=100, bound=bound)
+
+    rows = [row(i, "a", 0.1 + i / 10_000) for i in range(300)]
+    rows += [row(300, "a", 0.9), row(301, "b", float("nan"), None), row(302, "b", 0.3, None)]
+    s = summary(rows)
+    assert (s["rows"], s["above_bound"], s["no_bound"]) == (303, 1, 2)
+    assert not s["table_complete"] and len(s["table"]) == SUMMARY_ROWS
+    assert s["table"][0]["observer"] == "o300" and s["table"][0]["verdict"] == ABOVE
+    assert [r["observer"] for r in s["table"][1:4]] == ["o302", "o299", "o298"]  # largest next
+    by = {b["attack"]: b for b in s["by_attack"]}
+    assert by["a"]["rows"] == 301 and by["a"]["above_bound"] == 1
+    assert (by["a"]["max"], by["a"]["max_observer"], by["a"]["bound"]) == (0.9, "o300", 0.5)
+    assert by["b"]["max"] == 0.3 and by["b"]["bound"] is None and by["b"]["mean"] == 0.3
+    small = summary(rows[:10])
+    assert small["table_complete"] and [r["observer"] for r in small["table"]] == [
+        f"o{i}" for i in range(10)]  # whole, in the table's order
+    json.dumps(s, allow_nan=False)  # strict JSON: no NaN anywhere

@@ -153,9 +153,40 @@ def read_table(path: Path) -> list[dict[str, Any]]:
     return read_rows(path)
 
 
+SUMMARY_ROWS = 200
+"""``summary.json`` lists the whole table up to this many rows; beyond, this many of its
+rows (those above their bound first, then the largest values): ``leakage.csv`` has them all."""
+
+
 def summary(rows: Sequence[LeakageRow]) -> dict[str, Any]:
-    """The ``leakage`` section of ``summary.json``."""
+    """The ``leakage`` section of ``summary.json``.
+
+    Counts by verdict, one line per (protocol, attack, quantity) with its
+    largest value and who measured it, and the table itself, whole up to
+    :data:`SUMMARY_ROWS` rows (a 20,000-party ring has one row per party and
+    attack: ``leakage.csv`` holds those).
+    """
     verdicts = [r.verdict for r in rows]
+    groups: dict[tuple[str, str, str], list[LeakageRow]] = {}
+    for r in rows:
+        groups.setdefault((r.protocol, r.attack, r.quantity), []).append(r)
+    by_attack = []
+    for (protocol, attack, quantity), group in groups.items():
+        values = np.array([r.value for r in group], dtype=float)
+        finite = np.isfinite(values)
+        top = group[int(np.argmax(np.where(finite, values, -np.inf)))] if finite.any() else None
+        bounds = {r.bound for r in group if r.bound is not None}
+        by_attack.append(_json_row_dict({
+            "protocol": protocol, "attack": attack, "quantity": quantity, "rows": len(group),
+            "above_bound": sum(r.verdict == ABOVE for r in group),
+            "bound": bounds.pop() if len(bounds) == 1 else None,
+            "mean": float(values[finite].mean()) if finite.any() else None,
+            "max": None if top is None else float(top.value),
+            "max_observer": None if top is None else top.observer,
+            "max_target": None if top is None else top.target}))
+    shown = list(rows) if len(rows) <= SUMMARY_ROWS else sorted(
+        rows, key=lambda r: (r.verdict != ABOVE,
+                             -r.value if math.isfinite(r.value) else math.inf))[:SUMMARY_ROWS]
     return {
         "rows": len(rows),
         "above_bound": verdicts.count(ABOVE),
@@ -164,15 +195,19 @@ def summary(rows: Sequence[LeakageRow]) -> dict[str, Any]:
         "definition": "one row per (observer, target, attack): measured quantity with a 95% "
                       "interval, the bound the protocol promises, verdict 'above bound' when "
                       "the interval's lower end exceeds it (leakage.csv)",
-        "table": [_json_row(r) for r in rows],
+        "by_attack": by_attack,
+        "table_complete": len(shown) == len(rows),
+        "table": [_json_row(r) for r in shown],
     }
 
 
+def _json_row_dict(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v
+            for k, v in row.items()}
+
+
 def _json_row(row: LeakageRow) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in row.as_dict().items():
-        out[k] = None if isinstance(v, float) and not math.isfinite(v) else v
-    return out
+    return _json_row_dict(row.as_dict())
 
 
 def plot_table(rows: Sequence[LeakageRow], path: Path, *, title: str) -> Path:
