@@ -244,7 +244,7 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
         schema = FeatureSchema.build(arr.shape[1], bounds=self.bounds, categories=self.categories,
                                      X=arr)
         numeric, categorical = schema.encode(arr, out_of_bounds=self.out_of_bounds)
-        check_trim(config, np.bincount(codes, minlength=len(classes)))
+        check_trim(config, np.bincount(codes, minlength=len(classes)), owner=True)
         rng = self._generator(config)
         kwargs = dict(n_classes=len(classes), schema=schema, config=config, rng=rng)
         if config.private:

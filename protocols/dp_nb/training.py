@@ -240,15 +240,23 @@ class TrainResult:
     sensitivity: np.ndarray = field(repr=False)
 
 
-def check_trim(config: NBConfig, counts: np.ndarray) -> None:
+def check_trim(config: NBConfig, counts: np.ndarray, *, owner: bool = False) -> None:
     """Raise :class:`ConfigError` when an integer ``trim`` leaves a class too small.
 
-    A fixed ``m`` needs ``2m + 2`` rows per class (a window of two values). This
-    reads the private class sizes: it is the data owner's input check, before any
-    release. ``"auto"`` and fractions adapt to the noisy counts and never fail.
+    A fixed ``m`` needs ``2m + 2`` rows per class (a window of two values) to be
+    useful. The check reads the class sizes, so it runs only where that reveals
+    nothing: under replace neighbouring (class sizes are public in that model),
+    or for the data owner itself (``owner=True``: the estimator, whose user
+    holds the rows). An owner answering analysts under add/remove does not
+    check, since a refusal would tell the analyst, for free, whether every class
+    has ``2m + 2`` rows; the release stays private at any window (the smooth
+    sensitivity covers windows of any size, up to the global ``(U - L) / 2``).
+    ``"auto"`` and fractions adapt to the noisy counts and never fail.
     """
     trim = config.trim
     if not (config.method in ("smooth", "bun-steinke") and not isinstance(trim, (str, float))):
+        return
+    if config.neighbours != "replace" and not owner:
         return
     short = np.flatnonzero(np.asarray(counts) < 2 * trim + 2)
     if short.size:
@@ -363,8 +371,10 @@ def train(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray, *, n_clas
                                   else (mid, 0.0))
                     n_c = max(x.size, 1)
                     s_a[c] = (hi - lo) / n_c, (hi - lo) ** 2 * (n_c - 1) / n_c**2
-                    if x.size <= 1:
-                        empty[c] = True  # nothing (n = 0) or a constant variance to protect
+                    if x.size == 0:  # no row: both statistics are constants
+                        empty[c] = True
+                    # one row: its mean is private (Laplace at (U - L) / 1); its variance is
+                    # the constant 0, at sensitivity 0, released as is below
                 else:  # sums centred on the middle: |x - mid| <= (U - L) / 2
                     stats_a[c] = float(np.sum(x - mid)), float(np.sum((x - mid) ** 2))
                     s_a[c] = (hi - lo) / 2.0, (hi - lo) ** 2 / 4.0

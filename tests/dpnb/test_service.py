@@ -84,11 +84,19 @@ def test_a_reused_request_id_is_refused():
         owner.train(msg)
 
 
-def test_a_trim_the_classes_cannot_afford_is_refused_without_spending():
+def test_a_trim_the_classes_cannot_afford_is_refused_only_where_class_sizes_are_public():
+    """Under replace (class sizes public) a trim too large is refused without spending.
+    Under add/remove a refusal would tell the analyst, for free, whether every class has
+    2m + 2 rows: the request is answered and charged like any other, whatever m is."""
     owner = _owner()
+    alice = _requester(owner)
     with pytest.raises(ConfigError, match="needs at least"):
-        owner.train(_requester(owner).request(ModelRequest(epsilon=0.5, trim=500)))
+        owner.train(alice.request(ModelRequest(epsilon=0.5, trim=500, neighbours="replace")))
     assert owner.remaining().epsilon == 1.0
+    for trim in (500, 1):  # a class too small, and every class large enough: the same path
+        reply = owner.reply(alice.request(ModelRequest(epsilon=0.25, trim=trim)))
+        assert reply.kind != "refused"
+    assert owner.remaining().epsilon == pytest.approx(0.5)
 
 
 @pytest.mark.parametrize("kw,match", [

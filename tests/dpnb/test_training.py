@@ -138,6 +138,22 @@ def test_replace_model_releases_an_empty_class_exactly():
     assert res.params.var[2, 0] == pytest.approx(floor, rel=1e-12)
 
 
+def test_replace_model_noises_the_mean_of_a_one_row_class():
+    """A class of one row under replace: its variance is the constant 0, but its mean is the
+    row's value, released with Laplace noise at (U - L) / 1 (global fallback), never as is."""
+    n = 3000
+    X = np.full(n, 3.14159)
+    res = _fit(X, np.arange(n), n, epsilon=30.0, neighbours="replace")  # ε' = 10
+    assert np.all(res.sensitivity[:, 0, 0] == 10.0)  # (U - L) / 1: the global fallback
+    theta = res.params.theta[:, 0]
+    assert np.mean(theta == 3.14159) < 0.01
+    law = stats.laplace(3.14159, 10.0 / 10.0)
+    assert _chi2_pvalue(theta, 0.0, 10.0, law.cdf) > ALPHA
+    assert _chi2_pvalue(theta, 0.0, 10.0, stats.laplace(3.14159, 1.3).cdf) < ALPHA
+    floor = 1e-3 * 100 + 1e-9 * 100  # the variance: the constant 0, floored
+    assert res.params.var[:, 0] == pytest.approx(np.full(n, floor), rel=1e-12)
+
+
 def test_bun_steinke_variance_is_the_second_moment_minus_the_squared_mean():
     x = np.random.default_rng(2).uniform(1, 9, 200)
     res = _fit(x, np.zeros(200, dtype=int), 1, method="bun-steinke", epsilon=math.inf)
