@@ -6,7 +6,12 @@ The few names a notebook needs:
   :class:`ppknn.Result` (pyarrow tables, summary, leakage); nothing is written
   unless ``output=`` is given.
 - :func:`ppknn.sweep` -- a grid of scenarios x seeds, one table row per run.
-- :func:`ppknn.leakage` -- each protocol's leakage report, from a run or a results folder.
+- :func:`ppknn.leakage` -- each protocol's leakage report, from a run or a results folder;
+  :func:`ppknn.leakage_table` -- every protocol's leakage rows (``leakage.csv``).
+- errors: :class:`ppknn.PpknnError` (every error the framework raises on purpose):
+  :class:`ppknn.ConfigError` and :class:`ppknn.DataError` (bad input, ``ValueError``),
+  :class:`ppknn.PartyFailure` and :class:`ppknn.IntegrityError` (a run that failed),
+  :class:`ppknn.BudgetExhausted`; :class:`ppknn.PrivacyLeakWarning`.
 - :func:`ppknn.load_scenario` -- validate a scenario (precise ``ConfigError`` messages).
 - :data:`ppknn.registry` -- the protocol registry (``registry.names()``,
   ``registry.get(name).roles``); :func:`ppknn.protocol_names` lists the names.
@@ -44,6 +49,7 @@ _LAZY = {
     "run": "ppknn.api",
     "sweep": "ppknn.api",
     "leakage": "ppknn.api",
+    "leakage_table": "ppknn.api",
     "load_scenario": "ppknn.api",
     "protocol_names": "ppknn.api",
     "Result": "ppknn.api",
@@ -56,13 +62,34 @@ _LAZY = {
     "DPNaiveBayes": "ppknn.protocols.dp_nb.estimator",
     "BelowMajorityWarning": "ppknn.protocols.dp_nb.estimator",
     "ConfigError": "ppknn.core.errors",
+    "DataError": "ppknn.core.errors",
+    "PpknnError": "ppknn.core.errors",
+    "PartyFailure": "ppknn.core.errors",
+    "IntegrityError": "ppknn.core.errors",
+    "BudgetExhausted": "ppknn.core.errors",
     "PrivacyLeakWarning": "ppknn.core.errors",
 }
 _MODULES = {"registry": "ppknn.simulations.registry"}
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ppknn.api import Result, leakage, load_scenario, protocol_names, run, sweep
-    from ppknn.core.errors import ConfigError, PrivacyLeakWarning
+    from ppknn.api import (
+        Result,
+        leakage,
+        leakage_table,
+        load_scenario,
+        protocol_names,
+        run,
+        sweep,
+    )
+    from ppknn.core.errors import (
+        BudgetExhausted,
+        ConfigError,
+        DataError,
+        IntegrityError,
+        PartyFailure,
+        PpknnError,
+        PrivacyLeakWarning,
+    )
     from ppknn.protocols.dp_nb.estimator import BelowMajorityWarning, DPNaiveBayes
     from ppknn.simulations import registry
     from ppknn.simulations.estimators import (
@@ -91,7 +118,8 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY, *_MODULES})
 
 
-__all__ = ["BelowMajorityWarning", "ConfigError", "DPKNeighborsClassifier", "DPNaiveBayes",
-           "DPRadiusNeighborsClassifier", "DPTTClassifier", "PCALaplaceSanitizer",
-           "PPKNNClassifier", "PrivacyLeakWarning", "Result", "Scenario", "__version__",
-           "leakage", "load_scenario", "protocol_names", "registry", "run", "sweep"]
+__all__ = ["BelowMajorityWarning", "BudgetExhausted", "ConfigError", "DPKNeighborsClassifier",
+           "DPNaiveBayes", "DPRadiusNeighborsClassifier", "DPTTClassifier", "DataError",
+           "IntegrityError", "PCALaplaceSanitizer", "PPKNNClassifier", "PartyFailure",
+           "PpknnError", "PrivacyLeakWarning", "Result", "Scenario", "__version__", "leakage",
+           "leakage_table", "load_scenario", "protocol_names", "registry", "run", "sweep"]

@@ -25,6 +25,8 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -133,10 +135,26 @@ class Result:
 
     @property
     def summary(self) -> dict[str, Any]:
-        """``summary.json`` as a dict."""
+        """``summary.json`` as a dict, its ``leakage`` section included."""
+        from ppknn.simulations.leakage import summary
         from ppknn.simulations.results import summary_of
 
-        return summary_of(self.run)
+        return {**summary_of(self.run), "leakage": summary(self._leakage_rows)}
+
+    @functools.cached_property
+    def _leakage_rows(self) -> list[Any]:
+        from ppknn.simulations.leakage import run_table
+
+        return run_table(self.run)
+
+    @property
+    def leakage_table(self) -> pa.Table:
+        """``leakage.csv`` as a table: one row per (observer, target, attack) of every protocol.
+
+        The measured quantity with its 95% interval, the promised bound and the
+        verdict (computed once, on first use).
+        """
+        return _rows_table(self._leakage_rows)
 
     @property
     def predictions(self) -> pa.Table:
@@ -160,7 +178,11 @@ class Result:
 
     @property
     def leakage(self) -> dict[str, Any]:
-        """Each protocol's default leakage report (``None`` where it scores none)."""
+        """Each protocol's own leakage report, as measured (``None`` where it has none).
+
+        The ring's per-node disclosure, the sanitizer's attack outcome, ...;
+        every protocol's rows are in :attr:`leakage_table`.
+        """
         return {o.name: o.leakage for o in self.run.outcomes}
 
     def write(self, output: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
@@ -257,7 +279,10 @@ def run(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, *,
     folder = check_output(Path(output), overwrite=overwrite)
     with staged(folder, overwrite=overwrite) as stage:
         whole = run_scenario(sc, stage=stage, progress=progress)
-    return Result(whole.run, output=folder, deviations=whole.deviations, audit=whole.audit)
+    # the run was recorded in the staging folder, now renamed: read it where it is
+    run = dataclasses.replace(whole.run, transcript_dir=folder / "transcript",
+                              transcript=Transcript(folder / "transcript"))
+    return Result(run, output=folder, deviations=whole.deviations, audit=whole.audit)
 
 
 def sweep(spec: str | os.PathLike[str] | Mapping[str, Any] | Sweep, *,
@@ -317,11 +342,13 @@ def sweep(spec: str | os.PathLike[str] | Mapping[str, Any] | Sweep, *,
 
 
 def leakage(source: Result | RunResult | str | os.PathLike[str]) -> dict[str, Any]:
-    """Each protocol's default leakage report, from a run or a saved results folder.
+    """Each protocol's own leakage report, from a run or a saved results folder.
 
-    From a folder (``ppknn run``'s output) it is recomputed from the saved
-    transcript alone, as ``ppknn leakage`` does; a protocol with no
-    registered leakage measure maps to ``None``.
+    From a run, the report as measured (the ring's per-node disclosure, the
+    sanitizer's attack outcome, ...). From a folder (``ppknn run``'s output),
+    the reports recomputed from the saved transcript alone, as ``ppknn
+    leakage`` does (the ring's disclosure); a protocol with no such report
+    maps to ``None``. Every protocol's rows, from either: :func:`leakage_table`.
 
     Examples
     --------
@@ -340,6 +367,9 @@ def leakage(source: Result | RunResult | str | os.PathLike[str]) -> dict[str, An
         return source.leakage
     if isinstance(source, RunResult):
         return {o.name: o.leakage for o in source.outcomes}
+    if not isinstance(source, (str, os.PathLike)):
+        raise ConfigError(f"source = {source!r}: give a Result, a RunResult or the path of a "
+                          "results folder")
     folder = Path(source)
     public_path = folder / "public.json"
     if not public_path.is_file():
@@ -352,6 +382,49 @@ def leakage(source: Result | RunResult | str | os.PathLike[str]) -> dict[str, An
             for name, facts in per_protocol.items()}
 
 
+def leakage_table(source: Result | RunResult | str | os.PathLike[str]) -> pa.Table:
+    """Every protocol's leakage rows, from a run or a saved results folder (``leakage.csv``).
+
+    One row per (observer, target, attack): the measured quantity with its 95%
+    interval, the bound the protocol promises and the verdict. From a folder
+    it is recomputed from the saved transcript and ground truth, as
+    ``ppknn leakage`` does (nothing is written).
+
+    Examples
+    --------
+    >>> r = run({"data": {"dataset": "sklearn:iris", "max_queries": 10,
+    ...                   "bounds": {"lower": [4, 2, 1, 0], "upper": [8, 4.5, 7, 2.5]}},
+    ...          "parties": {"n": 3}, "runtime": {"kind": "inprocess"}})
+    >>> table = leakage_table(r)
+    >>> table.column_names[:4], set(table.column("verdict").to_pylist()) <= {
+    ...     "within bound", "above bound", "no bound"}
+    (['protocol', 'observer', 'target', 'attack'], True)
+    """
+    if isinstance(source, Result):
+        return source.leakage_table
+    if isinstance(source, RunResult):
+        return Result(source).leakage_table
+    if not isinstance(source, (str, os.PathLike)):
+        raise ConfigError(f"source = {source!r}: give a Result, a RunResult or the path of a "
+                          "results folder")
+    from ppknn.simulations.leakage import recompute
+    from ppknn.simulations.output import check_complete
+
+    folder = Path(source)
+    if not (folder / "public.json").is_file():
+        raise ConfigError(f"{str(folder)!r} is not a results folder (no public.json)")
+    check_complete(folder)
+    return _rows_table(recompute(folder))
+
+
+def _rows_table(rows: list[Any]) -> pa.Table:
+    from ppknn.simulations.leakage.table import COLUMNS
+
+    if not rows:
+        return pa.table({c: pa.array([], pa.string()) for c in COLUMNS})
+    return pa.Table.from_pylist([r.as_dict() for r in rows])
+
+
 def protocol_names() -> list[str]:
     """The registered protocol names (``ppknn.registry.get(name)`` gives a plugin).
 
@@ -361,5 +434,5 @@ def protocol_names() -> list[str]:
     return registry.names()
 
 
-__all__ = ["Result", "leakage", "load_scenario", "protocol_names", "run",
+__all__ = ["Result", "leakage", "leakage_table", "load_scenario", "protocol_names", "run",
            "sweep"]

@@ -90,6 +90,13 @@ def test_run_with_output_writes_the_folder_and_refuses_to_overwrite(tmp_path):
     from_folder = ppknn.leakage(out)["ppknn-ring"]
     assert from_folder.mean_probability == result.leakage["ppknn-ring"].mean_probability
     assert json.loads((out / "summary.json").read_text())["run_id"] == result.summary["run_id"]
+    # the result reads its transcript where the folder is now (not the staging folder)
+    in_memory = ppknn.run(IRIS, overrides={"protocol.k": 1})
+    assert result.run.transcript_dir == out / "transcript"
+    assert result.transcript.num_rows == in_memory.transcript.num_rows > 0
+    again = result.write(tmp_path / "again")
+    assert ppknn.leakage(again)["ppknn-ring"].mean_probability == \
+        from_folder.mean_probability
 
 
 def test_result_write_keeps_the_in_memory_transcript(tmp_path):
@@ -150,6 +157,32 @@ def test_run_performs_the_audit_a_scenario_asks_for(tmp_path):
     again = ppknn.run(data).audit[0].row  # seeded: the same bound
     assert (again.value, again.ci_low, again.verdict) == (audit.row.value, audit.row.ci_low,
                                                           audit.row.verdict)
+
+
+@pytest.mark.parametrize("protocol", ["dp-knn", "ppknn-ring"])
+def test_leakage_table_in_memory_is_the_folders_leakage_csv(tmp_path, protocol):
+    """Every protocol's rows, in memory and from the folder, equal leakage.csv; the result's
+    summary carries the same leakage section as summary.json."""
+    from ppknn.simulations.leakage.table import read_table, rows_equal
+    from ppknn.simulations.reporting.csvio import write_rows
+
+    scenario = ROOT / "scenarios" / f"{protocol}.toml"
+    smaller = {"data.max_queries": 20, "runtime.kind": "inprocess"}
+    written = ppknn.run(scenario, overrides=smaller, output=tmp_path / "r")
+    in_memory = ppknn.run(scenario, overrides=smaller)
+    saved = read_table(tmp_path / "r" / "leakage.csv")
+    assert len(saved) > 0
+    for table in (in_memory.leakage_table, ppknn.leakage_table(tmp_path / "r"),
+                  ppknn.leakage_table(written)):
+        assert table.num_rows == len(saved)
+        assert table.column_names == list(saved[0])
+        write_back = tmp_path / "t.csv"
+        write_rows(write_back, table.to_pylist())
+        assert rows_equal(read_table(write_back), saved)
+    on_disk = json.loads((tmp_path / "r" / "summary.json").read_text())["leakage"]
+    assert json.loads(json.dumps(in_memory.summary["leakage"])) == on_disk
+    with pytest.raises(ConfigError, match="give a Result"):
+        ppknn.leakage_table(42)
 
 
 def test_sweep_returns_one_row_per_run_and_writes_only_when_asked(tmp_path, monkeypatch):
