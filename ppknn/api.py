@@ -81,9 +81,12 @@ def load_scenario(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenari
     else:
         raise ConfigError(f"scenario = {scenario!r}: give a TOML path, a mapping or a "
                           "ppknn Scenario")
-    for key, value in (overrides or {}).items():
-        sc = sc.set_key(key, value)
-    return sc
+    if overrides is None:
+        return sc
+    if not isinstance(overrides, Mapping):
+        raise ConfigError(f"overrides = {overrides!r}: give a mapping of dotted keys to values, "
+                          "e.g. {'protocol.k': 3}")
+    return sc.set_keys(overrides.items()) if overrides else sc
 
 
 @dataclass(frozen=True)

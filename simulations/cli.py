@@ -103,15 +103,16 @@ def _fail(exc: BaseException, code: int) -> None:
 
 
 def _apply_sets(scenario: Any, sets: list[str]) -> Any:
-    """``--set key=value`` (typed: TOML literals) applied in order."""
+    """``--set key=value`` (typed: TOML literals), in order, validated once, together."""
     from ppknn.simulations.scenario import parse_value
 
+    items = []
     for item in sets:
         key, eq, value = item.partition("=")
-        if not eq or not key:
+        if not eq or not key.strip():
             raise PpknnError(f"--set {item!r}: write KEY=VALUE, e.g. protocol.epsilon=0.5")
-        scenario = scenario.set_key(key.strip(), parse_value(value.strip()))
-    return scenario
+        items.append((key.strip(), parse_value(value.strip())))
+    return scenario.set_keys(items) if items else scenario
 
 
 @app.command()

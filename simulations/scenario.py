@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -244,17 +245,21 @@ class Scenario(_Section):
         return data
 
     def with_overrides(self, **sections: dict[str, Any]) -> Scenario:
-        """A copy with some keys replaced (validated again)."""
-        data = self.model_dump()
+        """A copy with some keys replaced, as if written in the scenario (validated again).
+
+        Only the keys the scenario set are carried over, not the defaults
+        filled in: a changed ``protocol.name`` takes the new protocol's defaults.
+        """
+        full = self.model_dump()
+        data = self.model_dump(exclude_unset=True)
         for section, values in sections.items():
-            if section not in data:
-                raise ConfigError(f"unknown scenario section {section!r}; allowed: {list(data)}")
-            if data[section] is None and section in ("faults", "network"):
-                data[section] = {}
-            if not isinstance(data[section], dict):
+            if section not in full:
+                raise ConfigError(f"unknown scenario section {section!r}; allowed: {list(full)}")
+            current = data.get(section) or {}
+            if not isinstance(current, dict):
                 raise ConfigError(f"scenario section {section!r} holds several protocols; "
                                   "override one with set_key('protocol[i].key', value)")
-            data[section].update(values)
+            data[section] = {**current, **values}
         return parse_scenario(data, source="overrides")
 
     def set_key(self, key: str, value: Any) -> Scenario:
@@ -262,8 +267,22 @@ class Scenario(_Section):
 
         Validated again; an unknown section or key is a :class:`ConfigError`.
         """
-        return parse_scenario(set_dotted(self.model_dump(), key, value),
-                              source=f"with {key} = {value!r}")
+        return self.set_keys([(key, value)])
+
+    def set_keys(self, items: Iterable[tuple[str, Any]]) -> Scenario:
+        """A copy with several dotted keys set, validated once, together.
+
+        As if the keys were written in the scenario: keys that depend on each
+        other (``protocol.task`` and ``protocol.algorithm``) can change
+        together, and a changed ``protocol.name`` takes the new protocol's
+        defaults (only the keys the scenario set are carried over).
+        """
+        items = list(items)
+        data = self.model_dump(exclude_unset=True)
+        for key, value in items:
+            data = set_dotted(data, key, value)
+        where = ", ".join(f"{key} = {value!r}" for key, value in items)
+        return parse_scenario(data, source=f"with {where}")
 
 
 DEFAULT_PROTOCOL = "ppknn-ring"

@@ -239,3 +239,21 @@ def test_a_run_that_fails_after_its_protocol_says_where_its_scorable_record_is(t
         assert any(str(out) in note for note in caught.value.__notes__)
     report = ppknn.leakage(out)["ppknn-ring"]
     assert report.mean_probability == ppknn.run(IRIS).leakage["ppknn-ring"].mean_probability
+
+
+def test_overrides_act_as_if_written_in_the_scenario():
+    """A changed protocol.name takes the new protocol's defaults (the old one's filled-in
+    defaults were unknown keys to it); dependent keys change together, validated once."""
+    sc = ppknn.load_scenario({"protocol": {"name": "ppknn-ring"}},
+                             overrides={"protocol.name": "dp-knn"})
+    assert sc.protocols[0].name == "dp-knn"
+    knn = ppknn.load_scenario(ROOT / "scenarios" / "dp-knn.toml",
+                              overrides={"protocol.task": "knn",
+                                         "protocol.algorithm": "interactive"})
+    assert (knn.protocols[0].task, knn.protocols[0].algorithm) == ("knn", "interactive")
+    # keys the file wrote are kept, and still checked against the new protocol
+    with pytest.raises(ConfigError, match="unknown key 'protocol.rounds'"):
+        ppknn.load_scenario({"protocol": {"name": "ppknn-ring", "rounds": 2}},
+                            overrides={"protocol.name": "dp-knn"})
+    with pytest.raises(ConfigError, match="give a mapping"):
+        ppknn.load_scenario({}, overrides=[("protocol.k", 3)])

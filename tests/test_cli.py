@@ -292,3 +292,18 @@ def test_summary_plot_for_few_and_many_parties(tmp_path, n):
     assert (len(outcome.outcome.leakage.parties) > MAX_LABELLED_PARTIES) == (n > 40)
     write_results(outcome, tmp_path / "out")
     assert (tmp_path / "out" / "summary.png").stat().st_size > 10_000
+
+
+def test_set_keys_that_depend_on_each_other_change_together(tmp_path):
+    from pathlib import Path
+
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "dp-knn.toml"
+    result = runner.invoke(app, ["run", str(scenario), "--runtime", "inprocess",
+                                 "--output", str(tmp_path / "o"),
+                                 "--set", "data.max_queries=16",
+                                 "--set", 'protocol.task="knn"',
+                                 "--set", 'protocol.algorithm="interactive"'])
+    assert result.exit_code == 0, result.output
+    saved = json.loads((tmp_path / "o" / "scenario.json").read_text())["protocol"]
+    assert (saved["task"], saved["algorithm"]) == ("knn", "interactive")
+
