@@ -307,3 +307,25 @@ def test_set_keys_that_depend_on_each_other_change_together(tmp_path):
     saved = json.loads((tmp_path / "o" / "scenario.json").read_text())["protocol"]
     assert (saved["task"], saved["algorithm"]) == ("knn", "interactive")
 
+
+def test_a_detected_deviation_keeps_the_honest_run_and_the_deviant_transcript(tmp_path):
+    """The drop-out fails the deviant run (detected): the folder holds the honest twin's
+    results, scorable, and the deviant transcript up to its failure beside it."""
+    from pathlib import Path
+
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / \
+        "deviation_ring_drop_out.toml"
+    out = tmp_path / "o"
+    result = runner.invoke(app, ["run", str(scenario), "--runtime", "inprocess",
+                                 "--output", str(out), "--set", "data.max_queries=20",
+                                 "--set", "runtime.party_timeout_s=2"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "deviations.json").read_text())
+    assert report["detected"] is True and "PartyFailure" in report["detected_by"]
+    assert (out / "transcript-deviant" / "failure.json").is_file()
+    assert not (out / "transcript" / "failure.json").exists()
+    assert not (out / "failure.json").exists()
+    before = (out / "leakage.csv").read_bytes()
+    again = runner.invoke(app, ["leakage", str(out)])
+    assert again.exit_code == 0, again.output
+    assert (out / "leakage.csv").read_bytes() == before

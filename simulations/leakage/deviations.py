@@ -14,8 +14,9 @@ run:
 - every **leakage** row that changed (honest value, deviant value).
 
 The results folder of a deviation run holds the deviant run's results (or,
-when the deviant run failed, the honest run's) and ``deviations.json`` /
-``deviations.csv`` with the comparison.
+when the deviant run failed, the honest run's, with the deviant run's
+transcript up to its failure kept in ``transcript-deviant/``) and
+``deviations.json`` / ``deviations.csv`` with the comparison.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ from ppknn.simulations.leakage.checks import check_parties
 from ppknn.simulations.leakage.measure import run_table
 from ppknn.simulations.leakage.table import LeakageRow
 from ppknn.simulations.reporting.csvio import write_rows
+
+DEVIANT_TRANSCRIPT = "transcript-deviant"
+"""Where a results folder keeps the transcript of a deviant run that failed."""
 
 
 class DeviatingRuntime:
@@ -153,6 +157,10 @@ def run_with_deviations(scenario: Any, *, transcript_dir: Path | None = None,
         failure = exc
     finally:
         rt.shutdown()
+    if deviant is None and transcript_dir is not None and transcript_dir.exists():
+        # the honest run is the one kept: the deviant's transcript up to its failure is
+        # kept beside it, for inspection (never scored)
+        transcript_dir.rename(transcript_dir.with_name(DEVIANT_TRANSCRIPT))
     honest = execute(honest_scenario, transcript_dir=None if deviant is not None
                      else transcript_dir, progress=progress,
                      recorded=None if deviant is not None else recorded)
@@ -168,5 +176,5 @@ def write_report(report: DeviationReport, out: Path) -> None:
     write_rows(out / "deviations.csv", rows)
 
 
-__all__ = ["DeviatingRuntime", "DeviationReport", "compare", "run_with_deviations",
-           "write_report"]
+__all__ = ["DEVIANT_TRANSCRIPT", "DeviatingRuntime", "DeviationReport", "compare",
+           "run_with_deviations", "write_report"]
