@@ -34,16 +34,43 @@ from ppknn.core.errors import ConfigError, PartyFailure
 FAILURE = "failure.json"
 
 
+MARKER = ".ppknn-output"
+"""Written into every folder :func:`staged` completes: the folder holds ppknn's output."""
+
+MARKERS = (MARKER, "scenario.json", "summary.json", "public.json", FAILURE, "sweep.csv",
+           "audit.json", "chaos.json", "compare.csv", "deviations.json")
+"""Files that show a folder holds ppknn output (folders written before :data:`MARKER`)."""
+
+
+def holds_output(folder: Path) -> bool:
+    """Whether ``folder`` holds ppknn output (one of :data:`MARKERS`)."""
+    return any((Path(folder) / name).exists() for name in MARKERS)
+
+
 def check_output(folder: Path, *, overwrite: bool) -> Path:
-    """Refuse an output that is a file or (without ``overwrite``) an existing results folder."""
+    """Refuse an output that is a file, or an existing folder unless ``overwrite`` may replace it.
+
+    ``overwrite`` replaces only a folder that holds ppknn output (:func:`holds_output`),
+    never another non-empty folder (a user's files), nor one holding the working directory.
+    """
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"output {str(folder)!r} is an existing file, not a folder; "
                           "choose another --output")
-    if folder.is_dir() and any(folder.iterdir()) and not overwrite:
-        raise ConfigError(f"output {str(folder)!r} already holds results; pass --overwrite to "
-                          "replace them (the old folder is removed only once the new run is "
-                          "complete) or choose another --output")
+    if folder.is_dir() and any(folder.iterdir()):
+        if not holds_output(folder):
+            raise ConfigError(f"output {str(folder)!r} is a non-empty folder that holds no "
+                              "ppknn output; it is never replaced (not even with --overwrite): "
+                              "choose another --output")
+        if not overwrite:
+            raise ConfigError(f"output {str(folder)!r} already holds results; pass --overwrite "
+                              "to replace them (the old folder is removed only once the new "
+                              "run is complete) or choose another --output")
+        here = Path.cwd().resolve()
+        if here == folder.resolve() or folder.resolve() in here.parents:
+            raise ConfigError(f"output {str(folder)!r} holds the working directory; it cannot "
+                              "be replaced from inside: choose another --output or run from "
+                              "elsewhere")
     for parent in folder.parents:
         if parent.exists():
             if not parent.is_dir():
@@ -102,6 +129,7 @@ def staged(folder: Path, *, overwrite: bool = False) -> Iterator[Path]:
         if hasattr(exc, "add_note"):  # (Python 3.11+) shown under a traceback too
             exc.add_note(f"what the run recorded is kept in {str(target)!r} ({FAILURE} says why)")
         raise
+    (stage / MARKER).write_text("written by ppknn; --overwrite may replace this folder\n")
     if folder.exists():
         old = folder.parent / f".{folder.name}.old-{uuid.uuid4().hex[:8]}"
         folder.rename(old)
@@ -130,11 +158,21 @@ def check_complete(folder: Path) -> dict[str, Any] | None:
     if not (folder / FAILURE).is_file():
         return None
     record = json.loads((folder / FAILURE).read_text())
+    why = record.get("message") or record.get("error", "")
     if not (folder / "public.json").is_file():
-        raise ConfigError(f"{str(folder)!r} holds a failed run ({record.get('message', '')}) "
-                          "that stopped before its public facts (public.json) were written; "
-                          "it is not scored")
+        raise ConfigError(f"{str(folder)!r} holds a failed run ({why}) that stopped before its "
+                          "public facts (public.json) were written; it is not scored")
+    from ppknn.simulations.leakage.truth import BUILDERS, truth_path
+
+    public = json.loads((folder / "public.json").read_text())
+    for name in public.get("protocols", {}):
+        path = truth_path(folder / "transcript", name)
+        if name in BUILDERS and not path.is_file():
+            raise ConfigError(f"{str(folder)!r} holds a failed run ({why}) that stopped before "
+                              f"its ground truth (transcript/{path.name}) was saved; it is not "
+                              "scored")
     return record
 
 
-__all__ = ["FAILURE", "check_complete", "check_output", "failure_record", "staged"]
+__all__ = ["FAILURE", "MARKER", "MARKERS", "check_complete", "check_output", "failure_record",
+           "holds_output", "staged"]

@@ -46,6 +46,26 @@ def test_existing_results_refused_then_replaced_with_overwrite(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # nothing left behind
 
 
+def test_overwrite_never_replaces_a_folder_without_ppknn_output(tmp_path, monkeypatch):
+    """A user's non-empty folder is refused even with --overwrite, and so is a folder holding
+    the working directory; nothing in either is touched."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("precious")
+    refused = _run(mine, "--overwrite")
+    assert refused.exit_code == 2 and "holds no ppknn output" in " ".join(refused.output.split())
+    assert (mine / "notes.txt").read_text() == "precious" and len(list(mine.iterdir())) == 1
+    out = tmp_path / "res"
+    assert _run(out).exit_code == 0
+    assert (out / ".ppknn-output").is_file()
+    before = _digest(out)
+    monkeypatch.chdir(out)
+    inside = _run(Path("."), "--overwrite")
+    assert inside.exit_code == 2 and "working directory" in inside.output
+    assert _digest(out) == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
 def test_failed_run_keeps_earlier_results_and_records_the_failure(tmp_path):
     out = tmp_path / "res"
     assert _run(out).exit_code == 0
@@ -143,11 +163,12 @@ def test_sigkill_at_any_point_never_touches_earlier_results(tmp_path, sig, kill_
             continue
         # interrupted after its protocols completed: its complete transcript is scored, or
         # refused by name if the interrupt came before its ground truth was written whole
-        assert check_complete(folder)["error"] == "KeyboardInterrupt"
-        try:
+        if (folder / "transcript" / "truth-ppknn-ring.npz").is_file():
+            assert check_complete(folder)["error"] == "KeyboardInterrupt"
             assert recompute(folder)
-        except ConfigError as exc:
-            assert "truth-ppknn-ring.npz" in str(exc)
+        else:
+            with pytest.raises(ConfigError, match="truth-ppknn-ring.npz"):
+                check_complete(folder)
 
 
 def test_a_failure_after_the_protocols_is_scorable_only_with_its_public_facts(tmp_path):
@@ -160,7 +181,10 @@ def test_a_failure_after_the_protocols_is_scorable_only_with_its_public_facts(tm
     (folder / FAILURE).write_text(json.dumps({"message": "scorer broke"}))
     with pytest.raises(ConfigError, match="stopped before its public facts"):
         check_complete(folder)
-    (folder / "public.json").write_text("{}")
+    (folder / "public.json").write_text(json.dumps({"protocols": {"ppknn-ring": {}}}))
+    with pytest.raises(ConfigError, match=r"ground truth \(transcript/truth-ppknn-ring.npz\)"):
+        check_complete(folder)  # interrupted before its ground truth was saved: not scorable
+    (folder / "transcript" / "truth-ppknn-ring.npz").write_bytes(b"")
     assert check_complete(folder)["message"] == "scorer broke"
     (folder / "transcript" / FAILURE).write_text(json.dumps({"message": "party died"}))
     with pytest.raises(ConfigError, match="party died"):
