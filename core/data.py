@@ -64,13 +64,26 @@ class Dataset:
 
 
 def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The data directory in use (see module docstring)."""
-    candidates = []
-    if explicit:
-        candidates.append(Path(explicit))
+    """The data directory in use (see module docstring).
+
+    A directory the user named (``explicit``, else ``PPKNN_DATA_DIR``) must
+    hold a ``manifest.json``: a typo is an error, never a silent fall back to
+    the default directory (a URI is fetched first, by
+    :mod:`simulations.datasource`).
+    """
     env = os.environ.get("PPKNN_DATA_DIR")
-    if env:
-        candidates.append(Path(env))
+    for label, named in (("data_dir", explicit), ("PPKNN_DATA_DIR", env)):
+        if not named:
+            continue
+        if "://" in str(named):  # fetched by the data source layer, never read here
+            break
+        if (Path(named) / "manifest.json").is_file():
+            return Path(named).resolve()
+        what = "does not exist" if not Path(named).exists() else "holds no manifest.json"
+        raise DataError(f"{label} = {str(named)!r} {what}; a data directory lists its "
+                        "datasets in manifest.json (set it to such a folder, or unset it for "
+                        "the default ../shared/datasets)")
+    candidates = []
     here = Path(__file__).resolve().parent.parent
     candidates += [
         Path.cwd() / ".." / "shared" / "datasets",

@@ -147,3 +147,20 @@ def test_normalise_clips_or_refuses_and_refuses_constant_features():
         normalise(X, lo, np.array([2.0, 10.0]))
     with pytest.raises(ConfigError, match="NaN at row 0, attribute 1"):
         normalise(np.array([[1.0, np.nan]]), lo, hi)
+
+
+def test_a_data_directory_the_user_named_must_hold_a_manifest(tmp_path, monkeypatch):
+    """A typo in PPKNN_DATA_DIR (or data_dir) is an error naming it, never a silent fall
+    back to the default directory's datasets."""
+    from ppknn.core.data import data_dir
+    from ppknn.core.errors import DataError
+
+    monkeypatch.setenv("PPKNN_DATA_DIR", str(tmp_path / "typo"))
+    with pytest.raises(DataError, match=r"PPKNN_DATA_DIR = '.*typo' does not exist"):
+        load_dataset("pima")
+    monkeypatch.setenv("PPKNN_DATA_DIR", str(tmp_path))
+    with pytest.raises(DataError, match="holds no manifest.json"):
+        data_dir()
+    with pytest.raises(DataError, match=r"data_dir = '.*nowhere' does not exist"):
+        data_dir(tmp_path / "nowhere")
+    assert load_dataset("sklearn:iris").n_classes == 3  # needs no directory
