@@ -387,6 +387,39 @@ class Transcript:
                 raise DataError(f"no transcript directory at {str(self.directory)!r}")
             self._table = None
 
+    def check(self) -> int:
+        """Check a closed transcript directory whole; returns its message count.
+
+        Every part must be readable, with as many messages as ``totals.json``
+        counted when the transcript was closed. Raises :class:`DataError` naming
+        what is missing or damaged (a part deleted, truncated or replaced), so
+        that nothing is scored from part of a run.
+        """
+        if self.directory is None:
+            return self.table(["seq"]).num_rows
+        import json
+
+        import pyarrow.parquet as pq
+
+        totals_path = self.directory / "totals.json"
+        try:
+            expected = int(json.loads(totals_path.read_text())["messages"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise DataError(f"{str(totals_path)!r} is missing or unreadable "
+                            f"({type(exc).__name__}); the transcript is incomplete") from None
+        found = 0
+        for part in self.parts():
+            try:
+                found += pq.read_metadata(part).num_rows
+            except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+                raise DataError(f"transcript part {str(part)!r} is damaged ({exc}); the "
+                                "transcript cannot be read whole") from None
+        if found != expected:
+            raise DataError(f"transcript {str(self.directory)!r} holds {found} messages in "
+                            f"{len(self.parts())} parts but totals.json counted {expected} "
+                            "when it was closed: parts are missing or were changed")
+        return found
+
     def parts(self) -> list[Path]:
         """The part files, in write order."""
         if self.directory is None:

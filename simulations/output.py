@@ -155,6 +155,9 @@ def check_complete(folder: Path) -> dict[str, Any] | None:
     if not (folder / "transcript" / "totals.json").is_file():
         raise ConfigError(f"{str(folder)!r}: the transcript is incomplete (no "
                           "transcript/totals.json); the run did not finish")
+    from ppknn.core.transcript import Transcript
+
+    Transcript(folder / "transcript").check()  # every part there and readable
     if not (folder / FAILURE).is_file():
         return None
     record = json.loads((folder / FAILURE).read_text())

@@ -176,7 +176,7 @@ def test_a_failure_after_the_protocols_is_scorable_only_with_its_public_facts(tm
     record once ``public.json`` was written, and is refused before that."""
     folder = tmp_path / "res"
     (folder / "transcript").mkdir(parents=True)
-    (folder / "transcript" / "totals.json").write_text("{}")
+    (folder / "transcript" / "totals.json").write_text('{"messages": 0}')
     assert check_complete(folder) is None  # complete, not failed
     (folder / FAILURE).write_text(json.dumps({"message": "scorer broke"}))
     with pytest.raises(ConfigError, match="stopped before its public facts"):
@@ -189,3 +189,27 @@ def test_a_failure_after_the_protocols_is_scorable_only_with_its_public_facts(tm
     (folder / "transcript" / FAILURE).write_text(json.dumps({"message": "party died"}))
     with pytest.raises(ConfigError, match="party died"):
         check_complete(folder)  # failed while the protocol ran: never scored
+
+
+@pytest.mark.parametrize("damage", ["delete", "truncate", "garbage-truth"])
+def test_leakage_refuses_a_damaged_transcript_and_keeps_the_table(tmp_path, damage):
+    """Parts deleted or truncated (totals.json says how many messages there were), or a
+    damaged ground truth: exit 2 naming it, and leakage.csv / disclosure.csv untouched."""
+    out = tmp_path / "res"
+    assert _run(out).exit_code == 0
+    parts = sorted((out / "transcript").glob("part-*.parquet"))
+    if damage == "delete":
+        for part in parts:
+            part.unlink()
+    elif damage == "truncate":
+        parts[0].write_bytes(parts[0].read_bytes()[:100])
+    else:
+        (out / "transcript" / "truth-ppknn-ring.npz").write_bytes(b"not a zip")
+    before = _digest(out)
+    result = runner.invoke(app, ["leakage", str(out)])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert {"delete": "totals.json counted", "truncate": "is damaged",
+            "garbage-truth": "truth-ppknn-ring.npz"}[damage] in text
+    assert _digest(out) == before

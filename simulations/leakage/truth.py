@@ -33,11 +33,14 @@ Per protocol:
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ppknn.core.errors import DataError
 
 Truth = dict[str, np.ndarray]
 
@@ -190,6 +193,14 @@ def load_truth(path: Path) -> Truth:
     """Read ground truth back (empty when the file is absent)."""
     if not Path(path).is_file():
         return {}
+    try:
+        return _read_truth(path)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+        raise DataError(f"ground truth {str(path)!r} is damaged ({type(exc).__name__}: {exc}); "
+                        "it cannot be scored from") from None
+
+
+def _read_truth(path: Path) -> Truth:
     out: Truth = {}
     with np.load(path, allow_pickle=False) as f:
         for key in f.files:
