@@ -42,10 +42,18 @@ Bounds: declared ``[data.bounds]`` are the public schema the noise is calibrated
 without a budget charge, as the paper's experiments (and the reproduction) do. The analyst
 clips its query rows to the public bounds before classifying them (queries may lie outside
 bounds read off the training rows).
+
+δ from the training size (``delta_from_n``, the paper's δ = 1/n and 1/n² of §6): n is the
+true size of the owner's training rows, so it is treated as public -- it is sent to every
+analyst in each model's δ and it sets the noise's calibration. Under replace neighbouring
+(sizes public) that is the model's own assumption; under add/remove, where n is private,
+it is a deviation from a proof that takes δ as given, so the run warns
+(:class:`~ppknn.core.errors.PrivacyLeakWarning`). Declare ``delta`` for a public δ.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -54,7 +62,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field
 
-from ppknn.core.errors import ConfigError
+from ppknn.core.errors import ConfigError, PrivacyLeakWarning
 from ppknn.core.transcript import Transcript
 from ppknn.parties.nb_owner import NBOwner, NBRequester
 from ppknn.parties.specs import nb_owner_spec, nb_requester_spec
@@ -309,6 +317,12 @@ class DPNaiveBayes(ProtocolPlugin):
     def plan(self, config: ProtocolConfig, data: PreparedData) -> Plan:
         """The NB owner (union of the training rows, the declared bounds) and the analysts."""
         assert isinstance(config, DPNBConfig)
+        if config.delta_from_n is not None and config.neighbours == "add-remove":
+            warnings.warn(  # deviation (module docstring, "δ from the training size")
+                f"protocol.delta_from_n = {config.delta_from_n!r} sets δ from the true "
+                f"training size n = {len(data.train_y)}, which every model message then "
+                "reveals, under add/remove neighbouring where n is private; declare "
+                "protocol.delta for a public δ", PrivacyLeakWarning, stacklevel=2)
         config = config.resolved(len(data.train_y))
         s = data.scenario
         lower, upper = data.bounds.lower, data.bounds.upper

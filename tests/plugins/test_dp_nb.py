@@ -225,3 +225,18 @@ def test_bad_inputs_refused_before_any_party_starts(keys, sections, where, messa
             else:
                 table[k] = v
     assert_refused(data, where, message)
+
+
+def test_delta_from_the_training_size_warns_where_the_size_is_private():
+    """δ = 1/n reveals the true training size n in every model message: a PrivacyLeakWarning
+    under add/remove (n private), none under replace (sizes public in that model)."""
+    import warnings
+
+    from ppknn.core.errors import PrivacyLeakWarning
+
+    with pytest.warns(PrivacyLeakWarning, match=r"delta_from_n = '1/n'.*true training size"):
+        prepare(scenario(delta_from_n="1/n", noise="gaussian"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        prepared = prepare(scenario(delta_from_n="1/n", noise="gaussian", neighbours="replace"))
+    assert prepared.protocols[0].plan.config.delta > 0
