@@ -95,8 +95,10 @@ class PrivacyLeakWarning(UserWarning):
     """Something leaks privacy outside the protocol's guarantee (e.g. bounds derived from data)."""
 
 
-# A privacy leak must never be silenced by the default "show once" filter.
-warnings.simplefilter("always", PrivacyLeakWarning)
+# A privacy leak is shown every time, not once per location: appended, so that the
+# user's own filters (``-W ignore``, ``warnings.simplefilter("ignore")``, set before or
+# after this import) still decide.
+warnings.filterwarnings("always", category=PrivacyLeakWarning, append=True)
 
 __all__ = [
     "BudgetExhausted",

@@ -257,3 +257,18 @@ def test_overrides_act_as_if_written_in_the_scenario():
                             overrides={"protocol.name": "dp-knn"})
     with pytest.raises(ConfigError, match="give a mapping"):
         ppknn.load_scenario({}, overrides=[("protocol.k", 3)])
+
+
+def test_privacy_leak_warnings_repeat_but_obey_the_users_filters():
+    """Shown every time (not once per location), unless the user silenced warnings: an
+    ``ignore`` filter set before ppknn is imported, or ``python -W ignore``."""
+    repeat = ("import warnings\nfrom ppknn.core.errors import PrivacyLeakWarning\n"
+              "for _ in range(2):\n    warnings.warn('leak', PrivacyLeakWarning)\n")
+    shown = subprocess.run([sys.executable, "-c", repeat], capture_output=True, text=True)
+    assert shown.stderr.count("PrivacyLeakWarning") == 2
+    quiet = subprocess.run([sys.executable, "-W", "ignore", "-c", repeat],
+                           capture_output=True, text=True)
+    assert "PrivacyLeakWarning" not in quiet.stderr
+    first = "import warnings\nwarnings.simplefilter('ignore')\n" + repeat
+    silenced = subprocess.run([sys.executable, "-c", first], capture_output=True, text=True)
+    assert "PrivacyLeakWarning" not in silenced.stderr
