@@ -56,20 +56,21 @@ def check_output(folder: Path, *, overwrite: bool) -> Path:
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"output {str(folder)!r} is an existing file, not a folder; "
-                          "choose another --output")
+                          "choose another output")
     if folder.is_dir() and any(folder.iterdir()):
         if not holds_output(folder):
             raise ConfigError(f"output {str(folder)!r} is a non-empty folder that holds no "
-                              "ppknn output; it is never replaced (not even with --overwrite): "
-                              "choose another --output")
+                              "ppknn output; it is never replaced (not even with --overwrite / "
+                              "overwrite=True): choose another output")
         if not overwrite:
             raise ConfigError(f"output {str(folder)!r} already holds results; pass --overwrite "
-                              "to replace them (the old folder is removed only once the new "
-                              "run is complete) or choose another --output")
+                              "(overwrite=True in Python) to replace them (the old folder is "
+                              "removed only once the new run is complete) or choose another "
+                              "output")
         here = Path.cwd().resolve()
         if here == folder.resolve() or folder.resolve() in here.parents:
             raise ConfigError(f"output {str(folder)!r} holds the working directory; it cannot "
-                              "be replaced from inside: choose another --output or run from "
+                              "be replaced from inside: choose another output or run from "
                               "elsewhere")
     for parent in folder.parents:
         if parent.exists():
