@@ -41,7 +41,7 @@ from ppknn.simulations import registry
 from ppknn.simulations.runner import ProtocolOutcome, RunResult
 from ppknn.simulations.scenario import Scenario, parse_scenario
 from ppknn.simulations.scenario import load_scenario as _load_toml
-from ppknn.simulations.sweep import Sweep, load_sweep
+from ppknn.simulations.sweep import Sweep, load_sweep, parse_sweep
 
 
 def load_scenario(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, *,
@@ -322,8 +322,6 @@ def sweep(spec: str | os.PathLike[str] | Mapping[str, Any] | Sweep, *,
     >>> table.num_rows, len(set(table.column("run_id").to_pylist()))
     (4, 4)
     """
-    from pydantic import ValidationError
-
     from ppknn.simulations.sweep import run_sweep
 
     if isinstance(spec, Sweep):
@@ -331,10 +329,7 @@ def sweep(spec: str | os.PathLike[str] | Mapping[str, Any] | Sweep, *,
     elif isinstance(spec, (str, os.PathLike)):
         sw = load_sweep(spec)
     elif isinstance(spec, Mapping):
-        try:
-            sw = Sweep.model_validate(dict(spec))
-        except ValidationError as exc:
-            raise ConfigError(f"invalid sweep: {exc}") from None
+        sw = parse_sweep(dict(spec))
     else:
         raise ConfigError(f"sweep = {spec!r}: give a TOML path, a mapping or a ppknn Sweep")
     if (parallel or sw.sweep.parallel) == "ray":

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -289,18 +290,54 @@ DEFAULT_PROTOCOL = "ppknn-ring"
 """The protocol of a scenario whose ``[protocol]`` names none."""
 
 
+_UNION_TAGS = {"int", "float", "str", "bool", "none", "list", "dict", "tuple", "set",
+               "literal", "function-after", "function-before", "function-wrap",
+               "function-plain", "tagged-union", "union", "is-instance"}
+
+
+_KEBAB = re.compile(r"[a-z]+(?:-[a-z]+)+")  # constrained-int, ... (keys are snake_case)
+
+
+def _clean_loc(loc: tuple) -> tuple:
+    """A pydantic error location without its union-member tags: the keys a user wrote.
+
+    Tags such as ``literal['data']``, ``function-after[_check(), BoundsSection]`` or
+    ``int`` name the alternative that failed, not a key.
+    """
+    return tuple(p for p in loc if not (isinstance(p, str) and (
+        "[" in p or "(" in p or p in _UNION_TAGS or _KEBAB.fullmatch(p))))
+
+
 def _format_error(err: ValidationError, source: str, *, model: type[BaseModel],
-                  prefix: str = "") -> str:
-    lines = [f"invalid scenario {source}:"]
-    for e in err.errors():
-        where = ".".join(str(p) for p in (*((prefix,) if prefix else ()), *e["loc"]))
+                  prefix: str = "", what: str = "scenario") -> str:
+    """One line per key a user wrote, naming the value and what is allowed.
+
+    The alternatives of a union (``bounds = "data"`` or a table) that all failed
+    for one key are joined on its line.
+    """
+    lines = [f"invalid {what} {source}:"]
+    merged: dict[tuple[str, str], list[str]] = {}
+    errors = [(e, _clean_loc(tuple(e["loc"]))) for e in err.errors()]
+    for e, loc in errors:
+        if any(len(other) > len(loc) and other[:len(loc)] == loc
+               and isinstance(other[len(loc)], str) for _, other in errors):
+            continue  # an alternative that failed deeper down, in a table, says more
+        where = ".".join(str(p) for p in (*((prefix,) if prefix else ()), *loc))
         where = where or "(top level)"
         if e["type"] == "extra_forbidden":
-            parent = _model_at(model, e["loc"][:-1])
+            parent = _model_at(model, loc[:-1])
             allowed = sorted(parent.model_fields) if parent else []
             lines.append(f"  unknown key {where!r}; allowed keys here: {allowed}")
-        else:
-            lines.append(f"  {where} = {e.get('input')!r}: {e['msg']}")
+            continue
+        shown = repr(e.get("input"))
+        if len(shown) > 200:
+            shown = shown[:197] + "..."
+        msg = e["msg"].removeprefix("Value error, ")
+        merged.setdefault((where, shown), [])
+        if msg not in merged[(where, shown)]:
+            merged[(where, shown)].append(msg)
+    for (where, shown), msgs in merged.items():
+        lines.append(f"  {where} = {shown}: {'; or: '.join(msgs)}")
     return "\n".join(lines)
 
 

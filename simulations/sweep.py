@@ -103,11 +103,21 @@ def load_sweep(path: str | os.PathLike[str]) -> Sweep:
         raise ConfigError(f"sweep file {str(p)!r} does not exist")
     try:
         data = tomllib.loads(p.read_text())
-        return Sweep.model_validate(data)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"sweep file {str(p)!r} is not valid TOML: {exc}") from None
+    return parse_sweep(data, source=f"file {str(p)!r}")
+
+
+def parse_sweep(data: Any, *, source: str = "<dict>") -> Sweep:
+    """Validate a sweep given as a mapping: one line per wrong key, naming it and its value."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"sweep {source} must be a table, got {type(data).__name__}")
+    try:
+        return Sweep.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"invalid sweep file {str(p)!r}: {exc}") from None
+        from ppknn.simulations.scenario import _format_error
+
+        raise ConfigError(_format_error(exc, source, model=Sweep, what="sweep")) from None
 
 
 def table_row(summary: dict[str, Any]) -> dict[str, Any]:
@@ -250,5 +260,5 @@ def _plot(rows: list[dict[str, Any]], path: Path, grid: list[str], sweep_name: s
     plt.close(fig)
 
 
-__all__ = ["COMMON_KEYS", "Sweep", "load_sweep", "run_one", "run_sweep", "table_row",
+__all__ = ["COMMON_KEYS", "Sweep", "load_sweep", "parse_sweep", "run_one", "run_sweep", "table_row",
            "write_table"]

@@ -319,3 +319,17 @@ def test_ray_address_nobody_listens_on_fails_fast_in_one_line():
     message = str(err.value)
     assert f"no Ray cluster answers at 127.0.0.1:{port}" in message and "ray start" in message
     assert "\n" not in message
+
+
+def test_union_errors_name_the_key_the_user_wrote_not_pydantics_tags():
+    """``bounds = 5`` fails both alternatives (``"data"``, a table): one line, on the key."""
+    with pytest.raises(PpknnError) as err:
+        parse_scenario({"data": {"bounds": 5}}, source="test")
+    message = str(err.value)
+    assert "data.bounds = 5: Input should be 'data'; or: Input should be a valid dictionary" \
+        in message
+    assert "literal[" not in message and "function-after" not in message
+    with pytest.raises(PpknnError) as err:
+        parse_scenario({"data": {"bounds": {"lower": [1.0], "upper": "x"}}}, source="test")
+    assert str(err.value).splitlines()[1:] == ["  data.bounds.upper = 'x': Input should be a "
+                                               "valid list"]

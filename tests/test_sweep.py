@@ -141,3 +141,14 @@ def test_a_sweep_runs_the_deviation_of_its_base_scenario():
     rows = run_sweep(spec)
     assert [r["deviation_detected"] for r in rows] == [True, True]
     assert all(r["deviation_detected_by"] for r in rows)
+
+
+def test_a_bad_sweep_names_each_key_without_pydantic_internals():
+    from ppknn.simulations.sweep import parse_sweep
+
+    with pytest.raises(ConfigError) as err:
+        parse_sweep({"sweep": {"nme": "k", "seeds": []}, "grid": {"protocol.k": 5}})
+    message = str(err.value)
+    assert "unknown key 'sweep.nme'" in message and "sweep.seeds = []" in message
+    assert "grid.protocol.k = 5" in message
+    assert "pydantic" not in message and "type=" not in message
