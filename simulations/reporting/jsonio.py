@@ -22,6 +22,7 @@ line with the C encoder. The text parses to the same object as
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -31,11 +32,33 @@ INLINE_AFTER = 16
 
 def dumps(obj: Any, *, default: Callable[[Any], Any] | None = None,
           inline_after: int = INLINE_AFTER) -> str:
-    """``obj`` as indented JSON, long lists one compact item per line (module docstring)."""
-    compact = json.JSONEncoder(default=default)
+    """``obj`` as indented JSON, long lists one compact item per line (module docstring).
+
+    Strict JSON: a NaN or infinite number (an undefined measure) is written ``null``,
+    which every JSON parser reads (``NaN`` is Python's extension).
+    """
+    compact = json.JSONEncoder(default=default, allow_nan=False)
     parts: list[str] = []
-    _write(obj, 0, parts, compact, default, inline_after)
+    _write(_finite(obj, default), 0, parts, compact, default, inline_after)
     return "".join(parts)
+
+
+def _finite(obj: Any, default: Callable[[Any], Any] | None) -> Any:
+    """``obj`` with every non-finite float (numpy's too) replaced by ``None``."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v, default) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v, default) for v in obj]
+    if isinstance(obj, (str, int, bool)) or obj is None:
+        return obj
+    if default is not None:  # numpy scalars and the like: as ``default`` turns them
+        try:
+            return _finite(default(obj), None)
+        except (TypeError, ValueError):
+            return obj
+    return obj
 
 
 def _write(obj: Any, depth: int, parts: list[str], compact: json.JSONEncoder,
