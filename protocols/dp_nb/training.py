@@ -15,7 +15,10 @@ Methods (:data:`METHODS`):
     class counts and category tables + Laplace(1/ε'); per class and numeric
     feature the trimmed mean and variance (Definition 4.1) with noise
     calibrated to their smooth sensitivity (:mod:`~protocols.dp_nb.sensitivity`,
-    :mod:`~protocols.dp_nb.noise`).
+    :mod:`~protocols.dp_nb.noise`). Deviation: Algorithm 1 (lines 17-19)
+    perturbs the standard deviation σ with noise scaled to Theorem 7's smooth
+    sensitivity of the variance; the variance is released here (see
+    :func:`train`).
 ``"vaidya"`` (Vaidya, Shafiq, Basu & Hong 2013, global sensitivity)
     untrimmed mean + Laplace((U-L)/(n+1)/ε') and standard deviation +
     Laplace(√n (U-L)/(n+1)/ε') with ``n`` the true class size, as published
@@ -380,6 +383,12 @@ def train(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray, *, n_clas
                     s_a[c] = (hi - lo) / 2.0, (hi - lo) ** 2 / 4.0
             elif smooth_method:
                 st = trimmed_statistics(x, trim=int(trim[c]), lower=lo, upper=hi)
+                # Deviation from the paper: Algorithm 1 (lines 17-19) adds noise to the
+                # standard deviation σ, scaled to the smooth sensitivity of Theorem 7 --
+                # which is the *variance's*. We release the variance, the statistic that
+                # sensitivity bounds; σ moves by |Δvar| / (σ + σ'), more than the variance
+                # whenever σ + σ' < 1, so that noise would not cover σ. The model's σ is
+                # the square root of the released (clipped, floored) variance.
                 stats_a[c] = st.mean, st.variance
                 if private:
                     ss = smooth(st, c)

@@ -42,8 +42,10 @@ from ppknn.protocols.dptt.variants import PrivacyAccount
 
 PREDICT_RULES = ("nearest", "majority")
 """How the client labels a query from its released points (:func:`predict_labels`)."""
-GUARANTEE = ("local ε-DP per query (bounded-range composition over the worst-case tree "
-             "height)")
+GUARANTEE = ("local (ε, δ)-DP per query (bounded-range composition over the worst-case tree "
+             "height); DIS: only within radius, ε·d/radius per decision at distance d")
+"""The run's guarantee: CMP for any two queries; DIS for queries within the declared
+radius, and ε·d/radius per decision for two queries d apart (:mod:`protocols.dptt.utility`)."""
 
 
 @dataclass(frozen=True)
@@ -197,9 +199,11 @@ def drive(runtime: Runtime, parties: Roles, config: DPTTRun, queries: np.ndarray
     Hops on the critical path: the ``2 R + 2`` messages of the batch, one
     after the other. Privacy: each query slot is one user, whose whole view
     to the server -- its bits -- is ``(ε, δ)``-DP with the variant's final
-    ε over the worst-case height (:meth:`DPTTSetup.account`): δ is the
-    bounded-range bound's when it beats summation, else 0 (pure ε-DP). The
-    client's charge is read from its ledger when it has one.
+    ε over the worst-case height (:meth:`DPTTSetup.account`, what is
+    charged): δ is the bounded-range bound's when it beats summation, else 0
+    (pure ε-DP). For DIS the guarantee covers queries within the declared
+    radius only (:data:`GUARANTEE`). The client's charge is read from its
+    ledger when it has one.
     """
     if not isinstance(config, DPTTRun):
         raise ConfigError(f"{PROTOCOL}: config must be a DPTTRun, got {type(config).__name__}")

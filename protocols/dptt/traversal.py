@@ -17,7 +17,10 @@ answers every pending decision of the batch. Per level the server
 E(s) stops at depth ``H - s`` for every thread. Algorithm 16 tests the
 node's *height* (``P.height > S``); in this tree the two agree except in a
 subtree that is one level short of the worst case, where the depth rule
-keeps the number of decisions at exactly ``H - s`` as §5.4 counts it.
+keeps the number of decisions at exactly ``H - s`` as §5.4 counts it
+(Algorithm 16 would stop one level higher there). Deviation from the
+thesis, flagged in the Lepert report; :func:`early_stop_disagreements`
+counts where it matters.
 
 The number of rounds is public (``Variant.rounds(height)``): it depends on
 the tree and the variant only, never on a query, so the server can send
@@ -39,13 +42,14 @@ Examples
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
 from ppknn.core.errors import ProtocolError
 from ppknn.protocols.dptt.neighbours import NeighbourIndex, counts_per_slot, dedupe_pairs
-from ppknn.protocols.dptt.tree import ModifiedKDTree
+from ppknn.protocols.dptt.tree import ModifiedKDTree, tree_height
 from ppknn.protocols.dptt.variants import Variant
 
 
@@ -155,4 +159,31 @@ class ServerTraversal:
         return Released(slots=slots, ids=ids, found=found)
 
 
-__all__ = ["Released", "ServerTraversal"]
+def early_stop_disagreements(n_points: int, s: int) -> int:
+    """Nodes where Algorithm 16's height rule stops E(s) one level above the depth rule.
+
+    Median splits keep the nodes of one depth within one point of each other,
+    so a node's height is ``H - depth`` or one less; Algorithm 16 stops where
+    it is at most ``s``, which happens above depth ``H - s`` only at depth
+    ``H - s - 1``, in a node of 2 to ``2^s`` points. Counts those nodes (0:
+    both rules give the same traversals on any ``n_points``-point tree).
+
+    >>> early_stop_disagreements(100_000, 8), early_stop_disagreements(10_000, 2)
+    (0, 240)
+    """
+    height = tree_height(n_points)
+    depth = height - s - 1
+    if depth < 0:
+        return 0
+    sizes = Counter({n_points: 1})
+    for _ in range(depth):
+        below: Counter[int] = Counter()
+        for m, c in sizes.items():
+            if m > 1:  # Algorithm 10's split: the left child takes the smaller half
+                below[m // 2] += c
+                below[m - m // 2] += c
+        sizes = below
+    return sum(c for m, c in sizes.items() if 1 < m <= 2**s)
+
+
+__all__ = ["Released", "ServerTraversal", "early_stop_disagreements"]

@@ -12,11 +12,16 @@ DIS
     most ``d(q, q')`` between two queries, so with the declared bound Δ (the
     *privacy radius*) each decision is ε-DP for queries within Δ of each
     other -- and ``ε d(q, q') / Δ``-DP for any pair, i.e. geo-indistinguishable
-    with ε/Δ per unit of distance, like the GEO baseline.
+    with ε/Δ per unit of distance, like the GEO baseline. The final ε of a
+    DIS query therefore holds only for queries within the radius; two queries
+    d > Δ apart compose at ``ε d / Δ`` per decision.
 CMP
     ``(0, 1)`` if the query lies on the right of the node at the
     discriminator d, else ``(1, 0)``; sensitivity 1 for *any* two queries, so
-    the correct side is taken with probability ``e^(ε/2) / (1 + e^(ε/2))``.
+    the correct side is taken with probability ``e^(ε/2) / (1 + e^(ε/2))``:
+    randomised response with log-odds ε/2, so each decision is ε/2-DP (and
+    ε-bounded-range) -- half the ε it is charged (see
+    :meth:`DPTTSetup.decision_epsilons <protocols.dptt.config.DPTTSetup.decision_epsilons>`).
     Algorithm 14 tests ``P < Q`` strictly, which sends a query equal to the
     median left although the median lies in the right subtree (Algorithm 10);
     we use Algorithm 5's rule, right iff ``q[d] >= value[d]``, so that a

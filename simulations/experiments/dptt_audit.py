@@ -9,8 +9,9 @@ event selected on half of the samples, tested on the other half) turns the
 server's views -- the bits it received -- into a lower confidence bound on
 the ε the traversal really spends. Beside it: the ε the account promises
 (the variant's final ε over the tree's height, bounded range and sum), the ε
-the mechanism really spends, and a two-sided 95% Clopper-Pearson interval
-of the privacy loss on the tested event.
+the mechanism really spends (below the promise for CMP under the proven
+calibration, whose decisions are ε/2-DP), and a two-sided 95%
+Clopper-Pearson interval of the privacy loss on the tested event.
 
 Neighbouring queries. CMP: any two queries are neighbours (local DP); the
 pair lies beyond both ends of the data, so every decision of one goes left
@@ -30,8 +31,8 @@ DIS); any reduction gives a valid lower bound.
 Examples
 --------
 >>> r = audit_variant("basic", "cmp", epsilon=1.0, n_samples=2000, seed=3)
->>> r.promised_sum, r.eps_lower < r.spent_epsilon
-(8.0, True)
+>>> r.promised_sum, r.spent_epsilon, r.eps_lower < r.spent_epsilon  # CMP: ε/2 per decision
+(8.0, 4.0, True)
 """
 
 from __future__ import annotations
@@ -74,9 +75,13 @@ class AuditRow:
     promised_br, promised_sum:
         The final ε the account states (ε-bounded-range decisions): bounded range and sum.
     spent_epsilon:
-        The final ε the mechanism really spends (equals ``promised_br`` under
-        the proven calibration; under ``"thesis-reading"`` the bound for 2ε-bounded-range
-        decisions, or the sum of the decisions' pure ε if smaller).
+        The final ε the mechanism really spends
+        (:meth:`~protocols.dptt.config.DPTTSetup.spent_account`: the bounded-range
+        bound over the decisions' bounded-range ε, or the sum of their pure ε if
+        smaller). CMP: a decision is ε/2-DP under the proven calibration (so the
+        promise over-charges it, 2x where summation is the smaller bound) and
+        ε-DP, 2ε-bounded-range under ``"thesis-reading"``. DIS: ε-DP under the
+        proven calibration (equal to ``promised_br``), 2ε-DP under the reading.
     eps_lower:
         The audit's lower confidence bound on the spent ε (one-sided 95%).
     loss_low, loss_high:
@@ -150,7 +155,7 @@ def audit_variant(variant: str, utility: str, *, epsilon: float = 0.5,
     setup = DPTTSetup(variant=variant, utility=util, epsilon=epsilon, calibration=calibration)
     points = np.arange(float(AUDIT_POINTS))
     height = int(math.ceil(math.log2(AUDIT_POINTS)))
-    stated, spent = setup.stated_account(height), setup.account(height)
+    stated, spent = setup.stated_account(height), setup.spent_account(height)
     pair = CMP_PAIR if utility == "cmp" else DIS_PAIR
     rng = np.random.default_rng(seed)
 

@@ -398,10 +398,11 @@ def _setting_text(res: Results) -> tuple[str, ...]:
         "with public class sizes** (one record's values change within its class; Vaidya et "
         "al.'s (U−L)/(n+1) makes the same assumption), with the **proven calibration**: noise "
         "∝ 1/(1+|z|⁴), β = ε'/10, scale 10·S/ε'. `smooth, add/remove` protects class sizes too "
-        "(add or remove one record). `smooth, paper constant` is Algorithm 1 verbatim: Cauchy "
-        "noise of scale √2·S/ε' with S computed at β = ε' (§3.1's e^(−kε)), which is not a "
-        "proven calibration. The (ε, δ) variants use NRS Lemma 2.10's Laplace / Gaussian "
-        "constants, δ = 1/n or 1/n² of the training size.",
+        "(add or remove one record). `smooth, paper constant` is Algorithm 1 verbatim (but "
+        "for the variance released in place of σ, as by every method here: see *Where this "
+        "differs from the paper*): Cauchy noise of scale √2·S/ε' with S computed at β = ε' "
+        "(§3.1's e^(−kε)), which is not a proven calibration. The (ε, δ) variants use NRS "
+        "Lemma 2.10's Laplace / Gaussian constants, δ = 1/n or 1/n² of the training size.",
         f"- Trimming (Definition 4.1; the paper gives no amount): m = min(⌈ln {AUTO_RATIO:g} / "
         f"(2β)⌉, ⌊{AUTO_FRACTION:g}·n_c⌋) per class, chosen on synthetic Gaussian data, not on "
         "these datasets. Variances are floored at 10⁻³·(U−L)² in **every** model, the "
@@ -522,6 +523,13 @@ def _deviations(res: Results) -> tuple[str, ...]:
                "configurations at each distance (the paper's Theorem 7 construction, extended "
                "to the trimmed window); its completeness is argued in the code and checked "
                "against an exhaustive search on small samples, not proven in full.")
+    out.append("Algorithm 1 (lines 17-19) adds Cauchy noise to the standard deviation σ, scaled "
+               "to the smooth sensitivity of Theorem 7, which is the variance's. Every smooth "
+               "method here (`paper constant` included) releases the trimmed variance with noise "
+               "at the variance's smooth sensitivity, the statistic it bounds, and the model's σ "
+               "is its square root (flagged in `protocols/dp_nb/training.py`): σ moves by "
+               "|Δvar|/(σ+σ′), more than the variance whenever σ+σ′ < 1, so Theorem 7 does not "
+               "cover noise added to σ.")
     out.append(f"`{FALLBACK}` and the `dp-nb` default's global fallback are not in the paper.")
     return tuple(out)
 
@@ -675,6 +683,16 @@ def _result_sections(res: Results, figures: dict[str, Figure]) -> list[Section]:
     return out
 
 
+def command(*, quick: bool, runtime: str) -> str:
+    """The command line that reproduces the run (the runtime flag unless in-process).
+
+    >>> command(quick=False, runtime="ray"), command(quick=True, runtime="inprocess")
+    ('ppknn reproduce zafarani --runtime ray', 'ppknn reproduce zafarani --quick')
+    """
+    return ("ppknn reproduce zafarani" + (" --quick" if quick else "")
+            + (f" --runtime {runtime}" if runtime != "inprocess" else ""))
+
+
 def build_report(res: Results, *, quick: bool, runtime: str, figure_dir: str) -> Report:
     """The report of one run: settings, claims, figures and tables, deviations."""
     s = res.settings
@@ -690,8 +708,8 @@ def build_report(res: Results, *, quick: bool, runtime: str, figure_dir: str) ->
                 "breast_cancer ε": s.peer_epsilons, "seed": SEED}
     return Report(
         title="Zafarani & Clifton: differentially private Naive Bayes with smooth sensitivity",
-        run=Run(command=f"ppknn reproduce zafarani{' --quick' if quick else ''}",
-                runtime=runtime, quick=quick, seed=SEED, seconds=res.seconds.get("total")),
+        run=Run(command=command(quick=quick, runtime=runtime), runtime=runtime, quick=quick,
+                seed=SEED, seconds=res.seconds.get("total")),
         intro=_headline(res), settings=settings,
         sections=(Section(heading="Datasets, protocol and methods", text=_setting_text(res)),
                   *claim_sections(res), *_result_sections(res, figures)),
@@ -774,4 +792,4 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path,
 
 
 __all__ = ["FULL", "QUICK", "SMALL_EPS", "Results", "beats_vaidya", "claim_sections",
-           "build_report", "figure_tables", "run", "significance"]
+           "build_report", "command", "figure_tables", "run", "significance"]

@@ -97,3 +97,88 @@ def test_setup_rounds_and_account_use_the_tree_height():
 def test_split_count_beyond_the_height_is_refused():
     with pytest.raises(ConfigError, match="beyond the tree height 17"):
         Variant.parse("E18").compositions(17)
+
+
+# (utility, calibration) -> (pure ε-DP, bounded-range ε) of one decision at ε = 1
+DECISIONS = [
+    (Utility.cmp(), "proven", (0.5, 1.0)),  # randomised response, log-odds ε/2
+    (Utility.cmp(), "thesis-reading", (1.0, 2.0)),  # log-odds ε
+    (Utility.dis(3.0), "proven", (1.0, 1.0)),  # within the radius
+    (Utility.dis(3.0), "thesis-reading", (2.0, 2.0)),
+]
+
+
+@pytest.mark.parametrize(("utility", "calibration", "expected"), DECISIONS)
+def test_one_decision_spends_what_its_randomised_response_allows(utility, calibration,
+                                                                 expected):
+    setup = DPTTSetup(variant="basic", utility=utility, epsilon=1.0, calibration=calibration)
+    assert setup.decision_epsilons == expected
+
+
+SPENT = [  # (variant, utility, calibration, ε, charged ε_BR, spent ε_BR) at H = 17, δ = 1e-7
+    ("E8", "cmp", "proven", 5.0, 45.0, 22.5),  # summation: the charge is twice the loss
+    ("basic", "cmp", "proven", 1.0, 13.800989339487792, 8.5),
+    ("GS", "cmp", "proven", 1.0, 53.97972728965232, 53.97972728965232),  # the bound wins
+    ("E8", "dis", "proven", 5.0, 45.0, 45.0),
+    ("E8", "cmp", "thesis-reading", 5.0, 45.0, 45.0),
+    ("E8", "dis", "thesis-reading", 5.0, 90.0, 90.0),
+]
+
+
+@pytest.mark.parametrize(("label", "utility", "calibration", "eps", "charged", "spent"), SPENT)
+def test_spent_account_is_exact_and_never_above_the_charge(label, utility, calibration, eps,
+                                                           charged, spent):
+    u = Utility.cmp() if utility == "cmp" else Utility.dis(2.0)
+    setup = DPTTSetup(variant=label, utility=u, epsilon=eps, calibration=calibration)
+    assert setup.account(17).epsilon_br == pytest.approx(charged, rel=1e-12)
+    assert setup.spent_account(17).epsilon_br == pytest.approx(spent, rel=1e-12)
+    assert setup.spent_account(17).epsilon_br <= setup.account(17).epsilon_br
+
+
+def test_proven_at_epsilon_is_the_thesis_reading_at_half_epsilon():
+    proven = DPTTSetup(variant="E8", utility=Utility.cmp(), epsilon=10.0)
+    read = DPTTSetup(variant="E8", utility=Utility.cmp(), epsilon=5.0,
+                     calibration="thesis-reading")
+    assert proven.mechanism_epsilon == read.mechanism_epsilon == 10.0
+    assert proven.decision_epsilons == read.decision_epsilons
+    assert proven.spent_account(17).epsilon_br == read.spent_account(17).epsilon_br == 45.0
+    # charged 90 and 45 for one mechanism: the proven calibration over-charges CMP 2x
+    assert (proven.account(17).epsilon_br, read.account(17).epsilon_br) == (90.0, 45.0)
+
+
+def test_calibration_reading_computes_the_spent_epsilon_at_the_stated_one():
+    from ppknn.simulations.reproduce.lepert_claims import cmp_setup_at
+
+    # E8 at stated 50 (c = 9, summation): 50/9 per decision, spent 25 (proven) and 50 (reading)
+    proven, read = (cmp_setup_at("E8", 17, 50.0, delta=1e-7, calibration=c)
+                    for c in ("proven", "thesis-reading"))
+    assert proven.epsilon == read.epsilon == pytest.approx(50 / 9, rel=1e-12)
+    assert proven.spent_account(17).epsilon_br == pytest.approx(25.0, rel=1e-12)
+    assert read.spent_account(17).epsilon_br == pytest.approx(50.0, rel=1e-12)
+
+
+def test_guarantee_limits_dis_to_the_radius_and_names_delta():
+    from ppknn.protocols.dptt.driver import GUARANTEE
+    from ppknn.simulations import registry
+
+    assert registry.get("dptt").guarantee == GUARANTEE
+    assert "(ε, δ)-DP" in GUARANTEE and "DIS: only within radius" in GUARANTEE
+
+
+@pytest.mark.parametrize(("utility", "ratio"), [("cmp", 0.5), ("dis", 1.0)])
+def test_a_run_reports_the_spent_epsilon_beside_the_charge(utility, ratio):
+    from pathlib import Path
+
+    from ppknn.simulations.runner import execute
+    from ppknn.simulations.scenario import parse_scenario, tomllib
+
+    data = tomllib.loads((Path(__file__).resolve().parents[2] / "scenarios" / "dptt.toml"
+                          ).read_text())
+    data["data"].update(dataset="synthetic:classification?rows=3000&features=2&classes=2",
+                        max_queries=20)
+    data["protocol"].update(utility=utility, radius=0.1)
+    data["runtime"] = {"kind": "inprocess"}
+    s = execute(parse_scenario(data)).outcome.summary()
+    # E8 sums (c = 3 on 2,000 rows): charged 10 = the budget, a CMP decision spends ε/2
+    assert s["privacy"]["epsilon"] == s["final_epsilon_br"] == pytest.approx(10.0)
+    assert s["spent_final_epsilon"] == pytest.approx(ratio * 10.0)

@@ -199,3 +199,14 @@ def test_secure_mode_draws_exact_bits_from_os_entropy():
     plain = tree.descend(q[:50], rule="cmp")
     assert all(plain[i] in first.ids[first.slots == i] for i in range(50))
     assert np.array_equal(first.ids, second.ids)  # ε = 300: deterministic in law, any entropy
+
+
+def test_proven_at_epsilon_draws_the_bits_of_the_thesis_reading_at_half_epsilon():
+    # one mechanism, two labels: exp(εu/2Δ) at ε is exp(εu/Δ) at ε/2 (same seed, same bits)
+    x, q = _data(512, 2)
+    outs = []
+    for eps, cal in ((3.0, "proven"), (1.5, "thesis-reading"), (1.5, "proven")):
+        setup = DPTTSetup(variant="basic", utility=Utility.cmp(), epsilon=eps, calibration=cal)
+        outs.append(run_recorded(x, q, setup, seed=9)[0].outcome)
+    assert np.array_equal(outs[0].ids, outs[1].ids)
+    assert not np.array_equal(outs[0].ids, outs[2].ids)

@@ -115,8 +115,11 @@ def test_small_reproduction_writes_figures_grids_and_report(tmp_path):
     # the calibration reading and the audit, with intervals
     assert "exp(εu/Δ), thesis reading" in text and "if the mechanism was exp(εu/Δ)" in text
     audit = text[text.index("## Empirical privacy audit"):]
-    assert re.search(r"\| CMP \| exp\(εu/2Δ\), proven \| basic \| 8 \| 4.00 \| 4.00 \| 4.00 "
+    # a proven CMP decision is ε/2-DP: promised 4 (bounded range, sum), really spent 2
+    assert re.search(r"\| CMP \| exp\(εu/2Δ\), proven \| basic \| 8 \| 4.00 \| 4.00 \| 2.00 "
                      r"\| [0-9.]+ \| \[[-0-9.]+, [0-9.]+\] \| 2,000 \|", audit)
+    calibration = text[text.index("## What the thesis's numbers imply"):]
+    assert "over-charges CMP" in calibration and "final ε charged" in calibration
     # the spread over draws of the data: main draw, the other draw, a t interval
     spread = text[text.index("## Spread over draws of the data"):]
     assert re.search(r"\| 2-D basic DIS: largest top-5 accuracy over the radii \(Fig. 6.3\) \| "
@@ -124,5 +127,5 @@ def test_small_reproduction_writes_figures_grids_and_report(tmp_path):
     # every deviation of the paper is listed
     deviations = text[text.index("## Where this differs from the paper"):]
     for needle in ("Gowalla", "number of queries", "Algorithm 5", "caption of Fig. 6.1",
-                   "exp(εu/Δ)", "GEO baseline"):
+                   "exp(εu/Δ)", "GEO baseline", "class label", "Algorithm 16"):
         assert needle in deviations

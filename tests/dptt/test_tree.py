@@ -102,3 +102,15 @@ def test_leaves_of_gives_subtree_slices():
     owner, ids = tree.leaves_of(np.array([2, 3]))
     assert sorted(ids[owner == 0].tolist()) == [0, 1, 2, 3, 4]
     assert sorted(ids[owner == 1].tolist()) == [5, 6, 7, 8, 9]
+
+
+@pytest.mark.parametrize(("n", "s"), [(10_000, 1), (10_000, 2), (13_333, 2), (1000, 4),
+                                      (100_000, 8)])
+def test_early_stop_disagreements_count_the_short_nodes_of_the_built_tree(n, s):
+    from ppknn.protocols.dptt.traversal import early_stop_disagreements
+
+    tree = ModifiedKDTree.build(np.arange(float(n)))
+    depth = tree.height - s - 1  # where Algorithm 16's height rule can stop E(s) early
+    nodes = np.arange(1 << depth, 1 << (depth + 1))
+    size = tree.hi[nodes] - tree.lo[nodes]
+    assert early_stop_disagreements(n, s) == int(np.sum((size > 1) & (size <= 2**s)))

@@ -65,8 +65,8 @@ def test_example_scenario_runs_and_writes_the_common_shape(tmp_path):
     assert r["baseline"]["accuracy"] == pytest.approx(170 / 200)
     assert r["baseline"]["name"] == "1-NN (union, non-private)"
     assert r["privacy"] == {
-        "guarantee": "local ε-DP per query (bounded-range composition over the worst-case "
-                     "tree height)",
+        "guarantee": "local (ε, δ)-DP per query (bounded-range composition over the worst-case "
+                     "tree height); DIS: only within radius, ε·d/radius per decision at distance d",
         "epsilon": 10.0, "delta": 0.0, "per_party": {"client": {"epsilon": 10.0, "delta": 0.0}}}
     # 13,333 training rows: height ceil(log2 13333) = 14; E8 decides 14 - 8 = 6 times
     assert (r["tree_height"], r["compositions"], r["rounds"]) == (14, 6, 6)
