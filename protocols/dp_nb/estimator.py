@@ -8,10 +8,17 @@ pipelines. Every fit of a private method is paid for on a
 pass ``fit(..., ledger=..., analyst=...)`` to charge a data owner's ledger,
 or let the estimator open one holding exactly ``(epsilon, delta)``.
 
-Randomness: ``random_state`` an int (a stream derived from it by
-:class:`~core.rng.SeedPolicy`: refits repeat), a numpy Generator (used as
-given), or ``None`` (fresh OS entropy: refits differ). ``mode="secure"``
-draws the noise from OS entropy whatever ``random_state`` says.
+Randomness: ``random_state`` ``None`` (the default: fresh OS entropy, refits
+differ), an int (a stream derived from it by :class:`~core.rng.SeedPolicy`:
+refits repeat -- a simulation, not a release: anyone who knows the seed
+regenerates the noise and can remove it from the released model), a numpy
+``Generator`` (used as given) or ``RandomState`` (a seed drawn from it per
+fit). ``mode="secure"`` draws the noise from OS entropy whatever
+``random_state`` says.
+
+Accounting: the fit is the release (the model's noisy statistics); predicting
+is post-processing of the released model and spends nothing, so any number of
+``predict`` calls cost the ``(epsilon, delta)`` of the one fit (``ledger_``).
 
 Examples
 --------
@@ -30,6 +37,7 @@ True
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from typing import Any
 
@@ -63,6 +71,32 @@ def _describe(X: Any, y: Any) -> str:
         bad = arr[~np.isfinite(arr)].ravel()[0]
         return f"X holds a missing or non-finite value {float(bad)!r}"
     return "bad input"
+
+
+RANDOM_STATE_ALLOWED = ("None (fresh OS entropy), an int >= 0 (reproducible: a simulation, not "
+                        "a release), a numpy Generator or RandomState")
+
+
+def _number(value: Any) -> Any:
+    """A numpy scalar (``np.int64(2)``, ``np.float32(1)``) as the Python number; else as given."""
+    if isinstance(value, (bool, np.bool_)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, float):
+        return float(value)
+    return value
+
+
+def _random_state(value: Any) -> Any:
+    """``random_state`` checked (module docstring); an int as ``int``."""
+    if value is None or isinstance(value, (np.random.Generator, np.random.RandomState)):
+        return value
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) \
+            or int(value) < 0:
+        raise ConfigError(f"DPNaiveBayes: random_state = {value!r}; allowed: "
+                          f"{RANDOM_STATE_ALLOWED}")
+    return int(value)
 
 
 class BelowMajorityWarning(UserWarning):
@@ -108,7 +142,9 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
     out_of_bounds:
         Training values outside the bounds: ``"clip"`` (with a warning) or ``"error"``.
     random_state:
-        Seed, Generator or ``None`` (see the module docstring).
+        ``None`` (default: fresh OS entropy every fit), an int (refits repeat: a
+        simulation, not a release -- anyone who knows the seed regenerates the
+        noise), a numpy ``Generator`` or ``RandomState`` (module docstring).
     mode:
         ``"reproducible"`` or ``"secure"``.
     utility_draws:
@@ -118,6 +154,46 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
         accuracy ``expected_accuracy_`` is above ``majority_accuracy_`` (the accuracy of
         always predicting the majority class) with 95% confidence; 0 turns the check
         off (e.g. when the warning itself would reach an untrusted party).
+
+    Attributes
+    ----------
+    classes_, n_features_in_:
+        As in scikit-learn (``classes_``: the declared ``classes``, else the labels seen).
+    class_count_, class_prior_:
+        The released (noisy) class counts and the priors from them.
+    theta_, var_:
+        The released per-class means and variances of the numeric columns.
+    category_count_, feature_log_prob_:
+        The released per-class category counts of the categorical columns and their
+        log probabilities.
+    params_:
+        The released model (:class:`~ppknn.protocols.dp_nb.model.NBParams`) that
+        ``predict`` uses.
+    schema_:
+        The public feature schema (numeric bounds, declared categories).
+    releases_:
+        One entry per noisy release of the fit, with its ε and δ.
+    budget_, epsilon_:
+        How ``(epsilon, delta)`` was split among the releases, and the ε spent
+        (0 for a non-private fit).
+    ledger_:
+        The ledger charged for the fit (``fit(ledger=...)`` or the estimator's own
+        holding exactly ``(epsilon, delta)``); ``None`` for a non-private fit.
+        ``predict`` spends nothing (post-processing of the released model).
+    trim_, sensitivity_:
+        Owner-side diagnostics of the fit (not released).
+    expected_accuracy_, expected_accuracy_low_, majority_accuracy_:
+        The ``utility_draws`` check (owner-side, not released; ``None``: not run),
+        its one-sided 95% lower bound, and the accuracy of always predicting the
+        majority class.
+
+    Notes
+    -----
+    ``bounds=None`` (the default) refuses to fit data with numeric columns: a DP
+    model must not take its bounds from the data it protects without saying so.
+    Declare public ``bounds=(lower, upper)``, or pass ``bounds="data"`` to derive
+    them from the training rows with a :class:`~ppknn.core.errors.PrivacyLeakWarning`
+    (scikit-learn's ``check_estimator`` passes with either).
     """
 
     def __init__(self, *, epsilon: float = 1.0, bounds: Any = None,
@@ -148,22 +224,32 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
 
     # ---------------------------------------------------------------- fitting
     def _config(self) -> NBConfig:
-        return NBConfig(method=self.method, epsilon=self.epsilon, delta=self.delta,
-                        noise=self.noise, gamma=self.gamma, trim=self.trim,
-                        var_smoothing=self.var_smoothing, var_floor=self.var_floor,
-                        neighbours=self.neighbours,
-                        density=self.density,
-                        mode=self.mode)
+        """Every training parameter checked (numpy scalars as Python numbers)."""
+        return NBConfig(method=self.method, epsilon=_number(self.epsilon),
+                        delta=_number(self.delta), noise=self.noise, gamma=_number(self.gamma),
+                        trim=_number(self.trim), var_smoothing=_number(self.var_smoothing),
+                        var_floor=_number(self.var_floor), neighbours=self.neighbours,
+                        density=self.density, mode=self.mode)
 
-    def _generator(self, config: NBConfig) -> Any:
+    def _draws(self) -> int:
+        draws = _number(self.utility_draws)
+        if isinstance(draws, bool) or not isinstance(draws, int) or draws < 0:
+            raise ConfigError(f"utility_draws = {self.utility_draws!r}; allowed: an int >= 0 "
+                              "(0: no check)")
+        return draws
+
+    def _generator(self, config: NBConfig, *path: str) -> Any:
+        """The noise's generator (``None``: secure mode, OS entropy)."""
         if config.mode is RandomnessMode.SECURE:
             return None
-        rs = self.random_state
+        rs = _random_state(self.random_state)
         if isinstance(rs, np.random.Generator):
             return rs
+        if isinstance(rs, np.random.RandomState):
+            return np.random.default_rng(int(rs.randint(0, 2 ** 63, dtype=np.int64)))
         if rs is None:
             return np.random.default_rng()
-        return SeedPolicy(root=rs).generator("dp-nb", "fit")
+        return SeedPolicy(root=rs).generator(*path)
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -171,8 +257,8 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
         # a private fit adds noise: its accuracy depends on epsilon, and refits differ
         # unless random_state is an int
         tags.classifier_tags.poor_score = private
-        tags.non_deterministic = private and (self.random_state is None
-                                              or self.mode == "secure")
+        seeded = isinstance(self.random_state, numbers.Integral)
+        tags.non_deterministic = private and (not seeded or self.mode == "secure")
         tags.input_tags.allow_nan = False
         tags.input_tags.categorical = bool(self.categories)
         tags.input_tags.string = bool(self.categories)
@@ -232,6 +318,8 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
             The ledger cannot pay for the fit (nothing is released).
         """
         config = self._config()
+        self._draws()
+        _random_state(self.random_state)
         if y is None:
             raise ValueError("DPNaiveBayes requires y to be passed, but the target y is None")
         arr, y = self._validate(X, y, reset=True)
@@ -245,7 +333,7 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
                                      X=arr)
         numeric, categorical = schema.encode(arr, out_of_bounds=self.out_of_bounds)
         check_trim(config, np.bincount(codes, minlength=len(classes)), owner=True)
-        rng = self._generator(config)
+        rng = self._generator(config, "dp-nb", "fit")
         kwargs = dict(n_classes=len(classes), schema=schema, config=config, rng=rng)
         if config.private:
             if ledger is None:
@@ -275,17 +363,10 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
         self.majority_accuracy_ = float(np.bincount(codes, minlength=n_classes).max()
                                         / len(codes))
         self.expected_accuracy_ = None
-        draws = self.utility_draws
-        if isinstance(draws, bool) or not isinstance(draws, int) or draws < 0:
-            raise ConfigError(f"utility_draws = {draws!r}; allowed: an int >= 0 (0: no check)")
+        draws = self._draws()
         if not config.private or draws == 0:
             return
-        if config.mode is RandomnessMode.SECURE:
-            rng = None
-        elif isinstance(self.random_state, (int, np.integer)):
-            rng = SeedPolicy(root=int(self.random_state)).generator("dp-nb", "utility-check")
-        else:
-            rng = np.random.default_rng()
+        rng = self._generator(config, "dp-nb", "utility-check")
         n = len(codes)
         folds = min(5, n)
         fold_of = (np.random.default_rng(0).permutation(n) % folds) if folds > 1 else None

@@ -8,6 +8,14 @@
 - :class:`DPTTClassifier` -- DP kd-tree traversal, a nearest-neighbour classifier (Lepert).
 - :class:`~ppknn.protocols.dp_nb.estimator.DPNaiveBayes` -- DP Naive Bayes with smooth
   sensitivity (Zafarani & Clifton); it trains in one process, no parties.
+
+Every parameter is checked at ``fit`` (numpy numbers accepted). Each ``predict``
+(``transform``) of a DP estimator is a release: ``privacy_`` adds up the calls since
+``fit`` and an optional ``budget`` refuses, with
+:class:`~ppknn.simulations.estimators.spending.BudgetRefused`, a call that would exceed
+it before anything runs. ``random_state=None`` (the default) draws fresh randomness per
+call; an int makes the noise reproducible by anyone who knows the seed (a simulation, not
+a release).
 """
 
 from ppknn.protocols.dp_nb.estimator import DPNaiveBayes
@@ -18,6 +26,7 @@ from ppknn.simulations.estimators.dp_owner import (
 from ppknn.simulations.estimators.dptt import DPTTClassifier
 from ppknn.simulations.estimators.ring import PPKNNClassifier
 from ppknn.simulations.estimators.sanitizer import PCALaplaceSanitizer
+from ppknn.simulations.estimators.spending import BudgetRefused
 
-__all__ = ["DPKNeighborsClassifier", "DPNaiveBayes", "DPRadiusNeighborsClassifier",
+__all__ = ["BudgetRefused", "DPKNeighborsClassifier", "DPNaiveBayes", "DPRadiusNeighborsClassifier",
            "DPTTClassifier", "PCALaplaceSanitizer", "PPKNNClassifier"]

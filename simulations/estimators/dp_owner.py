@@ -3,8 +3,12 @@
 ``fit`` keeps the training rows (the DP owner's data); ``predict`` starts the
 DP owner with its privacy ledger and ``n_analysts`` analysts, who send the
 query rows as request batches; each answered batch is charged ``epsilon`` on
-the owner's ledger first (add/remove one training record). The ledger and
-the per-analyst spending of the last run are fitted attributes.
+the owner's ledger first (add/remove one training record). Every ``predict``
+is a new release about the same training rows, so the fitted estimator adds
+the calls up: ``privacy_`` is the ε spent since ``fit`` (three calls with two
+analysts at ``epsilon=1`` spend 6), ``privacy_last_`` the last call's, and a
+call that would take ``privacy_.epsilon`` above ``budget`` is refused before
+it runs.
 
 As ``epsilon`` grows the noise vanishes: at ``epsilon=1e12`` the r-N
 classifier answers as scikit-learn's ``RadiusNeighborsClassifier`` wherever
@@ -26,6 +30,8 @@ True
 >>> noisy = DPKNeighborsClassifier(5, epsilon=1.0, bounds=(0.0, 8.0), random_state=1)
 >>> round(noisy.fit(X[::2], y[::2]).score(X[1::2], y[1::2]), 2), noisy.privacy_.epsilon
 (0.4, 1.0)
+>>> _ = noisy.predict(X[1::2]); noisy.privacy_.epsilon, noisy.privacy_last_.epsilon
+(2.0, 1.0)
 """
 
 from __future__ import annotations
@@ -33,31 +39,42 @@ from __future__ import annotations
 from typing import Any
 
 from ppknn.core.errors import ConfigError
-from ppknn.simulations.estimators.base import ProtocolClassifier
-
-
-def _positive(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 \
-            or value == float("inf"):
-        raise ConfigError(f"{name} = {value!r}; allowed: a finite number > 0")
-    return float(value)
+from ppknn.protocols.dp_knn.knn import KNN_ALGORITHMS
+from ppknn.protocols.dp_knn.rn import RN_ALGORITHMS
+from ppknn.simulations.estimators import params as P
+from ppknn.simulations.estimators.base import BATCH_DEPENDENT, ProtocolClassifier
+from ppknn.simulations.estimators.simulate import Planned
 
 
 class _DPOwnerClassifier(ProtocolClassifier):
     protocol_name = "dp-knn"
+    parameter_of = {**ProtocolClassifier.parameter_of, "protocol.k": "n_neighbors"}
+    expected_failed_checks = {
+        **ProtocolClassifier.expected_failed_checks,
+        "check_methods_subset_invariance": BATCH_DEPENDENT,
+        "check_methods_sample_order_invariance": BATCH_DEPENDENT,
+    }
 
-    def _parties(self) -> tuple[int, int]:
-        return 1, int(self.n_analysts)
+    def _validated(self) -> dict[str, Any]:
+        who = type(self).__name__
+        epsilon = P.real(who, "epsilon", self.epsilon)
+        return {**super()._validated(), "epsilon": epsilon,
+                "n_analysts": P.integer(who, "n_analysts", self.n_analysts, low=1),
+                "utility_folds": P.integer(who, "utility_folds", self.utility_folds, low=0,
+                                           allowed="an int >= 0 (0: no check)"),
+                "budget": P.optional_real(who, "budget", self.budget,
+                                          allowed="None (no cap) or a finite number > 0")}
 
-    def _utility_folds(self) -> int:
-        return self.utility_folds
+    def _parties(self, p: dict[str, Any]) -> tuple[int, int]:
+        return 1, p["n_analysts"]
 
-    def _check_params(self) -> None:
-        super()._check_params()
-        _positive("epsilon", self.epsilon)
-        n = self.n_analysts
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ConfigError(f"n_analysts = {n!r}; allowed: an int >= 1")
+    def _guarantee(self) -> str:
+        return "ε-DP, add/remove one training record (central owner's ledger)"
+
+    def _call_cost(self, planned: Planned) -> tuple[float | None, float]:
+        from ppknn.simulations.plugins.dp_knn import total_cost
+
+        return float(total_cost(planned.config, planned.scenario.parties.analysts)), 0.0
 
 
 class DPRadiusNeighborsClassifier(_DPOwnerClassifier):
@@ -66,9 +83,14 @@ class DPRadiusNeighborsClassifier(_DPOwnerClassifier):
     Parameters
     ----------
     radius:
-        The public radius of every query.
+        The public radius of every query (a finite number > 0).
     epsilon:
-        ε of each request batch (one per analyst), charged on the owner's ledger.
+        ε of each request batch (one per analyst), charged on the owner's ledger; a
+        ``predict`` of ``Q`` rows costs ``min(n_analysts, Q) * epsilon``.
+    budget:
+        The most ε all ``predict`` calls since ``fit`` may spend together (``None``:
+        no cap). A call that would exceed it raises ``BudgetRefused`` (a
+        ``ConfigError``) before anything runs.
     algorithm:
         ``"proposed"`` (region overlap graph, noise scaled by the maximum clique
         size of each component), ``"baseline-laplace"`` or ``"baseline-exponential"``
@@ -77,8 +99,14 @@ class DPRadiusNeighborsClassifier(_DPOwnerClassifier):
         Analysts sharing the query rows (contiguous blocks).
     bounds:
         Public domain bounds ``(lower, upper)`` or ``"data"`` (warns).
-    runtime, channels, random_state:
+    runtime, channels:
         As :class:`~ppknn.simulations.estimators.PPKNNClassifier`.
+    random_state:
+        Root seed of each simulated run (the owner's noise): ``None`` (default) draws
+        it from OS entropy every ``predict``; an int repeats every run -- a
+        simulation, not a release: anyone who knows the seed regenerates the noise
+        and can remove it; a numpy ``RandomState`` / ``Generator`` draws each run's
+        seed from it.
     utility_folds:
         At ``fit``, simulate the protocol this many times on folds of the training rows
         and warn (``BelowMajorityWarning``) unless the mean held-out accuracy
@@ -87,18 +115,32 @@ class DPRadiusNeighborsClassifier(_DPOwnerClassifier):
 
     Attributes
     ----------
+    classes_, n_features_in_, bounds_, X_fit_, y_fit_:
+        As :class:`~ppknn.simulations.estimators.PPKNNClassifier`.
     privacy_:
-        The last run's ledger total (ε, δ) and per-analyst spending.
-    transcript_, leakage_:
-        The last run's messages and leakage report (none is registered).
+        What every ``predict`` since ``fit`` spent together
+        (:class:`~ppknn.protocols.base.PrivacySpent`): ``epsilon`` and ``delta`` on
+        the training rows (sequential composition over the calls), ``per_party``
+        the owner's total and each analyst's. ``fit`` resets it to zero.
+    privacy_last_:
+        What the last ``predict`` spent (``None`` before the first).
+    transcript_, communication_, last_run_:
+        The last run's messages, message counts and the run itself
+        (``last_run_.result.detail.ledger``: the owner's ledger of that run).
+    leakage_:
+        ``None`` (the protocol registers no per-run leakage report).
+    expected_accuracy_, majority_accuracy_:
+        The ``fit``-time utility check (owner-side, not released; ``None``: not run)
+        and the accuracy of always predicting the majority class.
     """
 
-    def __init__(self, radius: float = 1.0, *, epsilon: float = 1.0,
+    def __init__(self, radius: float = 1.0, *, epsilon: float = 1.0, budget: float | None = None,
                  algorithm: str = "proposed", n_analysts: int = 1, bounds: Any = "data",
                  runtime: str = "inprocess", channels: bool = False,
-                 random_state: int | None = 0, utility_folds: int = 3) -> None:
+                 random_state: Any = None, utility_folds: int = 3) -> None:
         self.radius = radius
         self.epsilon = epsilon
+        self.budget = budget
         self.algorithm = algorithm
         self.n_analysts = n_analysts
         self.bounds = bounds
@@ -107,13 +149,14 @@ class DPRadiusNeighborsClassifier(_DPOwnerClassifier):
         self.random_state = random_state
         self.utility_folds = utility_folds
 
-    def _check_params(self) -> None:
-        super()._check_params()
-        _positive("radius", self.radius)
+    def _validated(self) -> dict[str, Any]:
+        who = type(self).__name__
+        return {**super()._validated(), "radius": P.real(who, "radius", self.radius),
+                "algorithm": P.choice(who, "algorithm", self.algorithm, RN_ALGORITHMS)}
 
-    def _protocol(self, n_train: int) -> dict[str, Any]:
-        return {"name": "dp-knn", "task": "rn", "algorithm": self.algorithm,
-                "epsilon": float(self.epsilon), "radius": float(self.radius)}
+    def _protocol(self, p: dict[str, Any], n_train: int) -> dict[str, Any]:
+        return {"name": "dp-knn", "task": "rn", "algorithm": p["algorithm"],
+                "epsilon": p["epsilon"], "radius": p["radius"]}
 
 
 class DPKNeighborsClassifier(_DPOwnerClassifier):
@@ -122,26 +165,50 @@ class DPKNeighborsClassifier(_DPOwnerClassifier):
     Parameters
     ----------
     n_neighbors:
-        k.
+        k (an int >= 1, at most the training rows).
     epsilon:
-        ε of each request batch (one per analyst), charged on the owner's ledger.
+        ε of each request batch (one per analyst), charged on the owner's ledger; a
+        ``predict`` of ``Q`` rows costs ``min(n_analysts, Q) * epsilon``.
+    budget:
+        As :class:`DPRadiusNeighborsClassifier`.
     algorithm:
         ``"interactive"`` (k-NN to r-N conversion by the exponential mechanism, then
         the proposed r-N classifier), ``"noninteractive"`` (a DP grid) or
         ``"baseline"`` (exponential mechanism over the k nearest rows' labels,
         ε/|X| per query).
     weight:
-        Share of ε spent on the conversion (converted algorithms).
-    n_analysts, bounds, runtime, channels, random_state, utility_folds:
+        Share of ε spent on the conversion (converted algorithms), in (0, 1).
+    n_analysts, bounds, runtime, channels, utility_folds:
+        As :class:`DPRadiusNeighborsClassifier`.
+    random_state:
+        Root seed of each simulated run (the owner's noise): ``None`` (default) draws
+        it from OS entropy every ``predict``; an int repeats every run -- a
+        simulation, not a release: anyone who knows the seed regenerates the noise
+        and can remove it; a numpy ``RandomState`` / ``Generator`` draws each run's
+        seed from it.
+
+    Attributes
+    ----------
+    classes_, n_features_in_, bounds_, X_fit_, y_fit_:
+        As :class:`~ppknn.simulations.estimators.PPKNNClassifier`.
+    privacy_, privacy_last_:
+        What every ``predict`` since ``fit`` spent together (``fit`` resets it), and
+        the last ``predict`` alone (as :class:`DPRadiusNeighborsClassifier`).
+    transcript_, communication_, last_run_, leakage_:
+        The last run's messages, message counts, the run itself, and ``None`` (no
+        leakage report is registered).
+    expected_accuracy_, majority_accuracy_:
         As :class:`DPRadiusNeighborsClassifier`.
     """
 
     def __init__(self, n_neighbors: int = 5, *, epsilon: float = 1.0,
-                 algorithm: str = "interactive", weight: float = 0.5, n_analysts: int = 1,
-                 bounds: Any = "data", runtime: str = "inprocess", channels: bool = False,
-                 random_state: int | None = 0, utility_folds: int = 3) -> None:
+                 budget: float | None = None, algorithm: str = "interactive",
+                 weight: float = 0.5, n_analysts: int = 1, bounds: Any = "data",
+                 runtime: str = "inprocess", channels: bool = False,
+                 random_state: Any = None, utility_folds: int = 3) -> None:
         self.n_neighbors = n_neighbors
         self.epsilon = epsilon
+        self.budget = budget
         self.algorithm = algorithm
         self.weight = weight
         self.n_analysts = n_analysts
@@ -151,15 +218,22 @@ class DPKNeighborsClassifier(_DPOwnerClassifier):
         self.random_state = random_state
         self.utility_folds = utility_folds
 
-    def _after_fit(self, X: Any, y: Any) -> None:
-        if self.n_neighbors > len(y):
-            raise ValueError(f"n_neighbors = {self.n_neighbors} is larger than n_samples = "
-                             f"{len(y)}")
+    def _validated(self) -> dict[str, Any]:
+        who = type(self).__name__
+        return {**super()._validated(),
+                "n_neighbors": P.integer(who, "n_neighbors", self.n_neighbors, low=1),
+                "algorithm": P.choice(who, "algorithm", self.algorithm, KNN_ALGORITHMS),
+                "weight": P.real(who, "weight", self.weight, high=1.0, high_open=True)}
 
-    def _protocol(self, n_train: int) -> dict[str, Any]:
-        return {"name": "dp-knn", "task": "knn", "algorithm": self.algorithm,
-                "epsilon": float(self.epsilon), "k": self.n_neighbors,
-                "weight": float(self.weight)}
+    def _check_data(self, p: dict[str, Any], X: Any, y: Any) -> None:
+        k = p["n_neighbors"]
+        if k > len(y):
+            raise ConfigError(f"{type(self).__name__}: n_neighbors = {k} is larger than "
+                             f"n_samples = {len(y)}; allowed: <= {len(y)}")
+
+    def _protocol(self, p: dict[str, Any], n_train: int) -> dict[str, Any]:
+        return {"name": "dp-knn", "task": "knn", "algorithm": p["algorithm"],
+                "epsilon": p["epsilon"], "k": p["n_neighbors"], "weight": p["weight"]}
 
 
 __all__ = ["DPKNeighborsClassifier", "DPRadiusNeighborsClassifier"]

@@ -8,6 +8,13 @@ mechanism, and labels each query with the label of the nearest released point
 (or the majority of its released points). ``kneighbors`` is not offered: the
 released points are what the protocol returns (``last_run_.result.detail``).
 
+Privacy unit: the *queries* (each query slot is one user, local (ε, δ)-DP
+against the server; with the DIS utility only within ``radius``); the training
+points the walk reaches are released in the clear.
+A user whose query is in every ``predict`` since ``fit`` has spent the sum of
+the calls' ε per query: that sum is ``privacy_`` (``privacy_last_``: the last
+call), and ``budget`` caps it.
+
 The tree descent alone is approximate even without noise (no backtracking);
 with a neighbourhood variant ``N<B>`` whose ``B`` is at least the number of
 training rows every point is released, so at a very large ε the classifier
@@ -19,7 +26,7 @@ Examples
 >>> from sklearn.neighbors import KNeighborsClassifier
 >>> rng = np.random.default_rng(0)
 >>> X = rng.random((200, 2)); y = (X[:, 0] + X[:, 1] > 1).astype(int)
->>> clf = DPTTClassifier(variant="GS-N4", final_epsilon=10.0, bounds=(0.0, 1.0))
+>>> clf = DPTTClassifier(variant="GS-N4", final_epsilon=10.0, bounds=(0.0, 1.0), random_state=0)
 >>> round(clf.fit(X[:150], y[:150]).score(X[150:], y[150:]), 2), round(clf.privacy_.epsilon, 6)
 (0.82, 10.0)
 >>> exact = DPTTClassifier(variant="N150", epsilon=1e12, bounds=(0.0, 1.0), delta=0.0)
@@ -33,7 +40,10 @@ from __future__ import annotations
 from typing import Any
 
 from ppknn.core.errors import ConfigError
-from ppknn.simulations.estimators.base import ProtocolClassifier
+from ppknn.protocols.dptt.variants import Variant
+from ppknn.simulations.estimators import params as P
+from ppknn.simulations.estimators.base import BATCH_DEPENDENT, ProtocolClassifier
+from ppknn.simulations.estimators.simulate import Planned
 
 DEFAULT_FINAL_EPSILON = 10.0
 """ε per query when neither ``epsilon`` nor ``final_epsilon`` is given."""
@@ -55,30 +65,59 @@ class DPTTClassifier(ProtocolClassifier):
     epsilon:
         ε per decision.
     delta:
-        δ of the bounded-range bound (0: plain summation).
+        δ of the bounded-range bound, in [0, 1) (0: plain summation).
     radius:
-        DIS sensitivity bound (``utility="dis"``).
+        DIS sensitivity bound (``utility="dis"``), a finite number > 0.
     predict_rule:
         ``"nearest"`` (label of the nearest released point) or ``"majority"``.
-    bounds, runtime, channels, random_state:
+    budget:
+        The most ε per query slot all ``predict`` calls since ``fit`` may spend
+        together (``None``: no cap); a call that would exceed it raises
+        ``BudgetRefused`` (a ``ConfigError``) before anything runs.
+    bounds, runtime, channels:
         As :class:`~ppknn.simulations.estimators.PPKNNClassifier`.
+    random_state:
+        Root seed of each simulated run (the client's exponential mechanisms):
+        ``None`` (default) draws it from OS entropy every ``predict``; an int
+        repeats every run -- a simulation, not a release: anyone who knows the seed
+        regenerates the client's random choices; a numpy ``RandomState`` /
+        ``Generator`` draws each run's seed from it.
     utility_folds:
         As :class:`~ppknn.simulations.estimators.DPRadiusNeighborsClassifier`.
 
     Attributes
     ----------
+    classes_, n_features_in_, bounds_, X_fit_, y_fit_:
+        As :class:`~ppknn.simulations.estimators.PPKNNClassifier`.
     privacy_:
-        The last run's ε per query (bounded-range and summed) and the client's ledger.
+        What every ``predict`` since ``fit`` spent together, per query slot
+        (:class:`~ppknn.protocols.base.PrivacySpent`; module docstring); ``fit``
+        resets it.
+    privacy_last_:
+        The last ``predict``'s ε (bounded-range) and δ per query, and the client's.
+    transcript_, communication_, last_run_:
+        The last run's messages, message counts and the run itself
+        (``last_run_.result.detail``: the released points).
+    leakage_:
+        The last run's leakage report, if the protocol registers one.
+    expected_accuracy_, majority_accuracy_:
+        As :class:`~ppknn.simulations.estimators.DPRadiusNeighborsClassifier`.
     """
 
     protocol_name = "dptt"
+    parameter_of = {**ProtocolClassifier.parameter_of, "protocol.predict": "predict_rule"}
+    expected_failed_checks = {
+        **ProtocolClassifier.expected_failed_checks,
+        "check_methods_subset_invariance": BATCH_DEPENDENT,
+        "check_methods_sample_order_invariance": BATCH_DEPENDENT,
+    }
 
     def __init__(self, *, variant: str = "basic", utility: str = "cmp",
                  final_epsilon: float | None = None, epsilon: float | None = None,
                  delta: float = 1e-7, radius: float | None = None,
-                 predict_rule: str = "nearest", bounds: Any = "data",
-                 runtime: str = "inprocess", channels: bool = False,
-                 random_state: int | None = 0, utility_folds: int = 3) -> None:
+                 predict_rule: str = "nearest", budget: float | None = None,
+                 bounds: Any = "data", runtime: str = "inprocess", channels: bool = False,
+                 random_state: Any = None, utility_folds: int = 3) -> None:
         self.variant = variant
         self.utility = utility
         self.final_epsilon = final_epsilon
@@ -86,33 +125,73 @@ class DPTTClassifier(ProtocolClassifier):
         self.delta = delta
         self.radius = radius
         self.predict_rule = predict_rule
+        self.budget = budget
         self.bounds = bounds
         self.runtime = runtime
         self.channels = channels
         self.random_state = random_state
         self.utility_folds = utility_folds
 
-    def _utility_folds(self) -> int:
-        return self.utility_folds
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        if self.epsilon is not None and self.final_epsilon is not None:
-            raise ConfigError(f"epsilon = {self.epsilon!r}, final_epsilon = "
+    def _validated(self) -> dict[str, Any]:
+        who = type(self).__name__
+        if not isinstance(self.variant, str):
+            raise ConfigError(f"{who}: variant = {self.variant!r}; allowed: basic, P<s>, "
+                              "E<s>, GS, N<B>, GS-N<B>")
+        try:
+            variant = Variant.parse(self.variant).label
+        except ConfigError as exc:
+            raise ConfigError(f"{who}: variant = {self.variant!r}: {exc}") from None
+        out = {**super()._validated(), "variant": variant,
+               "utility": P.choice(who, "utility", self.utility, ("cmp", "dis")),
+               "final_epsilon": P.optional_real(who, "final_epsilon", self.final_epsilon,
+                                                allowed="None or a finite number > 0"),
+               "epsilon": P.optional_real(who, "epsilon", self.epsilon,
+                                          allowed="None or a finite number > 0"),
+               "delta": P.real(who, "delta", self.delta, low=0.0, low_open=False, high=1.0,
+                               high_open=True),
+               "radius": P.optional_real(who, "radius", self.radius,
+                                         allowed="None or a finite number > 0"),
+               "predict_rule": P.choice(who, "predict_rule", self.predict_rule,
+                                        ("nearest", "majority")),
+               "budget": P.optional_real(who, "budget", self.budget,
+                                         allowed="None (no cap) or a finite number > 0"),
+               "utility_folds": P.integer(who, "utility_folds", self.utility_folds, low=0,
+                                          allowed="an int >= 0 (0: no check)")}
+        if out["epsilon"] is not None and out["final_epsilon"] is not None:
+            raise ConfigError(f"{who}: epsilon = {self.epsilon!r}, final_epsilon = "
                               f"{self.final_epsilon!r}: give exactly one (ε per decision or "
                               "per query)")
+        if out["utility"] == "dis" and out["radius"] is None:
+            raise ConfigError(f"{who}: radius = None: utility = 'dis' needs the DIS "
+                              "sensitivity bound; allowed: a finite number > 0")
+        return out
 
-    def _protocol(self, n_train: int) -> dict[str, Any]:
-        table: dict[str, Any] = {"name": "dptt", "variant": self.variant,
-                                 "utility": self.utility, "delta": float(self.delta),
-                                 "predict": self.predict_rule}
-        if self.epsilon is not None:
-            table["epsilon"] = float(self.epsilon)
+    def _check_data(self, p: dict[str, Any], X: Any, y: Any) -> None:
+        if len(y) < 2:
+            raise ValueError(f"{type(self).__name__}: the server's kd-tree needs n_samples >= "
+                             f"2 (one private decision at least); got n_samples = {len(y)}")
+
+    def _guarantee(self) -> str:
+        return ("local (ε, δ)-DP per query slot (bounded-range composition over the "
+                "worst-case tree height; DIS: only within radius); the training points "
+                "reached are released in the clear")
+
+    def _call_cost(self, planned: Planned) -> tuple[float | None, float]:
+        run = planned.plan.config
+        cost = run.setup.account(run.height).cost
+        return cost.epsilon, cost.delta
+
+    def _protocol(self, p: dict[str, Any], n_train: int) -> dict[str, Any]:
+        table: dict[str, Any] = {"name": "dptt", "variant": p["variant"],
+                                 "utility": p["utility"], "delta": p["delta"],
+                                 "predict": p["predict_rule"]}
+        if p["epsilon"] is not None:
+            table["epsilon"] = p["epsilon"]
         else:
-            table["final_epsilon"] = (DEFAULT_FINAL_EPSILON if self.final_epsilon is None
-                                      else float(self.final_epsilon))
-        if self.radius is not None:
-            table["radius"] = float(self.radius)
+            table["final_epsilon"] = (DEFAULT_FINAL_EPSILON if p["final_epsilon"] is None
+                                      else p["final_epsilon"])
+        if p["radius"] is not None:
+            table["radius"] = p["radius"]
         return table
 
 

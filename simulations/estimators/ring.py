@@ -23,10 +23,12 @@ Examples
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from ppknn.core.errors import ConfigError
-from ppknn.simulations.estimators.base import ProtocolClassifier
+from ppknn.simulations.estimators import params as P
+from ppknn.simulations.estimators.base import BATCH_DEPENDENT, ProtocolClassifier
 
 
 class PPKNNClassifier(ProtocolClassifier):
@@ -35,12 +37,13 @@ class PPKNNClassifier(ProtocolClassifier):
     Parameters
     ----------
     n_neighbors:
-        k.
+        k (an int >= 1, at most the training rows).
     n_parties:
-        Ring data owners (at least 3); the training rows are split among them.
+        Ring data owners (an int >= 3); the training rows are split among them.
     p0, d, rounds, delta:
-        PP-TopK's randomisation: ``P_r = p0 * d**(r-1)`` over ``rounds`` rounds,
-        random-fill width at least ``delta``. ``p0 = 0`` sends real values only.
+        PP-TopK's randomisation: ``P_r = p0 * d**(r-1)`` over ``rounds`` rounds
+        (``p0`` in [0, 1], ``d`` in (0, 1], ``rounds`` >= 1), random-fill width at
+        least ``delta`` >= 0. ``p0 = 0`` sends real values only.
     weighting:
         ``"uniform"`` or ``"distance"`` (``1/d``) votes.
     secure_sum:
@@ -54,28 +57,57 @@ class PPKNNClassifier(ProtocolClassifier):
     channels:
         Authenticated encryption between parties (slower; off by default).
     random_state:
-        Root seed of each simulated run (partition, ring order, randomisation);
-        ``None``: fresh entropy every ``predict``.
+        Root seed of each simulated run (partition, ring order, randomisation):
+        ``None`` (default) draws it from OS entropy every ``predict``; an int
+        repeats every run -- a simulation, not a deployment: anyone who knows the
+        seed regenerates the random fills and the secure sum's masks; a numpy
+        ``RandomState`` / ``Generator`` draws each run's seed from it.
 
     Attributes
     ----------
     classes_, n_features_in_:
         As in scikit-learn.
+    bounds_:
+        The public domain bounds (:class:`~ppknn.core.data.DomainBounds`).
+    X_fit_, y_fit_:
+        The training rows and their labels as indices into ``classes_``.
     transcript_:
         The last run's messages (pyarrow table: payload seen, provenance, bytes).
     leakage_:
         The last run's per-node disclosure report (successor attribution, Wilson 95%).
-    privacy_:
-        The last run's privacy accounting (no DP: the disclosure measure).
+    communication_:
+        The last run's message and byte counts (per party and in total).
+    last_run_:
+        The last run (:class:`~ppknn.simulations.estimators.simulate.Simulated`: the
+        driver's result, transcript, public facts and plan).
+    privacy_, privacy_last_:
+        No DP: the guarantee (the disclosure measure) and the number of runs since
+        ``fit``; ``epsilon`` is ``None``. ``privacy_last_``: the last run's.
+    expected_accuracy_, majority_accuracy_:
+        ``None`` (no utility check: the ring adds no noise to the labels) and the
+        accuracy of always predicting the majority class.
+
+    Notes
+    -----
+    ``transcript_`` and the other run attributes are ``None`` until the first
+    ``predict``. With ``p0 > 0`` and an int ``random_state`` the estimator fails
+    scikit-learn's subset and order invariance checks on purpose
+    (``expected_failed_checks``): the ring answers a batch as one run.
     """
 
     protocol_name = "ppknn-ring"
+    parameter_of = {**ProtocolClassifier.parameter_of, "protocol.k": "n_neighbors"}
+    expected_failed_checks = {
+        **ProtocolClassifier.expected_failed_checks,
+        "check_methods_subset_invariance": BATCH_DEPENDENT,
+        "check_methods_sample_order_invariance": BATCH_DEPENDENT,
+    }
 
     def __init__(self, n_neighbors: int = 5, *, n_parties: int = 3, p0: float = 1.0,
                  d: float = 0.5, rounds: int = 2, delta: float = 1e-3,
                  weighting: str = "uniform", secure_sum: str = "ring", bounds: Any = "data",
                  runtime: str = "inprocess", channels: bool = False,
-                 random_state: int | None = 0) -> None:
+                 random_state: Any = None) -> None:
         self.n_neighbors = n_neighbors
         self.n_parties = n_parties
         self.p0 = p0
@@ -89,27 +121,41 @@ class PPKNNClassifier(ProtocolClassifier):
         self.channels = channels
         self.random_state = random_state
 
-    def _parties(self) -> tuple[int, int]:
-        return int(self.n_parties), 1
+    def _validated(self) -> dict[str, Any]:
+        who = type(self).__name__
+        return {**super()._validated(),
+                "n_neighbors": P.integer(who, "n_neighbors", self.n_neighbors, low=1),
+                "n_parties": P.integer(who, "n_parties", self.n_parties, low=3,
+                                       allowed="an int >= 3 (a ring)"),
+                "p0": P.real(who, "p0", self.p0, low=0.0, low_open=False, high=1.0),
+                "d": P.real(who, "d", self.d, low=0.0, high=1.0),
+                "rounds": P.integer(who, "rounds", self.rounds, low=1),
+                "delta": P.real(who, "delta", self.delta, low=0.0, low_open=False),
+                "weighting": P.choice(who, "weighting", self.weighting,
+                                      ("uniform", "distance")),
+                "secure_sum": P.choice(who, "secure_sum", self.secure_sum, ("ring", "shared"))}
+
+    def _parties(self, p: dict[str, Any]) -> tuple[int, int]:
+        return p["n_parties"], 1
 
     def _randomised(self) -> bool:
         # with p0 > 0 random values may stay in the final top-k (the paper's bound)
-        return bool(self.p0 > 0)
+        p0 = self.p0
+        return not (isinstance(p0, numbers.Real) and not isinstance(p0, bool) and p0 == 0)
 
-    def _check_params(self) -> None:
-        super()._check_params()
-        if not isinstance(self.n_parties, int) or self.n_parties < 3:
-            raise ConfigError(f"n_parties = {self.n_parties!r}; allowed: an int >= 3 (a ring)")
+    def _guarantee(self) -> str:
+        return "no DP: per-node disclosure probability"
 
-    def _after_fit(self, X: Any, y: Any) -> None:
-        if self.n_neighbors > len(y):
-            raise ValueError(f"n_neighbors = {self.n_neighbors} is larger than n_samples = "
-                             f"{len(y)}")
+    def _check_data(self, p: dict[str, Any], X: Any, y: Any) -> None:
+        k = p["n_neighbors"]
+        if k > len(y):
+            raise ConfigError(f"{type(self).__name__}: n_neighbors = {k} is larger than "
+                             f"n_samples = {len(y)}; allowed: <= {len(y)}")
 
-    def _protocol(self, n_train: int) -> dict[str, Any]:
-        return {"name": "ppknn-ring", "k": self.n_neighbors, "p0": self.p0, "d": self.d,
-                "rounds": self.rounds, "delta": self.delta, "weighting": self.weighting,
-                "secure_sum": self.secure_sum}
+    def _protocol(self, p: dict[str, Any], n_train: int) -> dict[str, Any]:
+        return {"name": "ppknn-ring", "k": p["n_neighbors"], "p0": p["p0"], "d": p["d"],
+                "rounds": p["rounds"], "delta": p["delta"], "weighting": p["weighting"],
+                "secure_sum": p["secure_sum"]}
 
 
 __all__ = ["PPKNNClassifier"]

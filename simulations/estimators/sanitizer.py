@@ -10,9 +10,20 @@ amplification ``e^(1/b)`` and the distortion statistics ``E(D)``, ``Var(D)``
 (eqs. 12-13) are fitted attributes. No ε-DP is claimed (the noise is scaled to
 the scores' range, the basis is published exactly).
 
-Randomness: an int ``random_state`` draws the same noise on every call
-(reproducible experiments); ``None`` or ``mode="secure"`` draws fresh noise
-each call (OS entropy with ``"secure"``).
+Randomness: ``random_state=None`` (the default) draws fresh noise on every
+call; an int draws the same noise on every call -- a simulation, not a
+release: anyone who knows the seed regenerates the noise and subtracts it,
+recovering the clean scores exactly; a numpy ``RandomState`` / ``Generator``
+draws each call's seed from it. ``mode="secure"`` draws the noise from OS
+entropy (a CSPRNG) whatever ``random_state`` says.
+
+Accounting: every ``transform`` is a new release. The paper's worst-case
+measure of one row's release is its joint amplification ``e^(s/b)`` (eq. 8
+per column), so a row released by ``c`` calls has ``e^(c s/b)``;
+``privacy_.epsilon`` is that ``c s / b`` for the calls since ``fit`` (``inf``
+with ``b=None``), ``privacy_last_`` the last call's, and ``budget`` caps it
+(checked before anything is released). No ε-DP is claimed: the ranges come
+from the training rows.
 
 Examples
 --------
@@ -29,6 +40,8 @@ True
 >>> noisy = PCALaplaceSanitizer(n_components=3, b=0.2, bounds=(X.min(0), X.max(0))).fit(X)
 >>> round(float(noisy.amplification_[0]), 1), noisy.transform(X).shape
 (148.4, (178, 3))
+>>> _ = noisy.transform(X[:5]); noisy.privacy_.epsilon     # 2 calls * 3 components / 0.2
+30.0
 """
 
 from __future__ import annotations
@@ -40,7 +53,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ppknn.core.errors import ConfigError
-from ppknn.core.rng import RandomnessMode, SeedPolicy
+from ppknn.protocols.base import PrivacySpent
+from ppknn.protocols.pca_perturbation.driver import GUARANTEE_LAPLACE
 from ppknn.protocols.pca_perturbation.sanitize import (
     amplification,
     distortion_statistics,
@@ -49,7 +63,10 @@ from ppknn.protocols.pca_perturbation.sanitize import (
     normalise,
     perturb,
 )
+from ppknn.simulations.estimators import params as P
+from ppknn.simulations.estimators.base import BATCH_DEPENDENT
 from ppknn.simulations.estimators.simulate import resolve_bounds
+from ppknn.simulations.estimators.spending import Spending
 
 
 class PCALaplaceSanitizer(TransformerMixin, BaseEstimator):
@@ -58,23 +75,36 @@ class PCALaplaceSanitizer(TransformerMixin, BaseEstimator):
     Parameters
     ----------
     n_components:
-        s, the principal components kept (at most the number of features; ``None``: all).
+        s, the principal components kept (an int in [1, n_features]; ``None``: all).
     b:
-        Laplace scale factor: component ``i`` gets noise of scale ``b * range_i``;
-        ``None``: no noise (the plain projection, scikit-learn's ``PCA`` after
-        min-max scaling by the bounds).
+        Laplace scale factor (a finite number > 0): component ``i`` gets noise of
+        scale ``b * range_i``; ``None``: no noise (the plain projection,
+        scikit-learn's ``PCA`` after min-max scaling by the bounds).
     n_sd:
-        Standard deviations in the modified kNN's search radius (``radius2_``).
+        Standard deviations in the modified kNN's search radius (``radius2_``), a
+        finite number >= 0.
     bounds:
         Public per-feature bounds ``(lower, upper)`` used to normalise to ``[0, 1]``,
         or ``"data"`` (derived from the training rows; warns: they leak the extremes).
+    budget:
+        The most ``privacy_.epsilon`` (``calls * s / b``, module docstring) all
+        ``transform`` calls since ``fit`` may reach together (``None``: no cap); a
+        call that would exceed it raises ``BudgetRefused`` (a ``ConfigError``) and
+        releases nothing.
     random_state:
-        An int (the same noise every call) or ``None`` (fresh noise every call).
+        ``None`` (default: fresh OS entropy every call), an int (the same noise every
+        call: reproducible by anyone who knows the seed -- a simulation, not a
+        release) or a numpy ``RandomState`` / ``Generator`` (each call's seed drawn
+        from it).
     mode:
         ``"reproducible"`` or ``"secure"`` (OS entropy and floating-point-safe noise).
 
     Attributes
     ----------
+    n_features_in_:
+        As in scikit-learn.
+    lower_, span_:
+        The public bounds as used: each feature maps to ``(x - lower_) / span_``.
     mean_, components_, explained_variance_:
         The PCA of the normalised training rows (components signed so that each
         one's largest loading is positive, as scikit-learn does).
@@ -83,41 +113,79 @@ class PCALaplaceSanitizer(TransformerMixin, BaseEstimator):
         ``b * range_i``, and ``exp(range_i / scale_i) = e^(1/b)``.
     distortion_mean_, distortion_variance_, radius2_:
         E(D), Var(D) and the squared search radius ``E + n_sd * sqrt(Var)``.
+    privacy_:
+        What every ``transform`` since ``fit`` released together
+        (:class:`~ppknn.protocols.base.PrivacySpent`; ``epsilon``: ``calls * s / b``,
+        the log of the worst-case amplification of a row released by every call);
+        ``fit`` resets it.
+    privacy_last_:
+        The last ``transform``'s (``None`` before the first).
     """
 
+    expected_failed_checks: dict[str, str] = {
+        "check_dict_unchanged": "transform is a release: it adds its cost to privacy_ and "
+                                "sets privacy_last_ by design",
+        "check_methods_subset_invariance": "the noise of a row depends on its position in "
+                                           "the batch; " + BATCH_DEPENDENT,
+        "check_methods_sample_order_invariance": "the noise of a row depends on its "
+                                                 "position in the batch; " + BATCH_DEPENDENT,
+    }
+    """scikit-learn checks this estimator fails on purpose, with the reason."""
+
     def __init__(self, n_components: int | None = None, *, b: float | None = 0.2, n_sd: float = 2.0,
-                 bounds: Any = "data", random_state: int | None = 0,
+                 bounds: Any = "data", budget: float | None = None, random_state: Any = None,
                  mode: str = "reproducible") -> None:
         self.n_components = n_components
         self.b = b
         self.n_sd = n_sd
         self.bounds = bounds
+        self.budget = budget
         self.random_state = random_state
         self.mode = mode
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
-        # the noise of a row depends on its position in the batch: a reordered or
-        # subset batch gets other noise (scikit-learn's order/subset invariance checks)
-        tags.non_deterministic = self.b is not None
+        # an int random_state draws the same noise every call (deterministic, but a row's
+        # noise depends on its position in the batch: expected_failed_checks)
+        tags.non_deterministic = self.b is not None and (
+            not P.seeded(self.random_state) or self.mode == "secure")
         return tags
 
+    def _validated(self, n_features: int | None) -> dict[str, Any]:
+        who = type(self).__name__
+        out = {"mode": P.choice(who, "mode", self.mode, ("reproducible", "secure")),
+               "random_state": P.random_state(who, self.random_state),
+               "b": P.optional_real(who, "b", self.b,
+                                    allowed="None (no noise) or a finite number > 0"),
+               "n_sd": P.real(who, "n_sd", self.n_sd, low=0.0, low_open=False),
+               "budget": P.optional_real(who, "budget", self.budget,
+                                         allowed="None (no cap) or a finite number > 0")}
+        if n_features is None:  # before the data is known
+            if self.n_components is not None:
+                P.integer(who, "n_components", self.n_components, low=1,
+                          allowed="None or an int >= 1 (at most the number of features)")
+            return out
+        s = n_features if self.n_components is None else self.n_components
+        out["n_components"] = P.integer(who, "n_components", s, low=1, high=n_features,
+                                        allowed=f"None or an int in [1, {n_features}] (the "
+                                                "number of features)")
+        return out
+
     def fit(self, X: Any, y: Any = None) -> PCALaplaceSanitizer:
-        """Normalise by the bounds, run PCA and fix the noise scales (no release yet)."""
-        if self.mode not in ("reproducible", "secure"):
-            raise ConfigError(f"mode = {self.mode!r}; allowed: 'reproducible', 'secure'")
-        if self.random_state is not None and (isinstance(self.random_state, bool) or
-                                              not isinstance(self.random_state, int)):
-            raise ConfigError(f"random_state = {self.random_state!r}; allowed: an int or None")
+        """Normalise by the bounds, run PCA and fix the noise scales (no release yet).
+
+        Every parameter is checked here (a ``ConfigError`` names it); the privacy
+        account starts at zero.
+        """
+        who = type(self).__name__
+        self._validated(None)  # the parameters that do not need the data
         X = validate_data(self, X, dtype=np.float64)
         if X.shape[0] < 2:
             raise ValueError(f"PCA of the training rows needs n_samples >= 2; got "
                              f"n_samples = {X.shape[0]}")
-        s = X.shape[1] if self.n_components is None else self.n_components
-        if isinstance(s, bool) or not isinstance(s, int) or not 1 <= s <= X.shape[1]:
-            raise ValueError(f"n_components = {s!r}; allowed: an int in [1, {X.shape[1]}] "
-                             "(the number of features)")
-        bounds = resolve_bounds(self.bounds, X, who=type(self).__name__)
+        p = self._validated(X.shape[1])
+        s, b = p["n_components"], p["b"]
+        bounds = resolve_bounds(self.bounds, X, who=who)
         width = bounds.upper - bounds.lower
         self.lower_ = bounds.lower
         self.span_ = np.where(width > 0, width, 1.0)  # a constant feature maps to 0
@@ -128,41 +196,71 @@ class PCALaplaceSanitizer(TransformerMixin, BaseEstimator):
         self.explained_variance_ = fit.variances[:s]
         scores = fit.scores(Z, s)
         self.ranges_ = scores.max(axis=0) - scores.min(axis=0)
-        if self.b is None:
+        if b is None:
             self._mechanisms = None
             self.scales_ = np.zeros(s)
         else:
-            self._mechanisms = laplace_mechanisms(self.ranges_, float(self.b), self.mode)
-            self.scales_ = float(self.b) * self.ranges_
+            self._mechanisms = laplace_mechanisms(self.ranges_, b, p["mode"])
+            self.scales_ = b * self.ranges_
         with np.errstate(divide="ignore"):
             self.amplification_ = amplification(self.ranges_, self.scales_)
         stats = distortion_statistics(kept_variances=self.explained_variance_,
                                       scales=self.scales_,
-                                      dropped_variances=fit.variances[s:], n_sd=self.n_sd)
+                                      dropped_variances=fit.variances[s:], n_sd=p["n_sd"])
         self.distortion_mean_, self.distortion_variance_ = stats.mean, stats.variance
         self.radius2_ = stats.radius2
+        cost = self._call_epsilon(p)
+        if p["budget"] is not None and b is None:
+            raise ConfigError(f"{who}: budget = {self.budget!r} with b = None: without noise "
+                              "every transform releases the exact scores (unbounded "
+                              "amplification); allowed: budget = None, or a finite b > 0")
+        if p["budget"] is not None and cost > p["budget"]:
+            raise ConfigError(f"{who}: budget = {self.budget!r} is below the cost of one "
+                              f"transform (s / b = {cost:.6g}), so every call would be "
+                              f"refused; allowed: >= {cost:.6g} or None")
+        self._params = p
+        self._spending = Spending(who, guarantee=GUARANTEE_LAPLACE + "; epsilon = s/b per "
+                                  "row per call, the log of the joint amplification",
+                                  budget=p["budget"])
+        self.privacy_, self.privacy_last_ = self._spending.total(), None
         return self
 
+    @staticmethod
+    def _call_epsilon(p: dict[str, Any]) -> float:
+        """``s / b``: the log of one row's joint amplification in one release (inf: no noise)."""
+        return float("inf") if p["b"] is None else p["n_components"] / p["b"]
+
     def project(self, X: Any) -> np.ndarray:
-        """The clean scores of ``X`` on the kept components (no noise)."""
+        """The clean scores of ``X`` on the kept components (no noise, not a release)."""
         check_is_fitted(self, "components_")
         X = validate_data(self, X, dtype=np.float64, reset=False)
         Z = normalise(X, self.lower_, self.lower_ + self.span_)
         return (Z - self.mean_) @ self.components_.T
 
     def transform(self, X: Any) -> np.ndarray:
-        """The sanitised scores of ``X``: its projection plus Laplace noise (module docstring)."""
+        """The sanitised scores of ``X``: its projection plus Laplace noise (a release).
+
+        Raises
+        ------
+        BudgetRefused
+            The call would take ``privacy_.epsilon`` above ``budget`` (nothing is
+            released).
+        """
         scores = self.project(X)
+        p = self._params
+        epsilon = self._call_epsilon(p)
+        self._spending.check(epsilon)
         if self._mechanisms is None:
-            return scores
-        if self.mode == "secure":
-            rng: Any = None
-        elif self.random_state is None:
-            rng = np.random.default_rng()
+            out = scores
         else:
-            rng = SeedPolicy(root=int(self.random_state),
-                             mode=RandomnessMode.REPRODUCIBLE).generator("sanitizer", "noise")
-        return perturb(scores, self._mechanisms, rng)
+            rng = (None if p["mode"] == "secure" else
+                   P.generator_of(type(self).__name__, p["random_state"], "sanitizer", "noise"))
+            out = perturb(scores, self._mechanisms, rng)
+        self._spending.spend(epsilon, 0.0)
+        self.privacy_ = self._spending.total()
+        self.privacy_last_ = PrivacySpent(guarantee=self._spending.guarantee, epsilon=epsilon,
+                                          delta=0.0)
+        return out
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """``pc0``, ``pc1``, ... (one per kept component)."""

@@ -76,30 +76,27 @@ class Simulated:
     plan: Any
 
 
-def simulate(protocol: dict[str, Any], *, X: np.ndarray, y: np.ndarray, n_classes: int,
+@dataclass(frozen=True)
+class Planned:
+    """A run set up but not started: the scenario, the prepared data and the plugin's plan.
+
+    Building it validates every parameter (the protocol's strict model, its
+    cross-checks and its plan), touches no party and releases nothing.
+    """
+
+    scenario: Scenario
+    data: PreparedData
+    config: Any
+    plugin: Any
+    plan: Any
+
+
+def plan_run(protocol: dict[str, Any], *, X: np.ndarray, y: np.ndarray, n_classes: int,
              queries: np.ndarray, bounds: DomainBounds, n_parties: int = 1, analysts: int = 1,
              runtime: str = "inprocess", channels: bool = False, seed: int | None = 0,
              mode: str = "reproducible", address: str | None = None,
-             name: str = "estimator") -> Simulated:
-    """Run protocol ``protocol["name"]`` with training rows ``(X, y)`` on ``queries``.
-
-    Parameters
-    ----------
-    protocol:
-        The ``[protocol]`` table (validated by the protocol's strict model).
-    X, y:
-        Training rows and integer labels ``0..n_classes-1``.
-    queries:
-        The query batch.
-    bounds:
-        The public domain bounds.
-    n_parties, analysts:
-        ``[parties].n`` and ``[parties].analysts``.
-    runtime:
-        ``"inprocess"`` (fast, deterministic) or ``"ray"``.
-    seed, mode:
-        The root seed and randomness mode (``"secure"``: OS entropy).
-    """
+             name: str = "estimator") -> Planned:
+    """Set up one run of ``protocol["name"]`` (parameters as :func:`simulate`); run nothing."""
     if runtime not in RUNTIMES:
         raise ConfigError(f"runtime = {runtime!r}; allowed: {list(RUNTIMES)}")
     if len(y) < n_parties:
@@ -125,7 +122,13 @@ def simulate(protocol: dict[str, Any], *, X: np.ndarray, y: np.ndarray, n_classe
         owner_names=owner_names(n_parties), owner_rows=tuple(np.asarray(p) for p in parts))
     config = scenario.protocols[0]
     plugin = registry.get(config.name)
-    plan = plugin.plan(config, data)
+    return Planned(scenario=scenario, data=data, config=config, plugin=plugin,
+                   plan=plugin.plan(config, data))
+
+
+def run_planned(planned: Planned) -> Simulated:
+    """Start every party of ``planned`` on its runtime, run the driver, shut down."""
+    scenario, data, plugin, plan = planned.scenario, planned.data, planned.plugin, planned.plan
     specs = list(plan.specs)
     rt_obj = runtime_for(scenario, [s.party_id for s in specs])
     try:
@@ -141,4 +144,35 @@ def simulate(protocol: dict[str, Any], *, X: np.ndarray, y: np.ndarray, n_classe
                      public=public, leakage=plugin.leakage(transcript, public), plan=plan)
 
 
-__all__ = ["RUNTIMES", "Simulated", "resolve_bounds", "simulate"]
+def simulate(protocol: dict[str, Any], *, X: np.ndarray, y: np.ndarray, n_classes: int,
+             queries: np.ndarray, bounds: DomainBounds, n_parties: int = 1, analysts: int = 1,
+             runtime: str = "inprocess", channels: bool = False, seed: int | None = 0,
+             mode: str = "reproducible", address: str | None = None,
+             name: str = "estimator") -> Simulated:
+    """Run protocol ``protocol["name"]`` with training rows ``(X, y)`` on ``queries``.
+
+    Parameters
+    ----------
+    protocol:
+        The ``[protocol]`` table (validated by the protocol's strict model).
+    X, y:
+        Training rows and integer labels ``0..n_classes-1``.
+    queries:
+        The query batch.
+    bounds:
+        The public domain bounds.
+    n_parties, analysts:
+        ``[parties].n`` and ``[parties].analysts``.
+    runtime:
+        ``"inprocess"`` (fast, deterministic) or ``"ray"``.
+    seed, mode:
+        The root seed and randomness mode (``"secure"``: OS entropy).
+    """
+    return run_planned(plan_run(protocol, X=X, y=y, n_classes=n_classes, queries=queries,
+                                bounds=bounds, n_parties=n_parties, analysts=analysts,
+                                runtime=runtime, channels=channels, seed=seed, mode=mode,
+                                address=address, name=name))
+
+
+__all__ = ["Planned", "RUNTIMES", "Simulated", "plan_run", "resolve_bounds", "run_planned",
+           "simulate"]
