@@ -134,6 +134,10 @@ class Result:
     @property
     def accuracy(self) -> float:
         """Accuracy of a one-protocol run (``outcome(name).accuracy`` otherwise)."""
+        if len(self.run.outcomes) != 1:
+            raise ConfigError(f"the run has {len(self.run.outcomes)} protocols "
+                              f"{self.protocols}; accuracy is defined for one: use "
+                              "result.outcome(name).accuracy")
         return self.run.accuracy
 
     @property

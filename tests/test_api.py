@@ -272,3 +272,12 @@ def test_privacy_leak_warnings_repeat_but_obey_the_users_filters():
     first = "import warnings\nwarnings.simplefilter('ignore')\n" + repeat
     silenced = subprocess.run([sys.executable, "-c", first], capture_output=True, text=True)
     assert "PrivacyLeakWarning" not in silenced.stderr
+
+
+def test_a_mixed_runs_accuracy_points_at_the_results_own_method():
+    mixed = ppknn.run(ROOT / "scenarios" / "mixed.toml",
+                      overrides={"data.max_queries": 12, "runtime.kind": "inprocess"})
+    with pytest.raises(ConfigError, match=r"use result\.outcome\(name\)\.accuracy"):
+        _ = mixed.accuracy
+    name = mixed.protocols[0]
+    assert 0.0 <= mixed.outcome(name).accuracy <= 1.0

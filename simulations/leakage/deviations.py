@@ -21,7 +21,6 @@ transcript up to its failure kept in ``transcript-deviant/``) and
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from ppknn.core.errors import ConfigError, PpknnError
 from ppknn.simulations.leakage.checks import check_parties
 from ppknn.simulations.leakage.measure import run_table
 from ppknn.simulations.leakage.table import LeakageRow
+from ppknn.simulations.reporting import jsonio
 from ppknn.simulations.reporting.csvio import write_rows
 
 DEVIANT_TRANSCRIPT = "transcript-deviant"
@@ -170,7 +170,7 @@ def run_with_deviations(scenario: Any, *, transcript_dir: Path | None = None,
 
 def write_report(report: DeviationReport, out: Path) -> None:
     """``deviations.json`` and ``deviations.csv`` (the leakage rows that changed)."""
-    (out / "deviations.json").write_text(json.dumps(report.as_dict(), indent=1, default=float))
+    (out / "deviations.json").write_text(jsonio.dumps(report.as_dict(), default=float))
     rows = report.leakage or [{"protocol": "", "observer": "", "target": "", "attack": "",
                                "quantity": "", "honest": None, "deviant": None}]
     write_rows(out / "deviations.csv", rows)
