@@ -378,7 +378,10 @@ def plot_summary(result: RunResult, path: Path) -> None:
     ax.set_ylabel("KiB on the wire")
     count = result.communication.get("messages")
     ax.set_title(f"communication: {count} message{'' if count == 1 else 's'}")
-    ax.legend()
+    top = max(float(sent.max(initial=0.0)), float(recv.max(initial=0.0)))
+    if top > 0:  # room above the bars for the legend
+        ax.set_ylim(top=top * (4.0 if ax.get_yscale() == "log" else 1.25))
+    ax.legend(loc="upper center", ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

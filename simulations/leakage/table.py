@@ -220,13 +220,17 @@ def plot_table(rows: Sequence[LeakageRow], path: Path, *, title: str) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     groups: dict[tuple[str, str], list[LeakageRow]] = {}
     for r in rows:
         groups.setdefault((r.protocol, r.quantity), []).append(r)
     n = max(1, len(groups))
-    fig, axes = plt.subplots(n, 1, figsize=(10, 1.2 + 0.28 * max(
-        [min(len(g), 40) for g in groups.values()] or [1]) * 1.0 + 1.6 * n), squeeze=False)
+    row_in = 0.34  # inches per row: two-line labels fit
+    heights = [min(len(g), 40) * row_in + 1.1 for g in groups.values()] or [1.5]
+    head_in = 1.0  # the title and the legend above the panels
+    fig, axes = plt.subplots(n, 1, figsize=(11, sum(heights) + head_in + 0.3), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
     if not groups:
         axes[0][0].text(0.5, 0.5, "no party observes anything", ha="center", va="center")
         axes[0][0].set_axis_off()
@@ -241,24 +245,44 @@ def plot_table(rows: Sequence[LeakageRow], path: Path, *, title: str) -> Path:
         err[~np.isfinite(err)] = 0
         colours = ["tab:red" if r.verdict == ABOVE else "tab:blue" for r in shown]
         ax.errorbar(vals, y, xerr=err, fmt="none", ecolor="gray", capsize=2)
-        ax.scatter(vals, y, c=colours, s=18, zorder=3, label="measured (95% CI)")
+        ax.scatter(vals, y, c=colours, s=22, zorder=3)
         bounded = [(i, r.bound) for i, r in enumerate(shown)
                    if r.bound is not None and math.isfinite(r.bound)]
         if bounded:
             ax.scatter([b for _, b in bounded], [i for i, _ in bounded], marker="|",
-                       color="tab:red", s=120, label="promised bound")
-        ax.set_yticks(y, [f"{r.observer} → {r.target} ({r.attack})"[:60] for r in shown],
-                      fontsize=6)
-        ax.set_xlabel(quantity)
+                       color="tab:red", s=140, zorder=2)
+        ax.set_yticks(y, [_row_label(r) for r in shown], fontsize=7.5)
+        ax.set_ylim(-0.6, len(shown) - 0.4)
+        ax.set_xlabel(quantity, fontsize=9)
         more = "" if len(group) == len(shown) else f" (40 largest of {len(group)})"
-        ax.set_title(f"{protocol}: {quantity}{more}", fontsize=9)
-        ax.legend(fontsize=6, loc="best")
-    fig.suptitle(f"leakage: {title}", fontsize=10)
-    fig.subplots_adjust(left=0.38, right=0.97, top=1 - 0.5 / fig.get_figheight(),
-                        bottom=0.5 / fig.get_figheight(), hspace=0.6)
-    fig.savefig(path, dpi=80)
+        ax.set_title(f"{protocol}: {quantity}{more}", fontsize=9.5)
+        ax.grid(axis="x", alpha=0.3)
+    height = fig.get_figheight()
+    fig.suptitle(f"leakage: {title}", fontsize=11, y=1 - 0.12 / height, va="top")
+    fig.legend(handles=[
+        Line2D([], [], marker="o", ls="-", color="gray", markerfacecolor="tab:blue",
+               markeredgecolor="tab:blue", label="measured, 95% CI (within its bound or none)"),
+        Line2D([], [], marker="o", ls="-", color="gray", markerfacecolor="tab:red",
+               markeredgecolor="tab:red", label="measured, 95% CI (above its bound)"),
+        Line2D([], [], marker="|", ls="", color="tab:red", markersize=12,
+               label="promised bound")],
+        loc="upper center", ncol=3, fontsize=8, frameon=False,
+        bbox_to_anchor=(0.5, 1 - 0.45 / height))
+    fig.subplots_adjust(left=0.34, right=0.98, top=1 - head_in / height,
+                        bottom=0.6 / height, hspace=1.1 / (sum(heights) / n))
+    fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
+
+
+def _row_label(row: LeakageRow) -> str:
+    """``observer → target (attack)``, on two lines when long (never cut)."""
+    pair = f"{row.observer} → {row.target}"
+    if len(pair) > 70:  # a large coalition: its size and its first members
+        members = row.observer.split("+")
+        pair = f"{'+'.join(members[:2])}+... ({len(members)} parties) → {row.target}"
+    label = f"{pair} ({row.attack})"
+    return label if len(label) <= 48 else f"{pair}\n({row.attack})"
 
 
 def _finite(values: Sequence[float]) -> np.ndarray:

@@ -394,6 +394,8 @@ class PCAPerturbation(ProtocolPlugin):
             values.append(attacked.filtered)
         bars = ax.bar(np.arange(len(values)), values, color="tab:purple")
         ax.bar_label(bars, fmt="%.3f")
+        finite = [v for v in values if np.isfinite(v)]
+        ax.set_ylim(0, max(finite + [1e-9]) * 1.15)
         ax.set_xticks(np.arange(len(values)), names, fontsize=8)
         ax.set_ylabel("average privacy (95% interval width / range)")
         amp = outcome.result.metrics.get("amplification")
