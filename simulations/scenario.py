@@ -144,7 +144,7 @@ class PartiesSection(_Section):
 class RuntimeSection(_Section):
     """``[runtime]``: where parties run."""
 
-    kind: Literal["ray", "inprocess", "local"] = "ray"
+    kind: Literal["ray", "inprocess"] = "ray"
     address: str | None = None
     num_cpus: int | None = Field(None, ge=1)
     layout: Literal["actor-per-party", "hosted"] = "actor-per-party"
