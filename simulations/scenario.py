@@ -71,7 +71,14 @@ class RunSection(_Section):
     name: str = "ppknn"
     seed: int = Field(0, ge=0)
     mode: Literal["reproducible", "secure"] = "reproducible"
-    output: str = "results/run"
+    output: str = ""
+    """The results folder; default ``results/NAME``."""
+
+    @model_validator(mode="after")
+    def _default_output(self) -> RunSection:
+        if not self.output:  # frozen: set once, here (not counted as set by the user)
+            object.__setattr__(self, "output", f"results/{self.name}")
+        return self
 
 
 class BoundsSection(_Section):
