@@ -41,19 +41,24 @@ rows either way). A row holds:
   NB for the NB models) and of scikit-learn's Gaussian NB, all on the same split;
 * **privacy**: the level in the protocol's own unit with the guarantee it stands for, the ε
   the run spent, the strongest leakage the run's default attacks measured on the
-  transcript (:mod:`ppknn.simulations.leakage`): the largest empirical ε lower bound where
-  an attack yields one, else the largest attack success; for the cells of
-  ``[compare.audit]``, the audit mode's empirical ε lower bound at the same settings; and
-  ``empirical_epsilon``, the largest ε lower bound measured on the cell;
+  transcript (:mod:`ppknn.simulations.leakage`): where an attack yields an empirical ε, the
+  row with the largest one-sided 95% lower bound (``empirical_epsilon_lb``), its point
+  estimate (``leak_value``) and the ε it is compared with (``leak_bound``), else the
+  largest attack success; for the cells of ``[compare.audit]``, the audit mode's empirical
+  ε lower bound at the same settings; and ``empirical_epsilon``, the largest ε lower bound
+  measured on the run;
 * **cost**: messages, bytes, hops on the critical path, protocol wall time in-process (and
   on Ray for the cells of ``[compare.runtime_compare]``, with the ratio, in the same run),
   and the **predicted time on a network** per profile: the run's transcript replayed over
   its messages' sizes and causal order (:func:`ppknn.simulations.network.replay`).
 
-The report (``compare.md``) aggregates over seeds with Student-t 95% intervals, draws a
-utility-privacy plot per dataset and a utility-cost plot, ranks the protocols per dataset
-(at empirical ε ≤ 1, with intervals) and states, per protocol, when to choose it and when
-not, from the measured rows.
+The report (``compare.md``) aggregates over seeds with Student-t 95% intervals (a cell's ε
+lower bound from its seeds' bounds: :func:`cell_bound`; the per-seed bounds against the
+promise, counted against chance), draws a utility-privacy plot per dataset and a
+utility-cost plot, ranks the protocols per dataset (at empirical ε ≤ 1, with intervals) and
+states, per protocol, when to choose it and when not, from the measured rows. It can be
+written again from a finished run's saved rows without re-running anything
+(:func:`render_saved`; ``python -m ppknn.simulations.compare FOLDER``).
 """
 
 from __future__ import annotations
@@ -250,17 +255,26 @@ def _macro_f1(labels: np.ndarray, predictions: np.ndarray, n_classes: int) -> fl
                           zero_division=0))
 
 
+def _is_epsilon(quantity: str) -> bool:
+    """Whether an attack's quantity is an empirical ε (a point estimate with a lower bound)."""
+    return "epsilon" in quantity.lower() or "ε" in quantity
+
+
 def _strongest_leak(rows: Sequence[Any]) -> dict[str, Any]:
     """One leakage figure per run, the same quantity at every level of a protocol.
 
-    The largest empirical ε lower bound where an attack yields one; otherwise the largest
-    value of one success-rate quantity (the first by attack and quantity name; error and
-    "privacy" quantities, where larger means less leakage, are skipped), so a protocol's
-    levels are compared on one measure.
+    Where an attack yields an empirical ε: the row with the largest lower bound
+    (``empirical_epsilon_lb``, its one-sided 95% bound), with its point estimate in
+    ``leak_value`` (infinite when one arm of the test never fired; the bound is still
+    finite) and the ε the protocol promises for that quantity in ``leak_bound``.
+    Otherwise the largest value of one success-rate quantity (the first by attack and
+    quantity name; error and "privacy" quantities, where larger means less leakage, are
+    skipped), so a protocol's levels are compared on one measure.
     """
     empty = {"leak_quantity": "", "leak_value": math.nan, "leak_ci_low": math.nan,
-             "leak_ci_high": math.nan, "empirical_epsilon_lb": math.nan}
-    eps = [r for r in rows if "epsilon" in r.quantity.lower() or "ε" in r.quantity]
+             "leak_ci_high": math.nan, "empirical_epsilon_lb": math.nan,
+             "leak_bound": math.nan}
+    eps = [r for r in rows if _is_epsilon(r.quantity)]
     if eps:
         pick = eps
     else:
@@ -270,14 +284,22 @@ def _strongest_leak(rows: Sequence[Any]) -> dict[str, Any]:
             return empty
         first = min((r.attack, r.quantity) for r in rates)
         pick = [r for r in rates if (r.attack, r.quantity) == first]
-    finite = [r for r in pick if math.isfinite(r.value)]
-    if not finite:
+    usable = [r for r in pick if math.isfinite(r.value)
+              or (eps and math.isfinite(r.ci_low))]
+    if not usable:
         return {**empty, "leak_quantity": f"{pick[0].attack}: {pick[0].quantity}"}
-    best = max(finite, key=lambda r: (r.ci_low if math.isfinite(r.ci_low) else -math.inf,
-                                      r.value))
+
+    def key(r: Any) -> tuple[float, float]:
+        return (r.ci_low if math.isfinite(r.ci_low) else -math.inf,
+                -math.inf if math.isnan(r.value) else r.value)
+
+    best = max(usable, key=key)
+    bound = getattr(best, "bound", None)
     return {"leak_quantity": f"{best.attack}: {best.quantity}", "leak_value": best.value,
             "leak_ci_low": best.ci_low, "leak_ci_high": best.ci_high,
-            "empirical_epsilon_lb": best.ci_low if eps else math.nan}
+            "empirical_epsilon_lb": best.ci_low if eps else math.nan,
+            "leak_bound": (float(bound) if isinstance(bound, (int, float))
+                           and math.isfinite(bound) else math.nan)}
 
 
 def run_cell(job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
@@ -411,10 +433,93 @@ def _t_interval(values: Sequence[float]) -> tuple[float, float, float]:
 
 
 MEANS = ("macro_f1", "reference_accuracy", "reference_macro_f1", "gaussian_nb_accuracy",
-         "epsilon_spent", "leak_value", "leak_ci_low", "empirical_epsilon_lb", "messages",
-         "bytes", "hops", "critical_hops", "wan_sum_of_hops_s", "protocol_s",
-         "ray_protocol_s", "ray_startup_s", "audit_epsilon_lb", "audit_bound")
-"""Columns averaged over a cell's seeds."""
+         "epsilon_spent", "messages", "bytes", "hops", "critical_hops", "wan_sum_of_hops_s",
+         "protocol_s", "ray_protocol_s", "ray_startup_s", "audit_epsilon_lb", "audit_bound")
+"""Columns averaged over a cell's seeds (the leakage columns: :func:`leak_cell`)."""
+
+PER_SEED_ALPHA = 0.05
+"""A seed's attack ε lower bound exceeds the true ε with probability at most this (the
+attacks' one-sided Clopper-Pearson bounds are 95% for membership tests, 97.5% for DP-TT's
+side inference)."""
+
+
+def cell_bound(values: Sequence[float], alpha: float = PER_SEED_ALPHA
+               ) -> tuple[float, int, float]:
+    """A cell's ε lower bound from its seeds' lower bounds: ``(bound, k, confidence)``.
+
+    Each of the n finite per-seed bounds exceeds the true ε with probability at most
+    ``alpha``, independently (each seed is its own run). The k-th largest exceeds it only
+    if at least k of them do, with probability at most P(Binomial(n, alpha) >= k); k is
+    the smallest count for which that is at most ``alpha``, so the k-th largest is itself
+    a lower bound at ``confidence`` = 1 - P(...) >= 1 - alpha (k = 3 for 10 seeds at 5%:
+    98.8%). The largest per-seed bound is not one: it exceeds the truth with probability
+    up to 1 - (1 - alpha)^n (40% for 10 seeds).
+
+    >>> bound, k, conf = cell_bound([0.0] * 7 + [0.1, 0.2, 0.3])
+    >>> bound, k, round(conf, 4)
+    (0.1, 3, 0.9885)
+    >>> cell_bound([0.4])[:2], cell_bound([])[1]
+    ((0.4, 1), 0)
+    """
+    from scipy import stats
+
+    v = sorted((x for x in values if math.isfinite(x)), reverse=True)
+    n = len(v)
+    for k in range(1, n + 1):
+        tail = float(stats.binom.sf(k - 1, n, alpha))
+        if tail <= alpha + 1e-12:
+            return v[k - 1], k, 1.0 - tail
+    return math.nan, 0, math.nan
+
+
+def _ordinal(k: int) -> str:
+    return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
+
+
+def _number(v: Any) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+
+
+def leak_cell(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The attacks' leakage of one cell (its seeds' rows).
+
+    ``leak_value``: the mean of the seeds' finite point estimates (``leak_seeds`` of them;
+    ``leak_infinite`` seeds had an infinite estimate, ``leak_errors`` a failed scorer).
+    For an empirical ε: ``empirical_epsilon_lb``, the cell's lower bound
+    (:func:`cell_bound`, the ``epsilon_lb_rank``-th largest of ``epsilon_lb_seeds``
+    per-seed bounds, at ``epsilon_lb_confidence``), their median and largest (and its
+    seed), the promise ``leak_promise`` (the attack's bound, else the audited cell's,
+    which is in the same unit) and the seeds whose bound exceeds it (``seeds_above``,
+    listed in ``above_promise``); ``seeds_undecided`` have a positive bound and no
+    recorded promise (the largest: ``undecided_max``).
+    """
+    quantity = next((str(r["leak_quantity"]) for r in rs if r.get("leak_quantity")), "")
+    values = [_number(r.get("leak_value")) for r in rs]
+    finite = [v for v in values if math.isfinite(v)]
+    out: dict[str, Any] = {
+        "leak_quantity": quantity, "leak_value": statistics.fmean(finite) if finite else math.nan,
+        "leak_seeds": len(finite), "leak_infinite": sum(math.isinf(v) for v in values),
+        "leak_errors": sum(bool(r.get("leak_error")) for r in rs)}
+    lbs = [(r.get("seed"), _number(r.get("empirical_epsilon_lb"))) for r in rs]
+    lbs = [(seed, v) for seed, v in lbs if math.isfinite(v)]
+    bound, k, confidence = cell_bound([v for _, v in lbs])
+    promises = [_number(r.get("leak_bound")) for r in rs]
+    if _is_epsilon(quantity):
+        promises += [_number(r.get("audit_bound")) for r in rs]
+    promise = next((v for v in promises if math.isfinite(v)), math.nan)
+    above = [(seed, v) for seed, v in lbs if v > promise + 1e-12]
+    top = max(lbs, key=operator.itemgetter(1)) if lbs else (None, math.nan)
+    out.update({
+        "empirical_epsilon_lb": bound, "epsilon_lb_rank": k,
+        "epsilon_lb_confidence": confidence, "epsilon_lb_seeds": len(lbs),
+        "epsilon_lb_median": statistics.median(v for _, v in lbs) if lbs else math.nan,
+        "epsilon_lb_max": top[1], "epsilon_lb_max_seed": top[0] if lbs else "",
+        "leak_promise": promise, "seeds_above": len(above),
+        "above_promise": "; ".join(f"seed {seed}: {v:.3g}" for seed, v in above),
+        "seeds_undecided": (sum(v > 0 for _, v in lbs) if math.isnan(promise) else 0),
+        "undecided_max": (max((v for _, v in lbs if v > 0), default=math.nan)
+                          if math.isnan(promise) else math.nan)})
+    return out
 
 PARTIAL = ("ray_protocol_s", "ray_startup_s", "audit_epsilon_lb", "audit_bound")
 """Columns measured on some seeds only (``[compare.runtime_compare]``, ``[compare.audit]``):
@@ -450,8 +555,8 @@ def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                                "accuracy_high": hi, "reference": rs[0]["reference"],
                                "reference_low": ref_lo, "reference_high": ref_hi,
                                "gap_to_reference": acc - ref,
-                               "leak_quantity": rs[0].get("leak_quantity", ""),
                                "cannot_run": _failures(failed.get((dataset, protocol, rank)))}
+        row.update(leak_cell(rs))
         for key in MEANS:
             vals = [r.get(key, math.nan) for r in rs]
             vals = [float(v) for v in vals if isinstance(v, (int, float))]
@@ -479,9 +584,11 @@ def ranking(agg: Sequence[Mapping[str, Any]], *, max_epsilon: float = 1.0
     """Per dataset: the most accurate protocol at its strongest level, and at empirical ε ≤ 1.
 
     (``max_epsilon``, 1 by default.) The empirical ε of a cell is the largest lower bound
-    measured on it: the default attacks' (mean over seeds) or the audit's (neighbouring
-    inputs). Only cells with such a measurement enter the second ranking (the others'
-    attacks report success rates, not ε). Accuracies carry their 95% intervals;
+    measured on it: the default attacks' (the cell's bound from its seeds' bounds,
+    :func:`cell_bound`) or the audit's (neighbouring inputs). Only cells with such a
+    measurement enter the second ranking (the others' attacks report success rates, not
+    ε), and not those whose attacks measure ε but left a seed without a bound (its most
+    leaking seeds may be the missing ones). Accuracies carry their 95% intervals;
     ``tied_with`` lists the qualifying settings whose interval overlaps the winner's (the
     data cannot tell them apart).
     """
@@ -493,7 +600,7 @@ def ranking(agg: Sequence[Mapping[str, Any]], *, max_epsilon: float = 1.0
             continue
         best = max(strongest, key=lambda r: r["accuracy"])
         low = [r for r in rows if math.isfinite(r.get("empirical_epsilon", math.nan))
-               and r["empirical_epsilon"] <= max_epsilon]
+               and r["empirical_epsilon"] <= max_epsilon and not _bound_missing(r)]
         top = max(low, key=lambda r: r["accuracy"]) if low else None
         tied = sorted({_setting(r) for r in low if r is not top
                        and r["accuracy_high"] >= top["accuracy_low"]}) if top else []
@@ -512,6 +619,12 @@ def ranking(agg: Sequence[Mapping[str, Any]], *, max_epsilon: float = 1.0
             "measured_settings": len(low),
         })
     return out
+
+
+def _bound_missing(r: Mapping[str, Any]) -> bool:
+    """Whether a cell's attacks measure ε but left a seed without a bound (n/a)."""
+    return (_is_epsilon(r.get("leak_quantity", ""))
+            and r.get("epsilon_lb_seeds", 0) < r.get("seeds", 0))
 
 
 def _setting(r: Mapping[str, Any]) -> str:
@@ -548,11 +661,7 @@ def advice(agg: Sequence[Mapping[str, Any]], profile: str = "wan") -> dict[str, 
                           f"; its audit detected no ε there on any of {len(audited)} "
                           f"datasets (promised {top['audit_bound']:.3g} per audited unit)")
         key = rows[0]["privacy_key"]
-        leak = max(strong, key=lambda r: r.get("leak_value", math.nan)
-                   if math.isfinite(r.get("leak_value", math.nan)) else -math.inf)
-        leak_text = (f"; the strongest leakage its attacks measured there is "
-                     f"{leak['leak_value']:.3g} ({leak['leak_quantity']}, on {leak['dataset']})"
-                     if leak.get("leak_quantity") and math.isfinite(leak["leak_value"]) else "")
+        leak_text = _leak_sentence(strong)
         choose = ("choose it when" if gap_strong > -0.05 else "consider it only when")
         out[protocol] = (
             f"At its most private setting ({key} = {strong[0]['level']:g}) it is "
@@ -570,15 +679,56 @@ def advice(agg: Sequence[Mapping[str, Any]], profile: str = "wan") -> dict[str, 
     return out
 
 
+def _leak_sentence(strong: Sequence[Mapping[str, Any]]) -> str:
+    """What the attacks measured at a protocol's most private setting, for its advice."""
+    measured = [r for r in strong if r.get("leak_quantity") and math.isfinite(r["leak_value"])]
+    bounded = [r for r in strong if r.get("epsilon_lb_seeds")]
+    text = ""
+    if measured:
+        top = max(measured, key=operator.itemgetter("leak_value"))
+        over = (f"{top['leak_seeds']} of {top['seeds']} seeds with a finite value"
+                if top["leak_seeds"] < top["seeds"] else f"{top['seeds']} seeds")
+        if not _is_epsilon(top["leak_quantity"]):
+            return (f"; the strongest leakage its attacks measured there is "
+                    f"{top['leak_value']:.3g} ({top['leak_quantity']}, mean over {over}, on "
+                    f"{top['dataset']})")
+        text = (f"; the largest mean ε point estimate of its attacks there is "
+                f"{top['leak_value']:.3g} ({top['leak_quantity']}, on {top['dataset']}, over "
+                f"{over}; a point estimate, not a bound)")
+    if not bounded:
+        return text
+    cell = max(bounded, key=operator.itemgetter("empirical_epsilon_lb"))
+    seed = max(bounded, key=operator.itemgetter("epsilon_lb_max"))
+    tests = sum(r["epsilon_lb_seeds"] - r["seeds_undecided"] for r in bounded)
+    above = sum(r["seeds_above"] for r in bounded)
+    text += ("; as a lower bound, " + (
+        f"every cell's ε lower bound there is {cell['empirical_epsilon_lb']:.3g}"
+        if all(r["empirical_epsilon_lb"] == cell["empirical_epsilon_lb"] for r in bounded)
+        else f"the largest cell ε lower bound there is {cell['empirical_epsilon_lb']:.3g} "
+             f"(on {cell['dataset']})")
+        + f", the largest single-seed 95% bound {seed['epsilon_lb_max']:.3g} "
+          f"({seed['dataset']}, seed {seed['epsilon_lb_max_seed']})")
+    if tests:
+        text += (f", and {above} of {tests} per-seed bounds there exceed their promise "
+                 f"({PER_SEED_ALPHA * tests:.1f} expected by chance if every promise held)")
+    return text
+
+
 # --------------------------------------------------------------------------- report
 def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Path, *,
                  command: str, seconds: float | None = None, quick: bool = False,
-                 parallel: str | None = None) -> Path:
+                 parallel: str | None = None, saved: bool = False) -> Path:
     """Write the comparison's tables, figures and report into ``folder``.
 
-    ``compare.csv``/``.parquet`` (every run), ``compare-aggregate.csv``, four figures (each
-    with its data as CSV) and ``compare.md``; returns the report's path.
+    ``compare.csv``/``.parquet`` (every run), ``compare-run.json`` (how the run was
+    made: command, seconds, runtime, spec), ``compare-aggregate.csv``, four figures (each
+    with its data as CSV) and ``compare.md``; returns the report's path. ``parallel``:
+    how the cells ran when it overrode the spec's ``[compare].parallel`` (the command
+    then gets the ``--runtime`` option that does so). ``saved``: the rows are the ones
+    saved in ``folder`` (:func:`render_saved`); they are not written again.
     """
+    import json
+
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -595,11 +745,21 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
         write,
         write_rows,
     )
+    from ppknn.simulations.reporting.csvio import columns_of
     from ppknn.simulations.reporting.markdown import table_lines
 
     folder.mkdir(parents=True, exist_ok=True)
-    write_rows(folder / "compare.csv", rows)
-    pq.write_table(pa.Table.from_pylist([dict(r) for r in rows]), folder / "compare.parquet")
+    mode = parallel or spec.compare.parallel
+    if mode != spec.compare.parallel and "--runtime" not in command:
+        command += " --runtime " + ("ray" if mode == "ray" else "inprocess")
+    if not saved:
+        write_rows(folder / "compare.csv", rows)
+        names = columns_of(rows)  # every row's keys (a column some rows lack is null there)
+        pq.write_table(pa.Table.from_pylist([{k: r.get(k) for k in names} for r in rows]),
+                       folder / "compare.parquet")
+    (folder / "compare-run.json").write_text(json.dumps(
+        {"command": command, "seconds": seconds, "quick": quick, "parallel": mode,
+         "spec": spec.model_dump(mode="json")}, indent=1, ensure_ascii=False) + "\n")
     agg = aggregate(rows)
     profiles = list(spec.profiles())
     columns = tuple(dict.fromkeys(k for r in agg for k in r))
@@ -621,7 +781,7 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
         accuracy_against("utility_vs_privacy_level", "Accuracy at each privacy level",
                          "privacy level (1 = most private)", "level_rank"),
         accuracy_against("utility_vs_leakage", "Accuracy against the measured leakage",
-                         "measured leakage (ε lower bound, else success)", "leak_value"),
+                         "attacks' leakage (mean point estimate)", "leak_value"),
         accuracy_against("utility_vs_cost", "Accuracy against predicted WAN time",
                          "predicted WAN time per batch (s, transcript replay)",
                          "network_wan_s", logx=True),
@@ -641,25 +801,28 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
             kept.append(f)
     figures = tuple(kept)
     head = ("dataset", "protocol", "privacy", "accuracy [95% CI]", "macro-F1", "reference",
-            "Gaussian NB", "ε spent", "strongest leakage", "audit ε", "messages", "hops",
+            "Gaussian NB", "ε spent", "attacks' leakage: mean point estimate (quantity)",
+            "attacks' ε lower bound: cell / largest seed", "audit ε", "messages", "hops",
             "critical path", *(f"{p} s" for p in profiles), "Ray / in-process [95% CI]")
     body = [(r["dataset"], r["protocol"], f"{r['privacy_key']} = {r['level']:g}",
              f"{fmt(r['accuracy'])} {interval(r['accuracy_low'], r['accuracy_high'])}",
              fmt(r["macro_f1"]), f"{r['reference']}: {fmt(r['reference_accuracy'])}",
              fmt(r["gaussian_nb_accuracy"]), fmt(r["epsilon_spent"]),
-             f"{fmt(r['leak_value'])} ({r['leak_quantity']})" if r["leak_quantity"] else "—",
+             _leak_text(r), _bound_text(r),
              fmt(r["audit_epsilon_lb"]) if r["audit_seeds"] else "—",
              fmt(r["messages"]), fmt(r["hops"]), fmt(r["critical_hops"]),
              *(fmt(r[f"network_{p}_s"]) for p in profiles),
              (f"{fmt(r['ray_over_inprocess'])} {interval(r['ray_low'], r['ray_high'])}"
               if r["ray_cells"] else "—")) if r["seeds"] else
             (r["dataset"], r["protocol"], f"{r['privacy_key']} = {r['level']:g}",
-             f"cannot run: {r['cannot_run']}", *("—",) * (11 + len(profiles)))
+             f"cannot run: {r['cannot_run']}", *("—",) * (12 + len(profiles)))
             for r in agg]
     ranks = ranking(agg)
     rank_head = tuple(ranks[0]) if ranks else ()
     runtime_lines = _runtime_table(spec, rows, table_lines)
     audit_lines = _audit_table(spec, agg, table_lines)
+    promise_lines = _promise_section(agg, table_lines, recorded=any("leak_bound" in r
+                                                                    for r in rows))
     advice_lines = [f"- **{p}**: {text}" for p, text in advice(agg).items()]
     units = [f"- **{e.name}**: `{e.privacy_key}` ∈ {e.levels} — {registry.get(e.name).guarantee}"
              for e in spec.protocol]
@@ -668,13 +831,19 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
     report = Report(
         title=f"Comparison: {run_name}",
         run=Run(command=command, quick=quick, seconds=seconds,
-                runtime=("in-process cells fanned out over Ray tasks"
-                         if (parallel or spec.compare.parallel) == "ray"
-                         else "in-process cells, one by one")),
+                runtime="ray" if mode == "ray" else "inprocess"),
         intro=(f"{len(rows)} runs: {len(spec.compare.datasets)} datasets × "
                f"{len(spec.protocol)} protocols × their privacy levels × "
-               f"{len(spec.compare.seeds)} seeds. Intervals are Student-t 95% over seeds. "
-               "Every number below is generated by this run.",),
+               f"{len(spec.compare.seeds)} seeds, "
+               + ("fanned out over Ray tasks (each cell's parties in-process in its task)"
+                  if mode == "ray" else "run one by one in one process")
+               + (f"; the {sum(1 for r in rows if 'ray_over_inprocess' in r)} cells of "
+                  "`[compare.runtime_compare]` also ran with their parties on Ray"
+                  if any("ray_over_inprocess" in r for r in rows) else "")
+               + ". Intervals are Student-t 95% over seeds."
+               + (" This file was rendered from that run's saved rows (`compare.parquet`, "
+                  "with `compare.csv`'s columns) by `python -m ppknn.simulations.compare "
+                  f"{folder.as_posix()}`; the numbers are the run's." if saved else ""),),
         settings={"datasets": ", ".join(spec.compare.datasets),
                   "seeds": ", ".join(map(str, spec.compare.seeds)),
                   "base scenario": spec.base or "defaults"},
@@ -687,9 +856,20 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
                 "**Privacy**: each protocol's guarantee is in its own unit (below), so the "
                 "levels are not comparable across protocols; the measured axis is the "
                 "strongest leakage the run's default attacks found on its own transcript "
-                "(`ppknn leakage`): an empirical ε lower bound where the attack yields one, "
-                "else the attack's success rate. A single run's attacks give a lower bound "
-                "on leakage, not a guarantee; the audit mode turns them into tighter bounds.",
+                "(`ppknn leakage`), one quantity per protocol. Where an attack tests a "
+                "distinguishing event (DP NB's membership inference, DP-TT's side "
+                "inference) each seed gives an empirical ε **point estimate** and a "
+                "one-sided 95% **lower bound**; otherwise the quantity is the attack's "
+                "success rate (a disclosure probability, a reconstruction or label "
+                "inference rate). *attacks' leakage* is the mean of the seeds' finite point "
+                "estimates, with the quantity's name as the attack gives it: for an ε it "
+                "is an estimate, not a bound, and can exceed the promised ε by chance. "
+                "*attacks' ε lower bound* gives the cell's lower bound from its seeds' "
+                "bounds and the largest single seed's (next section). A seed without a "
+                "finite point estimate is left out of the mean, one without a finite bound "
+                "out of the cell's bound, and each is counted (*n/a*). Attacks on a single "
+                "run bound leakage from below, they guarantee nothing; the audit mode "
+                "measures ε on neighbouring inputs.",
                 *units,
                 "**Cost**: messages and bytes from the transcript; hops on the critical path "
                 "as the driver reports them; in-process protocol time (and, for the cells "
@@ -707,17 +887,21 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
                 *nets)),
             Section(heading="Results", figures=figures, text=(
                 "\n".join(table_lines(head, body)),)),
+            *((Section(heading="The attacks' ε lower bounds against the promise",
+                       text=tuple(promise_lines)),) if promise_lines else ()),
             Section(heading="Ranking", text=(
                 "\n".join(table_lines(rank_head, ([fmt(v) if isinstance(v, float) else v
                                                    for v in r.values()] for r in ranks))),
                 "Second column: among the settings whose measured empirical ε (the largest "
-                "lower bound measured on the cell: the attacks' mean over seeds, or the "
+                "lower bound measured on the cell: the attacks' cell bound, or the "
                 "audit's) is at most 1, the most accurate; accuracy with its 95% interval "
                 "over seeds; *tied_with* lists the settings whose interval overlaps the "
                 "winner's. An empirical ε is a lower bound: a setting enters because no "
                 "measurement found more than ε = 1, not because it guarantees it. Settings "
                 "without an empirical ε measurement (the ring's and the PCA release's "
-                "attacks report success rates, not ε) do not enter it.")),
+                "attacks report success rates, not ε) do not enter it, nor those whose "
+                "attacks left a seed without an ε bound (n/a: its most leaking seeds may "
+                "be the missing ones).")),
             *((Section(heading="Audit: empirical ε at the same settings",
                        text=tuple(audit_lines)),) if audit_lines else ()),
             *((Section(heading="Wall time in-process and on Ray", text=tuple(runtime_lines)),)
@@ -726,6 +910,129 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
         ),
     )
     return write(report, folder / "compare.md")
+
+
+def _leak_text(r: Mapping[str, Any]) -> str:
+    """The attacks' leakage cell of the results table: mean point estimate, quantity, n/a."""
+    from ppknn.simulations.reporting.formatting import fmt
+
+    n, errors = r["seeds"], r.get("leak_errors", 0)
+    if not r.get("leak_quantity"):
+        return (f"n/a (the leakage scorer failed on {errors} of {n} seeds: `leak_error` in "
+                "compare.csv)" if errors else "—")
+    value = fmt(r["leak_value"]) if math.isfinite(r["leak_value"]) else "n/a"
+    missing = n - r["leak_seeds"]
+    na = ""
+    if missing:
+        na = f" [{missing} of {n} seeds n/a" + (
+            "" if not errors else ": the scorer failed]" if errors == missing
+            else f", {errors} of them: the scorer failed") + ("]" if errors != missing else "")
+    return f"{value}{na} ({r['leak_quantity']})"
+
+
+def _bound_text(r: Mapping[str, Any]) -> str:
+    """The attacks' ε lower bound cell: the cell's bound / the largest seed's, seeds above."""
+    from ppknn.simulations.reporting.formatting import fmt
+
+    if not _is_epsilon(r.get("leak_quantity", "")):
+        return "—"
+    m, n = r["epsilon_lb_seeds"], r["seeds"]
+    if not m:
+        return f"n/a (none of {n} seeds recorded a bound)"
+    text = f"{fmt(r['empirical_epsilon_lb'])} / {fmt(r['epsilon_lb_max'])}"
+    if r["seeds_above"]:
+        text += f" (**{r['seeds_above']} of {m} seeds above ε = {r['leak_promise']:.3g}**)"
+    return text + (f" [{n - m} of {n} seeds n/a]" if m < n else "")
+
+
+def _promise_section(agg: Sequence[Mapping[str, Any]], table_lines: Callable[..., list[str]],
+                     *, recorded: bool) -> list[str]:
+    """The attacks' per-seed ε lower bounds against each cell's promise, tested as a family."""
+    from scipy import stats
+
+    from ppknn.simulations.reporting.formatting import fmt
+
+    cells = [r for r in agg if r.get("seeds") and _is_epsilon(r.get("leak_quantity", ""))]
+    if not cells:
+        return []
+    alpha = PER_SEED_ALPHA
+    most = max(r["epsilon_lb_seeds"] for r in cells)
+    _, k, conf = cell_bound([0.0] * most, alpha)
+    intro = (
+        f"Each seed's attack gives a one-sided lower bound on ε (Clopper-Pearson on the "
+        f"test's hit rates: 95% for DP NB's membership test, 97.5% for DP-TT's side "
+        f"inference), so each exceeds the true ε with probability at most {alpha:.0%}. A "
+        f"cell's lower bound is the k-th largest of its m per-seed bounds, k the smallest "
+        f"count with P(Binomial(m, {alpha:g}) ≥ k) ≤ {alpha:g} (k = {k} for m = {most}): "
+        f"the true ε can lie below it only if at least k independent seeds' bounds exceeded "
+        f"it, so it is itself a lower bound at {1 - alpha:.0%} or more ({conf:.1%} for m = "
+        f"{most}). The largest single seed's bound is shown beside it but is no such bound: "
+        f"of {most} seeds' {1 - alpha:.0%} bounds the largest exceeds the truth with "
+        f"probability up to {1 - (1 - alpha) ** most:.0%}.")
+    na = ("A seed is n/a when its attack recorded no finite bound; it is left out of the "
+          "cell's bound and counted, and a cell with n/a seeds stays out of the ranking at "
+          "empirical ε ≤ 1." + (
+          " A seed whose point estimate is infinite (one arm of the test never fired) keeps "
+          "its finite bound but is left out of the mean point estimate, which then "
+          "understates the cell's leakage." if recorded else
+          " In this file a seed whose point estimate is infinite (one arm of the test never "
+          "fired: no member rejected by the membership test, or the server right on every "
+          "decision) was recorded without its bound, so the n/a seeds are the ones where "
+          "the attack did best: a cell with n/a seeds understates its leakage, in its mean "
+          "point estimate and in its bound."))
+    promise = ("A cell's promise is the ε its attack is compared with (per released model "
+               "for DP NB, per decision for DP-TT), as the attack records it" if recorded else
+               "This file records no promise with the attacks, so a cell's promise is its "
+               "audit's, which is in the same unit (ε per released model for DP NB, per "
+               "decision for DP-TT); a cell without an audit has none: a positive bound "
+               "there is *undecided*, a zero bound exceeds no promise")
+    tests_all = above_all = 0
+    body = []
+    for protocol, rank in sorted({(r["protocol"], r["level_rank"]) for r in cells}):
+        rs = [r for r in cells if (r["protocol"], r["level_rank"]) == (protocol, rank)]
+        bounds = sum(r["epsilon_lb_seeds"] for r in rs)
+        undecided = sum(r["seeds_undecided"] for r in rs)
+        tests, above = bounds - undecided, sum(r["seeds_above"] for r in rs)
+        tests_all, above_all = tests_all + tests, above_all + above
+        promises = sorted({r["leak_promise"] for r in rs if math.isfinite(r["leak_promise"])})
+        shown = ("not recorded" if not promises else f"{promises[0]:.3g}" if len(promises) == 1
+                 else f"{promises[0]:.3g} to {promises[-1]:.3g}")
+        tail = float(stats.binom.sf(above - 1, tests, alpha)) if above else 1.0
+        top = max((r["undecided_max"] for r in rs if math.isfinite(r["undecided_max"])),
+                  default=math.nan)
+        body.append((protocol, f"{rs[0]['privacy_key']} = {rs[0]['level']:g}", str(len(rs)),
+                     str(bounds), str(sum(r["seeds"] - r["epsilon_lb_seeds"] for r in rs)),
+                     shown, f"{undecided} (largest {top:.3g})" if undecided else "0",
+                     str(tests), str(above), f"{alpha * tests:.1f}",
+                     f"{tail:.2g}" if tests else "—"))
+    family = (
+        f"Comparing every per-seed bound with its promise makes many tests: if every promise "
+        f"held, each would exceed it with probability at most {alpha:.0%}, independently, so "
+        f"about {alpha:.0%} of them are expected above it by chance. The table counts them "
+        f"per setting, with that expectation and the probability of at least the observed "
+        f"count if every promise held (binomial tail; a small value points at a broken "
+        f"promise). In all, {above_all} of {tests_all} per-seed bounds exceed their promise, "
+        f"against {alpha * tests_all:.1f} expected by chance.")
+    lines = [intro, na + " " + promise + ".", family, "\n".join(table_lines(
+        ("protocol", "setting", "cells", "per-seed bounds", "n/a seeds", "promised ε",
+         "undecided: > 0, no promise", "bounds compared", "above the promise",
+         f"expected by chance ({alpha:.0%})", "P(at least this many | promises hold)"),
+        body))]
+    flagged = [r for r in cells if r["seeds_above"]]
+    if flagged:
+        lines.append("The cells with a seed's bound above the promise (each a single "
+                     f"{1 - alpha:.0%} bound among the family above; the cell's own bound "
+                     "is what the cell supports):")
+        lines.append("\n".join(table_lines(
+            ("dataset", "protocol", "setting", "promised ε", "seeds above (their bounds)",
+             "seeds with a bound", "median seed bound", "cell's ε lower bound"),
+            ((r["dataset"], r["protocol"], f"{r['privacy_key']} = {r['level']:g}",
+              f"{r['leak_promise']:.3g}", r["above_promise"], str(r["epsilon_lb_seeds"]),
+              fmt(r["epsilon_lb_median"]),
+              f"{fmt(r['empirical_epsilon_lb'])} ({_ordinal(r['epsilon_lb_rank'])} largest "
+              f"of {r['epsilon_lb_seeds']}, {r['epsilon_lb_confidence']:.1%})")
+             for r in flagged))))
+    return lines
 
 
 def _runtime_table(spec: Comparison, rows: Sequence[Mapping[str, Any]],
@@ -795,13 +1102,84 @@ def _audit_table(spec: Comparison, agg: Sequence[Mapping[str, Any]],
         "25 releases per rerun), so a large promise is never shown to be "
         "exceeded, and 0 means that no ε was detected, not that none is spent.",
         "\n".join(table_lines(("dataset", "protocol", "setting", "promised ε (audited unit)",
-                               "attacks' ε lower bound", "audit ε lower bound",
+                               "attacks' ε lower bound (cell)", "audit ε lower bound",
                                "audited seeds", "within the promise"), body))]
 
 
 def fmt_num(v: Any) -> str:
     """A number for a table (— when missing)."""
     return f"{v:.3g}" if isinstance(v, (int, float)) and math.isfinite(v) else "—"
+
+
+def load_rows(folder: Path) -> list[dict[str, Any]]:
+    """The per-run rows a comparison saved in ``folder``, as :func:`run_comparison` gave them.
+
+    From ``compare.parquet`` (full precision; a null is a key the row did not have), with
+    any column only ``compare.csv`` holds added from it (its floats have six digits).
+    """
+    import pyarrow.parquet as pq
+
+    from ppknn.simulations.reporting.csvio import read_rows
+
+    folder = Path(folder)
+    if not (folder / "compare.parquet").is_file():
+        raise ConfigError(f"{str(folder)!r} holds no compare.parquet: give the folder of a "
+                          "comparison run")
+    rows = [{k: v for k, v in r.items() if v is not None}
+            for r in pq.read_table(folder / "compare.parquet").to_pylist()]
+    if (folder / "compare.csv").is_file():
+        more = read_rows(folder / "compare.csv")
+        if [r.get("run_id") for r in more] != [r.get("run_id") for r in rows]:
+            raise DataError(f"{folder}: compare.csv and compare.parquet hold different runs")
+        for row, extra in zip(rows, more, strict=True):
+            row.update({k: v for k, v in extra.items() if k not in row and v is not None})
+    return rows
+
+
+def render_saved(folder: Path, spec: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+                 *, command: str | None = None, seconds: float | None = None,
+                 parallel: str | None = None) -> Path:
+    """Write ``folder``'s report again from the rows its run saved (nothing is re-run).
+
+    The run's facts (command, seconds, runtime, spec) come from ``compare-run.json``;
+    arguments given here stand in for a fact the folder does not record (they are
+    recorded there with the report).
+    """
+    import json
+
+    folder = Path(folder)
+    facts_file = folder / "compare-run.json"
+    facts = json.loads(facts_file.read_text()) if facts_file.is_file() else {}
+    source = spec if spec is not None else facts.get("spec")
+    if source is None:
+        raise ConfigError(f"{str(folder)!r} records no spec (no compare-run.json): give it")
+    if command is None and "command" not in facts:
+        raise ConfigError(f"{str(folder)!r} records no command (no compare-run.json): give it")
+    return write_report(load_comparison(source), load_rows(folder), folder,
+                        command=command if command is not None else facts["command"],
+                        seconds=seconds if seconds is not None else facts.get("seconds"),
+                        quick=bool(facts.get("quick", False)),
+                        parallel=parallel or facts.get("parallel"), saved=True)
+
+
+def main(argv: Sequence[str] | None = None) -> Path:
+    """``python -m ppknn.simulations.compare FOLDER``: :func:`render_saved` from the shell."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m ppknn.simulations.compare",
+        description="Write a comparison folder's report again from its saved rows.")
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--spec", help="the comparison spec TOML, when the folder has no "
+                        "compare-run.json")
+    parser.add_argument("--command", help="the command that made the run")
+    parser.add_argument("--seconds", type=float, help="the run's wall time")
+    parser.add_argument("--runtime", choices=("inprocess", "ray"),
+                        help="how the cells ran, when the command's --runtime overrode the spec")
+    args = parser.parse_args(argv)
+    parallel = {"inprocess": "sequential", "ray": "ray", None: None}[args.runtime]
+    return render_saved(args.folder, args.spec, command=args.command, seconds=args.seconds,
+                        parallel=parallel)
 
 
 QUICK_SPEC: dict[str, Any] = {
@@ -834,6 +1212,11 @@ QUICK_SPEC: dict[str, Any] = {
 """The spec of ``ppknn compare --quick``: every protocol, two levels, two small datasets."""
 
 
-__all__ = ["PROFILES", "Comparison", "NetworkProfile", "advice", "aggregate",
-           "QUICK_SPEC", "load_comparison", "predict_network", "ranking", "run_cell",
-           "run_comparison", "write_report"]
+__all__ = ["PER_SEED_ALPHA", "PROFILES", "Comparison", "NetworkProfile", "QUICK_SPEC",
+           "advice", "aggregate", "cell_bound", "leak_cell", "load_comparison", "load_rows",
+           "main", "predict_network", "ranking", "render_saved", "run_cell", "run_comparison",
+           "write_report"]
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -351,3 +351,104 @@ def test_runtime_compare_measures_both_runtimes_in_one_run(ray_local, tmp_path):
     assert row["ray_over_inprocess"] == pytest.approx(row["ray_protocol_s"] / row["protocol_s"])
     text = write_report(spec, [row], tmp_path / "out", command="test").read_text()
     assert "## Wall time in-process and on Ray" in text and "1 of 1" in text
+
+
+def _eps_row(value, ci_low, bound=0.1):
+    from types import SimpleNamespace as Row
+
+    return Row(attack="mia", quantity="empirical ε lower bound (membership)", value=value,
+               ci_low=ci_low, ci_high=math.inf, bound=bound)
+
+
+def test_an_infinite_point_estimate_keeps_its_finite_lower_bound_and_promise():
+    """One arm of the test never fired (29/29 vs 21/29): the point estimate is infinite, the
+    95% lower bound is not; the row keeps the bound and the promise it is compared with."""
+    from ppknn.simulations.compare import _strongest_leak
+
+    got = _strongest_leak([_eps_row(math.inf, 0.064), _eps_row(0.4, 0.01)])
+    assert got["leak_value"] == math.inf and got["empirical_epsilon_lb"] == 0.064
+    assert got["leak_bound"] == 0.1
+    nothing = _strongest_leak([_eps_row(math.nan, math.nan)])
+    assert math.isnan(nothing["empirical_epsilon_lb"]) and nothing["leak_quantity"]
+
+
+@pytest.mark.parametrize("n, k, confidence", [
+    (10, 3, 0.98850), (9, 3, 0.99164), (8, 3, 0.99421), (7, 2, 0.95562), (1, 1, 0.95)])
+def test_cell_bound_is_the_order_statistic_that_holds_at_95_percent(n, k, confidence):
+    """The k-th largest of n per-seed 95% bounds, k the smallest with
+    P(Binomial(n, 0.05) >= k) <= 0.05; the confidence is 1 minus that tail."""
+    from ppknn.simulations.compare import cell_bound
+
+    values = [float(i) for i in range(n)]  # largest n - 1, k-th largest n - k
+    bound, rank, conf = cell_bound(values)
+    assert (bound, rank) == (float(n - k), k)
+    assert conf == pytest.approx(confidence, abs=5e-5)
+    assert cell_bound([math.nan, 2.0])[:2] == (2.0, 1)  # NaN seeds are left out
+
+
+def _seed_rows(lbs, values, *, promise=math.nan, audit=math.nan, quantity="mia: ε"):
+    return [{"dataset": "d", "protocol": "p", "level_rank": 1, "privacy_key": "epsilon",
+             "level": 0.1, "seed": i, "accuracy": 0.5, "reference_accuracy": 0.6,
+             "reference": "r", "hops": 1, "messages": 1, "bytes": 1, "leak_quantity": quantity,
+             "leak_value": v, "empirical_epsilon_lb": lb, "leak_bound": promise,
+             "audit_epsilon_lb": audit if i == 0 else math.nan,
+             "audit_bound": 0.1 if i == 0 and math.isfinite(audit) else math.nan}
+            for i, (lb, v) in enumerate(zip(lbs, values, strict=True))]
+
+
+def test_aggregate_counts_nan_seeds_and_seeds_above_the_promise():
+    """A NaN seed no longer hides the cell: the point estimates are averaged over the finite
+    seeds (the count says how many), the bounds give the cell's order-statistic bound, and
+    a seed whose bound exceeds the promise is counted and named."""
+    lbs = [0.0] * 8 + [0.152, math.nan]
+    values = [0.1] * 8 + [2.4, math.nan]
+    (cell,) = aggregate(_seed_rows(lbs, values, promise=0.1))
+    assert cell["leak_value"] == pytest.approx((0.8 + 2.4) / 9) and cell["leak_seeds"] == 9
+    assert cell["epsilon_lb_seeds"] == 9 and cell["empirical_epsilon_lb"] == 0.0
+    assert cell["epsilon_lb_rank"] == 3 and cell["epsilon_lb_max"] == 0.152
+    assert cell["seeds_above"] == 1 and cell["above_promise"] == "seed 8: 0.152"
+    assert cell["epsilon_lb_max_seed"] == 8
+
+
+def test_the_promise_falls_back_to_the_audited_cells_and_else_is_undecided():
+    (audited,) = aggregate(_seed_rows([0.2, 0.0], [0.3, 0.0], audit=0.0))
+    assert audited["leak_promise"] == 0.1 and audited["seeds_above"] == 1
+    (unknown,) = aggregate(_seed_rows([0.2, 0.0], [0.3, 0.0]))
+    assert math.isnan(unknown["leak_promise"]) and unknown["seeds_above"] == 0
+    assert unknown["seeds_undecided"] == 1 and unknown["undecided_max"] == 0.2
+
+
+def test_a_cell_with_a_seed_without_a_bound_stays_out_of_the_ranking():
+    rows = (_seed_rows([0.0, math.nan], [0.1, math.nan], promise=1.0)
+            + [{**r, "protocol": "q", "accuracy": 0.4}
+               for r in _seed_rows([0.0, 0.0], [0.1, 0.1], promise=1.0)])
+    (rank,) = ranking(aggregate(rows))
+    assert rank["best_at_empirical_eps_le_1"] == "q (epsilon = 0.1)"
+
+
+def test_the_report_renders_again_from_the_saved_rows(tmp_path):
+    """write_report saves the rows and how the run was made; render_saved writes the same
+    report from them (nothing re-run, the rows not rewritten), saying so; the header's
+    command carries the --runtime that overrode the spec, so it reproduces the run."""
+    from ppknn.simulations.compare import render_saved, write_report
+
+    spec = load_comparison({**small([RING]).model_dump(),
+                            "compare": {"name": "t", "datasets": ["sklearn:iris"],
+                                        "seeds": [0], "parallel": "ray"}})
+    rows = run_comparison(spec, parallel="sequential")
+    rows = [{**rows[0], "leak_error": "x"}, *rows[1:]]  # a column only one row has
+    out = tmp_path / "cmp"
+    first = write_report(spec, rows, out, command="ppknn compare spec.toml", seconds=3.0,
+                         parallel="sequential").read_text()
+    assert "`ppknn compare spec.toml --runtime inprocess` (full settings, inprocess runtime)" \
+        in first and "run one by one in one process" in first
+    import pyarrow.parquet as pq
+
+    assert "leak_error" in pq.read_table(out / "compare.parquet").column_names
+    csv_before = (out / "compare.csv").read_bytes()
+    again = render_saved(out).read_text()
+    assert (out / "compare.csv").read_bytes() == csv_before
+    assert " This file was rendered from that run's saved rows" in again
+    head, _, rest = again.partition(" This file was rendered")
+    assert first.startswith(head) and rest.split("the numbers are the run's.", 1)[1] == \
+        first.split("Intervals are Student-t 95% over seeds.", 1)[1]

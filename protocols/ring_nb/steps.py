@@ -17,10 +17,11 @@ secret-shared secure sum of :mod:`protocols.ppknn.secure_sum`.
 Noise (the start node, once, on the exact total). Under add/remove-one
 neighbouring one record changes one class count by 1 and one class's row of
 ``S`` and of ``Q`` by at most ``|z_j| <= 1`` and ``z_j**2 <= 1`` per feature, so
-the L1 global sensitivities of the groups are ``1``, ``D`` and ``D`` -- the
-brief's "max |bound|" and "max bound²" per feature, taken on the normalised
-domain, where both are 1 (normalising first gives every feature the same
-relative noise; on raw units a wide feature would set the noise of all).
+the L1 global sensitivities of the groups are ``1``, ``D`` and ``D`` -- a
+feature's largest ``|bound|`` (for ``S``) and largest ``bound**2`` (for ``Q``),
+taken on the normalised domain, where both are 1 (normalising first gives every
+feature the same relative noise; on raw units a wide feature would set the noise
+of all).
 Group ``g`` gets Laplace noise of scale ``sensitivity_g / ε_g``
 (:class:`core.dp.Laplace`), ``ε_g`` from
 :meth:`~protocols.ring_nb.config.RingNBConfig.group_epsilons`; the model is

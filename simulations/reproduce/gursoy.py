@@ -1,13 +1,13 @@
 """Reproduction of Gursoy, Inan, Nergiz & Saygin (2017): DP r-N and k-NN classification.
 
-``ppknn reproduce gursoy [--quick] [--ray]`` re-runs §5 of the paper --
+``ppknn reproduce gursoy [--quick] [--runtime ray]`` re-runs §5 of the paper --
 r-N accuracy vs the number of test instances at ε = 0.5, 1, 2 (Figs. 7-9),
 the k-NN → r-N conversion error in r (AvRE, Fig. 10) and in k (RMSE,
 Fig. 11) vs ε̂ at k = 30, and k-NN accuracy vs k at ε = 0.5, 1, 2
 (Figs. 12-14) -- as **scenario grids** (:func:`grids`): every point is one
 ``dp-knn`` scenario run through the protocol registry exactly as ``ppknn run``
 runs it (fivefold cross-validation as ``[data] folds/fold``, noise
-repetitions as ``[run].seed``), fanned out over Ray with ``--ray``. The
+repetitions as ``[run].seed``), fanned out over Ray with ``--runtime ray``. The
 r-N radius is released by the DP owner under its ledger (``radius =
 "auto"``), not read off the data. Studies that are not protocol runs --
 the non-interactive grid's resolution, the empirical privacy audit, the
@@ -526,8 +526,7 @@ def _deviations(rn: list[dict[str, Any]], datasets: Sequence[str], s: Settings, 
         "instead declare a public radius (`radius = 0.05`).",
         "**Bounds.** The features are scaled with bounds read from the training rows (a "
         "PrivacyLeakWarning in every run: the extremes of the training data are revealed); "
-        "the paper does not say how it scaled. Earlier versions of this report scaled with "
-        "the whole dataset, test rows included.",
+        "the paper does not say how it scaled. No test row enters the bounds.",
         "**Datasets.** The paper's banana and thyroid sets are not available offline; "
         f"{'; '.join(stand)} replace them. Their numbers are not comparable with the paper's, "
         "only the shape of the comparison is." + thyroid,
@@ -752,9 +751,8 @@ def build_report(*, rows: list[dict[str, Any]], s: Settings, quick: bool, runtim
 
     return Report(
         title=f"Reproduction: {PAPER}",
-        run=Run(command="ppknn reproduce gursoy" + (" --quick" if quick else "")
-                + (" --ray" if runtime == "ray" else ""),
-                runtime=runtime, quick=quick, seed=s.seed, seconds=elapsed_s),
+        run=Run(command=command(quick=quick, runtime=runtime), runtime=runtime, quick=quick,
+                seed=s.seed, seconds=elapsed_s),
         intro=("The tables and plots are in the output folder (`results/reproduce/gursoy/` by "
                f"default); the figures and their CSVs are beside this file in `{FIGURE_DIR}/`.",),
         settings=asdict(s),
@@ -765,6 +763,18 @@ def build_report(*, rows: list[dict[str, Any]], s: Settings, quick: bool, runtim
 
 
 # ------------------------------------------------------------------ entry point
+def command(*, quick: bool, runtime: str) -> str:
+    """The ``ppknn reproduce`` command that makes this report (the runtime by its option).
+
+    >>> command(quick=False, runtime="ray")
+    'ppknn reproduce gursoy --runtime ray'
+    >>> command(quick=True, runtime="inprocess")
+    'ppknn reproduce gursoy --quick'
+    """
+    return ("ppknn reproduce gursoy" + (" --quick" if quick else "")
+            + (" --runtime ray" if runtime == "ray" else ""))
+
+
 def _test_size(n: int, folds: int) -> int:
     """Rows in the smallest test fold (``numpy.array_split`` sizes)."""
     return n // folds
@@ -833,8 +843,7 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path,
                                   queries=s.bench_queries, seed=s.seed,
                                   time_limit_s=s.clique_time_limit_s)
     audits = run_audits(samples=s.audit_samples, seed=s.seed)
-    run_name = (f"ppknn reproduce gursoy{' --quick' if quick else ''}"
-                f"{' --ray' if runtime == 'ray' else ''}, {runtime} runtime")
+    run_name = f"{command(quick=quick, runtime=runtime)}, {runtime} runtime"
     figures = write_figures(rows, s, output, run=run_name)
     write_rows(output / "rows.csv", rows, columns=sorted({k for r in rows for k in r}))
     write_rows(output / "grid_resolution.csv",
@@ -857,5 +866,5 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path,
                               elapsed_s=time.perf_counter() - start), report)
 
 
-__all__ = ["FULL", "QUICK", "Settings", "build_report", "figure_tables", "grids", "run",
+__all__ = ["FULL", "QUICK", "Settings", "build_report", "command", "figure_tables", "grids", "run",
            "rows_from_grids", "summarise", "t_interval", "write_figures"]

@@ -391,8 +391,7 @@ CHOICES = (
     "(`test_fraction = 0.1`, the first `max_queries` test rows in file order classified) "
     "and new noise; every release of a repetition shares its split and its noise stream "
     "(the sanitizer's draws are common to the releases of one repetition, as in one "
-    "session of the paper's). The earlier reproduction drew its own splits outside the "
-    "scenario path, so individual numbers moved by their sampling noise.",
+    "session of the paper's).",
     "**s = floor(m/2)** (the paper: half the attributes). Ionosphere's constant "
     "attribute is dropped (the sanitizer rejects constant columns), leaving 33.",
     "**Weights** are 1/d^2 (squared Euclidean distance, eq. 11) for every kNN variant "
@@ -449,13 +448,11 @@ def headline(claims: Sequence[Claim], fig5: list[dict], names: Sequence[str]) ->
     if tradeoff.verdict != "reproduced":
         text += (", so PCA-radius does not dominate the baselines: at the same privacy they "
                  "are often as accurate or more")
-    return text + (". (Earlier reports said 27, then 28 of 63: both counted one baseline "
-                   "point lying exactly on synthetic-2's flat 100% line as below, because "
-                   "the least-squares fit of three 100% points lands 1e-16 off 100% by "
-                   "rounding; the one real change between those runs was synthetic-2's Rand-P "
-                   "k=25 going from 100% to 99.96%, one test point in 2,500. Points on the "
-                   "line are now counted apart; this run's bounds and splits also differ, see "
-                   "Deviations.)")
+    return text + (". (A baseline point within " + f"{ON_LINE:g}".replace("e-0", "e-")
+                   + " of the line counts as on it, "
+                   "neither below nor above: where PCA-radius is 100% accurate at every b, as "
+                   "on synthetic-2, its least-squares line lands about 1e-16 off 100% by "
+                   "rounding, and the baselines at 100% lie on it.)")
 
 
 def _ci_text(row: dict, key: str) -> str:
@@ -646,7 +643,7 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path,
     for name, table in tables.items():
         write_rows(output / f"{name}.csv", table)
     command = ("ppknn reproduce mukherjee" + (" --quick" if quick else "")
-               + (" --ray" if runtime == "ray" else ""))
+               + (" --runtime ray" if runtime == "ray" else ""))
     run_name = (f"{command}, scenario grids "
                 + ("fanned out over Ray" if parallel == "ray" else "run in sequence"))
     figures = plot_all(tables, output, run=run_name)

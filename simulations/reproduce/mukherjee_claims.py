@@ -184,7 +184,8 @@ ON_LINE = 1e-9
 
 Where PCA-radius is 100% accurate at every b (synthetic-2) its line is flat at 1 and the
 baselines at 100% lie exactly on it; the least-squares fit puts the line 1e-16 above or
-below 1 by rounding, which used to count such points as below at random."""
+below 1 by rounding, which would otherwise count such points as below or above at
+random."""
 
 
 def tradeoff_points(fig5: Rows, names: Sequence[str]) -> tuple[int, int, int]:

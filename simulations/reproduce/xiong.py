@@ -1,6 +1,6 @@
 """Reproduction of Xiong, Chitti & Liu, section 6, and leakage beyond it.
 
-``ppknn reproduce xiong [--quick] [--ray]`` re-runs the paper's experiments
+``ppknn reproduce xiong [--quick] [--runtime ray]`` re-runs the paper's experiments
 on the ring data owners and writes one CSV and one PNG per figure plus the
 report (see :mod:`simulations.reproduce.xiong_report`).
 
