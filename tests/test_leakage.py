@@ -493,3 +493,23 @@ def test_summary_lists_a_large_table_by_attack_and_its_worst_rows():
     assert small["table_complete"] and [r["observer"] for r in small["table"]] == [
         f"o{i}" for i in range(10)]  # whole, in the table's order
     json.dumps(s, allow_nan=False)  # strict JSON: no NaN anywhere
+
+
+def test_dp_knn_owner_counts_distinct_instances_when_test_rows_repeat(tmp_path):
+    """banknote's test rows repeat (457 rows, 454 distinct): every analyst's instances are
+    seen exactly (rate 1), counted once per distinct row (the scorer counted each copy and
+    failed: 'need 0 <= successes <= trials')."""
+    import warnings
+
+    data = small("dp-knn", data={"dataset": "banknote", "bounds": "data"},
+                 parties={"n": 1, "analysts": 1})
+    data["data"].pop("max_queries")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # bounds from the data: a PrivacyLeakWarning
+        result = run_into(tmp_path / "r", data)
+    queries = np.asarray(result.prepared.data.queries, dtype=np.float64)
+    distinct = len({q.tobytes() for q in queries})
+    assert distinct < len(queries)
+    rows = [r for r in read_table(tmp_path / "r" / "leakage.csv")
+            if r["attack"] == "owner-sees-queries"]
+    assert [(r["value"], r["trials"]) for r in rows] == [(1.0, distinct)]

@@ -687,7 +687,7 @@ def _dp_knn_owner(ctx: Context, adv: Adversary) -> list[LeakageRow]:
     if "queries" not in ctx.truth:
         return []
     owner = ctx.public["owner"]
-    truth_x = np.asarray(ctx.truth["queries"])
+    truth = {np.asarray(r, dtype=np.float64).tobytes() for r in np.asarray(ctx.truth["queries"])}
     view = ctx.view(tuple(adv.observers or (owner,)))
     rows = []
     for analyst in ctx.public["analysts"]:
@@ -696,7 +696,9 @@ def _dp_knn_owner(ctx: Context, adv: Adversary) -> list[LeakageRow]:
                 for r in np.asarray(m.payload["x"])}
         if not seen:
             continue
-        hits = sum(1 for r in truth_x if r.tobytes() in seen)
+        # distinct instances on both sides: a dataset with repeated rows (iris) counted a
+        # repeated test row once per copy against the distinct rows seen (100 of 98)
+        hits = len(seen & truth)
         rows.append(proportion_row(
             successes=hits, trials=len(seen), protocol=ctx.protocol,
             observer=observer_name(adv.observers or (owner,)), target=analyst,
