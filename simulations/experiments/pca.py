@@ -2,8 +2,8 @@
 
 The reproduction runs the releases as scenario grids (:func:`paper_grids`, one
 ``pca-perturbation`` scenario run per release, dataset and repetition, through the
-registry; :func:`run_grid_experiments`). The earlier session path stays for
-scripts: for every dataset and repetition, a sanitizer party (90% of the rows) and a
+registry; :func:`run_grid_experiments`). A direct path over runtime sessions
+serves scripts: for every dataset and repetition, a sanitizer party (90% of the rows) and a
 miner party (the other 10%, at most ``max_queries`` of them classified) run
 the release protocol once per scheme and parameter (:func:`paper_jobs`);
 the miner classifies its rows and the attacks run over its view read back

@@ -1,6 +1,6 @@
 """Reproduction of Lepert (2022), chapter 6: DP-TT against geo-indistinguishability.
 
-``ppknn reproduce lepert [--quick] [--ray]`` runs the thesis's experiments as
+``ppknn reproduce lepert [--quick] [--runtime ray]`` runs the thesis's experiments as
 scenario grids of the ``dptt`` registry plugin (every DP-TT point, and the
 GEO baseline measured beside it, is one scenario run exactly as ``ppknn
 run`` runs it: :mod:`simulations.experiments.dptt_sweeps`), plus one study

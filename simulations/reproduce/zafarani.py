@@ -374,8 +374,7 @@ def _setting_text(res: Results) -> tuple[str, ...]:
         "rows are clipped to them when classified). They are never read from held-out rows, "
         "but they do reveal the training rows' extremes without charging the budget: the "
         "paper assumes public structural bounds, which these datasets do not come with "
-        "(deviation, flagged here and in `simulations/experiments/dp_nb.py`). The earlier "
-        "report took them from the whole dataset, test rows included.",
+        "(deviation, flagged here and in `simulations/experiments/dp_nb.py`).",
         "- **Which results are scenario grids**: the accuracy figures of adult, glass and "
         "seeds (Figs. 4, 6, 7), every claim and table built on them (smooth against Vaidya, "
         "Gaussian, Bun-Steinke, exact sensitivity against the pair bound, the paired "
@@ -417,11 +416,11 @@ def _setting_text(res: Results) -> tuple[str, ...]:
         "value at a bracket end or at the mean of the others; the paper's Theorem 7 treats "
         "the untrimmed variance and this follows its construction). Both equal an exhaustive "
         "search over every sample reachable on {L, U} ∪ x on every hypothesis case "
-        "(tests/dpnb/test_exact_sensitivity.py). The variance's earlier bound from the exact "
+        "(tests/dpnb/test_exact_sensitivity.py). The variance's looser bound from the exact "
         "spread, (w−1)/w² · max_k e^(−kβ) G_k², is 1.0–3.7× the exact value on adult's two "
         "classes and six numeric features at β = 4.8·10⁻⁴ and 4.8·10⁻³ (1.0 on the two "
         "capital columns, whose spread reaches the bounds) and never below it. "
-        "`smooth, pair bound` is the earlier pair bound "
+        "`smooth, pair bound` is the looser pair bound "
         "(kept as `sensitivity = \"bound\"`).",
         f"- `{FALLBACK}` (not in the paper): a class is released at global sensitivity "
         "(Laplace, (U−L)/n and (U−L)²(n−1)/n²) where a public rule (class size, m, β, α, ε') "
@@ -562,7 +561,7 @@ def _result_sections(res: Results, figures: dict[str, Figure]) -> list[Section]:
     out.append(Section(
         heading=f"Exact sensitivity against the pair bound (ε = {_eps(CLAIM_EPS)})",
         text=("`smooth` (exact smooth sensitivity of the trimmed mean and variance) beside "
-              "`smooth, pair bound` (the earlier bound, `sensitivity = \"bound\"`), same "
+              "`smooth, pair bound` (the looser bound, `sensitivity = \"bound\"`), same "
               "folds and noise streams per method; mean [95% t interval] over folds × "
               "repetitions, and the paired difference.",),
         tables=(both,)))
