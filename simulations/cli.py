@@ -1,11 +1,21 @@
-"""The ``ppknn`` command line (also ``python -m ppknn``)."""
+"""The ``ppknn`` command line (also ``python -m ppknn``).
+
+Conventions every command keeps: bad input is refused before any work with a
+one-paragraph ``error:`` naming the value and what is allowed (exit 2, nothing
+written); a command that writes refuses an existing output unless
+``--overwrite`` and then replaces it only once the new output is complete
+(:func:`simulations.output.staged`); every string that comes from the user or
+from a results folder is printed escaped, never read as Rich markup.
+"""
 
 from __future__ import annotations
 
 import inspect
 import json
+import math
 import os
 import warnings
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
@@ -23,7 +33,13 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from ppknn.core.errors import IntegrityError, PartyFailure, PpknnError, PrivacyLeakWarning
+from ppknn.core.errors import (
+    ConfigError,
+    IntegrityError,
+    PartyFailure,
+    PpknnError,
+    PrivacyLeakWarning,
+)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Multi-party simulations of privacy-preserving nearest-neighbour "
@@ -56,6 +72,58 @@ class RuntimeKind(str, Enum):
     ray = "ray"
 
 
+def _runtime_kind(value: Any) -> RuntimeKind:
+    """``--runtime``: one of :class:`RuntimeKind` (a clean message for anything else)."""
+    if isinstance(value, RuntimeKind):
+        return value
+    try:
+        return RuntimeKind(str(value))
+    except ValueError:
+        allowed = ", ".join(repr(k.value) for k in RuntimeKind)
+        raise typer.BadParameter(f"{value!r} is not one of {allowed}") from None
+
+
+RUNTIME_METAVAR = "<" + "|".join(k.value for k in RuntimeKind) + ">"
+
+
+def _runtime_option(help: str) -> Any:
+    """The ``--runtime`` option, the same choice on every command."""
+    return typer.Option(None, "--runtime", parser=_runtime_kind, metavar=RUNTIME_METAVAR,
+                        help=help)
+
+
+def _set_option(help: str) -> Any:
+    """The repeatable ``--set KEY=VALUE`` option."""
+    return typer.Option([], "--set", metavar="KEY=VALUE", help=help)
+
+
+def _at_least(minimum: int) -> Callable[[Any], int]:
+    """A parser of whole numbers ``>= minimum`` that names a bad value."""
+    def parse(value: Any) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            try:
+                number = int(str(value).strip())
+            except ValueError:
+                raise typer.BadParameter(f"{value!r} is not a whole number") from None
+        if number < minimum:
+            raise typer.BadParameter(f"{number} is too small: it must be greater than or "
+                                     f"equal to {minimum}")
+        return number
+
+    return parse
+
+
+def _with_alias(runtime: RuntimeKind | None, alias: bool, flag: str,
+                means: RuntimeKind) -> RuntimeKind | None:
+    """``--runtime``, or the hidden alias ``flag`` (= ``--runtime means``); both must agree."""
+    if alias and runtime is not None and runtime is not means:
+        raise ConfigError(f"{flag} means --runtime {means.value}; it contradicts --runtime "
+                          f"{runtime.value}: give --runtime alone")
+    return means if alias else runtime
+
+
 def embedded_quickstart() -> Any:
     """The scenario ``ppknn run`` runs without a file (``scenarios/quickstart.toml``)."""
     from importlib.resources import as_file, files
@@ -64,6 +132,53 @@ def embedded_quickstart() -> Any:
 
     with as_file(files("ppknn.simulations") / "quickstart.toml") as path:
         return load_scenario(path)
+
+
+EXAMPLES = {"scenario file": "scenarios/quickstart.toml",
+            "sweep file": "scenarios/sweep_k_by_n.toml",
+            "comparison spec": "scenarios/compare.toml"}
+"""An example of each kind of input file, for messages."""
+
+
+def _input_file(path: Path, what: str) -> Path:
+    """Refuse an input ``path`` that is a directory or cannot be read (before loading it)."""
+    if path.is_dir():
+        example = f" (e.g. {EXAMPLES[what]})" if what in EXAMPLES else ""
+        raise ConfigError(f"{what} {str(path)!r} is a directory, not a {what}; give a TOML "
+                          f"file{example}")
+    if path.is_file() and not os.access(path, os.R_OK):
+        raise ConfigError(f"{what} {str(path)!r} cannot be read (permission denied)")
+    return path
+
+
+def _load(loader: Callable[[Path], Any], path: Path, what: str) -> Any:
+    """``loader(path)`` with unreadable files (a directory, binary, no permission) refused."""
+    _input_file(path, what)
+    try:
+        return loader(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(f"{what} {str(path)!r} cannot be read: {reason}") from None
+
+
+def _load_scenario(path: Path) -> Any:
+    from ppknn.simulations.scenario import load_scenario
+
+    return _load(load_scenario, path, "scenario file")
+
+
+def _read_json(path: Path, what: str, kind: type = dict) -> Any:
+    """A JSON file of a results folder; a clear error naming it if it is not what it should be."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(f"{str(path)!r} cannot be read as {what} ({reason}); the file is "
+                          "damaged or was not written by ppknn") from None
+    if not isinstance(data, kind):
+        raise ConfigError(f"{str(path)!r} does not hold {what} (a JSON {type(data).__name__}, "
+                          f"not {'a list' if kind is list else 'an object'})")
+    return data
 
 
 def _starting_ray(address: str | None) -> None:
@@ -76,29 +191,50 @@ def _starting_ray(address: str | None) -> None:
     """
     joining = address or os.environ.get("RAY_ADDRESS")
     if joining:
-        console.print(f"connecting to Ray at {joining}...")
+        console.print(f"connecting to Ray at {escape(joining)}...")
         return
     os.environ.setdefault("RAY_AUTH_MODE", "token")
     console.print("starting Ray (a local instance; the first start takes 10-20 s)...")
 
 
-def _fail(exc: BaseException, code: int) -> None:
-    """Print the error (and where a failed run's record is kept); exit with ``code``."""
-    message = {1: f"{type(exc).__name__}: {exc}", 130: "interrupted"}.get(code, str(exc))
+def _why(record: dict[str, Any]) -> str:
+    """Why a run failed, from its ``failure.json`` record (never an empty string)."""
+    message = str(record.get("message") or "").strip()
+    error = str(record.get("error") or "")
+    if message:
+        return message
+    if error == "KeyboardInterrupt":
+        return "interrupted"
+    return error or "no reason recorded"
+
+
+def _scorable(folder: Path) -> bool:
+    """Whether ``ppknn leakage`` can score ``folder`` (:func:`check_complete` says so)."""
+    from ppknn.simulations.output import check_complete
+
+    try:
+        check_complete(folder)
+    except (PpknnError, OSError, ValueError):
+        return False
+    return True
+
+
+def _fail(exc: BaseException, code: int, hint: str = "") -> None:
+    """Print the error (where a failed run's record is kept, ``hint``); exit with ``code``."""
+    text = str(exc) or type(exc).__name__
+    message = {1: f"{type(exc).__name__}: {text}", 130: "interrupted"}.get(code, text)
     console.print(f"[bold red]error:[/] {escape(message)}")
     kept = getattr(exc, "kept_folder", None)
     if kept is not None:
-        from ppknn.simulations.output import FAILURE, check_complete
+        from ppknn.simulations.output import FAILURE
 
         console.print(f"what the run recorded is kept in [bold]{escape(str(kept))}[/] "
                       f"({FAILURE} says why{', with the traceback' if code == 1 else ''})")
-        try:
-            scorable = check_complete(kept) is not None
-        except PpknnError:
-            scorable = False
-        if scorable:
+        if _scorable(Path(kept)):
             console.print("its protocols completed and its transcript is complete: "
                           f"[bold]ppknn leakage {escape(str(kept))}[/] scores it")
+    if hint:
+        console.print(escape(hint))
     raise typer.Exit(code)
 
 
@@ -110,32 +246,49 @@ def _apply_sets(scenario: Any, sets: list[str]) -> Any:
     for item in sets:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
-            raise PpknnError(f"--set {item!r}: write KEY=VALUE, e.g. protocol.epsilon=0.5")
+            raise ConfigError(f"--set {item!r}: write KEY=VALUE, e.g. protocol.epsilon=0.5")
         items.append((key.strip(), parse_value(value.strip())))
     return scenario.set_keys(items) if items else scenario
 
 
+def _progress_bar(bar: Progress) -> Callable[[str, int, int], None]:
+    """A ``progress(phase, done, total)`` callback drawing one bar per phase."""
+    tasks: dict[str, TaskID] = {}
+
+    def progress(phase: str, done: int, total: int) -> None:
+        if phase not in tasks:
+            tasks[phase] = bar.add_task(escape(phase), total=total)
+        bar.update(tasks[phase], completed=done, total=total)
+
+    return progress
+
+
+def _bar() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console)
+
+
 @app.command()
 def run(
-    scenario: Optional[Path] = typer.Argument(  # noqa: UP007 - typer needs Optional
+    scenario: Optional[Path] = typer.Argument(
         None, help="Scenario TOML file; omitted: the embedded quickstart default."),
-    output: Optional[Path] = typer.Option(None, help="Results folder (overrides [run].output)."),  # noqa: UP007
-    runtime: Optional[RuntimeKind] = typer.Option(None, help="Where the parties run (overrides [runtime].kind)."),  # noqa: UP007,E501
-    address: Optional[str] = typer.Option(None, help="Ray address, e.g. 'auto' (overrides [runtime].address)."),  # noqa: UP007,E501
-    seed: Optional[int] = typer.Option(None, help="Root seed (overrides [run].seed)."),  # noqa: UP007
-    sets: list[str] = typer.Option([], "--set", help="Any scenario key, typed: "
-                                   "--set protocol.epsilon=0.5 --set data.dataset=pima "
-                                   "(protocol[1].k with several protocols)."),
+    output: Optional[Path] = typer.Option(None, help="Results folder (overrides [run].output)."),
+    runtime: Optional[RuntimeKind] = _runtime_option(
+        "Where the parties run (overrides [runtime].kind)."),
+    address: Optional[str] = typer.Option(None, help="Ray address, e.g. 'auto' (overrides "
+                                          "[runtime].address)."),
+    seed: Optional[int] = typer.Option(None, help="Root seed (overrides [run].seed)."),
+    sets: list[str] = _set_option("Any scenario key, typed: --set protocol.epsilon=0.5 --set "
+                                  "data.dataset=pima (protocol[1].k with several protocols)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing results "
                                    "folder (only once the new run is complete)."),
 ) -> None:
     """Run a scenario (any registered protocol, or several) and write its results folder."""
-    from ppknn.simulations.output import staged
+    from ppknn.simulations.output import check_output, staged
     from ppknn.simulations.results import run_scenario, summary_of
-    from ppknn.simulations.scenario import load_scenario
 
     try:
-        sc = load_scenario(scenario) if scenario else embedded_quickstart()
+        sc = _load_scenario(scenario) if scenario else embedded_quickstart()
         overrides: dict[str, dict] = {}
         if runtime:
             overrides.setdefault("runtime", {})["kind"] = runtime.value
@@ -146,23 +299,15 @@ def run(
         if overrides:
             sc = sc.with_overrides(**overrides)
         sc = _apply_sets(sc, sets)
-        folder = Path(output or sc.run.output)
+        folder = check_output(Path(output or sc.run.output), overwrite=overwrite)
         if sc.runtime.kind == "ray":
             _starting_ray(sc.runtime.address)
         with warnings.catch_warnings(record=True) as caught, \
                 staged(folder, overwrite=overwrite) as stage:
             warnings.simplefilter("always", PrivacyLeakWarning)
-            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=console, transient=False) as bar:
-                tasks: dict[str, TaskID] = {}
-
-                def progress(phase: str, done: int, total: int) -> None:
-                    if phase not in tasks:
-                        tasks[phase] = bar.add_task(phase, total=total)
-                    bar.update(tasks[phase], completed=done, total=total)
-
+            with _bar() as bar:
                 # Ray stops in the background while the run is measured and written
-                whole = run_scenario(sc, stage=stage, progress=progress,
+                whole = run_scenario(sc, stage=stage, progress=_progress_bar(bar),
                                      wait_for_shutdown=False)
                 outcome, deviations = whole.run, whole.deviations
         for w in caught:
@@ -176,55 +321,73 @@ def run(
             raise  # an interrupt (130)
         _fail(exc, 130 if isinstance(exc, KeyboardInterrupt) else 1)
     s = summary_of(outcome)
-    table = Table(title=f"{', '.join(s['protocols'])} on {s['dataset']} - {s['parties']} "
-                        f"parties, {s['queries']} queries ({s['runtime']} runtime)")
+    table = Table(title=escape(f"{', '.join(s['protocols'])} on {s['dataset']} - "
+                               f"{s['parties']} parties, {s['queries']} queries "
+                               f"({s['runtime']} runtime)"))
     table.add_column("measure")
     table.add_column("value", justify="right")
     from ppknn.simulations import registry
 
     for o in outcome.outcomes:
         r = s["results"][o.name]
-        table.add_row(f"[bold]{o.name}[/] accuracy", f"{r['accuracy']:.4f}")
-        table.add_row(f"  {r['baseline']['name']}", f"{r['baseline']['accuracy']:.4f}")
+        table.add_row(f"[bold]{escape(o.name)}[/] accuracy", f"{r['accuracy']:.4f}")
+        table.add_row(escape(f"  {r['baseline']['name']}"), f"{r['baseline']['accuracy']:.4f}")
         eps = r["privacy"]["epsilon"]
-        table.add_row("  privacy", r["privacy"]["guarantee"] if eps is None else
+        table.add_row("  privacy", escape(r["privacy"]["guarantee"]) if eps is None else
                       f"ε = {eps:.4g}, δ = {r['privacy']['delta']:.3g}")
         for label, value in registry.get(o.name).headline(r):
-            table.add_row(f"  {label}", value)
+            table.add_row(escape(f"  {label}"), escape(str(value)))
     table.add_row("messages / bytes", f"{s['communication']['messages']} / "
                                       f"{s['communication']['bytes']:,}")
-    table.add_row("randomness / channels", f"{s['randomness_mode']} / {s['channels']}")
+    table.add_row("randomness / channels",
+                  escape(f"{s['randomness_mode']} / {s['channels']}"))
     out.print(table)
     leak_path = folder / "summary.json"
     if leak_path.is_file():
         leak = json.loads(leak_path.read_text()).get("leakage")
         if leak:
-            colour = "bold red" if leak["above_bound"] else "green"
-            out.print(f"leakage: {leak['rows']} rows (observer, target, attack), "
-                      f"[{colour}]{leak['above_bound']} above their bound[/], "
-                      f"{leak['within_bound']} within, {leak['no_bound']} with no bound "
-                      "(leakage.csv)")
+            _print_leakage_counts(leak, verbose=True)
     if deviations is not None:
-        _print_deviations(deviations)
-    out.print(f"results written to [bold]{folder}[/] (summary.png, summary.json, ...)")
+        _print_deviations(deviations.as_dict())
+    out.print(f"results written to [bold]{escape(str(folder))}[/] (summary.png, summary.json, "
+              "...)")
 
 
-def _print_deviations(report: Any) -> None:
-    """Whether the deviations were detected, and what they changed."""
-    who = ", ".join(f"{d['party']} {d['kind']}" for d in report.deviations)
-    verdict = (f"[bold red]detected[/]: {escape(report.detected_by)}" if report.detected
+def _print_leakage_counts(leak: dict[str, Any], *, verbose: bool = False) -> None:
+    """One line: the leakage table's rows by verdict."""
+    colour = "bold red" if leak["above_bound"] else "green"
+    what = " (observer, target, attack)" if verbose else ""
+    out.print(f"leakage: {leak['rows']} rows{what}, [{colour}]{leak['above_bound']} above "
+              f"their bound[/], {leak['within_bound']} within, {leak['no_bound']} with no "
+              "bound (leakage.csv)")
+
+
+def _print_deviations(report: dict[str, Any]) -> None:
+    """One line per deviation (party, kind, detected or not and by what), then its effects."""
+    detected = bool(report.get("detected"))
+    by = str(report.get("detected_by") or "")
+    verdict = (f"[bold red]detected[/]{': ' + escape(by) if by else ''}" if detected
                else "[bold yellow]passed silently[/] (no failure, no refusal)")
-    out.print(f"deviation ({who}): {verdict}")
-    for name, acc in report.accuracy.items():
-        dev = "failed" if acc["deviant"] is None else f"{acc['deviant']:.4f}"
-        out.print(f"  {name} accuracy: honest {acc['honest']:.4f}, deviant {dev}")
-    out.print(f"  {len(report.leakage)} leakage rows changed (deviations.csv)")
+    for d in report.get("deviations", []):
+        params = d.get("params") or {}
+        given = f" ({', '.join(f'{k}={v}' for k, v in params.items())})" if params else ""
+        out.print(f"deviation: {escape(str(d.get('party', '?')))} "
+                  f"{escape(str(d.get('kind', '?')) + given)}: {verdict}")
+    for name, acc in (report.get("accuracy") or {}).items():
+        honest = "failed" if acc.get("honest") is None else f"{acc['honest']:.4f}"
+        dev = "failed" if acc.get("deviant") is None else f"{acc['deviant']:.4f}"
+        out.print(f"  {escape(name)} accuracy: honest {honest}, deviant {dev}")
+    changes = report.get("leakage_changes", report.get("leakage", []))
+    out.print(f"  {len(changes)} leakage rows changed (deviations.csv)")
 
 
 @app.command()
 def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `ppknn run`."),
-            top: int = typer.Option(20, min=1, help="With more parties than this, show the "
-                                    "this many most disclosed (all are in disclosure.csv)."),
+            top: int = typer.Option(20, parser=_at_least(1), metavar="<int>",
+                                    help="Show at most this many parties in the disclosure "
+                                    "table (the most disclosed) and this many rows in the "
+                                    "leakage table (those above their bound first); "
+                                    "disclosure.csv and leakage.csv have them all."),
             ) -> None:
     """Recompute the leakage table (and the ring's disclosure) from a saved transcript.
 
@@ -235,19 +398,26 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
     from ppknn.core.transcript import Transcript
     from ppknn.simulations import leakage as leakage_table
     from ppknn.simulations import registry
-    from ppknn.simulations.output import check_complete
+    from ppknn.simulations.output import FAILURE, check_complete
     from ppknn.simulations.results import write_disclosure_csv
 
     try:
         public_path = results_dir / "public.json"
         if not public_path.is_file():
-            raise PpknnError(f"{str(results_dir)!r} is not a results folder (no public.json)")
-        failed_after = check_complete(results_dir)
+            raise ConfigError(f"{str(results_dir)!r} is not a results folder (no public.json)")
+        public = _read_json(public_path, "a run's public facts")
+        if (results_dir / FAILURE).is_file():
+            _read_json(results_dir / FAILURE, "a failure record")
+        try:
+            failed_after = check_complete(results_dir)
+        except PpknnError:
+            raise
+        except (OSError, ValueError) as exc:  # a damaged record check_complete reads
+            raise ConfigError(f"{str(results_dir)!r}: its records cannot be read ({exc}); "
+                              "the folder is damaged") from None
         if failed_after is not None:
             console.print(f"[yellow]note:[/] the run failed after its protocols completed "
-                          f"({escape(str(failed_after.get('message', '')))}); scoring its "
-                          "complete transcript")
-        public = json.loads(public_path.read_text())
+                          f"({escape(_why(failed_after))}); scoring its complete transcript")
         # results folders written before the protocol registry hold the ring's facts alone
         per_protocol = public.get("protocols", {"ppknn-ring": public})
         transcript = Transcript(results_dir / "transcript")
@@ -265,7 +435,7 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
         if isinstance(report, DisclosureReport):
             write_disclosure_csv(report, results_dir / "disclosure.csv")
             _print_disclosure(report, results_dir, top)
-    _print_leakage(rows, results_dir, top)
+    _print_leakage(rows, top, f"leakage from {results_dir}/transcript")
 
 
 def _add_leakage_summary(path: Path, section: dict[str, Any]) -> None:
@@ -274,33 +444,65 @@ def _add_leakage_summary(path: Path, section: dict[str, Any]) -> None:
         return
     from ppknn.simulations.reporting import jsonio
 
-    summary = json.loads(path.read_text())
+    summary = _read_json(path, "a run's summary")
     summary["leakage"] = section
     partial = path.with_name(f".{path.name}.partial")
     partial.write_text(jsonio.dumps(summary, default=float))
     partial.replace(path)
 
 
-def _print_leakage(rows: list[Any], results_dir: Path, top: int, *,
-                   title: str | None = None) -> None:
-    """The leakage table: rows above their bound first, then the largest values."""
+def _count(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def _rows(n: int) -> str:
+    return _count(n, "row")
+
+
+def _clip(text: str, width: int = 60) -> str:
+    """``text`` cut to ``width`` characters, with an ellipsis when cut."""
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _print_leakage(rows: list[Any], top: int, title: str, *, csv: str = "leakage.csv") -> None:
+    """The leakage table: rows above their bound first, then the rest, at most ``top``.
+
+    One table per protocol (named in its title), four columns that wrap rather than
+    cut: readable at 80 columns.
+    """
     from ppknn.simulations.leakage.table import ABOVE
 
     if not rows:
         out.print("no party observes anything this table can score")
         return
     order = sorted(rows, key=lambda r: (r.verdict != ABOVE, r.protocol, r.attack))
-    shown = order[:top] if len(order) > top else order
-    title = title or f"leakage from {results_dir}/transcript ({len(rows)} rows in leakage.csv)"
-    table = Table(title=title)
-    for col in ("protocol", "observer", "target", "attack", "value [95% CI]", "bound",
-                "verdict"):
-        table.add_column(col)
+    shown = order[:top]
+    count = (f"{_rows(len(rows))} in {csv}" if len(shown) == len(rows)
+             else f"{len(shown)} of the {len(rows)} rows in {csv}, those above their bound "
+                  "first")
+    by_protocol: dict[str, list[Any]] = {}
     for r in shown:
-        bound = "" if r.bound is None else f"{r.bound:.4g}"
-        table.add_row(r.protocol, r.observer[:40], r.target[:36], r.attack,
-                      f"{r.value:.4g} [{r.ci_low:.4g}, {r.ci_high:.4g}]", bound, r.verdict)
-    out.print(table)
+        by_protocol.setdefault(r.protocol, []).append(r)
+    for protocol, group in by_protocol.items():
+        head = f"{title} ({count})" if len(by_protocol) == 1 else title
+        table = Table(title=escape(f"{head}\n{protocol}: {_rows(len(group))}"))
+        table.add_column("observer → target", overflow="fold")
+        table.add_column("attack", no_wrap=True, overflow="fold")  # whole names, if room
+        table.add_column("value\n[95% CI]", justify="right", overflow="fold")
+        table.add_column("verdict\n(bound)", overflow="fold")
+        for r in group:
+            ci = ("" if math.isnan(r.ci_low) and math.isnan(r.ci_high)
+                  else f"\n[{r.ci_low:.4g}, {r.ci_high:.4g}]")
+            verdict = escape(r.verdict)
+            if r.verdict == ABOVE:
+                verdict = f"[bold red]{verdict}[/]"
+            if r.bound is not None and math.isfinite(r.bound):
+                verdict += f"\n({r.bound:.4g})"
+            table.add_row(escape(f"{_clip(r.observer)} → {_clip(r.target)}"), escape(r.attack),
+                          escape(f"{r.value:.4g}{ci}"), verdict)
+        out.print(table)
+    if len(by_protocol) > 1:
+        out.print(escape(f"({count})"))
 
 
 def _print_disclosure(report: Any, results_dir: Path, top: int) -> None:
@@ -309,12 +511,12 @@ def _print_disclosure(report: Any, results_dir: Path, top: int) -> None:
     if len(shown) > top:
         shown = sorted(shown, key=lambda d: -d.probability)[:top]
         title += f"\nthe {top} most disclosed of {len(report.parties):,} parties"
-    table = Table(title=title)
+    table = Table(title=escape(title))
     for col in ("party", "probability", "95% CI", "precision"):
-        table.add_column(col, justify="right")
+        table.add_column(col, justify="right", overflow="fold")
     for d in shown:
         lo, hi = d.interval
-        table.add_row(d.party, f"{d.probability:.3f}", f"[{lo:.3f}, {hi:.3f}]",
+        table.add_row(escape(d.party), f"{d.probability:.3f}", f"[{lo:.3f}, {hi:.3f}]",
                       f"{d.precision:.3f}")
     lo, hi = report.pooled_interval
     table.add_row("mean", f"{report.mean_probability:.3f}", f"[{lo:.3f}, {hi:.3f}]", "")
@@ -324,100 +526,177 @@ def _print_disclosure(report: Any, results_dir: Path, top: int) -> None:
         q = [probs[int(f * (len(probs) - 1))] for f in (0.0, 0.25, 0.5, 0.75, 1.0)]
         where = results_dir / "disclosure.csv"
         out.print("per-party probability: min {:.3f}, quartiles {:.3f} / {:.3f} / {:.3f}, "
-                  "max {:.3f}; ".format(*q) + f"every party in {where}")
+                  "max {:.3f}; ".format(*q) + f"every party in {escape(str(where))}")
 
 
 @app.command()
 def audit(
     scenario: Path = typer.Argument(..., help="Scenario TOML file ([audit] sets trials, the "
                                     "record removed, the confidence)."),
-    trials: Optional[int] = typer.Option(None, min=100, help="Runs per input (overrides "  # noqa: UP007
+    trials: Optional[int] = typer.Option(None, parser=_at_least(100), metavar="<int>",
+                                         help="Runs per input, at least 100 (overrides "
                                          "[audit].trials; default 200 when unset)."),
-    output: Optional[Path] = typer.Option(None, help="Folder for audit.csv and audit.json "  # noqa: UP007
+    output: Optional[Path] = typer.Option(None, help="Folder for audit.csv and audit.json "
                                           "(default: [run].output + '-audit')."),
-    runtime: Optional[str] = typer.Option(None, help="'ray' fans the trials out over Ray, "  # noqa: UP007
-                                          "'inprocess' runs them here (overrides "
-                                          "[runtime].kind)."),
-    sets: list[str] = typer.Option([], "--set", help="Any scenario key, typed."),
+    runtime: Optional[RuntimeKind] = _runtime_option(
+        "'ray' fans the trials out over Ray, 'inprocess' runs them here (overrides "
+        "[runtime].kind)."),
+    sets: list[str] = _set_option("Any scenario key, typed (e.g. --set protocol.epsilon=0.5)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing audit "
+                                   "folder (only once the new audit is complete)."),
 ) -> None:
     """Empirical ε lower bounds: rerun each DP release on neighbouring inputs."""
     from ppknn.simulations.leakage.audit import audit_scenario, write_audit
-    from ppknn.simulations.scenario import load_scenario
+    from ppknn.simulations.output import check_output, staged
 
     try:
-        sc = _apply_sets(load_scenario(scenario), sets)
+        sc = _apply_sets(_load_scenario(scenario), sets)
         n = trials or sc.audit.trials or 200
-        folder = Path(output or f"{sc.run.output}-audit")
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=console) as bar:
-            tasks: dict[str, TaskID] = {}
-
-            def progress(phase: str, done: int, total: int) -> None:
-                if phase not in tasks:
-                    tasks[phase] = bar.add_task(phase, total=total)
-                bar.update(tasks[phase], completed=done, total=total)
-
-            runs = audit_scenario(sc, trials=n, progress=progress,
-                                  use_ray=None if runtime is None else runtime == "ray")
-        write_audit(runs, folder)
+        folder = check_output(Path(output or f"{sc.run.output}-audit"), overwrite=overwrite)
+        use_ray = sc.runtime.kind == "ray" if runtime is None else runtime is RuntimeKind.ray
+        if use_ray:
+            _starting_ray(sc.runtime.address)
+        with _bar() as bar:
+            runs = audit_scenario(sc, trials=n, progress=_progress_bar(bar), use_ray=use_ray)
+        with staged(folder, overwrite=overwrite) as stage:
+            write_audit(runs, stage)
     except PartyFailure as exc:
         _fail(exc, 3)
     except PpknnError as exc:
         _fail(exc, 2)
-    _print_leakage([r.row for r in runs], folder, 50,
-                   title=f"audit of {scenario}: {n} runs per neighbouring input")
-    out.print(f"audit written to [bold]{folder}[/] (audit.csv, audit.json)")
+    _print_leakage([r.row for r in runs], 50, f"audit of {scenario}: {n} runs per "
+                   "neighbouring input", csv="audit.csv")
+    out.print(f"audit written to [bold]{escape(str(folder))}[/] (audit.csv, audit.json)")
 
 
 @app.command()
-def show(results_dir: Path = typer.Argument(..., help="A results folder of `ppknn run` or "
-                                            "`ppknn sweep`.")) -> None:
-    """Print a run's (or a sweep's) summary in the terminal."""
+def show(results_dir: Path = typer.Argument(..., help="A folder written by `ppknn run`, "
+                                            "`sweep`, `audit`, `chaos` or `compare`.")) -> None:
+    """Print a run's (or a sweep's, audit's, chaos run's, comparison's) summary."""
     try:
-        failed = results_dir / "failure.json"
-        if failed.is_file():
-            _print_failure(results_dir, json.loads(failed.read_text()))
-        if (results_dir / "summary.json").is_file():
-            s = json.loads((results_dir / "summary.json").read_text())
-            if "incomplete" in s:
-                out.print(f"[yellow]summary.json {escape(s['incomplete'])}[/]")
-            table = Table(title=f"{results_dir}: {', '.join(s.get('protocols', ['?']))} on "
-                                f"{s['dataset']} ({s['parties']} parties, {s['queries']} "
-                                f"queries, {s['runtime']})")
-            for col in ("protocol", "accuracy", "baseline", "privacy", "hops"):
-                table.add_column(col, justify="right")
-            for name, r in s.get("results", {}).items():
-                eps = r["privacy"]["epsilon"]
-                table.add_row(name, f"{r['accuracy']:.4f}",
-                              f"{r['baseline']['accuracy']:.4f} ({r['baseline']['name']})",
-                              r["privacy"]["guarantee"] if eps is None else f"ε = {eps:.4g}",
-                              str(r["hops"]))
-            out.print(table)
-            out.print(f"messages {s['communication']['messages']}, bytes "
-                      f"{s['communication']['bytes']:,}; timings (s) "
-                      + ", ".join(f"{k} {v:.2f}" for k, v in s["timings_s"].items()))
-            leak = s.get("leakage")
-            if leak:
-                out.print(f"leakage: {leak['rows']} rows, {leak['above_bound']} above their "
-                          f"bound, {leak['within_bound']} within, {leak['no_bound']} with no "
-                          "bound (leakage.csv)")
-        elif (results_dir / "sweep.csv").is_file():
-            from ppknn.simulations.reporting.csvio import read_rows
-
-            _print_sweep(read_rows(results_dir / "sweep.csv"), str(results_dir))
-        elif not failed.is_file():
-            raise PpknnError(f"{str(results_dir)!r} is not a results folder (no summary.json "
-                             "or sweep.csv)")
+        _show(results_dir)
     except PpknnError as exc:
         _fail(exc, 2)
+
+
+def _show(folder: Path) -> None:
+    """What :func:`show` prints; each file is checked and named when it is not what it should be."""
+    from ppknn.simulations.output import FAILURE
+
+    if not folder.is_dir():
+        raise ConfigError(f"{str(folder)!r} is not a folder" if folder.exists() else
+                          f"{str(folder)!r} does not exist")
+    from ppknn.simulations import reproduce
+
+    shown = False
+    if (folder / FAILURE).is_file():
+        _print_failure(folder, _read_json(folder / FAILURE, "a failure record"))
+        shown = True
+    if (folder / reproduce.MARKER).is_file():
+        _render(folder / reproduce.MARKER, "reproduction record", _print_reproduction, folder,
+                _read_json(folder / reproduce.MARKER, "a reproduction record"))
+        return
+    if (folder / "summary.json").is_file():
+        summary = _read_json(folder / "summary.json", "a run's summary")
+        _render(folder / "summary.json", "run summary", _print_summary, folder, summary)
+        if (folder / "deviations.json").is_file():
+            _render(folder / "deviations.json", "deviation report", _print_deviations,
+                    _read_json(folder / "deviations.json", "a deviation report"))
+        shown = True
+    elif (folder / "sweep.csv").is_file():
+        _render(folder / "sweep.csv", "sweep table", _print_sweep_file, folder)
+        shown = True
+    elif (folder / "compare-aggregate.csv").is_file():
+        _render(folder / "compare-aggregate.csv", "comparison table", _print_compare, folder)
+        shown = True
+    elif (folder / "chaos.json").is_file():
+        _render(folder / "chaos.json", "chaos record", _print_chaos, folder,
+                _read_json(folder / "chaos.json", "a chaos record", list))
+        shown = True
+    if _holds_leakage_rows(folder / "audit.csv"):
+        _render(folder / "audit.csv", "audit table", _print_audit, folder)
+        shown = True
+    if not shown:
+        raise ConfigError(f"{str(folder)!r} is not a results folder (no summary.json, "
+                          "sweep.csv, compare-aggregate.csv, chaos.json or audit.csv)")
+
+
+def _render(path: Path, what: str, printer: Callable[..., None], *args: Any) -> None:
+    """``printer(*args)``; a file that lacks what it should hold is named in a clear error."""
+    try:
+        printer(*args)
+    except PpknnError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, StopIteration) as exc:
+        raise ConfigError(f"{str(path)!r} is not a ppknn {what} ({type(exc).__name__}: "
+                          f"{exc}); the file is damaged or was not written by ppknn") from None
+
+
+def _holds_leakage_rows(path: Path) -> bool:
+    """Whether ``path`` is a table of leakage rows (``audit.csv`` of ``ppknn audit``)."""
+    from ppknn.simulations.leakage.table import COLUMNS
+
+    try:
+        with path.open(encoding="utf-8") as handle:
+            return handle.readline().strip() == ",".join(COLUMNS)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _print_reproduction(folder: Path, record: dict[str, Any]) -> None:
+    """``reproduction.json``: which paper, how it was run, finished or where it stopped."""
+    from ppknn.simulations import reproduce
+
+    how = (f"{'quick' if record.get('quick') else 'full'} settings, "
+           f"{record.get('runtime', '?')} runtime")
+    extra = record.get("settings") or {}
+    if extra:
+        how += ", " + ", ".join(f"{k}={v}" for k, v in extra.items())
+    name = str(record["name"])
+    out.print(escape(f"{folder}: a reproduction of {name!r} ({how})"))
+    if record.get("finished"):
+        out.print(escape(f"finished; report {folder / record.get('report', name + '.md')}"))
+        return
+    state = reproduce.folder_state(folder, name)
+    command = (f"ppknn reproduce {name}{' --quick' if record.get('quick') else ''}"
+               f"{' --runtime ray' if record.get('runtime') == 'ray' else ''} --output {folder}")
+    kept = (f"its {_count(state.runs, 'finished run')} in {folder / reproduce.ROWS} are reused "
+            f"by `{command}`" if state.runs else "it kept no finished runs")
+    out.print(escape(f"unfinished: {kept}"))
+
+
+def _print_summary(folder: Path, s: dict[str, Any]) -> None:
+    if "incomplete" in s:
+        out.print(f"[yellow]summary.json {escape(str(s['incomplete']))}[/]")
+    table = Table(title=escape(f"{folder}: {', '.join(s.get('protocols', ['?']))} on "
+                               f"{s['dataset']} ({s['parties']} parties, {s['queries']} "
+                               f"queries, {s['runtime']})"))
+    for col in ("protocol", "accuracy", "baseline", "privacy", "hops"):
+        table.add_column(col, justify="right", overflow="fold")
+    for name, r in s.get("results", {}).items():
+        eps = r["privacy"]["epsilon"]
+        table.add_row(escape(name), f"{r['accuracy']:.4f}",
+                      escape(f"{r['baseline']['accuracy']:.4f} ({r['baseline']['name']})"),
+                      escape(r["privacy"]["guarantee"]) if eps is None else f"ε = {eps:.4g}",
+                      str(r["hops"]))
+    out.print(table)
+    out.print(f"messages {s['communication']['messages']}, bytes "
+              f"{s['communication']['bytes']:,}; timings (s) "
+              + escape(", ".join(f"{k} {v:.2f}" for k, v in s["timings_s"].items())))
+    if s.get("leakage"):
+        _print_leakage_counts(s["leakage"])
 
 
 def _print_failure(folder: Path, record: dict[str, Any]) -> None:
     """Who failed and why; whether the folder's transcript can be scored."""
     from ppknn.simulations.output import FAILURE, check_complete
 
-    out.print(f"[bold red]{escape(str(folder))} holds a failed run:[/] "
-              f"{escape(record.get('error', '?'))}: {escape(record.get('message', ''))}")
+    error = str(record.get("error") or "?")
+    why = (f"interrupted ({error})" if error == "KeyboardInterrupt" and not record.get("message")
+           else f"{error}: {_why(record)}")
+    out.print(f"[bold red]{escape(str(folder))} holds a failed run:[/] {escape(why)}")
+    if not (folder / "transcript").is_dir():
+        return  # not a protocol run (a sweep, an audit, a reproduction, ...): nothing to score
     if (folder / "transcript" / FAILURE).is_file():
         out.print("it failed while its protocols ran: its transcript ends at the failure "
                   "and is not scored")
@@ -427,14 +706,23 @@ def _print_failure(folder: Path, record: dict[str, Any]) -> None:
     except PpknnError as exc:
         out.print(f"not scored: {escape(str(exc))}")
         return
+    except (OSError, ValueError) as exc:
+        out.print(f"not scored: its records cannot be read ({escape(str(exc))})")
+        return
     out.print(f"its protocols completed: `ppknn leakage {escape(str(folder))}` scores its "
               "transcript")
+
+
+def _print_sweep_file(folder: Path) -> None:
+    from ppknn.simulations.reporting.csvio import read_rows
+
+    _print_sweep(read_rows(folder / "sweep.csv"), str(folder))
 
 
 def _print_sweep(rows: list[dict[str, Any]], title: str) -> None:
     """Mean accuracy (and baseline) per grid point over seeds."""
     if not rows:
-        out.print(f"{title}: no runs")
+        out.print(f"{escape(title)}: no runs")
         return
     acc = next(k for k in rows[0] if k == "accuracy" or k.endswith(":accuracy"))
     base = acc.replace("accuracy", "baseline_accuracy")
@@ -442,14 +730,89 @@ def _print_sweep(rows: list[dict[str, Any]], title: str) -> None:
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault(tuple(r[k] for k in grid), []).append(r)
-    table = Table(title=f"{title}: {len(rows)} runs, mean over seeds")
+    table = Table(title=escape(f"{title}: {_count(len(rows), 'run')}, mean over seeds"))
     for col in (*grid, "runs", acc, base):
-        table.add_column(col, justify="right")
+        table.add_column(escape(col), justify="right", overflow="fold")
     for point, group in groups.items():
         mean = sum(float(g[acc]) for g in group) / len(group)
         mean_b = sum(float(g[base]) for g in group) / len(group)
-        table.add_row(*(str(v) for v in point), str(len(group)), f"{mean:.4f}", f"{mean_b:.4f}")
+        table.add_row(*(escape(str(v)) for v in point), str(len(group)), f"{mean:.4f}",
+                      f"{mean_b:.4f}")
     out.print(table)
+
+
+def _number(value: Any, spec: str = ".3g") -> str:
+    """A number for a table; ``—`` when missing or not finite."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return format(value, spec)
+    return "—"
+
+
+def _print_compare(folder: Path) -> None:
+    """``compare-aggregate.csv``: accuracy per (dataset, protocol, level), mean over seeds."""
+    from ppknn.simulations.reporting.csvio import read_rows
+
+    rows = read_rows(folder / "compare-aggregate.csv")
+    table = Table(title=escape(f"{folder}: {_count(len(rows), 'cell')}, mean over seeds "
+                               "(compare.md has the report)"))
+    for col in ("dataset", "protocol", "level", "seeds", "accuracy [95% CI]", "empirical ε"):
+        table.add_column(escape(col), overflow="fold")
+    for r in rows:
+        level = f"{r['privacy_key']} = {r['level']}"
+        acc = (f"{_number(r['accuracy'], '.4f')} [{_number(r.get('accuracy_low'), '.4f')}, "
+               f"{_number(r.get('accuracy_high'), '.4f')}]")
+        table.add_row(escape(str(r["dataset"])), escape(str(r["protocol"])), escape(level),
+                      str(r.get("seeds", "")), escape(acc),
+                      _number(r.get("empirical_epsilon")))
+    out.print(table)
+
+
+def _print_chaos(folder: Path, rows: list[dict[str, Any]]) -> None:
+    """``chaos.json``: how each injected fault ended."""
+    _print_chaos_rows(f"{folder}: {_count(len(rows), 'injected fault')}", rows)
+    bad = sum(1 for r in rows if not r["ok"])
+    out.print(f"{len(rows) - bad} of {len(rows)} faults failed cleanly")
+
+
+def _print_chaos_rows(title: str, rows: list[dict[str, Any]]) -> None:
+    """The chaos table (rows of ``chaos.json``); what every row shares goes in the title."""
+    shared = {k: rows[0].get(k) for k in ("party", "method", "occurrence", "bound_s")
+              if rows and len({str(r.get(k)) for r in rows}) == 1}
+    said = []
+    if "party" in shared:
+        said.append(f"party {shared['party']}")
+    if "method" in shared:
+        said.append(f"method {shared['method']}, call {shared.get('occurrence', '?')}")
+    if "bound_s" in shared:
+        said.append(f"bound {_number(shared['bound_s'], 'g')} s")
+    table = Table(title=escape(title + (f"\n({'; '.join(said)})" if said else "")))
+    columns = ["fault"] + [c for c in ("party", "method") if c not in shared] + [
+        "ended with", "names party", "seconds"] + (["bound"] if "bound_s" not in shared
+                                                   else []) + ["messages kept", "ok"]
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        cells = {"fault": escape(str(r["kind"])), "party": escape(str(r["party"])),
+                 "method": escape(str(r.get("method", "*"))),
+                 "ended with": escape(r["error"] or "completed"),
+                 "names party": "yes" if r["names_party"] else "no",
+                 "seconds": _number(r["seconds"], ".1f"), "bound": _number(r["bound_s"], "g"),
+                 "messages kept": str(r["transcript_rows"]),
+                 "ok": "yes" if r["ok"] else "[bold red]NO[/]"}
+        table.add_row(*(cells[c] for c in columns))
+    out.print(table)
+
+
+def _print_audit(folder: Path) -> None:
+    """``audit.csv``: the empirical ε lower bounds, as the leakage table shows them."""
+    from ppknn.simulations.leakage.table import COLUMNS, LeakageRow, read_table
+
+    fields = [c for c in COLUMNS if c != "verdict"]
+    rows = [LeakageRow(**{k: r.get(k) for k in fields}) for r in read_table(folder / "audit.csv")]
+    for r in rows:
+        if not isinstance(r.value, (int, float)):
+            raise ValueError(f"value {r.value!r} is not a number")
+    _print_leakage(rows, 50, f"audit in {folder}", csv="audit.csv")
 
 
 @app.command()
@@ -457,21 +820,22 @@ def protocols() -> None:
     """List the registered protocols, their roles and privacy guarantees."""
     from ppknn.simulations import registry
 
-    table = Table(title="registered protocols ([protocol] name = ...)")
+    table = Table(title=escape("registered protocols ([protocol] name = ...)"))
     for col in ("name", "protocol", "roles", "guarantee"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for plugin in registry.plugins():
         roles = "; ".join(f"{r.name} x {r.count}" for r in plugin.roles)
-        table.add_row(plugin.name, plugin.title, roles, plugin.guarantee)
+        table.add_row(*(escape(str(v)) for v in (plugin.name, plugin.title, roles,
+                                                 plugin.guarantee)))
     out.print(table)
     from ppknn.simulations.leakage import attacks
 
-    out.print("attacks of the leakage table ([[adversary]] attack = ...; * = scored after "
-              "every run):")
+    out.print(escape("attacks of the leakage table ([[adversary]] attack = ...; * = scored "
+                     "after every run):"))
     for plugin in registry.plugins():
         names = [f"{a}{'*' if attacks.get(plugin.name, a).default else ''}"
                  for a in attacks.allowed(plugin.name)]
-        out.print(f"  {plugin.name}: {', '.join(names) or '-'}")
+        out.print(escape(f"  {plugin.name}: {', '.join(names) or '-'}"))
 
 
 @app.command()
@@ -480,92 +844,210 @@ def reproduce(
                                          "mukherjee (PCA + Laplace), xiong (PP-kNN ring) or "
                                          "zafarani (DP Naive Bayes)."),
     quick: bool = typer.Option(False, "--quick", help="Small settings (under two minutes)."),
-    output: Optional[Path] = typer.Option(None, help="Tables and plots folder "  # noqa: UP007
+    output: Optional[Path] = typer.Option(None, help="Tables and plots folder "
                                           "(default results/reproduce/NAME)."),
-    runtime: RuntimeKind = typer.Option(RuntimeKind.inprocess, help="Where the parties run."),
+    runtime: Optional[RuntimeKind] = _runtime_option("Where the parties run (default "
+                                                     "inprocess)."),
     ray_runtime: bool = typer.Option(False, "--ray", hidden=True, help="= --runtime ray."),
-    docs: Optional[Path] = typer.Option(  # noqa: UP007
+    docs: Optional[Path] = typer.Option(
         None, "--docs", help="Write the report as ROOT/docs/reproductions/NAME.md (the "
         "committed reports: e.g. --docs .); by default it goes into the output folder and "
         "nothing outside it is touched."),
-    option: list[str] = typer.Option([], "--set", help="Extra setting of the reproduction, "
-                                     "KEY=VALUE, typed (e.g. n_points=1000000 for lepert)."),
+    option: list[str] = _set_option("Extra setting of the reproduction, typed (e.g. "
+                                    "n_points=1000000 for lepert)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Run again over a folder that "
+                                   "holds a finished reproduction, or start an unfinished one "
+                                   "afresh (the old folder is replaced only once the new run "
+                                   "is complete)."),
 ) -> None:
-    """Re-run a paper's experiments: CSV + PNG per figure and a Markdown report."""
+    """Re-run a paper's experiments: CSV + PNG per figure and a Markdown report.
+
+    An output folder holding an unfinished run of the same reproduction, with its
+    finished runs kept in grid-rows/, is resumed (those runs are reused); a finished
+    one is refused unless --overwrite.
+    """
     from ppknn.simulations import reproduce as registry
+    from ppknn.simulations.output import check_output, staged
     from ppknn.simulations.scenario import parse_value
 
+    folder = Path(output or Path("results") / "reproduce" / name)
     try:
         module = registry.load(name)
-        folder = output or Path("results") / "reproduce" / name
+        kind = (_with_alias(runtime, ray_runtime, "--ray", RuntimeKind.ray)
+                or RuntimeKind.inprocess)
         params = inspect.signature(module.run).parameters
+        fixed = ("output", "quick", "runtime", "report", "log")
+        settings = [p for p in params if p not in fixed]
         kwargs: dict[str, object] = {}
         for item in option:
-            key, _, value = item.partition("=")
-            fixed = ("output", "quick", "runtime", "report", "log")
-            if key not in params or key in fixed:
-                extra = [p for p in params if p not in fixed]
-                raise PpknnError(f"--set {item!r}: reproduction {name!r} has no setting {key!r};"
-                                 f" its settings: {extra}")
-            kwargs[key] = parse_value(value)
+            key, eq, value = item.partition("=")
+            key = key.strip()
+            if not eq or not key:
+                raise ConfigError(f"--set {item!r}: write KEY=VALUE; the settings of "
+                                  f"reproduction {name!r}: {settings or 'none'}")
+            if key not in settings:
+                raise ConfigError(f"--set {item!r}: reproduction {name!r} has no setting "
+                                  f"{key!r}; its settings: {settings or 'none'}")
+            kwargs[key] = parse_value(value.strip())
+        if docs is not None and not docs.is_dir():
+            raise ConfigError(f"--docs {str(docs)!r} is not a folder; give the checkout's "
+                              "root (e.g. --docs .)")
+        state = registry.folder_state(folder, name)
+        if state.kind == "finished" and not overwrite:
+            raise ConfigError(f"output {str(folder)!r} already holds {state.detail}; pass "
+                              "--overwrite to run it again (the old folder is replaced only "
+                              "once the new run is complete) or choose another --output")
+        if state.kind == "other" and not overwrite:  # a file, another reproduction, ...
+            if registry.read_marker(folder) is None:
+                check_output(folder, overwrite=False)
+            raise ConfigError(f"output {str(folder)!r} holds {state.detail}, not a "
+                              f"reproduction of {name!r}; choose another --output (or pass "
+                              "--overwrite to replace it)")
+        if overwrite or state.kind == "empty":
+            check_output(folder, overwrite=overwrite)
         if "log" in params:
-            kwargs["log"] = lambda text: console.log(f"{name}: {text}")
-        report_path = (registry.report_path(name, docs) if docs is not None
-                       else Path(folder) / f"{name}.md")
-        kind = "ray" if ray_runtime else runtime.value
-        if kind == "ray":
+            kwargs["log"] = lambda text: console.print(f"{escape(name)}: {escape(str(text))}")
+        facts = {"quick": quick, "runtime": kind.value,
+                 "settings": {k: v for k, v in kwargs.items() if k != "log"}}
+        if kind is RuntimeKind.ray:
             _starting_ray(None)
-        report = module.run(folder, quick=quick, runtime=kind, report=report_path, **kwargs)
+        if overwrite and state.kind != "empty":  # afresh: the old folder stays until the end
+            with staged(folder, overwrite=True) as stage:
+                report = _reproduce_in(stage, folder, module, name, docs, facts, kwargs)
+        else:  # in place, so that even a killed run keeps its finished runs for the next
+            if state.kind == "resumable":
+                console.print(f"[yellow]note:[/] {escape(str(folder))} holds "
+                              f"{escape(state.detail)}: resuming it, reusing its "
+                              f"{_count(state.runs, 'finished run')} in "
+                              f"{escape(str(folder / registry.ROWS))} (--overwrite starts "
+                              "afresh)")
+            elif state.kind == "unfinished":
+                console.print(f"[yellow]note:[/] {escape(str(folder))} holds "
+                              f"{escape(state.detail)} that kept no finished runs: running it "
+                              "again there (--overwrite starts afresh)")
+            report = _reproduce_in(folder, folder, module, name, docs, facts, kwargs)
     except PartyFailure as exc:
-        _fail(exc, 3)
+        _fail(exc, 3, _resume_hint(exc, name, folder))
     except PpknnError as exc:
-        _fail(exc, 2)
-    out.print(f"tables and plots in [bold]{folder}[/]; report [bold]{report}[/]")
+        _fail(exc, 2, _resume_hint(exc, name, folder))
+    except (Exception, KeyboardInterrupt) as exc:  # the folder keeps what it finished
+        if getattr(exc, "kept_folder", None) is None:
+            raise
+        _fail(exc, 130 if isinstance(exc, KeyboardInterrupt) else 1,
+              _resume_hint(exc, name, folder))
+    out.print(f"tables and plots in [bold]{escape(str(folder))}[/]; report "
+              f"[bold]{escape(str(report))}[/]")
+
+
+def _reproduce_in(where: Path, folder: Path, module: Any, name: str, docs: Path | None,
+                  facts: dict[str, Any], kwargs: dict[str, Any]) -> Path:
+    """Run reproduction ``name`` writing into ``where`` (``folder`` itself, or its stage).
+
+    Returns where the report is once ``where`` is ``folder``. Before the run ``where``
+    says which reproduction it holds (:data:`reproduce.MARKER`) and after it that it
+    finished. A run in ``folder`` itself that fails keeps what it wrote, with
+    ``failure.json`` saying why, as :func:`simulations.output.staged` does for a stage;
+    one refused before it wrote anything leaves nothing behind.
+    """
+    import shutil
+
+    from ppknn.simulations import reproduce as registry
+    from ppknn.simulations.output import FAILURE, MARKER, failure_record
+
+    report = registry.report_path(name, docs) if docs is not None else folder / f"{name}.md"
+    written = report if docs is not None else where / f"{name}.md"
+    in_place = where == folder
+    created = not where.exists()
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"output {str(where)!r} cannot be created: {exc.strerror}") from None
+    ours = [where / registry.MARKER, where / MARKER]
+    new = [p for p in ours if not p.exists()]
+    registry.write_marker(where, name=name, finished=False, **facts)
+    if in_place:
+        (where / MARKER).write_text("written by ppknn; --overwrite may replace this folder\n")
+    try:
+        module.run(where, quick=facts["quick"], runtime=facts["runtime"], report=written,
+                   **kwargs)
+    except BaseException as exc:
+        if not any(p.is_file() and p not in ours for p in where.rglob("*")):
+            for p in new:  # refused before it wrote anything: nothing is kept
+                p.unlink(missing_ok=True)
+            if created and in_place:
+                shutil.rmtree(where, ignore_errors=True)
+        elif in_place:
+            (folder / FAILURE).write_text(json.dumps(failure_record(exc), indent=1))
+            try:
+                exc.kept_folder = folder  # type: ignore[attr-defined]
+            except AttributeError:
+                pass
+        raise
+    shown = report.relative_to(folder) if report.is_relative_to(folder) else report.resolve()
+    registry.write_marker(where, name=name, finished=True, report=str(shown), **facts)
+    if in_place:
+        (folder / FAILURE).unlink(missing_ok=True)
+    return report
+
+
+def _resume_hint(exc: BaseException, name: str, folder: Path) -> str:
+    """How to resume a failed reproduction from the finished runs it kept (or ``""``)."""
+    from ppknn.simulations import reproduce as registry
+
+    kept = getattr(exc, "kept_folder", None)
+    if kept is None:
+        return ""
+    state = registry.folder_state(Path(kept), name)
+    if state.kind != "resumable":
+        return ""
+    runs = _count(state.runs, "finished run")
+    if Path(kept) == folder:
+        return f"the same command resumes it, reusing its {runs}"
+    return f"`ppknn reproduce {name} --output {kept}` resumes from its {runs}"
 
 
 @app.command()
 def sweep(
     file: Path = typer.Argument(..., help="Sweep TOML file (base scenario, grid, seeds)."),
-    runtime: Optional[RuntimeKind] = typer.Option(  # noqa: UP007
-        None, help="'ray': fan the runs out over Ray tasks; 'inprocess': run them here, one "
-        "by one (overrides [sweep].parallel)."),
+    runtime: Optional[RuntimeKind] = _runtime_option(
+        "'ray': fan the runs out over Ray tasks; 'inprocess': run them here, one by one "
+        "(overrides [sweep].parallel)."),
     sequential: bool = typer.Option(False, "--sequential", hidden=True,
                                     help="= --runtime inprocess."),
-    output: Optional[Path] = typer.Option(None, help="Overrides [sweep].output."),  # noqa: UP007
-    chunk_size: Optional[int] = typer.Option(  # noqa: UP007
-        None, min=1, help="Runs per Ray task; overrides [sweep].chunk_size."),
-    sets: list[str] = typer.Option([], "--set", help="A base-scenario key, typed: "
-                                   "--set protocol.epsilon=0.5."),
+    output: Optional[Path] = typer.Option(None, help="Overrides [sweep].output."),
+    chunk_size: Optional[int] = typer.Option(None, parser=_at_least(1), metavar="<int>",
+                                             help="Runs per Ray task; overrides "
+                                             "[sweep].chunk_size."),
+    sets: list[str] = _set_option("A base-scenario key, typed: --set protocol.epsilon=0.5."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing sweep "
                                    "folder (only once the new table is complete)."),
 ) -> None:
     """Run a grid of scenarios x seeds (any protocol), fanned out over Ray; one table."""
+    from ppknn.simulations.output import check_output
     from ppknn.simulations.scenario import parse_value, set_dotted
     from ppknn.simulations.sweep import load_sweep, run_sweep
 
     try:
-        spec = load_sweep(file)
+        kind = _with_alias(runtime, sequential, "--sequential", RuntimeKind.inprocess)
+        spec = _load(load_sweep, file, "sweep file")
         base = spec.base
         for item in sets:
             key, eq, value = item.partition("=")
-            if not eq or not key:
-                raise PpknnError(f"--set {item!r}: write KEY=VALUE, e.g. protocol.k=5")
+            if not eq or not key.strip():
+                raise ConfigError(f"--set {item!r}: write KEY=VALUE, e.g. protocol.k=5")
             base = set_dotted(base, key.strip(), parse_value(value.strip()))
         spec = spec.model_copy(update={"base": base})
         if chunk_size is not None:
             spec = spec.model_copy(update={
                 "sweep": spec.sweep.model_copy(update={"chunk_size": chunk_size})})
         n_runs = len(spec.runs())
-        from ppknn.simulations.output import check_output
-
         folder = check_output(output or Path(spec.sweep.output), overwrite=overwrite)
-        parallel = ("sequential" if sequential or runtime is RuntimeKind.inprocess
-                    else "ray" if runtime is RuntimeKind.ray else None)
+        parallel = ("sequential" if kind is RuntimeKind.inprocess
+                    else "ray" if kind is RuntimeKind.ray else None)
         if (parallel or spec.sweep.parallel) == "ray":
             _starting_ray(spec.sweep.address)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=console) as bar:
-            task = bar.add_task(f"sweep {spec.sweep.name}", total=n_runs)
+        with _bar() as bar:
+            task = bar.add_task(escape(f"sweep {spec.sweep.name}"), total=n_runs)
             rows = run_sweep(spec, parallel=parallel, output=folder, overwrite=overwrite,
                              progress=lambda done, total: bar.update(task, completed=done))
     except PartyFailure as exc:
@@ -573,53 +1055,66 @@ def sweep(
     except PpknnError as exc:
         _fail(exc, 2)
     _print_sweep(rows, f"sweep {spec.sweep.name}")
-    out.print(f"{len(rows)} runs; table [bold]{folder}/sweep.csv[/] "
+    out.print(f"{_count(len(rows), 'run')}; table [bold]{escape(str(folder))}/sweep.csv[/] "
               f"(+ sweep.parquet, sweep.png)")
 
 
 @app.command()
 def chaos(
     scenario: Path = typer.Argument(..., help="Scenario TOML file to run under faults."),
-    output: Path = typer.Option(Path("results/chaos"), help="A fresh folder: one transcript per "
+    output: Path = typer.Option(Path("results/chaos"), help="Folder for one transcript per "
                                 "fault and chaos.json."),
-    party: Optional[str] = typer.Option(None, help="The faulty party (default: the second)."),  # noqa: UP007
-    kind: list[str] = typer.Option([], "--kind", help="Fault kinds (default: all): kill, raise, "
-                                   "hang, slow, memory, drop, duplicate, reorder, tamper."),
-    method: str = typer.Option("*", help="The party method that fails ('*': any)."),
-    occurrence: int = typer.Option(2, min=1, help="Which matching call fails (1 = the first)."),
-    runtime: Optional[str] = typer.Option(None, help="'ray' or 'inprocess' (overrides [runtime].kind)."),  # noqa: UP007,E501
-    sets: list[str] = typer.Option([], "--set", help="Any scenario key, typed (e.g. "
-                                   "--set runtime.party_timeout_s=2)."),
+    party: Optional[str] = typer.Option(None, help="The faulty party (default: the second)."),
+    kind: list[str] = typer.Option([], "--kind", metavar="KIND", help="A fault kind, repeatable "
+                                   "(default: all): kill, raise, hang, slow, memory, drop, "
+                                   "duplicate, reorder, tamper."),
+    method: str = typer.Option("*", help="The party method that fails, one of the party's "
+                               "methods (a bad name lists them), or '*' for any."),
+    occurrence: int = typer.Option(2, parser=_at_least(1), metavar="<int>",
+                                   help="Which matching call fails (1 = the first)."),
+    runtime: Optional[RuntimeKind] = _runtime_option(
+        "Where the parties run (overrides [runtime].kind)."),
+    sets: list[str] = _set_option("Any scenario key, typed (e.g. --set "
+                                  "runtime.party_timeout_s=2)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing chaos "
+                                   "folder (only once every fault has run)."),
 ) -> None:
     """Inject each fault into one party and check every run fails cleanly (exit 1 if not)."""
-    from ppknn.simulations.faults import run_chaos
-    from ppknn.simulations.scenario import load_scenario
+    from ppknn.simulations.faults import chaos_plan, run_chaos
+    from ppknn.simulations.output import check_output, staged
 
     try:
-        sc = load_scenario(scenario)
+        sc = _load_scenario(scenario)
         if runtime:
-            sc = sc.with_overrides(runtime={"kind": runtime})
+            sc = sc.with_overrides(runtime={"kind": runtime.value})
         sc = _apply_sets(sc, sets)
-        table = Table(title=f"fault injection: {scenario} ({sc.runtime.kind} runtime, "
-                            f"party_timeout_s {sc.runtime.party_timeout_s:g})")
-        for col in ("fault", "party", "ended with", "names party", "seconds", "bound",
-                    "messages kept", "ok"):
-            table.add_column(col)
+        if output.is_dir() and any(output.iterdir()) and not overwrite:
+            raise ConfigError(f"output {str(output)!r} already exists; pass --overwrite to "
+                              "replace it (only once every fault has run) or choose another "
+                              "--output")
+        folder = check_output(output, overwrite=overwrite)
+        title = (f"fault injection: {scenario} ({sc.runtime.kind} runtime, party_timeout_s "
+                 f"{sc.runtime.party_timeout_s:g})")
 
         def row(fault: Any, o: Any) -> None:
-            console.log(f"{fault.kind}: {o.error or 'completed'} in {o.seconds:.1f} s")
-            table.add_row(fault.kind, fault.party, o.error or "completed", str(o.named),
-                          f"{o.seconds:.1f}", f"{o.bound_s:g}", str(o.transcript_rows),
-                          "yes" if o.ok else "[bold red]NO[/]")
+            console.print(escape(f"{fault.kind}: {o.error or 'completed'} in {o.seconds:.1f} s"))
 
-        outcomes = run_chaos(sc, output, party=party, kinds=kind or None, method=method,
-                             occurrence=occurrence, progress=row)
+        cases = chaos_plan(sc, party=party, kinds=kind or None, method=method,
+                           occurrence=occurrence)  # every argument checked before a run
+        if sc.runtime.kind == "ray":
+            _starting_ray(sc.runtime.address)
+        with staged(folder, overwrite=overwrite) as stage:
+            outcomes = run_chaos(sc, stage, cases=cases, progress=row)
     except PpknnError as exc:
         _fail(exc, 2)
-    out.print(table)
+    except (Exception, KeyboardInterrupt) as exc:
+        if getattr(exc, "kept_folder", None) is None:
+            raise
+        _fail(exc, 130 if isinstance(exc, KeyboardInterrupt) else 1)
+    _print_chaos_rows(title, [o.as_dict() for o in outcomes])
     bad = [o.fault.kind for o in outcomes if not o.ok]
     out.print(f"{len(outcomes) - len(bad)} of {len(outcomes)} faults failed cleanly; "
-              f"details in [bold]{output}/chaos.json[/]")
+              f"details in [bold]{escape(str(folder))}/chaos.json[/]")
     if bad:
         raise typer.Exit(1)
 
@@ -629,9 +1124,9 @@ def datasets() -> None:
     """List the datasets a scenario can name."""
     from ppknn.core.data import available_datasets, data_dir
 
-    out.print(f"data directory: {data_dir()}")
+    out.print(f"data directory: {escape(str(data_dir()))}")
     for name in available_datasets():
-        out.print(f"  {name}")
+        out.print(f"  {escape(name)}")
     out.print("  synthetic:classification?rows=N&features=D&classes=C  (generated, any size)")
     out.print("  file:///path/data.csv?label=COL, s3://..., gs://..., hdfs://...  (a CSV by URI; "
               "PPKNN_DATA_DIR may be a URI too)")
@@ -639,15 +1134,17 @@ def datasets() -> None:
 
 @app.command()
 def compare(
-    spec: Optional[Path] = typer.Argument(  # noqa: UP007
+    spec: Optional[Path] = typer.Argument(
         None, help="Comparison spec TOML (datasets, protocols with privacy levels, seeds); "
-        "omitted with --quick: the embedded quick spec."),
-    quick: bool = typer.Option(False, "--quick", help="The embedded quick spec: every "
-                               "protocol, two levels, two bundled datasets, two seeds."),
-    runtime: Optional[RuntimeKind] = typer.Option(  # noqa: UP007
-        None, help="'ray': fan the runs out over Ray tasks; 'inprocess': one by one "
-        "(overrides [compare].parallel; the table is the same)."),
-    output: Optional[Path] = typer.Option(None, help="Overrides [compare].output."),  # noqa: UP007
+        "or none, with --quick."),
+    quick: bool = typer.Option(False, "--quick", help="The embedded quick spec instead of a "
+                               "file: every protocol, two levels, two bundled datasets, two "
+                               "seeds."),
+    runtime: Optional[RuntimeKind] = _runtime_option(
+        "'ray': fan the runs out over Ray tasks; 'inprocess': one by one, with no Ray at all "
+        "(the cells of [compare.runtime_compare] are then skipped, with a note) (overrides "
+        "[compare].parallel; the table is the same)."),
+    output: Optional[Path] = typer.Option(None, help="Overrides [compare].output."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing folder "
                                    "(only once the new comparison is complete)."),
 ) -> None:
@@ -660,26 +1157,39 @@ def compare(
         run_comparison,
         write_report,
     )
-    from ppknn.simulations.output import staged
+    from ppknn.simulations.output import check_output, staged
 
     try:
+        if spec is not None and quick:
+            raise ConfigError(f"give a comparison spec ({str(spec)!r}) or --quick (the "
+                              "embedded quick spec), not both")
         if spec is None and not quick:
-            raise PpknnError("give a comparison spec file, or --quick for the embedded one")
-        comparison = load_comparison(QUICK_SPEC if spec is None else spec)
-        folder = output or Path(comparison.compare.output)
+            raise ConfigError("give a comparison spec file, or --quick for the embedded one")
+        comparison = (load_comparison(QUICK_SPEC) if spec is None
+                      else _load(load_comparison, spec, "comparison spec"))
+        folder = check_output(output or Path(comparison.compare.output), overwrite=overwrite)
         parallel = ("sequential" if runtime is RuntimeKind.inprocess
                     else "ray" if runtime is RuntimeKind.ray else comparison.compare.parallel)
         jobs = comparison.jobs()  # validates every cell before anything runs
-        if parallel == "ray":
+        on_ray = sum(1 for meta, _ in jobs if meta["ray_layout"])
+        if runtime is RuntimeKind.inprocess and on_ray:
+            console.print("[yellow]note:[/] " + escape(
+                f"--runtime inprocess: {_count(on_ray, 'cell')} of [compare.runtime_compare] "
+                f"{'is' if on_ray == 1 else 'are'} not rerun on Ray (the table has no Ray "
+                "timings); leave out --runtime inprocess to measure them"))
+            comparison = comparison.model_copy(update={"compare": comparison.compare.model_copy(
+                update={"runtime_compare": None})})
+            jobs = comparison.jobs()
+            on_ray = 0
+        if parallel == "ray" or on_ray:
             _starting_ray(comparison.compare.address)
+        command = "ppknn compare " + ("--quick" if spec is None else str(spec)) + (
+            f" --runtime {runtime.value}" if runtime is not None else "")
         t0 = time.perf_counter()
-        with staged(folder, overwrite=overwrite) as stage, \
-                Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                         TimeElapsedColumn(), console=console) as bar:
-            task = bar.add_task(f"compare {comparison.compare.name}", total=len(jobs))
+        with staged(folder, overwrite=overwrite) as stage, _bar() as bar:
+            task = bar.add_task(escape(f"compare {comparison.compare.name}"), total=len(jobs))
             rows = run_comparison(comparison, parallel=parallel,
                                   progress=lambda done, total: bar.update(task, completed=done))
-            command = "ppknn compare " + ("--quick" if spec is None else str(spec))
             write_report(comparison, rows, stage, command=command,
                          seconds=time.perf_counter() - t0, quick=spec is None,
                          parallel=parallel)
@@ -687,8 +1197,8 @@ def compare(
         _fail(exc, 3)
     except PpknnError as exc:
         _fail(exc, 2)
-    out.print(f"{len(rows)} runs; report [bold]{folder}/compare.md[/] (+ compare.csv, "
-              "compare.parquet, compare-aggregate.csv, plots)")
+    out.print(f"{_count(len(rows), 'run')}; report [bold]{escape(str(folder))}/compare.md[/] (+ "
+              "compare.csv, compare.parquet, compare-aggregate.csv, plots)")
 
 
 def main() -> None:

@@ -158,30 +158,72 @@ def fault_section(fault: FaultPlan) -> dict[str, Any]:
     return out
 
 
-def run_chaos(scenario: Any, output: Path, *, party: str | None = None,
-              kinds: Sequence[str] | None = None, method: str = "*", occurrence: int = 1,
-              progress: Callable[[FaultPlan, ChaosOutcome], None] | None = None,
-              ) -> list[ChaosOutcome]:
-    """Run ``scenario`` once per fault kind on ``party`` (default: the second party).
+def party_methods(factory: Any) -> list[str] | None:
+    """The methods a fault can target on a party built by ``factory`` (``None``: unknown).
 
-    Each case writes its transcript to ``output/<kind>/transcript``; the
-    outcomes go to ``output/chaos.json``. ``output`` must not exist yet.
+    A party class's public methods: the host calls nothing else.
+
+    Examples
+    --------
+    >>> class Party:
+    ...     def step(self): ...
+    ...     def _helper(self): ...
+    >>> party_methods(Party), party_methods(lambda: None)
+    (['step'], None)
+    """
+    if not isinstance(factory, type):
+        return None
+    return sorted(m for m in dir(factory)
+                  if not m.startswith("_") and callable(getattr(factory, m, None)))
+
+
+def chaos_plan(scenario: Any, *, party: str | None = None,
+               kinds: Sequence[str] | None = None, method: str = "*",
+               occurrence: int = 1) -> list[FaultPlan]:
+    """The faults :func:`run_chaos` injects, every argument checked (nothing runs).
+
+    ``party`` (default: the second party) must be a party of the scenario,
+    ``method`` one of its methods (:func:`party_methods`) or ``"*"``, and
+    ``kinds`` fault kinds; a bad value raises :class:`ConfigError` naming it and
+    what is allowed.
     """
     from ppknn.simulations.runner import prepare
 
+    specs = {s.party_id: s for s in prepare(scenario).specs()}
+    names = list(specs)
+    victim = party or (names[1] if len(names) > 1 else names[0])
+    if victim not in specs:
+        raise ConfigError(f"--party {victim!r} is not a party of the scenario; parties: "
+                          f"{names[:20]}{' ...' if len(names) > 20 else ''}")
+    allowed = party_methods(specs[victim].factory)
+    if method != "*" and allowed is not None and method not in allowed:
+        raise ConfigError(f"--method {method!r} is not a method of party {victim!r} "
+                          f"({specs[victim].factory.__name__}); its methods: "
+                          f"{', '.join(allowed)}, or '*' for any")
+    return chaos_cases(victim, channels=scenario.runtime.channels, method=method,
+                       occurrence=occurrence, party_timeout_s=scenario.runtime.party_timeout_s,
+                       kinds=kinds)
+
+
+def run_chaos(scenario: Any, output: Path, *, party: str | None = None,
+              kinds: Sequence[str] | None = None, method: str = "*", occurrence: int = 1,
+              progress: Callable[[FaultPlan, ChaosOutcome], None] | None = None,
+              cases: Sequence[FaultPlan] | None = None) -> list[ChaosOutcome]:
+    """Run ``scenario`` once per fault kind on ``party`` (default: the second party).
+
+    Each case writes its transcript to ``output/<kind>/transcript``; the
+    outcomes go to ``output/chaos.json``. ``output`` must not exist yet, or be
+    empty (a staging folder). The faults are :func:`chaos_plan`'s (or ``cases``,
+    planned already), checked before anything runs.
+    """
     output = Path(output)
-    if output.exists():
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise ConfigError(f"output {str(output)!r} already exists; chaos runs write a fresh "
                           "folder (choose another --output)")
-    names = [s.party_id for s in prepare(scenario).specs()]
-    victim = party or (names[1] if len(names) > 1 else names[0])
-    if victim not in names:
-        raise ConfigError(f"--party {victim!r} is not a party of the scenario; parties: "
-                          f"{names[:20]}")
-    cases = chaos_cases(victim, channels=scenario.runtime.channels, method=method,
-                        occurrence=occurrence, party_timeout_s=scenario.runtime.party_timeout_s,
-                        kinds=kinds)
-    output.mkdir(parents=True)
+    if cases is None:
+        cases = chaos_plan(scenario, party=party, kinds=kinds, method=method,
+                           occurrence=occurrence)
+    output.mkdir(parents=True, exist_ok=True)
     outcomes = []
     for fault in cases:
         outcome = run_with_fault(scenario, fault, output / fault.kind / "transcript")
@@ -192,5 +234,5 @@ def run_chaos(scenario: Any, output: Path, *, party: str | None = None,
     return outcomes
 
 
-__all__ = ["SLACK_S", "ChaosOutcome", "chaos_cases", "fault_section", "run_chaos",
-           "run_with_fault"]
+__all__ = ["SLACK_S", "ChaosOutcome", "chaos_cases", "chaos_plan", "fault_section",
+           "party_methods", "run_chaos", "run_with_fault"]

@@ -38,7 +38,7 @@ MARKER = ".ppknn-output"
 """Written into every folder :func:`staged` completes: the folder holds ppknn's output."""
 
 MARKERS = (MARKER, "scenario.json", "summary.json", "public.json", FAILURE, "sweep.csv",
-           "audit.json", "chaos.json", "compare.csv", "deviations.json")
+           "audit.json", "chaos.json", "compare.csv", "deviations.json", "reproduction.json")
 """Files that show a folder holds ppknn output (folders written before :data:`MARKER`)."""
 
 

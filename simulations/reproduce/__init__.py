@@ -11,13 +11,22 @@ Each paper has a module ``simulations.reproduce.<name>`` that defines
     minutes (exercised by the tests); ``runtime`` is ``"inprocess"`` or ``"ray"``.
 
 The registry maps names to modules and one-line descriptions.
+
+An output folder says what it holds in :data:`MARKER` (``reproduction.json``:
+the reproduction's name and whether it finished); :func:`folder_state` reads
+it, so ``ppknn reproduce`` refuses a finished reproduction (unless told to
+overwrite it) and resumes an unfinished one that kept its finished runs in
+:data:`ROWS` (``grid-rows/*.jsonl``, see :func:`simulations.grids.run_grids`).
 """
 
 from __future__ import annotations
 
 import importlib
+import json
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any, Literal
 
 from ppknn.core.errors import ConfigError
 
@@ -43,4 +52,100 @@ def report_path(name: str, root: Path | None = None) -> Path:
     return base / "docs" / "reproductions" / f"{name}.md"
 
 
-__all__ = ["REPRODUCTIONS", "load", "report_path"]
+MARKER = "reproduction.json"
+"""In a reproduction's output folder: its name, settings and whether it finished."""
+
+ROWS = "grid-rows"
+"""The folder where a reproduction keeps its finished runs as they finish (``*.jsonl``)."""
+
+
+@dataclass(frozen=True)
+class FolderState:
+    """What an output folder holds, for ``ppknn reproduce NAME``.
+
+    Attributes
+    ----------
+    kind:
+        ``"empty"`` (absent or empty), ``"finished"`` (a finished report of NAME),
+        ``"resumable"`` (an unfinished NAME with finished runs kept in :data:`ROWS`),
+        ``"unfinished"`` (an unfinished NAME with nothing to reuse), ``"other"``
+        (another reproduction, or anything else).
+    detail:
+        A phrase for messages: what the folder holds.
+    runs:
+        Finished runs kept in :data:`ROWS` (``"resumable"``).
+    """
+
+    kind: Literal["empty", "finished", "resumable", "unfinished", "other"]
+    detail: str = ""
+    runs: int = 0
+
+
+def read_marker(folder: Path) -> dict[str, Any] | None:
+    """The :data:`MARKER` record of ``folder`` (``None``: none, or unreadable)."""
+    try:
+        record = json.loads((Path(folder) / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def write_marker(folder: Path, *, name: str, finished: bool, **facts: Any) -> None:
+    """Say in ``folder`` which reproduction it holds and whether it finished."""
+    record = {"name": name, "finished": finished, **facts}
+    partial = Path(folder) / f".{MARKER}.partial"
+    partial.write_text(json.dumps(record, indent=1, default=str))
+    partial.replace(Path(folder) / MARKER)
+
+
+def _kept_runs(folder: Path) -> int:
+    """Finished runs in ``folder/grid-rows/*.jsonl`` (one line each)."""
+    rows = Path(folder) / ROWS
+    if not rows.is_dir():
+        return 0
+    count = 0
+    for store in rows.glob("*.jsonl"):
+        try:
+            count += sum(1 for line in store.read_text(encoding="utf-8").splitlines()
+                         if line.strip())
+        except (OSError, UnicodeDecodeError):
+            continue
+    return count
+
+
+def folder_state(folder: Path, name: str) -> FolderState:
+    """What ``folder`` holds, as far as reproduction ``name`` is concerned.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> folder_state(folder / "new", "xiong").kind
+    'empty'
+    >>> write_marker(folder, name="xiong", finished=True)
+    >>> folder_state(folder, "xiong").kind, folder_state(folder, "gursoy").kind
+    ('finished', 'other')
+    """
+    folder = Path(folder)
+    if not folder.exists():
+        return FolderState("empty")
+    if not folder.is_dir():
+        return FolderState("other", "a file")
+    if not any(folder.iterdir()):
+        return FolderState("empty")
+    marker = read_marker(folder)
+    held = marker.get("name") if marker else None
+    if held is not None and held != name:
+        return FolderState("other", f"a reproduction of {held!r}")
+    if (marker and marker.get("finished")) or (folder / f"{name}.md").is_file():
+        return FolderState("finished", f"a finished reproduction of {name!r}")
+    runs = _kept_runs(folder)
+    if runs:
+        return FolderState("resumable", f"an unfinished reproduction of {name!r}", runs)
+    if marker is not None:
+        return FolderState("unfinished", f"an unfinished reproduction of {name!r}")
+    return FolderState("other", "files of something else")
+
+
+__all__ = ["MARKER", "REPRODUCTIONS", "ROWS", "FolderState", "folder_state", "load",
+           "read_marker", "report_path", "write_marker"]
