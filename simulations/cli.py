@@ -295,8 +295,8 @@ def run(
                 whole = run_scenario(sc, stage=stage, progress=_progress_bar(bar),
                                      wait_for_shutdown=False)
                 outcome, deviations = whole.run, whole.deviations
-        for w in caught:
-            console.print(f"[yellow]warning:[/] {escape(str(w.message))}")
+        for message in dict.fromkeys(str(w.message) for w in caught):  # each once
+            console.print(f"[yellow]warning:[/] {escape(message)}")
     except (PartyFailure, IntegrityError) as exc:  # the run failed (not its input): 3
         _fail(exc, 3)
     except PpknnError as exc:
@@ -667,19 +667,19 @@ def sweep(
 ) -> None:
     """Run a grid of scenarios x seeds (any protocol), fanned out over Ray; one table."""
     from ppknn.simulations.output import check_output
-    from ppknn.simulations.scenario import parse_value, set_dotted
-    from ppknn.simulations.sweep import load_sweep, run_sweep
+    from ppknn.simulations.scenario import parse_value
+    from ppknn.simulations.sweep import load_sweep, run_sweep, with_base_keys
 
     try:
         kind = _with_alias(runtime, sequential, "--sequential", RuntimeKind.inprocess)
         spec = _load(load_sweep, file, "sweep file")
-        base = spec.base
+        items = []
         for item in sets:
             key, eq, value = item.partition("=")
             if not eq or not key.strip():
                 raise ConfigError(f"--set {item!r}: write KEY=VALUE, e.g. protocol.k=5")
-            base = set_dotted(base, key.strip(), parse_value(value.strip()))
-        spec = spec.model_copy(update={"base": base})
+            items.append((key.strip(), parse_value(value.strip())))
+        spec = with_base_keys(spec, items)
         if chunk_size is not None:
             spec = spec.model_copy(update={
                 "sweep": spec.sweep.model_copy(update={"chunk_size": chunk_size})})
@@ -767,8 +767,12 @@ def datasets() -> None:
     """List the datasets a scenario can name."""
     from ppknn.core.data import available_datasets, data_dir
 
-    out.print(f"data directory: {escape(str(data_dir()))}")
-    for name in available_datasets():
+    try:
+        folder, names = data_dir(), available_datasets()
+    except PpknnError as exc:  # PPKNN_DATA_DIR naming a folder without a manifest
+        _fail(exc, 2)
+    out.print(f"data directory: {escape(str(folder))}")
+    for name in names:
         out.print(f"  {escape(name)}")
     out.print("  synthetic:classification?rows=N&features=D&classes=C  (generated, any size)")
     out.print("  file:///path/data.csv?label=COL, s3://..., gs://..., hdfs://...  (a CSV by URI; "

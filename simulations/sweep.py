@@ -96,6 +96,22 @@ class Sweep(BaseModel):
         return out
 
 
+def with_base_keys(sweep: Sweep, items: list[tuple[str, Any]]) -> Sweep:
+    """``sweep`` with keys of its base scenario set (``ppknn sweep --set``).
+
+    A key the grid sets is refused: every point would replace it, so the value
+    would be dropped unseen. The others are validated with every point.
+    """
+    base = sweep.base
+    for key, value in items:
+        if key in sweep.grid:
+            raise ConfigError(f"--set {key}={value!r}: the grid sets {key} (values "
+                              f"{sweep.grid[key]!r}), so this value would never be used; "
+                              "change the grid in the sweep file, or set another key")
+        base = set_dotted(base, key, value)
+    return sweep.model_copy(update={"base": base})
+
+
 def load_sweep(path: str | os.PathLike[str]) -> Sweep:
     """Read and validate a sweep file."""
     p = Path(path)
@@ -261,4 +277,4 @@ def _plot(rows: list[dict[str, Any]], path: Path, grid: list[str], sweep_name: s
 
 
 __all__ = ["COMMON_KEYS", "Sweep", "load_sweep", "parse_sweep", "run_one", "run_sweep", "table_row",
-           "write_table"]
+           "with_base_keys", "write_table"]

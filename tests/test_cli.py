@@ -329,3 +329,23 @@ def test_a_detected_deviation_keeps_the_honest_run_and_the_deviant_transcript(tm
     again = runner.invoke(app, ["leakage", str(out)])
     assert again.exit_code == 0, again.output
     assert (out / "leakage.csv").read_bytes() == before
+
+
+def test_datasets_names_a_data_directory_without_a_manifest(tmp_path, monkeypatch):
+    monkeypatch.setenv("PPKNN_DATA_DIR", str(tmp_path / "typo"))
+    result = runner.invoke(app, ["datasets"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "PPKNN_DATA_DIR" in result.output and "does not exist" in result.output
+
+
+def test_a_warning_is_printed_once_per_run(tmp_path):
+    """bounds = "data" warns in the deviant run and in its honest twin: printed once."""
+    from pathlib import Path
+
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / \
+        "deviation_ring_never_randomise.toml"
+    result = runner.invoke(app, ["run", str(scenario), "--runtime", "inprocess",
+                                 "--output", str(tmp_path / "o"), "--set", "data.max_queries=10",
+                                 "--set", 'data.bounds="data"'])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("warning:") == 1, result.output

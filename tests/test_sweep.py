@@ -152,3 +152,29 @@ def test_a_bad_sweep_names_each_key_without_pydantic_internals():
     assert "unknown key 'sweep.nme'" in message and "sweep.seeds = []" in message
     assert "grid.protocol.k = 5" in message
     assert "pydantic" not in message and "type=" not in message
+
+
+def test_cli_sweep_refuses_a_set_key_the_grid_sets(tmp_path):
+    """The grid would replace it in every point: refused (exit 2), not silently dropped;
+    another key is applied and validated."""
+    from typer.testing import CliRunner
+
+    from ppknn.simulations.cli import app
+
+    f = tmp_path / "s.toml"
+    f.write_text('[sweep]\nseeds = [0]\nparallel = "sequential"\n'
+                 '[base.data]\ndataset = "glass"\nmax_queries = 10\n[base.runtime]\n'
+                 'channels = false\n[grid]\n"protocol.k" = [1, 3]\n')
+    runner = CliRunner()
+    for value in ("3", "abc"):
+        res = runner.invoke(app, ["sweep", str(f), "--output", str(tmp_path / "o"),
+                                  "--set", f"protocol.k={value}"])
+        assert res.exit_code == 2, res.output
+        assert "the grid sets protocol.k" in " ".join(res.output.split())
+    assert not (tmp_path / "o").exists()
+    bad = runner.invoke(app, ["sweep", str(f), "--output", str(tmp_path / "o"),
+                              "--set", "protocol.rounds=0"])
+    assert bad.exit_code == 2 and "protocol.rounds = 0" in bad.output
+    ok = runner.invoke(app, ["sweep", str(f), "--output", str(tmp_path / "o"),
+                             "--set", "protocol.rounds=1"])
+    assert ok.exit_code == 0, ok.output
