@@ -515,3 +515,14 @@ def test_figure_validation():
 def test_figure_file_names_default_to_its_name():
     fig = Figure(name="fig2", title="t", xlabel="x", ylabel="y", x="k", series=(Series(y="a"),))
     assert (fig.csv, fig.png) == ("fig2.csv", "fig2.png")
+
+
+def test_a_resumed_report_says_which_runs_it_kept():
+    from ppknn.simulations.reporting.markdown import run_line
+    from ppknn.simulations.reporting.model import Run
+
+    fresh = run_line(Run(command="ppknn reproduce zafarani", seconds=60.0))
+    assert "Every number below comes from that run." in fresh and "resumed" not in fresh
+    resumed = run_line(Run(command="ppknn reproduce zafarani", seconds=60.0, reused=1200))
+    assert "1,200 of its runs were kept" in resumed
+    assert "Every number below comes from that run." not in resumed

@@ -517,6 +517,8 @@ class Run:
     quick: bool = False
     seed: int | None = None
     seconds: float | None = None
+    reused: int = 0
+    """Runs kept from an earlier, interrupted invocation of the same command (resumed)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -103,6 +103,8 @@ class Results:
     peer_rows: list[dict] = dataclasses.field(default_factory=list)
     peer_message: str = ""
     estimator_rows: list[dict] = dataclasses.field(default_factory=list)
+    reused: int = 0
+    """Accuracy runs kept from an interrupted invocation (``grid-rows/accuracy.jsonl``)."""
 
 
 def _eps(e: float) -> str:
@@ -708,7 +710,7 @@ def build_report(res: Results, *, quick: bool, runtime: str, figure_dir: str) ->
     return Report(
         title="Zafarani & Clifton: differentially private Naive Bayes with smooth sensitivity",
         run=Run(command=command(quick=quick, runtime=runtime), runtime=runtime, quick=quick,
-                seed=SEED, seconds=res.seconds.get("total")),
+                seed=SEED, seconds=res.seconds.get("total"), reused=res.reused),
         intro=_headline(res), settings=settings,
         sections=(Section(heading="Datasets, protocol and methods", text=_setting_text(res)),
                   *claim_sections(res), *_result_sections(res, figures)),
@@ -752,8 +754,11 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path,
     # every finished grid run is kept in the output folder as it finishes: a run that
     # stops part way loses nothing, and the same command resumes it
     store = output / "grid-rows" / "accuracy.jsonl"
-    if store.is_file() and log is not None:
-        log(f"accuracy: reusing the finished runs in {store} (delete it to run them again)")
+    reused = (sum(1 for line in store.read_text().splitlines() if line.strip())
+              if store.is_file() else 0)
+    if reused and log is not None:
+        log(f"accuracy: reusing the {reused} finished runs in {store} (delete it to run "
+            "them again)")
     runs = timed("accuracy", accuracy, s, data, parallel, METHODS, store)
     summary = summarise(runs)
     paired = [r for a, b in PAIRS for r in paired_difference(runs, a, b)]
@@ -765,7 +770,8 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path,
     peer_rows, peer_message = timed("breast_cancer", breast_cancer_peer, s, parallel)
     estimator_rows = timed("estimator", estimator_peer, s)
     res = Results(s, data, runs, summary, paired, dpl_rows, dpl_message, bounds_rows,
-                  time_rows, audit_rows, svc, timings, peer_rows, peer_message, estimator_rows)
+                  time_rows, audit_rows, svc, timings, peer_rows, peer_message, estimator_rows,
+                  reused=reused)
 
     write_rows(output / "accuracy_runs.csv", runs)
     write_rows(output / "paired_differences.csv", paired)
