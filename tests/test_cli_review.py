@@ -66,7 +66,7 @@ def test_compare_refuses_a_spec_together_with_quick(tmp_path):
     assert not (tmp_path / "c").exists()
 
 
-def test_compare_inprocess_skips_the_ray_cells_with_a_note(tmp_path):
+def test_compare_inprocess_skips_the_ray_cells_with_a_note(tmp_path, monkeypatch):
     spec = tmp_path / "spec.toml"
     spec.write_text("""
 [compare]
@@ -86,11 +86,21 @@ name = "dp-nb"
 privacy_key = "epsilon"
 levels = [1.0]
 """)
+    import ray
+
+    from ppknn.core.runtime import ray_runtime
+
+    def no_ray(*args, **kwargs):  # (another test may have left a Ray instance running)
+        raise AssertionError("compare --runtime inprocess used Ray")
+
+    before = ray_is_running()
+    monkeypatch.setattr(ray, "init", no_ray)
+    monkeypatch.setattr(ray_runtime.RayRuntime, "__init__", no_ray)
     result = invoke("compare", spec, "--runtime", "inprocess", "--output", tmp_path / "out")
     assert result.exit_code == 0, result.output
     flat = " ".join(result.output.split())
     assert "1 cell of [compare.runtime_compare] is not rerun on Ray" in flat
-    assert "starting Ray" not in result.output and not ray_is_running()
+    assert "starting Ray" not in result.output and ray_is_running() == before
     assert (tmp_path / "out" / "compare.csv").is_file()
     shown = " ".join(invoke("show", tmp_path / "out").output.split())
     assert "sklearn:iris" in shown and "epsilon = 1" in shown
