@@ -740,7 +740,9 @@ def chaos(
                  f"{sc.runtime.party_timeout_s:g})")
 
         def row(fault: Any, o: Any) -> None:
-            console.print(escape(f"{fault.kind}: {o.error or 'completed'} in {o.seconds:.1f} s"))
+            ended = o.error or ("completed" if o.fired else
+                                "completed: the fault never fired (lower --occurrence)")
+            console.print(escape(f"{fault.kind}: {ended} in {o.seconds:.1f} s"))
 
         cases = chaos_plan(sc, party=party, kinds=kind or None, method=method,
                            occurrence=occurrence)  # every argument checked before a run

@@ -84,6 +84,9 @@ class ChaosOutcome:
         Messages on disk (``-1``: the transcript cannot be read).
     closed:
         ``totals.json`` and ``failure.json`` were written.
+    fired:
+        The fault fired: its party made the ``occurrence``-th matching call (or sent or
+        received that many messages). A run that completes without it tested nothing.
     """
 
     fault: FaultPlan
@@ -94,6 +97,7 @@ class ChaosOutcome:
     bound_s: float
     transcript_rows: int
     closed: bool
+    fired: bool = True
 
     @property
     def ok(self) -> bool:
@@ -107,7 +111,8 @@ class ChaosOutcome:
                 "occurrence": self.fault.occurrence, "error": self.error,
                 "message": self.message, "names_party": self.named,
                 "seconds": round(self.seconds, 3), "bound_s": self.bound_s,
-                "transcript_rows": self.transcript_rows, "closed": self.closed, "ok": self.ok}
+                "transcript_rows": self.transcript_rows, "closed": self.closed,
+                "fired": self.fired, "ok": self.ok}
 
 
 def run_with_fault(scenario: Any, fault: FaultPlan, transcript_dir: Path, *,
@@ -145,8 +150,10 @@ def run_with_fault(scenario: Any, fault: FaultPlan, transcript_dir: Path, *,
         rows = -1
     closed = ((transcript_dir / "totals.json").is_file()
               and (transcript_dir / "failure.json").is_file())
+    # a party that died before it could note the time has fired too: it failed the run
     return ChaosOutcome(fault, error, message.splitlines()[0] if message else "",
-                        repr(fault.party) in message, seconds, bound, rows, closed)
+                        repr(fault.party) in message, seconds, bound, rows, closed,
+                        fired=fired is not None or bool(error))
 
 
 def fault_section(fault: FaultPlan) -> dict[str, Any]:

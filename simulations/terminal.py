@@ -375,7 +375,9 @@ def print_chaos_rows(title: str, rows: list[dict[str, Any]]) -> None:
     for r in rows:
         cells = {"fault": escape(str(r["kind"])), "party": escape(str(r["party"])),
                  "method": escape(str(r.get("method", "*"))),
-                 "ended with": escape(r["error"] or "completed"),
+                 "ended with": escape(r["error"] or ("completed" if r.get("fired", True)
+                                                     else "completed: the fault never fired "
+                                                     "(lower --occurrence)")),
                  "names party": "yes" if r["names_party"] else "no",
                  "seconds": _number(r["seconds"], ".1f"), "bound": _number(r["bound_s"], "g"),
                  "messages kept": str(r["transcript_rows"]),

@@ -390,3 +390,20 @@ def test_leakage_table_is_not_truncated_at_80_columns(finished_run, tmp_path, mo
     assert result.exit_code == 0, result.output
     assert "…" not in result.output
     assert max(len(line) for line in result.output.splitlines()) <= 80
+
+
+def test_chaos_says_when_a_fault_never_fired(tmp_path):
+    """nb-analyst-00 sends one request: a drop at its 2nd message never fires, and the table
+    says so (the run completing tested nothing); at the 1st it fails the run cleanly."""
+    never = invoke("chaos", SCENARIOS / "dp-nb.toml", "--runtime", "inprocess", "--kind", "drop",
+                   "--set", "data.max_queries=20", "--output", tmp_path / "never")
+    assert never.exit_code == 1, never.output
+    assert "the fault never fired" in " ".join(never.output.split())
+    (row,) = json.loads((tmp_path / "never" / "chaos.json").read_text())
+    assert (row["fired"], row["ok"]) == (False, False)
+    fired = invoke("chaos", SCENARIOS / "dp-nb.toml", "--runtime", "inprocess", "--kind", "drop",
+                   "--occurrence", "1", "--set", "data.max_queries=20",
+                   "--output", tmp_path / "fired")
+    assert fired.exit_code == 0, fired.output
+    (row,) = json.loads((tmp_path / "fired" / "chaos.json").read_text())
+    assert (row["fired"], row["ok"]) == (True, True)
