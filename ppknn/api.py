@@ -227,6 +227,13 @@ def _copy_transcript(transcript: Transcript, folder: Path) -> None:
     recorder.close()
 
 
+def _check_progress(progress: Any) -> None:
+    """Refuse a ``progress`` that cannot be called, before anything runs or is written."""
+    if progress is not None and not callable(progress):
+        raise ConfigError(f"progress = {progress!r}: give a function called with the "
+                          "progress, or None")
+
+
 def _local_ray_auth(address: str | None) -> None:
     """Before a new local Ray instance: token authentication on, as Ray does, without its notice.
 
@@ -277,6 +284,7 @@ def run(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, *,
     from ppknn.simulations.output import check_output, staged
     from ppknn.simulations.results import run_scenario
 
+    _check_progress(progress)
     sc = load_scenario(scenario, overrides=overrides)
     if sc.runtime.kind == "ray":
         _local_ray_auth(sc.runtime.address)
@@ -336,6 +344,7 @@ def sweep(spec: str | os.PathLike[str] | Mapping[str, Any] | Sweep, *,
         sw = parse_sweep(dict(spec))
     else:
         raise ConfigError(f"sweep = {spec!r}: give a TOML path, a mapping or a ppknn Sweep")
+    _check_progress(progress)
     if (parallel or sw.sweep.parallel) == "ray":
         _local_ray_auth(sw.sweep.address)
     rows = run_sweep(sw, parallel=parallel, output=None if output is None else Path(output),

@@ -281,3 +281,9 @@ def test_a_mixed_runs_accuracy_points_at_the_results_own_method():
         _ = mixed.accuracy
     name = mixed.protocols[0]
     assert 0.0 <= mixed.outcome(name).accuracy <= 1.0
+
+
+def test_a_progress_that_cannot_be_called_is_refused_before_anything_is_written(tmp_path):
+    with pytest.raises(ConfigError, match="progress = 3"):
+        ppknn.run(IRIS, output=tmp_path / "r", progress=3)
+    assert not (tmp_path / "r").exists() and list(tmp_path.iterdir()) == []
