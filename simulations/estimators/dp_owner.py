@@ -38,7 +38,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppknn.core.errors import ConfigError
 from ppknn.protocols.dp_knn.knn import KNN_ALGORITHMS
 from ppknn.protocols.dp_knn.rn import RN_ALGORITHMS
 from ppknn.simulations.estimators import params as P
@@ -178,14 +177,8 @@ class DPKNeighborsClassifier(_DPOwnerClassifier):
         ε/|X| per query).
     weight:
         Share of ε spent on the conversion (converted algorithms), in (0, 1).
-    n_analysts, bounds, runtime, channels, utility_folds:
+    n_analysts, bounds, runtime, channels, utility_folds, random_state:
         As :class:`DPRadiusNeighborsClassifier`.
-    random_state:
-        Root seed of each simulated run (the owner's noise): ``None`` (default) draws
-        it from OS entropy every ``predict``; an int repeats every run -- a
-        simulation, not a release: anyone who knows the seed regenerates the noise
-        and can remove it; a numpy ``RandomState`` / ``Generator`` draws each run's
-        seed from it.
 
     Attributes
     ----------
@@ -226,10 +219,7 @@ class DPKNeighborsClassifier(_DPOwnerClassifier):
                 "weight": P.real(who, "weight", self.weight, high=1.0, high_open=True)}
 
     def _check_data(self, p: dict[str, Any], X: Any, y: Any) -> None:
-        k = p["n_neighbors"]
-        if k > len(y):
-            raise ConfigError(f"{type(self).__name__}: n_neighbors = {k} is larger than "
-                             f"n_samples = {len(y)}; allowed: <= {len(y)}")
+        P.neighbours_fit(type(self).__name__, p["n_neighbors"], len(y))
 
     def _protocol(self, p: dict[str, Any], n_train: int) -> dict[str, Any]:
         return {"name": "dp-knn", "task": "knn", "algorithm": p["algorithm"],

@@ -111,6 +111,13 @@ def flag(who: str, name: str, value: Any) -> bool:
     return bool(value)
 
 
+def neighbours_fit(who: str, k: int, n_samples: int) -> None:
+    """Refuse ``n_neighbors`` larger than the training rows."""
+    if k > n_samples:
+        raise ConfigError(f"{who}: n_neighbors = {k} is larger than n_samples = {n_samples}; "
+                          f"allowed: <= {n_samples}")
+
+
 def random_state(who: str, value: Any, name: str = "random_state") -> Any:
     """``value`` if it is a valid ``random_state`` (module docstring); an int as ``int``."""
     if value is None or isinstance(value, (np.random.RandomState, np.random.Generator)):

@@ -26,7 +26,6 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from ppknn.core.errors import ConfigError
 from ppknn.simulations.estimators import params as P
 from ppknn.simulations.estimators.base import BATCH_DEPENDENT, ProtocolClassifier
 
@@ -147,10 +146,7 @@ class PPKNNClassifier(ProtocolClassifier):
         return "no DP: per-node disclosure probability"
 
     def _check_data(self, p: dict[str, Any], X: Any, y: Any) -> None:
-        k = p["n_neighbors"]
-        if k > len(y):
-            raise ConfigError(f"{type(self).__name__}: n_neighbors = {k} is larger than "
-                             f"n_samples = {len(y)}; allowed: <= {len(y)}")
+        P.neighbours_fit(type(self).__name__, p["n_neighbors"], len(y))
 
     def _protocol(self, p: dict[str, Any], n_train: int) -> dict[str, Any]:
         return {"name": "ppknn-ring", "k": p["n_neighbors"], "p0": p["p0"], "d": p["d"],
