@@ -190,7 +190,7 @@ class PlainEndpoint(_Endpoint):
 
 
 class SecureEndpoint(_Endpoint):
-    """X25519 + HKDF-SHA256 + ChaCha20-Poly1305 endpoint of one party."""
+    """X25519 + HKDF-SHA256 + AES-256-GCM endpoint of one party."""
 
     enabled = True
 
