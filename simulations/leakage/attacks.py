@@ -44,14 +44,19 @@ Definitions (the protocols' documented guarantees in brackets):
     release on a dataset without one record and bounds ε from the two samples.
 ``dp-nb`` [ε-DP per released model]
     ``model-membership-inference`` per analyst (or coalition): empirical ε lower
-    bound beside the ε of the models it received (composed by summation).
+    bound beside the ε of the models it received (composed by summation, δ
+    likewise); a non-private model (ε = 0 charged) gives no bound.
+    ``owner-sees-requests``: the fraction of an analyst's requests carrying any
+    query row (its private instances) in any field.
 ``pca-perturbation`` [no DP: amplification e^(1/b) per column, ρ1→ρ2]
     ``transform-attack``: per record, the RMS error of the miner's reconstruction
     (mean with a t interval), and the fraction of values reconstructed within
     ``±reach`` (default 0.05 of the range) against the ρ1→ρ2 bound with
     ρ1 = 2·reach (a uniform prior) and γ the release's claimed amplification.
     ``correlation-attack``: PCA filtering with the attacker's best s2 (oracle);
-    average privacy, no bound.
+    average privacy, no bound. ``sanitizer-sees-instances``: the fraction of the
+    miner's instances found in any message the sanitizer received (none: the
+    release is one-way), no bound.
 ``dptt`` [ε per decision, composed ε per query]
     ``server-side-inference``: the server claims the side each bit names; with CMP
     the success rate p gives the empirical per-decision ε = ln(p/(1-p)) (its
@@ -80,6 +85,7 @@ from ppknn.core.leakage import Claims, score_attribution
 from ppknn.core.transcript import Transcript, View
 from ppknn.simulations.leakage.table import (
     LeakageRow,
+    clustered_proportion_row,
     epsilon_row,
     mean_row,
     proportion_row,
@@ -561,8 +567,15 @@ def _ring_nb_start(ctx: Context, adv: Adversary) -> list[LeakageRow]:
 
 def membership_rows(ctx: Context, adv: Adversary, *, observers: Sequence[str],
                     models: Sequence[Mapping[str, Any]], claimed: float | None,
-                    bound_name: str) -> LeakageRow:
-    """Membership inference with a threshold chosen on one half, tested on the other."""
+                    bound_name: str, delta: float = 0.0) -> LeakageRow:
+    """Membership inference with a test chosen on one half, evaluated on the other.
+
+    The threshold, its direction and the event whose likelihood ratio is bounded
+    (``TPR <= e^ε FPR + δ`` for "claim member", ``TNR <= e^ε FNR + δ`` for "claim
+    held out") are all fixed on the selection half; the test half then gives one
+    Clopper-Pearson bound. Taking the better of the two events on the test half
+    would be two tests reported as one (a 90% bound called 95%).
+    """
     from ppknn.protocols.dp_nb.adversary import pooled_scores
 
     mx, my = ctx.truth["members_X"], ctx.truth["members_y"]
@@ -579,20 +592,19 @@ def membership_rows(ctx: Context, adv: Adversary, *, observers: Sequence[str],
     s_in = pooled_scores(list(models), mx[:m], my[:m])
     s_out = pooled_scores(list(models), ox[:m], oy[:m])
     sel, test = slice(0, None, 2), slice(1, None, 2)
-    threshold, direction = _select_threshold(s_in[sel], s_out[sel])
-    a, b = s_in[test], s_out[test]
-    if direction < 0:  # "member" = low score: test the complement event
-        a, b = -a, -b
-        threshold = -threshold
+    threshold, direction, event = _select_threshold(s_in[sel], s_out[sel], delta=delta)
+    a, b = direction * s_in[test], direction * s_out[test]
     n_in, n_out = len(a), len(b)
     tp, fp = int((a >= threshold).sum()), int((b >= threshold).sum())
-    one = epsilon_row(hit_a=tp, n_a=n_in, hit_b=fp, n_b=n_out, **fields,
-                      note=f"P(claim member | member) {tp}/{n_in}, P(claim member | held out) "
-                           f"{fp}/{n_out} on the test half (threshold and direction chosen on "
-                           "the other half by the Clopper-Pearson bound); log-density score")
-    two = epsilon_row(hit_a=n_out - fp, n_a=n_out, hit_b=n_in - tp, n_b=n_in, **fields,
-                      note=one.note)
-    return one if one.ci_low >= two.ci_low else two
+    note = (f"P(claim member | member) {tp}/{n_in}, P(claim member | held out) {fp}/{n_out} "
+            "on the test half (threshold, direction and event chosen on the other half by "
+            f"the Clopper-Pearson bound; event: claim {event}"
+            + (f"; δ = {delta:g} subtracted" if delta else "") + "); log-density score")
+    if event == "member":
+        return epsilon_row(hit_a=tp, n_a=n_in, hit_b=fp, n_b=n_out, delta=delta, note=note,
+                           **fields)
+    return epsilon_row(hit_a=n_out - fp, n_a=n_out, hit_b=n_in - tp, n_b=n_in, delta=delta,
+                       note=note, **fields)
 
 
 @register(RING_NB, "model-membership-inference", default=True,
@@ -618,22 +630,30 @@ def _ring_nb_mi(ctx: Context, adv: Adversary) -> list[LeakageRow]:
     return rows
 
 
-def _select_threshold(s_in: np.ndarray, s_out: np.ndarray) -> tuple[float, int]:
-    """The threshold and direction with the best ε lower bound on the selection half."""
+def _select_threshold(s_in: np.ndarray, s_out: np.ndarray, *, delta: float = 0.0
+                      ) -> tuple[float, int, str]:
+    """The threshold, direction and event with the best ε lower bound on the selection half.
+
+    ``(threshold, direction, event)``: "member" is claimed when ``direction * score >=
+    threshold``; ``event`` is ``"member"`` (the bound on ``TPR / FPR``) or
+    ``"held out"`` (on ``TNR / FNR``).
+    """
     from ppknn.simulations.leakage.table import epsilon_from_rates
 
-    best = (-1.0, 0.0, 1)
+    best = (-1.0, 0.0, 1, "member")
     qs = np.unique(np.quantile(np.concatenate([s_in, s_out]), np.linspace(0.05, 0.95, 19)))
     n_in, n_out = len(s_in), len(s_out)
     for direction in (1, -1):
         a, b = direction * s_in, direction * s_out
         for t in direction * qs:
             tp, fp = int((a >= t).sum()), int((b >= t).sum())
-            lo = max(epsilon_from_rates(tp, n_in, fp, n_out)[1],
-                     epsilon_from_rates(n_out - fp, n_out, n_in - tp, n_in)[1])
-            if lo > best[0]:
-                best = (lo, float(direction * t), direction)
-    return best[1], best[2]
+            for event, lo in (
+                    ("member", epsilon_from_rates(tp, n_in, fp, n_out, delta=delta)[1]),
+                    ("held out", epsilon_from_rates(n_out - fp, n_out, n_in - tp, n_in,
+                                                    delta=delta)[1])):
+                if lo > best[0]:
+                    best = (lo, float(t), direction, event)
+    return best[1], best[2], best[3]
 
 
 def _analyst_groups(ctx: Context, adv: Adversary) -> list[tuple[str, ...]]:
@@ -707,6 +727,32 @@ def _dp_knn_owner(ctx: Context, adv: Adversary) -> list[LeakageRow]:
     return rows
 
 
+def rows_carried(messages: Sequence[Any], rows: np.ndarray) -> np.ndarray:
+    """Which of ``rows`` appear exactly as a row of some float payload array of ``messages``.
+
+    Every floating-point payload array whose last axis has the rows' width is
+    read as rows of that width; a party's private rows sent in any field are
+    found, whatever the field is called. Returns a mask over ``rows``.
+    """
+    r = np.asarray(rows, dtype=np.float64)
+    found = np.zeros(len(r), dtype=bool)
+    if r.ndim != 2 or not len(r):
+        return found
+    index: dict[bytes, list[int]] = {}
+    for i, row in enumerate(r):
+        index.setdefault(row.tobytes(), []).append(i)
+    for m in messages:
+        for value in m.payload.values():
+            a = np.asarray(value)
+            if a.ndim == 0 or a.shape[-1] != r.shape[1] or not np.issubdtype(a.dtype,
+                                                                            np.floating):
+                continue
+            for row in a.reshape(-1, r.shape[1]).astype(np.float64):
+                for i in index.get(row.tobytes(), ()):
+                    found[i] = True
+    return found
+
+
 # -- dp-nb -------------------------------------------------------------------------------
 DP_NB = "dp-nb"
 
@@ -724,10 +770,16 @@ def _dp_nb_mi(ctx: Context, adv: Adversary) -> list[LeakageRow]:
     for group in groups:
         models = released_models(View.of(msgs, group))
         eps = [float(np.asarray(m["epsilon"])) for m in models]
-        claimed = float(sum(eps)) if models and all(math.isfinite(e) for e in eps) else None
-        rows.append(membership_rows(
-            ctx, adv, observers=group, models=models, claimed=claimed,
-            bound_name=f"ε of the {len(models)} model(s) received (summed)"))
+        deltas = [float(np.asarray(m.get("delta", 0.0))) for m in models]
+        # a model charged ε = 0 is a non-private release (method "non-private"): it
+        # promises nothing, so it is not "within" an ε of 0
+        private = bool(models) and all(math.isfinite(e) and e > 0 for e in eps)
+        claimed = float(sum(eps)) if private else None
+        delta = min(1.0, float(sum(deltas))) if private else 0.0
+        name = (f"ε of the {len(models)} model(s) received (summed)" if private else
+                "none: a model received is non-private (ε = 0 charged)" if models else "")
+        rows.append(membership_rows(ctx, adv, observers=group, models=models,
+                                    claimed=claimed, bound_name=name, delta=delta))
     return rows
 
 
@@ -737,15 +789,20 @@ def _dp_nb_owner(ctx: Context, adv: Adversary) -> list[LeakageRow]:
     owner = ctx.public["owner"]
     observers = tuple(adv.observers or (owner,))
     view = ctx.view(observers)
+    private = np.asarray(ctx.truth.get("others_X", np.zeros((0, 0))), dtype=np.float64)
     rows = []
     for analyst in ctx.public["analysts"]:
-        n = sum(1 for m in view.received if m.sender == analyst)
-        if n:
+        requests = [m for m in view.received if m.sender == analyst]
+        if requests:
+            # measured, not asserted: a request carrying any of the query rows (the
+            # analysts' private instances) in any field counts
+            carrying = sum(bool(rows_carried([m], private).any()) for m in requests)
             rows.append(proportion_row(
-                successes=0, trials=n, protocol=ctx.protocol,
+                successes=carrying, trials=len(requests), protocol=ctx.protocol,
                 observer=observer_name(observers), target=analyst, attack=adv.attack,
                 quantity="requests carrying the analyst's private data",
-                note="a request names public parameters only (method, ε, noise); no bound"))
+                note="a request carrying a query row (any field) counts; an honest request "
+                     "names public parameters only (method, ε, noise); no bound"))
     return rows
 
 
@@ -796,14 +853,34 @@ def _pca_transform(ctx: Context, adv: Adversary) -> list[LeakageRow]:
         bound = rho2_bound(gamma, 2 * reach) if math.isfinite(gamma) else 1.0
         name = (f"ρ1→ρ2 bound, ρ1 = {2 * reach:g}, γ = {gamma:.4g} "
                 + ("(product over the released columns)" if joint else "(e^(1/b) per column)"))
-    rows.append(proportion_row(
-        successes=int(within.sum()), trials=int(within.size),
+    # a record's values share its noise (through PCA every released column feeds every
+    # value): records, not values, are the independent trials of the interval
+    rows.append(clustered_proportion_row(
+        hits=within,
         quantity=f"values reconstructed within ±{reach:g} of the range", bound=bound,
         bound_name=name,
         note="γ-amplification bounds the posterior of any interval of width 2·reach, so "
              "the expected hit rate is <= ρ2 when every such interval has prior <= ρ1 "
              "(a uniform prior on each normalised value; real priors differ)", **base))
     return rows
+
+
+@register(PCA, "sanitizer-sees-instances", default=True,
+          description="the sanitizer looks for the miner's instances in what it received")
+def _pca_sanitizer(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    if "instances" not in ctx.truth:
+        return []
+    instances = np.asarray(ctx.truth["instances"], dtype=np.float64)
+    observers = tuple(adv.observers or ("sanitizer",))
+    received = ctx.view(observers).received
+    seen = rows_carried(received, instances)
+    return [proportion_row(
+        successes=int(seen.sum()), trials=len(instances), protocol=ctx.protocol,
+        observer=observer_name(observers), target="miner (its instances)", attack=adv.attack,
+        quantity="miner's instances seen exactly",
+        note=f"the sanitizer received {len(received)} message(s): the release is one-way, it "
+             "learns nothing of the miner's instances (an instance in any received field "
+             "counts); no bound")]
 
 
 @register(PCA, "correlation-attack", default=True,
@@ -959,4 +1036,4 @@ def _dptt_client(ctx: Context, adv: Adversary) -> list[LeakageRow]:
 
 
 __all__ = ["Adversary", "Attack", "Context", "allowed", "defaults", "get", "membership_rows",
-           "observer_name", "register"]
+           "observer_name", "register", "rows_carried"]

@@ -92,6 +92,49 @@ def proportion_row(*, successes: int, trials: int, **fields: Any) -> LeakageRow:
                       trials=int(trials), **fields)
 
 
+def clustered_proportion_row(*, hits: np.ndarray, **fields: Any) -> LeakageRow:
+    """A rate over ``(clusters, items)`` outcomes whose clusters, not items, are independent.
+
+    The value is the fraction of hits over every item. Items of one cluster
+    (the values of one record) can be correlated, so counting them as
+    independent trials would give too narrow an interval. The interval is
+    Wilson's at the effective sample size ``N / deff`` (Kish), with ``deff``
+    the design effect: the variance of the mean of per-cluster rates over the
+    binomial variance ``p (1 - p) / N``, kept within [1, cluster size]. When every item hits
+    (or none does) the variance says nothing, and ``deff`` is the cluster size
+    (the items of a cluster taken as one trial). ``trials`` is ``N``; the note
+    gives ``deff``.
+
+    >>> h = np.repeat(np.array([[True], [False]] * 10), 5, axis=1)  # 20 records of 5
+    >>> row = clustered_proportion_row(hits=h, protocol="p", observer="o", target="t",
+    ...                                attack="a", quantity="q")
+    >>> row.value, row.trials, [round(x, 4) for x in (row.ci_low, row.ci_high)]
+    (0.5, 100, [0.2993, 0.7007])
+    """
+    h = np.asarray(hits, dtype=bool)
+    h = h.reshape(len(h), -1) if h.ndim else h.reshape(1, 1)
+    n, per = h.shape
+    total = int(h.size)
+    if total == 0:
+        return LeakageRow(value=float("nan"), ci_low=float("nan"), ci_high=float("nan"),
+                          trials=0, **fields)
+    p = float(h.mean())
+    rates = h.mean(axis=1)
+    if 0 < p < 1 and n >= 2:
+        # 1 + (size - 1)·ρ lies in [1, size]: the estimate is kept there
+        deff = min(float(per), max(1.0, float(rates.var(ddof=1)) / n
+                                   / (p * (1 - p) / total)))
+    else:
+        deff = float(per)
+    n_eff = total / deff
+    lo, hi = wilson_interval(p * n_eff, n_eff)
+    note = fields.pop("note", "")
+    extra = (f"interval at the effective sample size {n_eff:.1f} of {total} values "
+             f"({n} independent records, design effect {deff:.3g})")
+    return LeakageRow(value=p, ci_low=float(lo), ci_high=float(hi), trials=total,
+                      note=f"{note}; {extra}" if note else extra, **fields)
+
+
 def mean_row(*, values: np.ndarray, **fields: Any) -> LeakageRow:
     """A mean with its Student-t 95% interval."""
     v = np.asarray(values, dtype=np.float64)
@@ -315,6 +358,6 @@ def dumps(rows: Sequence[LeakageRow]) -> str:
     return json.dumps([_json_row(r) for r in rows], indent=1)
 
 
-__all__ = ["ABOVE", "COLUMNS", "NO_BOUND", "WITHIN", "LeakageRow", "dumps", "epsilon_from_rates",
-           "epsilon_row", "mean_row", "plot_table", "proportion_row", "read_table",
-           "rows_equal", "summary", "write_table"]
+__all__ = ["ABOVE", "COLUMNS", "NO_BOUND", "WITHIN", "LeakageRow", "clustered_proportion_row",
+           "dumps", "epsilon_from_rates", "epsilon_row", "mean_row", "plot_table", "proportion_row",
+           "read_table", "rows_equal", "summary", "write_table"]

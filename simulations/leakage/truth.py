@@ -20,7 +20,8 @@ Per protocol:
 ``dp-nb``
     ``members_X``/``members_y`` and ``others_X``/``others_y`` as for ``ring-nb``.
 ``pca-perturbation``
-    ``records``: the sanitizer's rows normalised to [0, 1] by the public bounds.
+    ``records``: the sanitizer's rows normalised to [0, 1] by the public bounds;
+    ``instances``: the miner's instances (the query rows, as the miner holds them).
 ``dptt``
     ``queries``: the client's private queries. With the GEO baseline
     (``geo_radius``), also the GEO server's view: GEO runs beside the protocol
@@ -107,7 +108,8 @@ def _dp_nb(outcome: Any, data: Any) -> Truth:
 def _pca(outcome: Any, data: Any) -> Truth:
     from ppknn.protocols.pca_perturbation.sanitize import normalise
 
-    return {"records": normalise(data.train_X, data.bounds.lower, data.bounds.upper)}
+    return {"records": normalise(data.train_X, data.bounds.lower, data.bounds.upper),
+            "instances": np.asarray(outcome.plan.queries, dtype=np.float64)}
 
 
 def _dptt(outcome: Any, data: Any) -> Truth:

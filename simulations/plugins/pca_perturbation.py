@@ -18,7 +18,8 @@ instances. The sanitizer normalises with the scenario's public bounds
 classifies locally. Baseline: scikit-learn's brute-force kNN with the same
 k and the miner's weights (``1/d²``, zero-distance points take all the
 weight) on the clean union. Leakage: the transform and correlation attacks
-over the miner's view, scored against the sanitizer's normalised rows.
+over the miner's view, scored against the sanitizer's normalised rows; the
+sanitizer's view (it receives nothing) against the miner's instances.
 """
 
 from __future__ import annotations
@@ -245,7 +246,7 @@ class PCAPerturbation(ProtocolPlugin):
                "noise_to_signal_min", "noise_to_signal_median")
     guarantee = ("no ε-DP: per-column amplification e^(1/b) of the Laplace release (ρ1→ρ2 "
                  "bound) and average privacy under the transform and correlation attacks")
-    adversaries = ("correlation-attack", "transform-attack")
+    adversaries = ("correlation-attack", "sanitizer-sees-instances", "transform-attack")
     driver = staticmethod(drive)
 
     def check_scenario(self, config: ProtocolConfig, scenario: Scenario, *, source: str
