@@ -121,3 +121,26 @@ def test_audit_refuses_protocols_without_a_promise_and_too_few_trials():
     data["audit"] = {"record": 10_000}
     with pytest.raises(ConfigError, match="record = 10000"):
         audit_scenario(parse_scenario(data), trials=TRIALS, use_ray=False)
+
+
+def test_dp_nb_audit_subtracts_the_delta_the_model_promises():
+    """An (ε, δ) model is audited against its δ too: the bound is the auditor's with that δ
+    subtracted (the same draws without it give a larger, wrongly damning bound)."""
+    from ppknn.core.dp.audit import audit
+    from ppknn.simulations.leakage.audit import setups
+
+    data = nb(delta=0.05)
+    data["protocol"].update(method="smooth", noise="laplace")
+    (setup,) = setups(parse_scenario(data), record=0)
+    assert setup.delta == 0.05 and "δ = 0.05" in setup.bound_name
+    run = _audit(data, {"party": "nb-owner", "kind": "weak-noise-nb", "params": {"scale": 0.05}})
+    a, b = run.samples
+    assert "δ = 0.05 subtracted" in run.row.note
+
+    def bound(delta: float) -> float:
+        return audit(lambda which, rng, count: {"a": a, "b": b}[which][:count], "a", "b",
+                     n_samples=len(a), rng=np.random.default_rng(parse_scenario(data).run.seed),
+                     confidence=0.95, vectorized=True, delta=delta).eps_lower
+
+    assert run.row.value == pytest.approx(bound(0.05), abs=1e-12)
+    assert 0 < run.row.value < bound(0.0)

@@ -90,6 +90,9 @@ class Setup:
     bound_name: str
     run_id: str
     deviations: tuple[dict[str, Any], ...] = ()
+    delta: float = 0.0
+    """The δ the release promises beside ``bound``: the auditor subtracts it (an (ε, δ)
+    promise allows the event's probability ratio to exceed e^ε by δ)."""
 
 
 def _drop_row(spec: Any, record: int) -> Any:
@@ -222,10 +225,13 @@ def setups(scenario: Any, *, record: int, repeats: int = DP_KNN_REPEATS) -> list
                 cls = _class_index(by_id[owner], record, classes)
                 feature = functools.partial(_count_feature, protocol=p.name, observer=analyst,
                                             kind="model", key="class_count", cls=cls)
+                delta = float(public.get("delta_per_model", 0.0))
                 out.append(Setup(**common, specs_b=neighbour, queries_b=plan.queries,
                                  observer=(analyst,), feature=feature, target=target,
                                  bound=float(public["epsilon_per_model"]),
-                                 bound_name="ε of a model"))
+                                 bound_name="ε of a model" + (f" (δ = {delta:g})" if delta
+                                                               else ""),
+                                 delta=delta))
             else:
                 out.append(_dp_knn_setup(common, p, record, repeats))
         elif p.name == "ring-nb":
@@ -310,7 +316,7 @@ def audit_protocol(setup: Setup, *, trials: int, seed: int, confidence: float,
         return samples[which][:count]
 
     result = audit(replay, "a", "b", n_samples=n, rng=np.random.default_rng(seed),
-                   confidence=confidence, vectorized=True)
+                   confidence=confidence, vectorized=True, delta=setup.delta)
     row = LeakageRow(
         protocol=setup.protocol, observer="+".join(setup.observer), target=setup.target,
         attack="audit (neighbouring inputs)",
@@ -319,7 +325,8 @@ def audit_protocol(setup: Setup, *, trials: int, seed: int, confidence: float,
         trials=2 * n, bound=setup.bound, bound_name=setup.bound_name,
         note=f"{trials} runs per input ({n} draws); event: {result.event}; hits "
              f"{result.hits[0]} vs {result.hits[1]} of {n - n // 2}; core.dp.audit "
-             "(Clopper-Pearson)")
+             "(Clopper-Pearson" + (f", δ = {setup.delta:g} subtracted" if setup.delta else "")
+             + ")")
     return AuditRun(row=row, event=result.event, hits=result.hits,
                     samples=(samples["a"], samples["b"]))
 

@@ -383,6 +383,7 @@ class DPNaiveBayes(ProtocolPlugin):
                             for c, idx in enc.groups},
             "classes": [str(c) for c in data.dataset.classes], "method": config.method,
             "noise": config.noise, "epsilon_per_model": config.epsilon,
+            "delta_per_model": config.delta,
             "owner_budget": {"epsilon": eps_budget, "delta": delta_budget},
             "analyst_budget": config.analyst_budget,
         }
