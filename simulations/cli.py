@@ -498,22 +498,28 @@ def reproduce(
         "nothing outside it is touched."),
     option: list[str] = _set_option("Extra setting of the reproduction, typed (e.g. "
                                     "n_points=1000000 for lepert)."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Run again over a folder that "
-                                   "holds a finished reproduction, or start an unfinished one "
-                                   "afresh (the old folder is replaced only once the new run "
-                                   "is complete)."),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Run again over a folder that holds a finished "
+        "reproduction, or start an unfinished one afresh. The run goes into the hidden "
+        "staging folder .OUTPUT.partial-reproduce-NAME beside the output, which replaces "
+        "the old folder only once the run is complete; a run that stops (even killed) "
+        "keeps its finished runs there and the same command resumes from them. A staging "
+        "folder left with other settings (--quick, --runtime, --set) is refused, never "
+        "mixed in: resume it with its settings, or delete it to start afresh."),
 ) -> None:
     """Re-run a paper's experiments: CSV + PNG per figure and a Markdown report.
 
     An output folder holding an unfinished run of the same reproduction, with its
     finished runs kept in grid-rows/, is resumed (those runs are reused); a finished
-    one is refused unless --overwrite.
+    one is refused unless --overwrite, whose staging folder is resumed the same way.
+    One run at a time writes an output: a second is refused while the first runs.
     """
     from ppknn.simulations import reproduce as registry
-    from ppknn.simulations.output import check_output, staged
+    from ppknn.simulations.output import output_lock, swap_in
     from ppknn.simulations.scenario import parse_value
 
     folder = Path(output or Path("results") / "reproduce" / name)
+    again = ""  # the command that resumes this run (once its settings are known)
     try:
         module = registry.load(name)
         kind = (_with_alias(runtime, ray_runtime, "--ray", RuntimeKind.ray)
@@ -535,51 +541,138 @@ def reproduce(
         if docs is not None and not docs.is_dir():
             raise ConfigError(f"--docs {str(docs)!r} is not a folder; give the checkout's "
                               "root (e.g. --docs .)")
-        state = registry.folder_state(folder, name)
-        if state.kind == "finished" and not overwrite:
+        facts = {"quick": quick, "runtime": kind.value, "settings": dict(kwargs)}
+        again = _reproduce_command(name, folder, facts, docs, overwrite=overwrite)
+        if "log" in params:
+            kwargs["log"] = lambda text: console.print(f"{escape(name)}: {escape(str(text))}")
+        with output_lock(folder):
+            where = _reproduce_where(folder, name, facts, docs, overwrite=overwrite)
+            if kind is RuntimeKind.ray:
+                _starting_ray(None)
+            report = _reproduce_in(where, folder, module, name, docs, facts, kwargs)
+            if where != folder:  # the staging folder is complete: the old folder goes now
+                swap_in(where, folder)
+    except PartyFailure as exc:
+        _fail(exc, 3, _resume_hint(exc, name, folder, again))
+    except PpknnError as exc:
+        _fail(exc, 2, _resume_hint(exc, name, folder, again))
+    except (Exception, KeyboardInterrupt) as exc:  # the folder keeps what it finished
+        if getattr(exc, "kept_folder", None) is None:
+            raise
+        _fail(exc, 130 if isinstance(exc, KeyboardInterrupt) else 1,
+              _resume_hint(exc, name, folder, again))
+    out.print(f"tables and plots in [bold]{escape(str(folder))}[/]; report "
+              f"[bold]{escape(str(report))}[/]")
+
+
+def _reproduce_command(name: str, folder: Path, facts: dict[str, Any], docs: Path | None, *,
+                       overwrite: bool) -> str:
+    """The ``ppknn reproduce`` command line of a run with ``facts`` (its settings)."""
+    import shlex
+
+    from ppknn.simulations.scenario import parse_value
+
+    words = ["ppknn", "reproduce", name, "--output", str(folder)]
+    if overwrite:
+        words.append("--overwrite")
+    if facts.get("quick"):
+        words.append("--quick")
+    if facts.get("runtime", RuntimeKind.inprocess.value) != RuntimeKind.inprocess.value:
+        words += ["--runtime", str(facts["runtime"])]
+    for key, value in (facts.get("settings") or {}).items():
+        plain = isinstance(value, str) and parse_value(value) == value
+        words += ["--set", f"{key}={value if plain else json.dumps(value)}"]
+    if docs is not None:
+        words += ["--docs", str(docs)]
+    return " ".join(shlex.quote(word) for word in words)
+
+
+def _reproduce_where(folder: Path, name: str, facts: dict[str, Any], docs: Path | None, *,
+                     overwrite: bool) -> Path:
+    """Where a reproduction writes: ``folder`` itself, or its staging folder (``--overwrite``).
+
+    Refuses (``ConfigError``) what must not run and says what the run reuses. Called
+    with the output's lock held, so the folders cannot change under it.
+    """
+    from ppknn.simulations import reproduce as registry
+    from ppknn.simulations.output import check_output
+
+    state = registry.folder_state(folder, name)
+    stage = registry.stage(folder, name)
+    kept = registry.folder_state(stage, name)
+    record = registry.read_marker(stage) if kept.kind != "empty" else None
+    ours = record is not None and kept.kind != "other"
+    resume_kept = ""
+    if ours:
+        assert record is not None
+        resume_kept = _reproduce_command(name, folder, {k: record.get(k) for k in
+                                                        registry.SETTINGS}, docs,
+                                         overwrite=True)
+    if not overwrite:
+        if state.kind == "finished":
+            also = (f"; the unfinished --overwrite run kept in {str(stage)!r} resumes with "
+                    f"`{resume_kept}`" if ours else "")
             raise ConfigError(f"output {str(folder)!r} already holds {state.detail}; pass "
                               "--overwrite to run it again (the old folder is replaced only "
-                              "once the new run is complete) or choose another --output")
-        if state.kind == "other" and not overwrite:  # a file, another reproduction, ...
+                              "once the new run is complete) or choose another --output"
+                              f"{also}")
+        if state.kind == "other":  # a file, another reproduction, ...
             if registry.read_marker(folder) is None:
                 check_output(folder, overwrite=False)
             raise ConfigError(f"output {str(folder)!r} holds {state.detail}, not a "
                               f"reproduction of {name!r}; choose another --output (or pass "
                               "--overwrite to replace it)")
-        if overwrite or state.kind == "empty":
-            check_output(folder, overwrite=overwrite)
-        if "log" in params:
-            kwargs["log"] = lambda text: console.print(f"{escape(name)}: {escape(str(text))}")
-        facts = {"quick": quick, "runtime": kind.value,
-                 "settings": {k: v for k, v in kwargs.items() if k != "log"}}
-        if kind is RuntimeKind.ray:
-            _starting_ray(None)
-        if overwrite and state.kind != "empty":  # afresh: the old folder stays until the end
-            with staged(folder, overwrite=True) as stage:
-                report = _reproduce_in(stage, folder, module, name, docs, facts, kwargs)
-        else:  # in place, so that even a killed run keeps its finished runs for the next
-            if state.kind == "resumable":
-                console.print(f"[yellow]note:[/] {escape(str(folder))} holds "
-                              f"{escape(state.detail)}: resuming it, reusing its "
-                              f"{count(state.runs, 'finished run')} in "
-                              f"{escape(str(folder / registry.ROWS))} (--overwrite starts "
-                              "afresh)")
-            elif state.kind == "unfinished":
-                console.print(f"[yellow]note:[/] {escape(str(folder))} holds "
-                              f"{escape(state.detail)} that kept no finished runs: running it "
-                              "again there (--overwrite starts afresh)")
-            report = _reproduce_in(folder, folder, module, name, docs, facts, kwargs)
-    except PartyFailure as exc:
-        _fail(exc, 3, _resume_hint(exc, name, folder))
-    except PpknnError as exc:
-        _fail(exc, 2, _resume_hint(exc, name, folder))
-    except (Exception, KeyboardInterrupt) as exc:  # the folder keeps what it finished
-        if getattr(exc, "kept_folder", None) is None:
-            raise
-        _fail(exc, 130 if isinstance(exc, KeyboardInterrupt) else 1,
-              _resume_hint(exc, name, folder))
-    out.print(f"tables and plots in [bold]{escape(str(folder))}[/]; report "
-              f"[bold]{escape(str(report))}[/]")
+        if state.kind == "empty":
+            check_output(folder, overwrite=False)
+        elif state.kind == "resumable":  # in place: even a killed run keeps its finished runs
+            console.print(f"[yellow]note:[/] {escape(str(folder))} holds "
+                          f"{escape(state.detail)}: resuming it, reusing its "
+                          f"{count(state.runs, 'finished run')} in "
+                          f"{escape(str(folder / registry.ROWS))} (--overwrite starts "
+                          "afresh)")
+        else:
+            console.print(f"[yellow]note:[/] {escape(str(folder))} holds "
+                          f"{escape(state.detail)} that kept no finished runs: running it "
+                          "again there (--overwrite starts afresh)")
+        if ours:
+            console.print(f"[yellow]note:[/] {escape(str(stage))} keeps an unfinished "
+                          "--overwrite run that this run does not use; "
+                          f"{escape(resume_kept)} resumes it")
+        return folder
+    check_output(folder, overwrite=True)
+    if kept.kind != "empty":
+        if not ours:
+            raise ConfigError(f"{str(stage)!r}, the staging folder of output {str(folder)!r}, "
+                              f"holds {kept.detail}, not a run of reproduction {name!r} that "
+                              "ppknn left there; it is never touched: move or delete it")
+        assert record is not None
+        differ = registry.differing_settings(record, facts)
+        if differ:
+            what = "; ".join(f"{key} {was!r} there, {now!r} here"
+                             for key, (was, now) in differ.items())
+            raise ConfigError(f"{str(stage)!r} keeps an unfinished --overwrite run of output "
+                              f"{str(folder)!r} with other settings ({what}); runs of other "
+                              f"settings are never mixed: `{resume_kept}` resumes it, or "
+                              "delete that folder to start afresh with these settings")
+        if kept.kind == "finished":  # stopped between its last write and the swap
+            what = ("completing the --overwrite run kept in {}, which finished but did not "
+                    "replace the output yet (its finished runs are reused)")
+        elif kept.kind == "resumable":
+            what = ("resuming the unfinished --overwrite run kept in {}, reusing its "
+                    f"{count(kept.runs, 'finished run')}")
+        else:
+            what = "resuming the unfinished --overwrite run kept in {}, which kept no finished run"
+        console.print(f"[yellow]note:[/] {what.format(escape(str(stage)))}; "
+                      f"{escape(str(folder))} stays as it is until the run is complete "
+                      "(delete the staging folder to start afresh)")
+        return stage
+    if state.kind == "empty":
+        return folder
+    console.print(f"[yellow]note:[/] running in {escape(str(stage))}; {escape(str(folder))} is "
+                  "replaced only once the run is complete. If the run stops, its finished runs "
+                  f"stay there and the same command resumes from them: "
+                  f"{escape(_reproduce_command(name, folder, facts, docs, overwrite=True))}")
+    return stage
 
 
 def _reproduce_in(where: Path, folder: Path, module: Any, name: str, docs: Path | None,
@@ -587,10 +680,10 @@ def _reproduce_in(where: Path, folder: Path, module: Any, name: str, docs: Path 
     """Run reproduction ``name`` writing into ``where`` (``folder`` itself, or its stage).
 
     Returns where the report is once ``where`` is ``folder``. Before the run ``where``
-    says which reproduction it holds (:data:`reproduce.MARKER`) and after it that it
-    finished. A run in ``folder`` itself that fails keeps what it wrote, with
-    ``failure.json`` saying why, as :func:`simulations.output.staged` does for a stage;
-    one refused before it wrote anything leaves nothing behind.
+    says which reproduction it holds and with which settings (:data:`reproduce.MARKER`)
+    and after it that it finished. A run that fails keeps what it wrote in ``where``,
+    with ``failure.json`` saying why (the next run resumes from its finished runs); one
+    refused before it wrote anything leaves nothing behind.
     """
     import shutil
 
@@ -614,26 +707,26 @@ def _reproduce_in(where: Path, folder: Path, module: Any, name: str, docs: Path 
         module.run(where, quick=facts["quick"], runtime=facts["runtime"], report=written,
                    **kwargs)
     except BaseException as exc:
-        if not any(p.is_file() and p not in ours for p in where.rglob("*")):
+        if not any(p.is_file() and p not in ours and p.name != FAILURE
+                   for p in where.rglob("*")):
             for p in new:  # refused before it wrote anything: nothing is kept
                 p.unlink(missing_ok=True)
-            if created and in_place:
+            if created:
                 shutil.rmtree(where, ignore_errors=True)
-        elif in_place:
-            (folder / FAILURE).write_text(json.dumps(failure_record(exc), indent=1))
+        else:
+            (where / FAILURE).write_text(json.dumps(failure_record(exc), indent=1))
             try:
-                exc.kept_folder = folder  # type: ignore[attr-defined]
+                exc.kept_folder = where  # type: ignore[attr-defined]
             except AttributeError:
                 pass
         raise
     shown = report.relative_to(folder) if report.is_relative_to(folder) else report.resolve()
     registry.write_marker(where, name=name, finished=True, report=str(shown), **facts)
-    if in_place:
-        (folder / FAILURE).unlink(missing_ok=True)
+    (where / FAILURE).unlink(missing_ok=True)
     return report
 
 
-def _resume_hint(exc: BaseException, name: str, folder: Path) -> str:
+def _resume_hint(exc: BaseException, name: str, folder: Path, again: str) -> str:
     """How to resume a failed reproduction from the finished runs it kept (or ``""``)."""
     from ppknn.simulations import reproduce as registry
 
@@ -646,6 +739,9 @@ def _resume_hint(exc: BaseException, name: str, folder: Path) -> str:
     runs = count(state.runs, "finished run")
     if Path(kept) == folder:
         return f"the same command resumes it, reusing its {runs}"
+    if Path(kept) == registry.stage(folder, name):
+        return (f"{kept} keeps its {runs} ({folder} is untouched); the same command resumes "
+                f"there: {again}")
     return f"`ppknn reproduce {name} --output {kept}` resumes from its {runs}"
 
 

@@ -10,6 +10,12 @@ A failed run keeps what it recorded: its staging folder becomes the output
 ``failure.json`` saying who failed, where and why. A run refused before
 anything ran (bad input) writes nothing.
 
+A run that may take long and keeps its finished work as it goes (``ppknn
+reproduce``) stages under a fixed name instead (:func:`stage_of`), so that the
+next run finds what a killed one kept, and holds the output's lock
+(:func:`output_lock`) so that two runs never write one output at once;
+:func:`swap_in` replaces the old folder, as :func:`staged` does.
+
 A run that fails while its protocols run has ``transcript/failure.json``
 too: its transcript ends at the failure and is never scored. A run that
 fails after them (measuring, scoring, writing) has a complete transcript
@@ -72,6 +78,12 @@ def check_output(folder: Path, *, overwrite: bool) -> Path:
             raise ConfigError(f"output {str(folder)!r} holds the working directory; it cannot "
                               "be replaced from inside: choose another output or run from "
                               "elsewhere")
+    _check_parents(folder)
+    return folder
+
+
+def _check_parents(folder: Path) -> None:
+    """Refuse an output whose nearest existing parent is a file or cannot be written in."""
     for parent in folder.parents:
         if parent.exists():
             if not parent.is_dir():
@@ -80,7 +92,6 @@ def check_output(folder: Path, *, overwrite: bool) -> Path:
             if not os.access(parent, os.W_OK):
                 raise ConfigError(f"output {str(folder)!r}: cannot write in {str(parent)!r}")
             break
-    return folder
 
 
 def failure_record(exc: BaseException) -> dict[str, Any]:
@@ -91,6 +102,108 @@ def failure_record(exc: BaseException) -> dict[str, Any]:
         record.update(party=exc.party, protocol=exc.protocol, round=exc.round,
                       reason=exc.reason, cause=exc.cause)
     return record
+
+
+def stage_of(folder: Path, tag: str) -> Path:
+    """The fixed staging folder of output ``folder`` for runs of kind ``tag``.
+
+    ``.NAME.partial-TAG`` beside ``folder``: one per output and tag, so a run
+    killed there is found by the next run of the same output and tag, and never
+    by another output's (whose ``NAME`` differs).
+
+    >>> stage_of(Path("results/x"), "reproduce-xiong").as_posix()
+    'results/.x.partial-reproduce-xiong'
+    """
+    folder = Path(folder)
+    return folder.parent / f".{folder.name}.partial-{tag}"
+
+
+def _try_lock(fd: int) -> bool:
+    """Take the OS's exclusive lock on ``fd`` without waiting (released when the process dies)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+        except OSError:
+            return False
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+@contextmanager
+def output_lock(folder: Path) -> Iterator[Path]:
+    """Hold the lock of output ``folder`` for the block, or refuse (``ConfigError``).
+
+    The lock is an OS lock on ``.NAME.lock`` beside ``folder`` (its path is yielded):
+    a second run of the same output while one holds it is refused, naming the folder
+    and the holder's process id; a killed holder releases it with its process, so
+    nothing stale is left to clear. The file is removed when the block ends.
+    """
+    folder = Path(folder)
+    path = folder.parent / f".{folder.name}.lock"
+    _check_parents(folder)
+    made = [p for p in (folder.parent, *folder.parent.parents) if not p.exists()]
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            if not _try_lock(fd):
+                try:
+                    holder = os.read(fd, 32).decode(errors="replace").strip()
+                finally:
+                    os.close(fd)
+                by = f"process {holder}" if holder.isdigit() else "another run"
+                raise ConfigError(f"output {str(folder)!r} is being written by {by} (it holds "
+                                  f"{str(path)!r}); wait until it ends or choose another "
+                                  "output")
+            try:  # the holder before us may have removed the file after we opened it
+                if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+    except OSError as exc:
+        raise ConfigError(f"output {str(folder)!r}: cannot create its lock {str(path)!r}: "
+                          f"{exc.strerror}") from None
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield path
+    finally:
+        try:
+            path.unlink()  # before the lock goes: a waiting run then opens a new file
+        except OSError:
+            pass
+        os.close(fd)
+        for parent in made:  # created for the lock only: left empty, they go too
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+
+
+def swap_in(stage: Path, folder: Path) -> None:
+    """Make the complete ``stage`` the output ``folder``; an old ``folder`` goes only after.
+
+    ``stage`` is marked as ppknn output (:data:`MARKER`); the old folder is renamed
+    aside, ``stage`` renamed into place, and only then is the old one removed.
+    """
+    stage, folder = Path(stage), Path(folder)
+    (stage / MARKER).write_text("written by ppknn; --overwrite may replace this folder\n")
+    if folder.exists():
+        old = folder.parent / f".{folder.name}.old-{uuid.uuid4().hex[:8]}"
+        folder.rename(old)
+        stage.rename(folder)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        stage.rename(folder)
 
 
 @contextmanager
@@ -130,14 +243,7 @@ def staged(folder: Path, *, overwrite: bool = False) -> Iterator[Path]:
         if hasattr(exc, "add_note"):  # (Python 3.11+) shown under a traceback too
             exc.add_note(f"what the run recorded is kept in {str(target)!r} ({FAILURE} says why)")
         raise
-    (stage / MARKER).write_text("written by ppknn; --overwrite may replace this folder\n")
-    if folder.exists():
-        old = folder.parent / f".{folder.name}.old-{uuid.uuid4().hex[:8]}"
-        folder.rename(old)
-        stage.rename(folder)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        stage.rename(folder)
+    swap_in(stage, folder)
 
 
 def check_complete(folder: Path) -> dict[str, Any] | None:
@@ -179,4 +285,4 @@ def check_complete(folder: Path) -> dict[str, Any] | None:
 
 
 __all__ = ["FAILURE", "MARKER", "MARKERS", "check_complete", "check_output", "failure_record",
-           "holds_output", "staged"]
+           "holds_output", "output_lock", "stage_of", "staged", "swap_in"]

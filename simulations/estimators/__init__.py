@@ -11,11 +11,11 @@
 
 Every parameter is checked at ``fit`` (numpy numbers accepted). Each ``predict``
 (``transform``) of a DP estimator is a release: ``privacy_`` adds up the calls since
-``fit`` and an optional ``budget`` refuses, with
-:class:`~ppknn.simulations.estimators.spending.BudgetRefused`, a call that would exceed
-it before anything runs. ``random_state=None`` (the default) draws fresh randomness per
-call; an int makes the noise reproducible by anyone who knows the seed (a simulation, not
-a release).
+``fit``, and an optional ``budget`` (ε) and ``budget_delta`` (δ) refuse, with
+:class:`~ppknn.simulations.estimators.spending.BudgetRefused`, a call that would take
+the total above either before anything runs. ``random_state=None`` (the default) draws
+fresh randomness per call; an int makes the noise reproducible by anyone who knows the
+seed (a simulation, not a release).
 """
 
 from ppknn.protocols.dp_nb.estimator import DPNaiveBayes

@@ -8,12 +8,13 @@ registered protocol to check the settings against the data; nothing runs and
 nothing is released at ``fit`` (the utility check's runs are owner-side
 diagnostics). Each ``predict`` runs the protocol on the training rows through
 :func:`~ppknn.simulations.estimators.simulate.run_planned`: check, run, spend.
-Its cost is checked against ``budget`` before the run and added to the
-estimator's account after it, so ``privacy_`` is what every call since ``fit``
-spent together and ``privacy_last_`` what the last one spent (``score`` predicts,
-so it spends too). The account belongs to the fitted estimator: a refit starts
-it at zero, and clones (``cross_val_score``, ``GridSearchCV``) keep one each --
-a data owner sums them over everything released about the same rows. The last
+Its cost is checked against ``budget`` (ε) and ``budget_delta`` (δ) before the
+run and added to the estimator's account after it, so ``privacy_`` is what
+every call since ``fit`` spent together and ``privacy_last_`` what the last one
+spent (``score`` predicts, so it spends too). The account belongs to the
+fitted estimator: a refit starts it at zero, and clones (``cross_val_score``,
+``GridSearchCV``) keep one each -- a data owner sums them over everything
+released about the same rows. The last
 run's transcript (a pyarrow table), leakage report, message counts and the run
 itself are ``transcript_``, ``leakage_``, ``communication_`` and ``last_run_``.
 
@@ -125,8 +126,9 @@ class ProtocolClassifier(ClassifierMixin, BaseEstimator):
         The settings are checked against the data by setting up one run (a
         ``ConfigError`` names the estimator's parameter). Bounds derived from the
         data (``bounds="data"``) warn with a
-        :class:`~ppknn.core.errors.PrivacyLeakWarning`. The privacy account starts
-        at zero.
+        :class:`~ppknn.core.errors.PrivacyLeakWarning`. A ``budget`` (ε) or
+        ``budget_delta`` (δ) below the cost of the cheapest call (one query row) is
+        refused: every call would be. The privacy account starts at zero.
         """
         params = self._validated()
         X, y = validate_data(self, X, y, dtype=np.float64)
@@ -138,18 +140,14 @@ class ProtocolClassifier(ClassifierMixin, BaseEstimator):
         # set up (not run) the cheapest call, one query row: every parameter meets the data
         probe = self._plan(params, X, codes, X[:1], n_classes=len(classes), bounds=bounds,
                            seed=0)
-        cheapest, _ = self._call_cost(probe)
-        budget = params.get("budget")
-        if budget is not None and cheapest is not None and cheapest > budget:
-            raise ConfigError(f"{type(self).__name__}: budget = {self.budget!r} is below the "
-                              f"cost of the cheapest predict call (one query row: epsilon "
-                              f"{cheapest:.6g}), so every call would be refused; allowed: "
-                              f">= {cheapest:.6g} or None")
+        spending = Spending(type(self).__name__, guarantee=self._guarantee(),
+                            budget=params.get("budget"), budget_delta=params.get("budget_delta"))
+        spending.check_first(*self._call_cost(probe),
+                             what="the cheapest predict call (one query row)")
         self._params = params
         self.classes_, self.bounds_ = classes, bounds
         self.X_fit_, self.y_fit_ = X, codes
-        self._spending = Spending(type(self).__name__, guarantee=self._guarantee(),
-                                  budget=budget)
+        self._spending = spending
         self.privacy_ = self._spending.total()
         self.privacy_last_ = None
         self.transcript_ = self.leakage_ = self.communication_ = self.last_run_ = None
@@ -238,7 +236,7 @@ class ProtocolClassifier(ClassifierMixin, BaseEstimator):
                              channels=params["channels"],
                              seed=run_seed(params["random_state"], type(self).__name__))
         epsilon, delta = self._call_cost(planned)
-        self._spending.check(epsilon)  # refused before any party starts
+        self._spending.check(epsilon, delta)  # refused before any party starts
         try:
             run = run_planned(planned)
         except BaseException:
@@ -264,7 +262,8 @@ class ProtocolClassifier(ClassifierMixin, BaseEstimator):
         Raises
         ------
         BudgetRefused
-            The run would take ``privacy_`` above ``budget`` (nothing runs).
+            The run would take ``privacy_.epsilon`` above ``budget`` or
+            ``privacy_.delta`` above ``budget_delta`` (nothing runs).
         """
         pred, _ = self._run(X)
         return self.classes_[np.where(pred >= 0, pred, 0)]

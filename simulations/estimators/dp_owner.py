@@ -8,7 +8,9 @@ is a new release about the same training rows, so the fitted estimator adds
 the calls up: ``privacy_`` is the ε spent since ``fit`` (three calls with two
 analysts at ``epsilon=1`` spend 6), ``privacy_last_`` the last call's, and a
 call that would take ``privacy_.epsilon`` above ``budget`` is refused before
-it runs.
+it runs. The owner's answers are pure ε-DP: every call spends δ = 0, so any
+``budget_delta`` (a δ cap, for an interface shared with the (ε, δ)
+estimators) is met.
 
 As ``epsilon`` grows the noise vanishes: at ``epsilon=1e12`` the r-N
 classifier answers as scikit-learn's ``RadiusNeighborsClassifier`` wherever
@@ -61,8 +63,7 @@ class _DPOwnerClassifier(ProtocolClassifier):
                 "n_analysts": P.integer(who, "n_analysts", self.n_analysts, low=1),
                 "utility_folds": P.integer(who, "utility_folds", self.utility_folds, low=0,
                                            allowed="an int >= 0 (0: no check)"),
-                "budget": P.optional_real(who, "budget", self.budget,
-                                          allowed="None (no cap) or a finite number > 0")}
+                **P.budgets(who, self.budget, self.budget_delta)}
 
     def _parties(self, p: dict[str, Any]) -> tuple[int, int]:
         return 1, p["n_analysts"]
@@ -90,6 +91,10 @@ class DPRadiusNeighborsClassifier(_DPOwnerClassifier):
         The most ε all ``predict`` calls since ``fit`` may spend together (``None``:
         no cap). A call that would exceed it raises ``BudgetRefused`` (a
         ``ConfigError``) before anything runs.
+    budget_delta:
+        The most δ all ``predict`` calls since ``fit`` may spend together (``None``:
+        no cap; else a finite number >= 0), refused as ``budget``. The owner's answers
+        are pure ε-DP (δ = 0 per call), so every value is met.
     algorithm:
         ``"proposed"`` (region overlap graph, noise scaled by the maximum clique
         size of each component), ``"baseline-laplace"`` or ``"baseline-exponential"``
@@ -134,12 +139,14 @@ class DPRadiusNeighborsClassifier(_DPOwnerClassifier):
     """
 
     def __init__(self, radius: float = 1.0, *, epsilon: float = 1.0, budget: float | None = None,
-                 algorithm: str = "proposed", n_analysts: int = 1, bounds: Any = "data",
-                 runtime: str = "inprocess", channels: bool = False,
-                 random_state: Any = None, utility_folds: int = 3) -> None:
+                 budget_delta: float | None = None, algorithm: str = "proposed",
+                 n_analysts: int = 1, bounds: Any = "data", runtime: str = "inprocess",
+                 channels: bool = False, random_state: Any = None,
+                 utility_folds: int = 3) -> None:
         self.radius = radius
         self.epsilon = epsilon
         self.budget = budget
+        self.budget_delta = budget_delta
         self.algorithm = algorithm
         self.n_analysts = n_analysts
         self.bounds = bounds
@@ -168,7 +175,7 @@ class DPKNeighborsClassifier(_DPOwnerClassifier):
     epsilon:
         ε of each request batch (one per analyst), charged on the owner's ledger; a
         ``predict`` of ``Q`` rows costs ``min(n_analysts, Q) * epsilon``.
-    budget:
+    budget, budget_delta:
         As :class:`DPRadiusNeighborsClassifier`.
     algorithm:
         ``"interactive"`` (k-NN to r-N conversion by the exponential mechanism, then
@@ -195,13 +202,14 @@ class DPKNeighborsClassifier(_DPOwnerClassifier):
     """
 
     def __init__(self, n_neighbors: int = 5, *, epsilon: float = 1.0,
-                 budget: float | None = None, algorithm: str = "interactive",
-                 weight: float = 0.5, n_analysts: int = 1, bounds: Any = "data",
-                 runtime: str = "inprocess", channels: bool = False,
+                 budget: float | None = None, budget_delta: float | None = None,
+                 algorithm: str = "interactive", weight: float = 0.5, n_analysts: int = 1,
+                 bounds: Any = "data", runtime: str = "inprocess", channels: bool = False,
                  random_state: Any = None, utility_folds: int = 3) -> None:
         self.n_neighbors = n_neighbors
         self.epsilon = epsilon
         self.budget = budget
+        self.budget_delta = budget_delta
         self.algorithm = algorithm
         self.weight = weight
         self.n_analysts = n_analysts

@@ -12,8 +12,10 @@ Privacy unit: the *queries* (each query slot is one user, local (ε, δ)-DP
 against the server; with the DIS utility only within ``radius``); the training
 points the walk reaches are released in the clear.
 A user whose query is in every ``predict`` since ``fit`` has spent the sum of
-the calls' ε per query: that sum is ``privacy_`` (``privacy_last_``: the last
-call), and ``budget`` caps it.
+the calls' ε and δ per query: that sum is ``privacy_`` (``privacy_last_``: the
+last call); ``budget`` caps the ε and ``budget_delta`` the δ. A call spends
+``delta`` when the bounded-range bound is below plain summation (then it is the
+smaller ε), else δ = 0.
 
 The tree descent alone is approximate even without noise (no backtracking);
 with a neighbourhood variant ``N<B>`` whose ``B`` is at least the number of
@@ -74,6 +76,12 @@ class DPTTClassifier(ProtocolClassifier):
         The most ε per query slot all ``predict`` calls since ``fit`` may spend
         together (``None``: no cap); a call that would exceed it raises
         ``BudgetRefused`` (a ``ConfigError``) before anything runs.
+    budget_delta:
+        The most δ per query slot all ``predict`` calls since ``fit`` may spend
+        together (``None``: no cap; else a finite number >= 0), refused as
+        ``budget``. A call spends ``delta`` (``privacy_last_.delta``) when the
+        bounded-range bound gives its ε, else 0; ``budget_delta=0`` admits only
+        calls whose ε is the plain sum (pure ε-DP).
     bounds, runtime, channels:
         As :class:`~ppknn.simulations.estimators.PPKNNClassifier`.
     random_state:
@@ -116,7 +124,8 @@ class DPTTClassifier(ProtocolClassifier):
                  final_epsilon: float | None = None, epsilon: float | None = None,
                  delta: float = 1e-7, radius: float | None = None,
                  predict_rule: str = "nearest", budget: float | None = None,
-                 bounds: Any = "data", runtime: str = "inprocess", channels: bool = False,
+                 budget_delta: float | None = None, bounds: Any = "data",
+                 runtime: str = "inprocess", channels: bool = False,
                  random_state: Any = None, utility_folds: int = 3) -> None:
         self.variant = variant
         self.utility = utility
@@ -126,6 +135,7 @@ class DPTTClassifier(ProtocolClassifier):
         self.radius = radius
         self.predict_rule = predict_rule
         self.budget = budget
+        self.budget_delta = budget_delta
         self.bounds = bounds
         self.runtime = runtime
         self.channels = channels
@@ -153,8 +163,7 @@ class DPTTClassifier(ProtocolClassifier):
                                          allowed="None or a finite number > 0"),
                "predict_rule": P.choice(who, "predict_rule", self.predict_rule,
                                         ("nearest", "majority")),
-               "budget": P.optional_real(who, "budget", self.budget,
-                                         allowed="None (no cap) or a finite number > 0"),
+               **P.budgets(who, self.budget, self.budget_delta),
                "utility_folds": P.integer(who, "utility_folds", self.utility_folds, low=0,
                                           allowed="an int >= 0 (0: no check)")}
         if out["epsilon"] is not None and out["final_epsilon"] is not None:

@@ -97,6 +97,25 @@ def optional_real(who: str, name: str, value: Any, **kwargs: Any) -> float | Non
     return None if value is None else real(who, name, value, **kwargs)
 
 
+BUDGET_ALLOWED = "None (no cap) or a finite number > 0"
+BUDGET_DELTA_ALLOWED = "None (no cap) or a finite number >= 0"
+
+
+def budgets(who: str, budget: Any, budget_delta: Any) -> dict[str, float | None]:
+    """A DP estimator's caps since ``fit``: ``budget`` (ε) and ``budget_delta`` (δ).
+
+    >>> budgets("Est", None, 0)
+    {'budget': None, 'budget_delta': 0.0}
+    >>> budgets("Est", 4, -1e-6)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ppknn.core.errors.ConfigError: Est: budget_delta = -1e-06; allowed: None (no cap) or ...
+    """
+    return {"budget": optional_real(who, "budget", budget, allowed=BUDGET_ALLOWED),
+            "budget_delta": optional_real(who, "budget_delta", budget_delta, low=0.0,
+                                          low_open=False, allowed=BUDGET_DELTA_ALLOWED)}
+
+
 def choice(who: str, name: str, value: Any, options: Sequence[str]) -> str:
     """One of ``options`` (strings)."""
     if not isinstance(value, str) or value not in options:
@@ -158,5 +177,6 @@ def generator_of(who: str, value: Any, *path: str, name: str = "random_state"
     return np.random.default_rng(seed_of(who, value, name))
 
 
-__all__ = ["RANDOM_STATE_ALLOWED", "SEED_LIMIT", "choice", "flag", "generator_of", "integer",
-           "optional_real", "random_state", "real", "seed_of", "seeded"]
+__all__ = ["BUDGET_ALLOWED", "BUDGET_DELTA_ALLOWED", "RANDOM_STATE_ALLOWED", "SEED_LIMIT",
+           "budgets", "choice", "flag", "generator_of", "integer", "optional_real",
+           "random_state", "real", "seed_of", "seeded"]

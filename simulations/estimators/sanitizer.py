@@ -23,7 +23,8 @@ per column), so a row released by ``c`` calls has ``e^(c s/b)``;
 ``privacy_.epsilon`` is that ``c s / b`` for the calls since ``fit`` (``inf``
 with ``b=None``), ``privacy_last_`` the last call's, and ``budget`` caps it
 (checked before anything is released). No ε-DP is claimed: the ranges come
-from the training rows.
+from the training rows. No δ is counted (``privacy_.delta`` stays 0), so a
+``budget_delta`` (the δ cap the DP estimators share) is always met.
 
 Examples
 --------
@@ -91,6 +92,10 @@ class PCALaplaceSanitizer(TransformerMixin, BaseEstimator):
         ``transform`` calls since ``fit`` may reach together (``None``: no cap); a
         call that would exceed it raises ``BudgetRefused`` (a ``ConfigError``) and
         releases nothing.
+    budget_delta:
+        The most ``privacy_.delta`` all ``transform`` calls since ``fit`` may reach
+        together (``None``: no cap; else a finite number >= 0); every call counts
+        δ = 0, so every value is met.
     random_state:
         ``None`` (default: fresh OS entropy every call), an int (the same noise every
         call: reproducible by anyone who knows the seed -- a simulation, not a
@@ -133,13 +138,15 @@ class PCALaplaceSanitizer(TransformerMixin, BaseEstimator):
     """scikit-learn checks this estimator fails on purpose, with the reason."""
 
     def __init__(self, n_components: int | None = None, *, b: float | None = 0.2, n_sd: float = 2.0,
-                 bounds: Any = "data", budget: float | None = None, random_state: Any = None,
+                 bounds: Any = "data", budget: float | None = None,
+                 budget_delta: float | None = None, random_state: Any = None,
                  mode: str = "reproducible") -> None:
         self.n_components = n_components
         self.b = b
         self.n_sd = n_sd
         self.bounds = bounds
         self.budget = budget
+        self.budget_delta = budget_delta
         self.random_state = random_state
         self.mode = mode
 
@@ -158,8 +165,7 @@ class PCALaplaceSanitizer(TransformerMixin, BaseEstimator):
                "b": P.optional_real(who, "b", self.b,
                                     allowed="None (no noise) or a finite number > 0"),
                "n_sd": P.real(who, "n_sd", self.n_sd, low=0.0, low_open=False),
-               "budget": P.optional_real(who, "budget", self.budget,
-                                         allowed="None (no cap) or a finite number > 0")}
+               **P.budgets(who, self.budget, self.budget_delta)}
         if n_features is None:  # before the data is known
             if self.n_components is not None:
                 P.integer(who, "n_components", self.n_components, low=1,
@@ -221,7 +227,7 @@ class PCALaplaceSanitizer(TransformerMixin, BaseEstimator):
         self._params = p
         self._spending = Spending(who, guarantee=GUARANTEE_LAPLACE + "; epsilon = s/b per "
                                   "row per call, the log of the joint amplification",
-                                  budget=p["budget"])
+                                  budget=p["budget"], budget_delta=p["budget_delta"])
         self.privacy_, self.privacy_last_ = self._spending.total(), None
         return self
 
@@ -244,12 +250,12 @@ class PCALaplaceSanitizer(TransformerMixin, BaseEstimator):
         ------
         BudgetRefused
             The call would take ``privacy_.epsilon`` above ``budget`` (nothing is
-            released).
+            released; its δ is 0, so ``budget_delta`` never refuses it).
         """
         scores = self.project(X)
         p = self._params
         epsilon = self._call_epsilon(p)
-        self._spending.check(epsilon)
+        self._spending.check(epsilon, 0.0)
         if self._mechanisms is None:
             out = scores
         else:

@@ -5,8 +5,10 @@ call is a new release about the same training rows (DP-TT: about the query
 slots), so the costs add up (sequential composition). :class:`Spending` keeps
 the exact sums since ``fit`` (amounts as :class:`fractions.Fraction` of their
 shortest decimal, as the privacy ledger does, so three calls at ε = 0.1 spend
-exactly 0.3) and refuses a call that would take the total above the
-estimator's ``budget`` *before* anything runs (:class:`BudgetRefused`).
+exactly 0.3) and refuses a call that would take the total ε above the
+estimator's ``budget``, or the total δ above its ``budget_delta``, *before*
+anything runs (:class:`BudgetRefused`): three calls at δ = 1e-6 fit a
+``budget_delta`` of 3e-6 exactly, a fourth is refused.
 
 Examples
 --------
@@ -20,6 +22,16 @@ Examples
 Traceback (most recent call last):
 ...
 ppknn.simulations.estimators.spending.BudgetRefused: Est: budget = 10.0 cannot pay ...
+>>> d = Spending("Est", guarantee="(ε, δ)-DP", budget_delta=3e-6)
+>>> for _ in range(3):
+...     d.check(1.0, 1e-6)
+...     d.spend(1.0, 1e-6)
+>>> d.total().delta
+3e-06
+>>> d.check(1.0, 1e-6)  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+ppknn.simulations.estimators.spending.BudgetRefused: Est: budget_delta = 3e-06 cannot pay ...
 """
 
 from __future__ import annotations
@@ -64,29 +76,67 @@ class Spending:
         What one call's ε means (the protocol's privacy unit).
     budget:
         The most ε all calls since ``fit`` may spend together (``None``: no cap).
+    budget_delta:
+        The most δ all calls since ``fit`` may spend together (``None``: no cap).
     """
 
-    def __init__(self, who: str, *, guarantee: str, budget: float | None = None) -> None:
+    def __init__(self, who: str, *, guarantee: str, budget: float | None = None,
+                 budget_delta: float | None = None) -> None:
         self.who = who
         self.guarantee = guarantee
         self.budget = budget
+        self.budget_delta = budget_delta
         self.calls = 0
         self._eps: Amount | None = Fraction(0)
         self._delta: Amount | None = Fraction(0)
         self._per_party: dict[str, list[Amount]] = {}
 
-    def check(self, epsilon: float | None) -> None:
-        """Raise :class:`BudgetRefused` unless a call costing ``epsilon`` fits the budget."""
-        if self.budget is None or epsilon is None or self._eps is None:
+    def _over(self, epsilon: float, delta: float | None, spent: tuple[Amount, Amount]
+              ) -> list[tuple[str, float, str, Amount, Amount]]:
+        """The caps a call costing ``(epsilon, delta)`` on top of ``spent`` would exceed.
+
+        Each as ``(parameter, cap, "epsilon" | "delta", the call's amount, the amount
+        spent)``; ``[]``: the call fits. Exact: amounts as fractions of their shortest
+        decimal.
+        """
+        caps = (("budget", self.budget, "epsilon", epsilon, spent[0]),
+                ("budget_delta", self.budget_delta, "delta", delta or 0.0, spent[1]))
+        return [(name, cap, word, _amount(cost), before)
+                for name, cap, word, cost, before in caps
+                if cap is not None and before + _amount(cost) > exact(cap)]
+
+    def check(self, epsilon: float | None, delta: float | None = 0.0) -> None:
+        """Raise :class:`BudgetRefused` unless a call costing ``(epsilon, delta)`` fits.
+
+        It fits when the totals since ``fit`` with it stay at most ``budget`` (ε) and
+        ``budget_delta`` (δ); a call without an ε (no DP) is never capped.
+        """
+        if epsilon is None or self._eps is None or self._delta is None:
             return
-        after = self._eps + _amount(epsilon)
-        if after > exact(self.budget):
+        over = self._over(epsilon, delta, (self._eps, self._delta))
+        if over:
+            why = " and ".join(f"{name} = {cap!r} cannot pay for this call ({word} "
+                               f"{_fmt(amount)}) on top of the {_fmt(before)} spent"
+                               for name, cap, word, amount, before in over)
             raise BudgetRefused(
-                f"{self.who}: budget = {self.budget!r} cannot pay for this call (epsilon "
-                f"{_fmt(_amount(epsilon))}) on top of the {_fmt(self._eps)} spent by "
-                f"{self.calls} call(s) since fit; nothing was released. Batch the rows "
-                "into fewer calls; a refit starts a new account, which only a new budget "
-                "from the data owner justifies")
+                f"{self.who}: {why} by {self.calls} call(s) since fit; nothing was released. "
+                "Batch the rows into fewer calls; a refit starts a new account, which only a "
+                "new budget from the data owner justifies")
+
+    def check_first(self, epsilon: float | None, delta: float | None, what: str) -> None:
+        """Refuse (``ConfigError``) a cap below ``(epsilon, delta)``, the cheapest call's cost.
+
+        Checked at ``fit`` as :meth:`check` checks the first call: with such a cap every
+        call would be refused. ``what`` names the cheapest call (in the message).
+        """
+        if epsilon is None:
+            return
+        over = self._over(epsilon, delta, (Fraction(0), Fraction(0)))
+        if over:
+            name, cap, word, amount, _ = over[0]
+            raise ConfigError(f"{self.who}: {name} = {cap!r} is below the cost of {what}: "
+                              f"{word} {_fmt(amount)}, so every call would be refused; "
+                              f"allowed: >= {_fmt(amount)} or None")
 
     def spend(self, epsilon: float | None, delta: float | None = 0.0,
               per_party: Mapping[str, tuple[float, float]] | None = None) -> None:

@@ -17,6 +17,10 @@ the reproduction's name and whether it finished); :func:`folder_state` reads
 it, so ``ppknn reproduce`` refuses a finished reproduction (unless told to
 overwrite it) and resumes an unfinished one that kept its finished runs in
 :data:`ROWS` (``grid-rows/*.jsonl``, see :func:`simulations.grids.run_grids`).
+A run told to overwrite a folder runs in its fixed staging folder
+(:func:`stage`), where the next such run finds what a killed one kept; the
+marker's settings (:data:`SETTINGS`) say whether those runs may be reused
+(:func:`differing_settings`).
 """
 
 from __future__ import annotations
@@ -57,6 +61,43 @@ MARKER = "reproduction.json"
 
 ROWS = "grid-rows"
 """The folder where a reproduction keeps its finished runs as they finish (``*.jsonl``)."""
+
+
+SETTINGS = ("quick", "runtime", "settings")
+"""The marker's facts that decide a reproduction's runs: rows are reused only when equal."""
+
+
+def stage(folder: Path, name: str) -> Path:
+    """Where ``ppknn reproduce NAME --overwrite`` stages output ``folder``: a fixed name.
+
+    >>> stage(Path("results/reproduce/xiong"), "xiong").name
+    '.xiong.partial-reproduce-xiong'
+    """
+    from ppknn.simulations.output import stage_of
+
+    return stage_of(folder, f"reproduce-{name}")
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` as a marker holds it once read back (JSON, unknown types as text)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def differing_settings(record: dict[str, Any], facts: dict[str, Any]
+                       ) -> dict[str, tuple[Any, Any]]:
+    """``{setting: (recorded, given)}`` for each of :data:`SETTINGS` that differs.
+
+    >>> differing_settings({"name": "x", "quick": True, "runtime": "inprocess",
+    ...                     "settings": {}}, {"quick": False, "runtime": "inprocess",
+    ...                                    "settings": {}})
+    {'quick': (True, False)}
+    """
+    out = {}
+    for key in SETTINGS:
+        recorded, given = _canonical(record.get(key)), _canonical(facts.get(key))
+        if recorded != given:
+            out[key] = (recorded, given)
+    return out
 
 
 @dataclass(frozen=True)
@@ -147,5 +188,5 @@ def folder_state(folder: Path, name: str) -> FolderState:
     return FolderState("other", "files of something else")
 
 
-__all__ = ["MARKER", "REPRODUCTIONS", "ROWS", "FolderState", "folder_state", "load",
-           "read_marker", "report_path", "write_marker"]
+__all__ = ["MARKER", "REPRODUCTIONS", "ROWS", "SETTINGS", "FolderState", "differing_settings",
+           "folder_state", "load", "read_marker", "report_path", "stage", "write_marker"]
