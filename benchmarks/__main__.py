@@ -49,9 +49,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-QUICK = {"e2e_parties": 8, "e2e_queries": 200, "e2e_layouts": ("hosted",), "e2e_rounds": 2,
-         "actor_parties": 8, "actor_rounds": 2, "calls": 200, "ppknn_parties": (4, 16),
-         "ppknn_queries": 500, "dp_queries": 300, "scale_parties": (40,), "repeats": 3}
+QUICK = {"e2e_parties": 4, "e2e_queries": 50, "e2e_layouts": ("hosted",), "e2e_rounds": 2,
+         "actor_parties": 3, "actor_rounds": 2, "calls": 50, "ppknn_parties": (4, 16),
+         "ppknn_queries": 100, "dp_queries": 100, "scale_parties": (40,), "repeats": 3}
 FULL = {"e2e_parties": 64, "e2e_queries": 1000, "e2e_layouts": ("hosted", "actor-per-party"),
         "e2e_rounds": 5, "actor_parties": 64, "actor_rounds": 3, "calls": 1000,
         "ppknn_parties": (4, 16, 64),

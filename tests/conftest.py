@@ -22,6 +22,35 @@ def ray_env() -> dict:
     return {"env_vars": {"PYTHONPATH": path}}
 
 
+def _init_with_a_free_agent_port(**kwargs) -> None:
+    """``ray.init(**kwargs)`` whose dashboard agent listens on a free port.
+
+    Ray gives every local instance's dashboard agent the same fixed port (52365). While the
+    session's instance holds it, each other local Ray a test starts (``ppknn run`` in a
+    fresh process, the benchmarks, a multi-node cluster's head) finds it taken, and its
+    agent retries for about 3 s before that node comes up. ``ray.cluster_utils.Cluster``
+    starts its extra nodes the same way (no fixed agent port).
+    """
+    import ray
+    from ray._private import parameter
+
+    fixed = getattr(parameter, "RayParams", None)
+    if fixed is None:  # another Ray layout: start as it is
+        ray.init(**kwargs)
+        return
+
+    class FreeAgentPort(fixed):
+        def __init__(self, *args, **params):
+            super().__init__(*args, **params)
+            self.dashboard_agent_listen_port = None  # the node picks a free one
+
+    parameter.RayParams = FreeAgentPort
+    try:
+        ray.init(**kwargs)
+    finally:
+        parameter.RayParams = fixed
+
+
 @pytest.fixture(scope="session")
 def ray_local():
     """A local Ray instance shared by the Ray tests; shut down at the end of the session.
@@ -34,8 +63,9 @@ def ray_local():
 
     await_ray_shutdown()  # a run that stopped its own Ray in the background
     if not ray.is_initialized():
-        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR",
-                 log_to_driver=False, runtime_env=ray_env())
+        _init_with_a_free_agent_port(address="local", num_cpus=2, include_dashboard=False,
+                                     logging_level="ERROR", log_to_driver=False,
+                                     runtime_env=ray_env())
     yield ray
 
 

@@ -31,6 +31,8 @@ def _ray_scenario(protocol: str, layout: str):
     sc = scenario(protocol, party_timeout_s=TIMEOUT_S, **runtime)
     if protocol in ("dp-knn", "dp-nb"):  # fewer analysts: fewer actors to start
         sc = sc.set_key("parties.analysts", 2)
+    if protocol == "ppknn-ring":  # fewer owners (the victim, owner-02, is still one)
+        sc = sc.set_key("parties.n", 4)
     return sc
 
 

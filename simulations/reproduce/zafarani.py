@@ -68,7 +68,7 @@ from ppknn.simulations.reporting import (
 FULL = Settings(5, 10, (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0), None,
                 (1_000, 10_000, 100_000, 1_000_000), 3, 100_000, 400, 1_000_000, True,
                 (1.0, 2.0, 5.0, 10.0))
-QUICK = Settings(1, 3, (0.1, 1.0, 10.0), 6_000, (1_000, 10_000, 100_000), 1, 10_000, 40,
+QUICK = Settings(1, 2, (0.1, 1.0, 10.0), 3_000, (1_000, 10_000, 100_000), 1, 10_000, 40,
                  100_000, False, (1.0, 5.0), peer_fits=1, peer_epsilons=(10.0,))
 SMALL_EPS = 0.1
 """ε at or below which the paper's "smooth beats Vaidya at small ε" is checked."""

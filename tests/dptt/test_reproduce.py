@@ -1,7 +1,8 @@
 """`ppknn reproduce lepert`: every figure and claim from scenario grids of the dptt plugin.
 
-The test runs the reproduction on a small grid (the same figures and claims as ``--quick``,
-fewer points, queries and parameter values) so that it stays fast.
+The grids are declared on a small grid (the same figures and claims as ``--quick``, fewer
+points, queries and parameter values); the end-to-end test reads the session's one run of
+``ppknn reproduce lepert --quick`` (tests/conftest.py), which the CLI test shares.
 """
 
 from __future__ import annotations
@@ -66,19 +67,20 @@ def test_grids_declare_every_configuration_once_as_valid_dptt_scenarios(tmp_path
 
 
 @pytest.mark.slow
-def test_small_reproduction_writes_figures_grids_and_report(tmp_path):
+def test_small_reproduction_writes_figures_grids_and_report(quick_reproduction):
     module = reproduce.load("lepert")
-    report = module.run(tmp_path / "out", quick=True, runtime="inprocess",
-                        report=tmp_path / "lepert.md", grid=SMALL,
-                        audit=module.AuditSettings(variants=("basic",), n_samples=2000))
-    text = report.read_text()
+    run = quick_reproduction("lepert")  # `ppknn reproduce lepert --quick`, run once
+    assert run.exit_code == 0, run.cli_output
+    grid, audited = Grid.quick(**module.QUICK_GRID), module.AuditSettings.quick()
+    out, figures = run.output, run.figures
+    text = run.report.read_text()
     images = re.findall(r"!\[[^\]]+\]\(lepert/([^)]+)\.png\)", text)
     assert len(images) >= 25
     for name in images:
-        assert (tmp_path / "lepert" / f"{name}.png").stat().st_size > 5000
-        assert (tmp_path / "out" / f"{name}.png").is_file()
+        assert (figures / f"{name}.png").stat().st_size > 5000
+        assert (out / f"{name}.png").is_file()
         assert f"(data: `{name}.csv`)" in text
-        with (tmp_path / "out" / f"{name}.csv").open() as fh:
+        with (out / f"{name}.csv").open() as fh:
             rows = list(csv.DictReader(fh))
         assert rows and all(0.0 <= float(r["nn_accuracy"]) <= float(r["top5_accuracy"]) <= 1.0
                             for r in rows)
@@ -86,26 +88,28 @@ def test_small_reproduction_writes_figures_grids_and_report(tmp_path):
         assert all(float(r[f"{m}_low"]) <= float(r[f"{m}_accuracy"]) <= float(r[f"{m}_high"])
                    for r in rows for m in ("nn", "top5"))
     # every DP-TT point is a registry run: the grids' long tables hold one row per configuration
-    grids = sorted((tmp_path / "out" / "grids").glob("grid-*.csv"))
+    grids = sorted((out / "grids").glob("grid-*.csv"))
     runs = []
     for path in grids:
         with path.open() as fh:
             runs += list(csv.DictReader(fh))
-    assert len(runs) == len(configurations(SMALL))
+    assert len(runs) == len(configurations(grid))
     assert {r["protocol"] for r in runs} == {"dptt"}
-    with (tmp_path / "out" / "fig6_02_dis_vs_geo_1d.csv").open() as fh:
+    with (out / "fig6_02_dis_vs_geo_1d.csv").open() as fh:
         fig = list(csv.DictReader(fh))
     dis = [r for r in fig if r["series"] == "DP-TT-DIS"]
     geo = [r for r in fig if r["series"] == "GEO"]
     by_radius = {float(r["protocol.radius"]): r for r in runs
-                 if r["dataset"] == "lepert-normal-1d-2000" and r["utility"] == "dis"
+                 if r["dataset"] == f"lepert-normal-1d-{grid.n_points}" and r["utility"] == "dis"
                  and r["variant"] == "basic"}
     for d, g in zip(dis, geo):
-        run = by_radius[float(d["radius"])]
-        assert float(d["nn_accuracy"]) == float(run["nn_accuracy"])
-        assert float(g["nn_accuracy"]) == float(run["geo_nn_accuracy"])
-    # the report's numbers are generated: the accounting table (H = 11) and the claims table
-    assert "| E8 | 3 | 3 | 8 | 256 | 3.00 | 3.00 | 3.00 | 30.0 | 30.0 |" in text
+        row = by_radius[float(d["radius"])]
+        assert float(d["nn_accuracy"]) == float(row["nn_accuracy"])
+        assert float(g["nn_accuracy"]) == float(row["geo_nn_accuracy"])
+    # the report's numbers are generated: the accounting table (N = 100,000: H = 17) and
+    # the claims table
+    assert grid.n_points == 100_000
+    assert "| E8 | 9 | 9 | 20 | 256 | 9.00 | 9.00 | 9.00 | 90.0 | 90.0 |" in text
     claims = [line for line in text.splitlines() if re.match(r"\| (Figs?\.|§)", line)]
     assert len(claims) >= 14
     verdicts = [re.search(r"\| \*\*(reproduced|partly|differs)\*\* \|", c) for c in claims]
@@ -116,8 +120,10 @@ def test_small_reproduction_writes_figures_grids_and_report(tmp_path):
     assert "exp(εu/Δ), thesis reading" in text and "if the mechanism was exp(εu/Δ)" in text
     audit = text[text.index("## Empirical privacy audit"):]
     # a proven CMP decision is ε/2-DP: promised 4 (bounded range, sum), really spent 2
+    assert "basic" in audited.variants
     assert re.search(r"\| CMP \| exp\(εu/2Δ\), proven \| basic \| 8 \| 4.00 \| 4.00 \| 2.00 "
-                     r"\| [0-9.]+ \| \[[-0-9.]+, [0-9.]+\] \| 2,000 \|", audit)
+                     r"\| [0-9.]+ \| \[[-0-9.]+, [0-9.]+\] \| " + f"{audited.n_samples:,} \\|",
+                     audit)
     calibration = text[text.index("## What the thesis's numbers imply"):]
     assert "over-charges CMP" in calibration and "final ε charged" in calibration
     # the spread over draws of the data: main draw, the other draw, a t interval

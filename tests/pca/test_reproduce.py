@@ -20,15 +20,15 @@ FIGURES = ("fig5_tradeoff", "fig6_worst_case", "fig8_attacks", "fig9_accuracy",
            "fig10_sanitize_time", "fig11_mining_time")
 
 
-LOG: list[str] = []
-
-
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("mukherjee")
-    report = run(tmp / "out", quick=True, runtime="inprocess", report=tmp / "mukherjee.md",
-                 log=LOG.append)
-    return tmp, report
+def quick_run(quick_reproduction):
+    """The session's one CLI run of `ppknn reproduce mukherjee --quick` (tests/conftest.py).
+
+    ``(run, report)``: ``run.output`` holds the tables, ``run.figures`` the report's PNGs.
+    """
+    run = quick_reproduction("mukherjee")
+    assert run.exit_code == 0, run.cli_output
+    return run, run.report
 
 
 def read(path):
@@ -43,33 +43,35 @@ def test_registered():
 
 
 def test_progress_goes_to_the_log_not_to_stderr(quick_run, capfd, tmp_path):
-    assert any("runs done" in line for line in LOG)
-    assert any(line.startswith("timing n=") for line in LOG)
+    # the CLI hands its console to `log`, which prefixes every line with the name
+    lines = quick_run[0].cli_output.splitlines()
+    assert any(line.startswith("mukherjee: ") and "runs done" in line for line in lines)
+    assert any(line.startswith("mukherjee: timing n=") for line in lines)
     capfd.readouterr()
     run_grid_experiments(dataclasses.replace(QUICK, datasets=("iris",), reps=1), tmp_path)
     assert capfd.readouterr().err == ""
 
 
 def test_every_figure_has_a_table_and_a_plot(quick_run):
-    tmp, report = quick_run
+    run, report = quick_run
     for name in FIGURES:
-        assert read(tmp / "out" / f"{name}.csv")
-        assert (tmp / "out" / f"{name}.png").stat().st_size > 1000
-        assert (tmp / "mukherjee" / f"{name}.png").is_file()
+        assert read(run.output / f"{name}.csv")
+        assert (run.output / f"{name}.png").stat().st_size > 1000
+        assert (run.figures / f"{name}.png").is_file()
         assert f"mukherjee/{name}.png" in report.read_text()
 
 
 def test_tables_agree_with_the_theory(quick_run):
-    tmp, _ = quick_run
-    for row in read(tmp / "out" / "fig6_worst_case.csv"):
+    run, _ = quick_run
+    for row in read(run.output / "fig6_worst_case.csv"):
         b = float(row["b"])
         assert float(row["amp_min"]) == pytest.approx(math.exp(1 / b), rel=1e-5)
         assert float(row["amp_max"]) == pytest.approx(math.exp(1 / b), rel=1e-5)
         assert float(row["audit_eps_lower"]) <= 1 / b
-    datasets = {r["dataset"] for r in read(tmp / "out" / "fig9_accuracy.csv")}
+    datasets = {r["dataset"] for r in read(run.output / "fig9_accuracy.csv")}
     assert datasets == {"wine", "iris", "ionosphere", "wdbc", "waveform", "synthetic-2",
                         "synthetic-8"}
-    for row in read(tmp / "out" / "fig9_accuracy.csv"):
+    for row in read(run.output / "fig9_accuracy.csv"):
         for key in ("radius", "best_k", "k5"):
             assert 0.0 <= float(row[key]) <= 1.0
 
@@ -90,8 +92,8 @@ def test_report_sets_claims_beside_measurements(quick_run):
 
 
 def test_claims_are_reporting_claims_with_unique_ids(quick_run):
-    tmp, _ = quick_run
-    tables = {p.stem: read_rows(p) for p in (tmp / "out").glob("*.csv")}
+    run, _ = quick_run
+    tables = {p.stem: read_rows(p) for p in run.output.glob("*.csv")}
     claims = check_claims(tables, tables["releases"])
     assert all(isinstance(c, Claim) for c in claims)
     assert len({c.id for c in claims}) == len(claims)
@@ -106,9 +108,9 @@ def test_claims_are_reporting_claims_with_unique_ids(quick_run):
 
 
 def test_headline_states_the_tradeoff_verdict(quick_run):
-    tmp, report = quick_run
+    run, report = quick_run
     text = report.read_text()
-    tables = {p.stem: read_rows(p) for p in (tmp / "out").glob("*.csv")}
+    tables = {p.stem: read_rows(p) for p in run.output.glob("*.csv")}
     tradeoff = next(c for c in check_claims(tables) if c.id == "fig5-tradeoff")
     names = list(dict.fromkeys(r["dataset"] for r in tables["fig9_accuracy"]))
     below, on, total = tradeoff_points(tables["fig5_tradeoff"], names)
