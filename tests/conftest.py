@@ -149,3 +149,19 @@ def quick_reproduction(tmp_path_factory):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def runs(monkeypatch):
+    """Counts the protocol runs the scikit-learn estimators start."""
+    from ppknn.simulations.estimators import base
+
+    started = []
+    real = base.run_planned
+
+    def counting(planned):
+        started.append(planned)
+        return real(planned)
+
+    monkeypatch.setattr(base, "run_planned", counting)
+    return started

@@ -28,20 +28,6 @@ def _dp_knn(**params):
     return ppknn.DPKNeighborsClassifier(5, bounds=(0.0, 8.0), utility_folds=0, **params)
 
 
-@pytest.fixture
-def runs(monkeypatch):
-    """Counts the protocol runs the estimators start."""
-    started = []
-    real = base.run_planned
-
-    def counting(planned):
-        started.append(planned)
-        return real(planned)
-
-    monkeypatch.setattr(base, "run_planned", counting)
-    return started
-
-
 def test_three_predicts_spend_three_times_epsilon(iris):
     X, y, Q = iris
     clf = _dp_knn(epsilon=4).fit(X, y)

@@ -25,20 +25,6 @@ def iris():
     return X[::2], y[::2], X[1::2]
 
 
-@pytest.fixture
-def runs(monkeypatch):
-    """Counts the protocol runs the estimators start."""
-    started = []
-    real = base.run_planned
-
-    def counting(planned):
-        started.append(planned)
-        return real(planned)
-
-    monkeypatch.setattr(base, "run_planned", counting)
-    return started
-
-
 def _dptt(**params):
     """DP-TT whose calls spend δ = ``delta`` each: GS's bounded-range bound beats the sum."""
     params = {"variant": "GS", "final_epsilon": 1.0, "delta": 1e-6, **params}
