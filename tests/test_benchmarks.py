@@ -50,6 +50,13 @@ def test_quick_suite_writes_every_measurement(tmp_path):
         assert len(r["cold_samples_s"]) == 3 and r["cold_s"] == r["cold_samples_s"][1]
         lo, hi = r["cold_over_sklearn_range"]
         assert lo <= r["cold_over_sklearn"] <= hi
+        # the floor: four parts, each timed alone, adding up; a ring's n edges at least
+        parts = ("floor_distances_s", "floor_selection_s", "floor_key_agreements_s",
+                 "floor_channels_s")
+        assert all(r[p] > 0 for p in parts)
+        assert r["floor_s"] == pytest.approx(sum(r[p] for p in parts))
+        assert r["floor_over_sklearn"] == pytest.approx(r["floor_s"] / r["sklearn_first_s"])
+        assert r["floor_pairs"] >= r["parties"] and r["floor_messages"] > r["floor_pairs"]
     assert {r["task"] for r in result["dp_owner"]} == {"knn", "rn"}
     # scale: the phases of ppknn run add up to its wall time, and are drawn
     (row,) = result["scale"]

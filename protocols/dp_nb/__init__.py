@@ -42,7 +42,6 @@ Examples
 [0, 1]
 """
 
-from ppknn.protocols.dp_nb.estimator import DPNaiveBayes
 from ppknn.protocols.dp_nb.model import NBParams
 from ppknn.protocols.dp_nb.noise import SmoothCalibration
 from ppknn.protocols.dp_nb.schema import BoundsWarning, FeatureSchema
@@ -71,3 +70,16 @@ __all__ = [
     "train",
     "trimmed_statistics",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``DPNaiveBayes``, imported on first use.
+
+    Its module imports scikit-learn (~0.45 s), which a party, a driver or a command
+    that only reads a results folder never needs.
+    """
+    if name == "DPNaiveBayes":
+        from ppknn.protocols.dp_nb.estimator import DPNaiveBayes
+
+        return DPNaiveBayes
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from ppknn.core.dp.audit import clopper_pearson
 from ppknn.core.leakage import wilson_interval
@@ -147,7 +147,7 @@ def mean_row(*, values: np.ndarray, **fields: Any) -> LeakageRow:
     if n == 1:
         return LeakageRow(value=mean, ci_low=float("nan"), ci_high=float("nan"), trials=1,
                           **fields)
-    half = float(stats.t.ppf(0.975, n - 1) * v.std(ddof=1) / math.sqrt(n))
+    half = float(special.stdtrit(n - 1, 0.975) * v.std(ddof=1) / math.sqrt(n))
     return LeakageRow(value=mean, ci_low=mean - half, ci_high=mean + half, trials=n, **fields)
 
 
