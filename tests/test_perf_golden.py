@@ -54,6 +54,11 @@ CASES = {
                                 "max_queries": 300},
                        "parties": {"n": 64}, "protocol": {"name": "ppknn-ring", "k": 5},
                        "runtime": {"kind": "inprocess", "channels": True}},
+    # four owners of ~780 abalone rows: their local top-k is taken by passes, not a partition
+    "bench-ppknn-4": {"data": {"dataset": "abalone", "test_fraction": 0.25,
+                               "max_queries": 300},
+                      "parties": {"n": 4}, "protocol": {"name": "ppknn-ring", "k": 5},
+                      "runtime": {"kind": "inprocess", "channels": True}},
     "bench-dp-knn": {"data": {"dataset": "phoneme", "test_fraction": 0.25, "scale": "minmax",
                               "max_queries": 1000},
                      "protocol": {"name": "dp-knn", "epsilon": 1.0, "task": "knn", "k": 30},
@@ -69,6 +74,8 @@ GOLDEN = {  # recorded on the code before the optimisation
         "a7f4e105413f808befbceb9ee2bafa5a821ef4d217ca7da3e77efcbb4b692947",
     "bench-dp-rn":
         "740853a9aff0ca1ee13498af3c634fa95d85addfa26e36429fdb7ec2da23e830",
+    "bench-ppknn-4":  # recorded before the local top-k passes
+        "42036706b875697d97903b5ed8bfce07681bba0a641f45004b219de81bc0191d",
     "bench-ppknn-64":
         "756fd6a5ff3abc9862749b39314c3e18e3b0fcae013a175efa61e9d8d2f143b0",
     "dp-knn":
