@@ -195,21 +195,27 @@ def euclidean_distances(queries: np.ndarray, points: np.ndarray) -> np.ndarray:
 def local_topk(distances: np.ndarray, k: int) -> np.ndarray:
     """A node's ``V``: its k smallest distances per query, ascending, padded with ``+inf``.
 
-    Two ways to the same array, bit for bit (``tests/test_local_topk.py``): when ``k``
+    Three ways to the same array, bit for bit (``tests/test_local_topk.py``): when ``k``
     is small against the row width (``32 * k <= n``, ``k <= 32``), ``k`` passes that
     each take every row's smallest remaining value and strike it out
     (:func:`_smallest_by_passes`, 5-7x faster than a partial selection on rows of
-    hundreds of distances); otherwise a partial selection, then a sort of the ``k``
-    kept. A row's k smallest values, ascending, are one array whichever way they are
-    found, but for equal values that differ in sign (``0.0`` and ``-0.0``) or a NaN:
-    the passes hand such arrays to the partial selection (distances never hold either:
-    a square root of a sum of squares is ``+0.0`` or more).
+    hundreds of distances); else, on rows of at most 256 values, a full sort of each row
+    (numpy's vectorised sort beats a partial selection there); otherwise a partial
+    selection, then a sort of the ``k`` kept. A row's k smallest values, ascending, are
+    one array whichever way they are found, but for equal values that differ in sign
+    (``0.0`` and ``-0.0``) or a NaN: the first two hand such arrays to the partial
+    selection (distances never hold either: a square root of a sum of squares is
+    ``+0.0`` or more).
     """
     q, n = distances.shape
     if n >= k:
         if n > k and 0 < k <= _PASSES_MAX_K and _PASSES_WIDTH * k <= n:
             out = _smallest_by_passes(distances, k)
             if out is not None:
+                return out
+        elif n > k and n <= _SORT_MAX_WIDTH and distances.dtype == np.float64:
+            out = np.sort(distances, axis=1)[:, :k]
+            if _order_free(out, distances):
                 return out
         part = np.partition(distances, k - 1, axis=1)[:, :k] if n > k else distances
         return np.sort(part, axis=1)
@@ -219,18 +225,16 @@ def local_topk(distances: np.ndarray, k: int) -> np.ndarray:
 
 _PASSES_MAX_K = 32
 _PASSES_WIDTH = 32  # passes when the row has at least 32 values per value kept
+_SORT_MAX_WIDTH = 256  # else a full sort of rows this narrow
 
 
 def _smallest_by_passes(distances: np.ndarray, k: int) -> np.ndarray | None:
     """Each row's ``k`` smallest float64 values, ascending, or ``None``.
 
-    ``None`` where the result could depend on how equal values are ordered (see
-    :func:`local_topk`). Pass ``j`` takes each row's first smallest remaining value
+    ``None`` where the result could depend on how equal values are ordered
+    (:func:`_order_free`). Pass ``j`` takes each row's first smallest remaining value
     (``argmin``) and sets that one entry to ``+inf`` in a copy, so ties are kept as often
-    as they occur. Those are the k smallest of the row, ascending, unless a NaN is present
-    (``argmin`` takes a NaN first, so a row with one gives a NaN at once) or a kept value
-    is negative or zero while the row holds a ``-0.0`` (``-0.0 == 0.0``: the partial
-    selection may keep either).
+    as they occur: the k smallest of the row, ascending, when it holds no NaN.
     """
     if distances.dtype != np.float64:
         return None
@@ -243,12 +247,23 @@ def _smallest_by_passes(distances: np.ndarray, k: int) -> np.ndarray | None:
         out[:, j] = work[rows, col]
         if j + 1 < k:
             work[rows, col] = np.inf
-    if np.isnan(out[:, 0]).any() or np.signbit(out).any():
-        return None
+    return out if _order_free(out, distances) else None
+
+
+def _order_free(out: np.ndarray, distances: np.ndarray) -> bool:
+    """Whether ``out`` is the same whichever way it was found.
+
+    ``out`` holds each row's smallest values, ascending. It is when it holds no NaN
+    (``argmin`` takes a NaN first and a sort puts it last, so a row with one that
+    matters has a NaN at one end of ``out``) and no kept value is negative, or zero while
+    its row holds a ``-0.0`` (``-0.0 == 0.0``: a selection may keep either).
+    """
+    if len(out) == 0:
+        return True
+    if np.isnan(out[:, 0]).any() or np.isnan(out[:, -1]).any() or np.signbit(out).any():
+        return False
     zero = np.flatnonzero(out[:, 0] == 0)  # rows whose smallest is 0.0: any -0.0 in them?
-    if len(zero) and np.signbit(distances[zero]).any():
-        return None
-    return out
+    return not (len(zero) and np.signbit(distances[zero]).any())
 
 
 def initial_vector(n_queries: int, params: TopKParams) -> tuple[np.ndarray, np.ndarray]:
