@@ -12,6 +12,7 @@ It returns a :class:`RunResult`; :mod:`simulations.results` writes it.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -305,6 +306,9 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
     rt = runtime if runtime is not None else runtime_for(scenario, [s.party_id for s in specs])
     timings: dict[str, float] = {}
     results: list[tuple[PlannedProtocol, ProtocolResult, float]] = []
+    # on Ray the driver mostly waits (for the instance's processes to come up, then on the
+    # parties): the baselines, which depend on the data and configs only, are computed then
+    ahead = _Ahead(lambda: _baselines(prepared)) if rt.name != "inprocess" else None
     try:
         t0 = time.perf_counter()
         rt.start(specs, context)
@@ -325,13 +329,15 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
         _keep_what_was_recorded(rt, exc, transcript_dir)
         if own_runtime:
             rt.shutdown()
+        if ahead is not None:
+            ahead.discard()
         raise
     if own_runtime:
         rt.shutdown(wait=wait_for_shutdown)
     transcript = Transcript(transcript_dir) if transcript_dir is not None else Transcript(table)
     t0 = time.perf_counter()
-    baselines = [p.plugin.baseline(p.config, prepared.data) for p, _, _ in results]
-    baseline_s = time.perf_counter() - t0  # part of measuring
+    baselines = ahead.result() if ahead is not None else _baselines(prepared)
+    baseline_s = time.perf_counter() - t0  # part of measuring (the wait, when computed ahead)
     if recorded is not None:
         t0 = time.perf_counter()
         if progress:
@@ -360,6 +366,45 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
     return RunResult(prepared=prepared, runtime=rt.name, outcomes=tuple(outcomes),
                      communication=communication, timings=timings,
                      transcript_dir=transcript_dir, transcript=transcript)
+
+
+def _baselines(prepared: PreparedRun) -> list[Baseline]:
+    """Every protocol's non-private baseline, in the run's order (data and config only)."""
+    return [p.plugin.baseline(p.config, prepared.data) for p in prepared.protocols]
+
+
+class _Ahead:
+    """A computation run on its own thread while the driver waits; its result or error later.
+
+    :meth:`result` joins the thread and returns what it computed, or raises what it
+    raised, as if it had been computed there and then; :meth:`discard` joins it and
+    drops both (the run failed first: its own error is the one to report).
+    """
+
+    def __init__(self, compute: Callable[[], Any]) -> None:
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(compute,),
+                                        name="ppknn-baselines")
+        self._thread.start()
+
+    def _run(self, compute: Callable[[], Any]) -> None:
+        try:
+            self._value = compute()
+        except BaseException as exc:  # handed to the caller by result()
+            self._error = exc
+
+    def result(self) -> Any:
+        """The computed value (after the thread ends), or its exception raised here."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    def discard(self) -> None:
+        """Wait for the thread to end and forget what it computed."""
+        self._thread.join()
+        self._value = self._error = None
 
 
 __all__ = ["PlannedProtocol", "PreparedRun", "ProtocolOutcome", "RunResult", "context_for",
