@@ -195,27 +195,23 @@ def euclidean_distances(queries: np.ndarray, points: np.ndarray) -> np.ndarray:
 def local_topk(distances: np.ndarray, k: int) -> np.ndarray:
     """A node's ``V``: its k smallest distances per query, ascending, padded with ``+inf``.
 
-    Three ways to the same array, bit for bit (``tests/test_local_topk.py``): when ``k``
+    Two ways to the same array, bit for bit (``tests/test_local_topk.py``): when ``k``
     is small against the row width (``32 * k <= n``, ``k <= 32``), ``k`` passes that
     each take every row's smallest remaining value and strike it out
     (:func:`_smallest_by_passes`, 5-7x faster than a partial selection on rows of
-    hundreds of distances); else, on rows of at most 256 values, a full sort of each row
-    (numpy's vectorised sort beats a partial selection there); otherwise a partial
-    selection, then a sort of the ``k`` kept. A row's k smallest values, ascending, are
-    one array whichever way they are found, but for equal values that differ in sign
-    (``0.0`` and ``-0.0``) or a NaN: the first two hand such arrays to the partial
-    selection (distances never hold either: a square root of a sum of squares is
-    ``+0.0`` or more).
+    hundreds of distances); otherwise a partial selection, then a sort of the ``k``
+    kept (on narrow rows, an owner of a 64-party ring holds ~49, a full sort of each
+    row was tried and is 2.5x slower over the owners' blocks). A row's k smallest
+    values, ascending, are one array whichever way they are found, but for equal values
+    that differ in sign (``0.0`` and ``-0.0``) or a NaN: the passes hand such arrays to
+    the partial selection (distances never hold either: a square root of a sum of
+    squares is ``+0.0`` or more).
     """
     q, n = distances.shape
     if n >= k:
         if n > k and 0 < k <= _PASSES_MAX_K and _PASSES_WIDTH * k <= n:
             out = _smallest_by_passes(distances, k)
             if out is not None:
-                return out
-        elif n > k and n <= _SORT_MAX_WIDTH and distances.dtype == np.float64:
-            out = np.sort(distances, axis=1)[:, :k]
-            if _order_free(out, distances):
                 return out
         part = np.partition(distances, k - 1, axis=1)[:, :k] if n > k else distances
         return np.sort(part, axis=1)
@@ -225,7 +221,6 @@ def local_topk(distances: np.ndarray, k: int) -> np.ndarray:
 
 _PASSES_MAX_K = 32
 _PASSES_WIDTH = 32  # passes when the row has at least 32 values per value kept
-_SORT_MAX_WIDTH = 256  # else a full sort of rows this narrow
 
 
 def _smallest_by_passes(distances: np.ndarray, k: int) -> np.ndarray | None:
@@ -254,9 +249,9 @@ def _order_free(out: np.ndarray, distances: np.ndarray) -> bool:
     """Whether ``out`` is the same whichever way it was found.
 
     ``out`` holds each row's smallest values, ascending. It is when it holds no NaN
-    (``argmin`` takes a NaN first and a sort puts it last, so a row with one that
-    matters has a NaN at one end of ``out``) and no kept value is negative, or zero while
-    its row holds a ``-0.0`` (``-0.0 == 0.0``: a selection may keep either).
+    (``argmin`` takes a NaN first, so a row with one has a NaN at the start of ``out``;
+    the last column is checked too) and no kept value is negative, or zero while its row
+    holds a ``-0.0`` (``-0.0 == 0.0``: a selection may keep either).
     """
     if len(out) == 0:
         return True
