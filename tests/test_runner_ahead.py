@@ -61,10 +61,10 @@ def _small(kind: str):
 def test_a_baseline_error_on_ray_surfaces_from_execute(ray_local, monkeypatch):
     plugin = registry.get("ppknn-ring")
 
-    def broken(config, data):
+    def broken(self, config, data):
         raise ZeroDivisionError("baseline broke")
 
-    monkeypatch.setattr(type(plugin), "baseline", lambda self, c, d: broken(c, d))
+    monkeypatch.setattr(type(plugin), "baseline", broken)
     with pytest.raises(ZeroDivisionError, match="baseline broke"):
         execute(_small("ray"))
     assert not any(t.name == "ppknn-baselines" for t in threading.enumerate())

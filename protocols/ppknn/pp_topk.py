@@ -226,10 +226,12 @@ _PASSES_WIDTH = 32  # passes when the row has at least 32 values per value kept
 def _smallest_by_passes(distances: np.ndarray, k: int) -> np.ndarray | None:
     """Each row's ``k`` smallest float64 values, ascending, or ``None``.
 
-    ``None`` where the result could depend on how equal values are ordered
-    (:func:`_order_free`). Pass ``j`` takes each row's first smallest remaining value
-    (``argmin``) and sets that one entry to ``+inf`` in a copy, so ties are kept as often
-    as they occur: the k smallest of the row, ascending, when it holds no NaN.
+    Pass ``j`` takes each row's first smallest remaining value (``argmin``) and sets that
+    one entry to ``+inf`` in a copy, so ties are kept as often as they occur. ``None``
+    where the result could depend on how equal values are ordered: a NaN (``argmin``
+    takes it first, so a row holding one starts with it), a kept value that is negative,
+    or a kept 0.0 in a row that also holds a ``-0.0`` (``-0.0 == 0.0``: a partial
+    selection may keep either).
     """
     if distances.dtype != np.float64:
         return None
@@ -242,23 +244,10 @@ def _smallest_by_passes(distances: np.ndarray, k: int) -> np.ndarray | None:
         out[:, j] = work[rows, col]
         if j + 1 < k:
             work[rows, col] = np.inf
-    return out if _order_free(out, distances) else None
-
-
-def _order_free(out: np.ndarray, distances: np.ndarray) -> bool:
-    """Whether ``out`` is the same whichever way it was found.
-
-    ``out`` holds each row's smallest values, ascending. It is when it holds no NaN
-    (``argmin`` takes a NaN first, so a row with one has a NaN at the start of ``out``;
-    the last column is checked too) and no kept value is negative, or zero while its row
-    holds a ``-0.0`` (``-0.0 == 0.0``: a selection may keep either).
-    """
-    if len(out) == 0:
-        return True
-    if np.isnan(out[:, 0]).any() or np.isnan(out[:, -1]).any() or np.signbit(out).any():
-        return False
+    if np.isnan(out[:, 0]).any() or np.signbit(out).any():
+        return None
     zero = np.flatnonzero(out[:, 0] == 0)  # rows whose smallest is 0.0: any -0.0 in them?
-    return not (len(zero) and np.signbit(distances[zero]).any())
+    return None if np.signbit(distances[zero]).any() else out
 
 
 def initial_vector(n_queries: int, params: TopKParams) -> tuple[np.ndarray, np.ndarray]:
