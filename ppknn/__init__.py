@@ -38,7 +38,20 @@ from __future__ import annotations
 
 import importlib
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path as _Path
 from typing import TYPE_CHECKING, Any
+
+# The checkout and the installed package agree. Installed, this folder holds the layers
+# (ppknn/core, ppknn/parties, ...). In the checkout the layers sit beside this folder
+# (core/, parties/, ... at the top), and anything that puts the checkout's root first on
+# sys.path -- a Ray worker started from there, `python -m ppknn`, a job submitted with
+# `ray job submit --working-dir .` -- imports this folder as `ppknn`: the root then joins
+# the package's search path, so `ppknn.core` is the checkout's core/.
+_HERE = _Path(__file__).resolve().parent
+if not (_HERE / "core").is_dir() and all(
+        (_HERE.parent / layer / "__init__.py").is_file()
+        for layer in ("core", "parties", "protocols", "simulations")):
+    __path__.append(str(_HERE.parent))  # noqa: F821 - set by the import system
 
 try:
     __version__ = version("ppknn")
