@@ -7,9 +7,10 @@ does: finite, 2-D, numeric, consistent lengths) and sets up one run of its
 registered protocol to check the settings against the data; nothing runs and
 nothing is released at ``fit`` (the utility check's runs are owner-side
 diagnostics). Each ``predict`` runs the protocol on the training rows through
-:func:`~ppknn.simulations.estimators.simulate.run_planned`: check, run, spend.
-Its cost is checked against ``budget`` (ε) and ``budget_delta`` (δ) before the
-run and added to the estimator's account after it, so ``privacy_`` is what
+:func:`~ppknn.simulations.estimators.simulate.run_planned`: reserve, run, settle.
+Its cost is checked against ``budget`` (ε) and ``budget_delta`` (δ) and reserved
+before the run, as one step under the account's lock (concurrent calls never
+together exceed the caps), and settled at what the run spent after it, so ``privacy_`` is what
 every call since ``fit`` spent together and ``privacy_last_`` what the last one
 spent (``score`` predicts, so it spends too). The account belongs to the
 fitted estimator: a refit starts it at zero, and clones (``cross_val_score``,
@@ -227,7 +228,7 @@ class ProtocolClassifier(ClassifierMixin, BaseEstimator):
                 "raise epsilon or declare tighter bounds", BelowMajorityWarning, stacklevel=3)
 
     def _run(self, X: Any) -> tuple[np.ndarray, Simulated]:
-        """Check, run, spend: one run of the protocol answering ``X``."""
+        """Reserve, run, settle: one run of the protocol answering ``X``."""
         check_is_fitted(self, "X_fit_")
         X = validate_data(self, X, dtype=np.float64, reset=False)
         params = self._params
@@ -236,16 +237,18 @@ class ProtocolClassifier(ClassifierMixin, BaseEstimator):
                              channels=params["channels"],
                              seed=run_seed(params["random_state"], type(self).__name__))
         epsilon, delta = self._call_cost(planned)
-        self._spending.check(epsilon, delta)  # refused before any party starts
+        # refused before any party starts; the check and the booking are one step, so
+        # concurrent calls never together exceed the budget
+        reservation = self._spending.reserve(epsilon, delta)
         try:
             run = run_planned(planned)
         except BaseException:
             # parties may have read the data before failing: the call is paid for
-            self._spending.spend(epsilon, delta)
+            self._spending.settle(reservation, epsilon, delta)
             self.privacy_ = self._spending.total()
             raise
         spent = run.result.privacy
-        self._spending.spend(spent.epsilon, spent.delta or 0.0, spent.per_party)
+        self._spending.settle(reservation, spent.epsilon, spent.delta or 0.0, spent.per_party)
         self.privacy_, self.privacy_last_ = self._spending.total(), spent
         self.transcript_ = run.transcript.table()
         self.leakage_ = run.leakage

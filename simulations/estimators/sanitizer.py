@@ -255,14 +255,20 @@ class PCALaplaceSanitizer(TransformerMixin, BaseEstimator):
         scores = self.project(X)
         p = self._params
         epsilon = self._call_epsilon(p)
-        self._spending.check(epsilon, 0.0)
-        if self._mechanisms is None:
-            out = scores
-        else:
-            rng = (None if p["mode"] == "secure" else
-                   P.generator_of(type(self).__name__, p["random_state"], "sanitizer", "noise"))
-            out = perturb(scores, self._mechanisms, rng)
-        self._spending.spend(epsilon, 0.0)
+        # the check and the booking are one step: concurrent calls never exceed the budget
+        reservation = self._spending.reserve(epsilon, 0.0)
+        try:
+            if self._mechanisms is None:
+                out = scores
+            else:
+                rng = (None if p["mode"] == "secure" else
+                       P.generator_of(type(self).__name__, p["random_state"], "sanitizer",
+                                      "noise"))
+                out = perturb(scores, self._mechanisms, rng)
+        except BaseException:
+            self._spending.release(reservation)  # nothing was returned: nothing released
+            raise
+        self._spending.settle(reservation, epsilon, 0.0)
         self.privacy_ = self._spending.total()
         self.privacy_last_ = PrivacySpent(guarantee=self._spending.guarantee, epsilon=epsilon,
                                           delta=0.0)

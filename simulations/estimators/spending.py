@@ -1,4 +1,4 @@
-"""What a fitted estimator's releases have cost since ``fit``: check, run, spend.
+"""What a fitted estimator's releases have cost since ``fit``: reserve, run, settle.
 
 A DP estimator releases something on every ``predict`` (``transform``): each
 call is a new release about the same training rows (DP-TT: about the query
@@ -9,6 +9,13 @@ exactly 0.3) and refuses a call that would take the total ε above the
 estimator's ``budget``, or the total δ above its ``budget_delta``, *before*
 anything runs (:class:`BudgetRefused`): three calls at δ = 1e-6 fit a
 ``budget_delta`` of 3e-6 exactly, a fourth is refused.
+
+Calls may come from several threads at once: a call *reserves* its cost
+(:meth:`Spending.reserve`: the check and the booking are one step under a
+lock, so what is reserved counts against the caps before the call runs),
+runs, then *settles* the reservation at what it spent (:meth:`Spending.settle`)
+or gives it back (:meth:`Spending.release`, for a call that released nothing).
+Eight threads against ``budget = 6`` at ε = 4 a call: one runs, seven are refused.
 
 Examples
 --------
@@ -32,13 +39,24 @@ ppknn.simulations.estimators.spending.BudgetRefused: Est: budget = 10.0 cannot p
 Traceback (most recent call last):
 ...
 ppknn.simulations.estimators.spending.BudgetRefused: Est: budget_delta = 3e-06 cannot pay ...
+>>> r = s.reserve(2.0)  # 8 spent + 2 reserved: the cap is reached
+>>> s.reserve(0.5)  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+ppknn.simulations.estimators.spending.BudgetRefused: Est: budget = 10.0 cannot pay ...
+>>> s.settle(r, 2.0)
+>>> s.total().epsilon, s.calls
+(10.0, 3)
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from ppknn.core.dp.ledger import exact
 from ppknn.core.errors import BudgetExhausted, ConfigError
@@ -63,6 +81,14 @@ def _amount(value: float) -> Amount:
 
 def _fmt(value: Amount) -> str:
     return f"{float(value):.6g}"
+
+
+@dataclass(frozen=True, eq=False)
+class Reservation:
+    """A call's cost booked by :meth:`Spending.reserve`, until it settles or is released."""
+
+    epsilon: Amount | None
+    delta: Amount
 
 
 class Spending:
@@ -90,6 +116,28 @@ class Spending:
         self._eps: Amount | None = Fraction(0)
         self._delta: Amount | None = Fraction(0)
         self._per_party: dict[str, list[Amount]] = {}
+        self._held: list[Reservation] = []  # reserved by calls still running
+        self._lock = threading.RLock()
+
+    def __getstate__(self) -> dict[str, Any]:  # a lock does not pickle (joblib, deepcopy)
+        with self._lock:
+            state = dict(self.__dict__)
+        del state["_lock"]
+        state["_held"] = []  # a copy has no call running
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
+    def _booked(self) -> tuple[Amount, Amount]:
+        """Spent plus reserved: what the caps are checked against (lock held)."""
+        assert self._eps is not None and self._delta is not None
+        eps, delta = self._eps, self._delta
+        for r in self._held:
+            if r.epsilon is not None:
+                eps, delta = eps + r.epsilon, delta + r.delta
+        return eps, delta
 
     def _over(self, epsilon: float, delta: float | None, spent: tuple[Amount, Amount]
               ) -> list[tuple[str, float, str, Amount, Amount]]:
@@ -111,17 +159,54 @@ class Spending:
         It fits when the totals since ``fit`` with it stay at most ``budget`` (ε) and
         ``budget_delta`` (δ); a call without an ε (no DP) is never capped.
         """
-        if epsilon is None or self._eps is None or self._delta is None:
-            return
-        over = self._over(epsilon, delta, (self._eps, self._delta))
+        with self._lock:
+            if epsilon is None or self._eps is None or self._delta is None:
+                return
+            booked = self._booked()
+            over = self._over(epsilon, delta, booked)
+            held = bool(self._held)
         if over:
+            spent = "spent or reserved" if held else "spent"
             why = " and ".join(f"{name} = {cap!r} cannot pay for this call ({word} "
-                               f"{_fmt(amount)}) on top of the {_fmt(before)} spent"
+                               f"{_fmt(amount)}) on top of the {_fmt(before)} {spent}"
                                for name, cap, word, amount, before in over)
             raise BudgetRefused(
                 f"{self.who}: {why} by {self.calls} call(s) since fit; nothing was released. "
                 "Batch the rows into fewer calls; a refit starts a new account, which only a "
                 "new budget from the data owner justifies")
+
+    def reserve(self, epsilon: float | None, delta: float | None = 0.0) -> Reservation:
+        """Check a call costing ``(epsilon, delta)`` and book it, as one step (thread-safe).
+
+        Raises :class:`BudgetRefused` as :meth:`check` does, counting what calls still
+        running have reserved; else the cost counts against the caps until the call
+        :meth:`settle` s or :meth:`release` s the returned reservation.
+        """
+        with self._lock:
+            self.check(epsilon, delta)
+            r = Reservation(None if epsilon is None else _amount(epsilon), _amount(delta or 0.0))
+            self._held.append(r)
+            return r
+
+    def _drop(self, reservation: Reservation) -> None:
+        for i, held in enumerate(self._held):
+            if held is reservation:
+                del self._held[i]
+                return
+        raise ValueError("this reservation was settled or released already")
+
+    def settle(self, reservation: Reservation, epsilon: float | None,
+               delta: float | None = 0.0,
+               per_party: Mapping[str, tuple[float, float]] | None = None) -> None:
+        """Replace ``reservation`` with what the call spent (:meth:`spend`), as one step."""
+        with self._lock:
+            self._drop(reservation)
+            self.spend(epsilon, delta, per_party)
+
+    def release(self, reservation: Reservation) -> None:
+        """Give ``reservation`` back: its call released nothing."""
+        with self._lock:
+            self._drop(reservation)
 
     def check_first(self, epsilon: float | None, delta: float | None, what: str) -> None:
         """Refuse (``ConfigError``) a cap below ``(epsilon, delta)``, the cheapest call's cost.
@@ -141,27 +226,30 @@ class Spending:
     def spend(self, epsilon: float | None, delta: float | None = 0.0,
               per_party: Mapping[str, tuple[float, float]] | None = None) -> None:
         """Add one call's cost (``epsilon None``: a protocol without an ε, nothing to add)."""
-        self.calls += 1
-        if epsilon is None or self._eps is None or self._delta is None:
-            self._eps = self._delta = None
-            return
-        self._eps = self._eps + _amount(epsilon)
-        self._delta = self._delta + _amount(delta or 0.0)
-        for party, (e, d) in (per_party or {}).items():
-            acc = self._per_party.setdefault(party, [Fraction(0), Fraction(0)])
-            acc[0] += _amount(e)
-            acc[1] += _amount(d)
+        with self._lock:
+            self.calls += 1
+            if epsilon is None or self._eps is None or self._delta is None:
+                self._eps = self._delta = None
+                return
+            self._eps = self._eps + _amount(epsilon)
+            self._delta = self._delta + _amount(delta or 0.0)
+            for party, (e, d) in (per_party or {}).items():
+                acc = self._per_party.setdefault(party, [Fraction(0), Fraction(0)])
+                acc[0] += _amount(e)
+                acc[1] += _amount(d)
 
     def total(self) -> PrivacySpent:
         """The sums since ``fit`` as a :class:`~ppknn.protocols.base.PrivacySpent`."""
-        guarantee = (f"{self.guarantee}; the sum over {self.calls} call(s) since fit "
-                     "(sequential composition)")
-        if self._eps is None or self._delta is None:
-            return PrivacySpent(guarantee=f"{self.guarantee}; {self.calls} call(s) since fit")
-        return PrivacySpent(guarantee=guarantee, epsilon=float(self._eps),
-                            delta=float(self._delta),
-                            per_party={p: (float(e), float(d))
-                                       for p, (e, d) in self._per_party.items()})
+        with self._lock:
+            guarantee = (f"{self.guarantee}; the sum over {self.calls} call(s) since fit "
+                         "(sequential composition)")
+            if self._eps is None or self._delta is None:
+                return PrivacySpent(guarantee=f"{self.guarantee}; {self.calls} call(s) since "
+                                    "fit")
+            return PrivacySpent(guarantee=guarantee, epsilon=float(self._eps),
+                                delta=float(self._delta),
+                                per_party={p: (float(e), float(d))
+                                           for p, (e, d) in self._per_party.items()})
 
 
-__all__ = ["BudgetRefused", "Spending"]
+__all__ = ["BudgetRefused", "Reservation", "Spending"]
