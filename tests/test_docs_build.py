@@ -1,7 +1,14 @@
-"""The API reference builds from the docstrings with warnings as errors (mkdocs --strict)."""
+"""The API reference builds from the docstrings with warnings as errors (mkdocs --strict).
+
+The docstrings' Sphinx roles (``:class:`X```) become links (``docs/roles.py``), and a build
+leaves the checkout's ``git status`` as it was.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,22 +22,120 @@ pytest.importorskip("mkdocstrings_handlers.python", reason="the docs extra is no
                     "(pip install -e '.[docs]'; the test extra includes it)")
 
 
-def _build(config: Path, site: Path) -> subprocess.CompletedProcess:
+def _build(config: Path, site: Path | None) -> subprocess.CompletedProcess:
+    where = [] if site is None else ["-d", str(site)]
     return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q",
-                           "-f", str(config), "-d", str(site)],
+                           "-f", str(config), *where],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
 
 
-def test_api_reference_builds_strict(tmp_path):
-    done = _build(CONFIG, tmp_path / "site")
+#: A Sphinx role printed as text: ``:class:`X``` in the HTML is ``:class:<code>X</code>``.
+LITERAL_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|exc|obj|const):"
+                          r"(?:<code>|`|&#96;)")
+
+
+def _literal_roles(site: Path) -> dict[str, int]:
+    found = {}
+    for page in site.rglob("*.html"):
+        text = page.read_text()
+        if hits := len(LITERAL_ROLE.findall(text)) + text.count("data-ppknn-role"):
+            found[str(page.relative_to(site))] = hits
+    return found
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The reference built once, with the site's own configuration, into a temp folder."""
+    out = tmp_path_factory.mktemp("docs") / "site"
+    done = _build(CONFIG, out)
     assert done.returncode == 0, done.stdout + done.stderr
-    page = (tmp_path / "site" / "estimators" / "index.html").read_text()
+    return out
+
+
+def test_api_reference_builds_strict(site):
+    page = (site / "estimators" / "index.html").read_text()
     for name in ("PPKNNClassifier", "DPKNeighborsClassifier", "PCALaplaceSanitizer",
                  "DPTTClassifier", "DPNaiveBayes"):
         assert name in page, name
-    api = (tmp_path / "site" / "python-api" / "index.html").read_text()
+    api = (site / "python-api" / "index.html").read_text()
     assert "ppknn.api.run" in api and "overwrite" in api
-    assert list(tmp_path.iterdir()) == [tmp_path / "site"]
+    assert list(site.parent.iterdir()) == [site]
+
+
+def test_no_sphinx_role_is_left_as_text(site):
+    assert _literal_roles(site) == {}
+    assert not any("<autoref" in page.read_text() for page in site.rglob("*.html"))
+
+
+def test_roles_become_links_in_page_and_across_pages(site):
+    link = '<a class="autorefs autorefs-internal"[^>]*href="{}"[^>]*><code>{}</code></a>'
+    estimators = (site / "estimators" / "index.html").read_text()
+    # ``:class:`PPKNNClassifier``` in the estimators package's docstring, short name
+    # resolved in the module's scope; a link on the same page.
+    assert re.search(link.format("#ppknn.simulations.estimators.ring.PPKNNClassifier",
+                                 "PPKNNClassifier"), estimators)
+    # ``:class:`~core.errors.ConfigError``` (a source path, shown by its last name) links
+    # to the errors page under its installed path.
+    assert re.search(link.format("../errors/#ppknn.core.errors.ConfigError", "ConfigError"),
+                     estimators)
+    api = (site / "python-api" / "index.html").read_text()
+    assert re.search(link.format("../scenarios/#ppknn.simulations.scenario.Scenario",
+                                 "Scenario"), api)
+    links = sum(len(re.findall(r'class="autorefs autorefs-internal"', page.read_text()))
+                for page in site.rglob("*.html"))
+    assert links >= 120, links  # 125 of the 152 rendered roles name a rendered object
+
+
+def test_the_check_sees_literal_roles_without_the_roles_hook(tmp_path):
+    """The same site without ``docs/roles.py``: the roles print as text and the check says so."""
+    text = (CONFIG.read_text().replace("docs_dir: api", f"docs_dir: {CONFIG.parent / 'api'}")
+            .replace("- hooks.py", f"- {CONFIG.parent / 'hooks.py'}"))
+    config = tmp_path / "mkdocs.yml"
+    config.write_text("\n".join(line for line in text.splitlines() if "roles.py" not in line))
+    done = _build(config, tmp_path / "site")
+    assert done.returncode == 0, done.stdout + done.stderr
+    literal = _literal_roles(tmp_path / "site")
+    assert sum(literal.values()) >= 100, literal
+    assert literal["estimators/index.html"] >= 40
+
+
+def _status() -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--",
+                           "docs", "build", "site", ".gitignore"],
+                          capture_output=True, text=True, cwd=ROOT, check=True).stdout
+
+
+@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(),
+                    reason="not a git checkout")
+def test_a_default_build_leaves_git_status_clean():
+    """``mkdocs build -f docs/mkdocs.yml`` writes to the git-ignored ``build/site``."""
+    before = _status()
+    done = _build(CONFIG, None)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (ROOT / "build" / "site" / "index.html").is_file()
+    assert _status() == before
+    for written in ("build/site/index.html", "docs/site/index.html", "site/index.html"):
+        ignored = subprocess.run(["git", "check-ignore", "-q", written], cwd=ROOT)
+        assert ignored.returncode == 0, f"{written} is not git-ignored"
+
+
+def _roles_module():
+    spec = importlib.util.spec_from_file_location("docs_roles", ROOT / "docs" / "roles.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(("body", "title", "target"), [
+    ("ConfigError", "ConfigError", "ConfigError"),
+    ("~core.errors.ConfigError", "ConfigError", "core.errors.ConfigError"),
+    ("core.dp.Laplace", "core.dp.Laplace", "core.dp.Laplace"),
+    ("Utility.cmp() <protocols.dptt.utility.Utility.cmp>", "Utility.cmp()",
+     "protocols.dptt.utility.Utility.cmp"),
+    ("run()", "run()", "run"),
+])
+def test_a_role_body_splits_into_title_and_target(body, title, target):
+    assert _roles_module().split_role(body) == (title, target)
 
 
 def test_a_broken_reference_fails_the_build(tmp_path):
@@ -42,7 +147,8 @@ def test_a_broken_reference_fails_the_build(tmp_path):
     docs = tmp_path / "docs"
     (docs / "api").mkdir(parents=True)
     (docs / "api" / "index.md").write_text("# x\n\n::: tinypkg.f\n\n::: tinypkg.no_such\n")
-    text = "\n".join(line for line in CONFIG.read_text().splitlines() if "hooks" not in line)
+    text = "\n".join(line for line in CONFIG.read_text().splitlines()
+                     if "hooks" not in line and "roles.py" not in line)
     head, rest = text.split("nav:", 1)
     rest = rest[rest.index("theme:"):].replace("          options:\n",
                                                f"          paths: [{str(src.parent)!r}]\n"
