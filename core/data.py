@@ -1,10 +1,13 @@
 """Datasets, public domain bounds, and horizontal partitioning across parties.
 
 Datasets are read by name from a data directory holding UCI-style CSV files
-and a ``manifest.json`` (label column per file). The directory is, in order:
-the ``data_dir`` argument, the ``PPKNN_DATA_DIR`` environment variable,
-``../shared/datasets`` relative to the working directory or to this
-checkout, then ``~/.cache/ppknn/datasets``. scikit-learn's bundled sets
+(plain or gzip-compressed) and a ``manifest.json`` (label column per file). A
+name is looked up in the directory the user named (the ``data_dir`` argument,
+else the ``PPKNN_DATA_DIR`` environment variable), then among the datasets
+shipped inside the package (``ppknn/core/datasets``: glass, pima, abalone,
+banknote, phoneme, wine, iris, ionosphere, seeds, adult; sources and licences
+in its ``README.md``), so ``load_dataset("pima")`` works anywhere after
+``pip install ppknn``. scikit-learn's bundled sets
 (``iris``, ``wine``, ``breast_cancer``, ``digits``) need no files; name
 them ``sklearn:iris`` etc., or plainly when no CSV of that name exists.
 Synthetic data of any size: ``synthetic:classification?rows=50000&features=8&classes=3``.
@@ -12,8 +15,20 @@ Synthetic data of any size: ``synthetic:classification?rows=50000&features=8&cla
 A feature column holding text is an error unless the dataset's manifest
 entry declares it categorical (``"categorical": ["col", ...]``; the shipped
 ``adult`` and ``abalone`` are declared here when their manifest says
-nothing). Categorical columns are one-hot encoded (a ``"?"`` is its own
-category). A dataset with fewer than two classes is refused. Labels are
+nothing). Categorical columns are one-hot encoded (a missing value is its own
+category, ``"?"``). A dataset with fewer than two classes is refused.
+
+Missing values (``?``, an empty cell, ``NA``, ``N/A``, ``NaN``, ``null``) in
+numeric feature columns or the label are an error by default naming the
+column and the ``missing`` option: ``missing="drop"`` removes the rows that
+hold one; ``missing="impute"`` fills a numeric feature with the median of its
+column over the whole file (rows with a missing label are dropped, since a
+label cannot be imputed). What was done is in :attr:`Dataset.missing`.
+Imputation is a release outside every protocol's accounting: the median is
+computed from all rows before the split and the partition, so each party's
+filled cells carry a statistic of every other party's rows and of the query
+rows, and no leakage figure measures it; use ``"drop"`` (or impute your own
+data per party) when that matters. Labels are
 encoded as integers ``0..C-1`` with the original values kept in
 :attr:`Dataset.classes`.
 
@@ -41,6 +56,11 @@ from ppknn.core.errors import ConfigError, DataError, PrivacyLeakWarning
 
 SKLEARN_DATASETS = ("iris", "wine", "breast_cancer", "digits")
 PARTITION_SCHEMES = ("iid", "dirichlet", "size")
+MISSING_POLICIES = ("error", "drop", "impute")
+MISSING_TOKENS = ("?", "", "NA", "N/A", "NaN", "nan", "null", "NULL")
+"""Cells read as missing in numeric columns and the label (categorical: a category)."""
+SHIPPED_DIR = Path(__file__).resolve().parent / "datasets"
+"""The datasets shipped inside the package (with their manifest, sources and licences)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +72,9 @@ class Dataset:
     y: np.ndarray
     classes: np.ndarray
     feature_names: tuple[str, ...] = field(default=())
+    missing: dict[str, object] = field(default_factory=dict)
+    """How missing values were handled: ``policy``, ``rows_dropped``, ``values_imputed``
+    (per column in ``imputed_columns``); empty for data without missing values."""
 
     @property
     def n_classes(self) -> int:
@@ -60,7 +83,8 @@ class Dataset:
 
     def subset(self, index: np.ndarray) -> Dataset:
         """The rows ``index`` (classes kept)."""
-        return Dataset(self.name, self.X[index], self.y[index], self.classes, self.feature_names)
+        return Dataset(self.name, self.X[index], self.y[index], self.classes, self.feature_names,
+                       self.missing)
 
 
 def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -68,68 +92,104 @@ def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
 
     A directory the user named (``explicit``, else ``PPKNN_DATA_DIR``) must
     hold a ``manifest.json``: a typo is an error, never a silent fall back to
-    the default directory (a URI is fetched first, by
-    :mod:`simulations.datasource`).
+    the shipped datasets (a URI is fetched first, by
+    :mod:`simulations.datasource`). Without one, the shipped folder.
     """
+    named = _named_dir(explicit)
+    return named if named is not None else SHIPPED_DIR
+
+
+def _named_dir(explicit: str | os.PathLike[str] | None) -> Path | None:
+    """The directory the user named, checked; ``None`` when none is named."""
     env = os.environ.get("PPKNN_DATA_DIR")
     for label, named in (("data_dir", explicit), ("PPKNN_DATA_DIR", env)):
         if not named:
             continue
         if "://" in str(named):  # fetched by the data source layer, never read here
-            break
+            return None
         if (Path(named) / "manifest.json").is_file():
             return Path(named).resolve()
         what = "does not exist" if not Path(named).exists() else "holds no manifest.json"
         raise DataError(f"{label} = {str(named)!r} {what}; a data directory lists its "
                         "datasets in manifest.json (set it to such a folder, or unset it for "
-                        "the default ../shared/datasets)")
-    candidates = []
-    here = Path(__file__).resolve().parent.parent
-    candidates += [
-        Path.cwd() / ".." / "shared" / "datasets",
-        here / ".." / "shared" / "datasets",
-        Path.home() / ".cache" / "ppknn" / "datasets",
-    ]
-    for c in candidates:
-        if (c / "manifest.json").is_file():
-            return c.resolve()
-    return candidates[0]
+                        "the datasets shipped with ppknn)")
+    return None
+
+
+def _manifest(directory: Path) -> dict[str, dict]:
+    """A data directory's manifest, checked for shape (a clear error, never a traceback)."""
+    path = directory / "manifest.json"
+    if not path.is_file():
+        return {}
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DataError(f"{str(path)!r} is not a readable JSON manifest: {exc}") from None
+    if not isinstance(manifest, dict) or not all(isinstance(v, dict)
+                                                 for v in manifest.values()):
+        raise DataError(f"{str(path)!r} must map each dataset name to an object with 'file' "
+                        "and 'label', e.g. {\"pima\": {\"file\": \"pima.csv\", "
+                        "\"label\": \"outcome\"}}")
+    return manifest
+
+
+def dataset_entry(name: str, directory: str | os.PathLike[str] | None = None
+                  ) -> tuple[Path, dict] | None:
+    """Where dataset ``name`` is listed: ``(folder, manifest entry)``, or ``None``.
+
+    The user's folder first (``directory``, else ``PPKNN_DATA_DIR``), then the shipped one.
+    """
+    named = _named_dir(directory)
+    for root in ([named] if named is not None else []) + [SHIPPED_DIR]:
+        manifest = _manifest(root)
+        if name in manifest:
+            return root, manifest[name]
+    return None
 
 
 def available_datasets(directory: str | os.PathLike[str] | None = None) -> list[str]:
     """Names that :func:`load_dataset` accepts."""
     names = [f"sklearn:{n}" for n in SKLEARN_DATASETS]
-    manifest = Path(data_dir(directory)) / "manifest.json"
-    if manifest.is_file():
-        names = sorted(json.loads(manifest.read_text())) + names
-    return names
+    named = _named_dir(directory)
+    listed = set(_manifest(SHIPPED_DIR)) | (set(_manifest(named)) if named else set())
+    return sorted(listed) + names
 
 
-def load_dataset(name: str, *, directory: str | os.PathLike[str] | None = None) -> Dataset:
-    """Load a dataset by name (see module docstring)."""
+def load_dataset(name: str, *, directory: str | os.PathLike[str] | None = None,
+                 missing: str = "error") -> Dataset:
+    """Load a dataset by name (see module docstring).
+
+    ``missing`` (``"error"``, ``"drop"`` or ``"impute"``) says what to do with missing
+    values in a CSV file's numeric columns and label.
+    """
     if not isinstance(name, str) or not name:
         raise DataError(f"dataset name must be a non-empty string, got {name!r}")
+    if missing not in MISSING_POLICIES:
+        raise ConfigError(f"missing = {missing!r}; allowed: {list(MISSING_POLICIES)}")
     if name.startswith("sklearn:"):
         return _load_sklearn(name.split(":", 1)[1])
     if name.startswith("synthetic:"):
         return _load_synthetic(name)
-    root = data_dir(directory)
-    manifest_path = root / "manifest.json"
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
-    if name in manifest:
-        entry = manifest[name]
+    found = dataset_entry(name, directory)
+    if found is not None:
+        root, entry = found
+        if not isinstance(entry.get("file"), str) or not isinstance(entry.get("label"), str):
+            raise DataError(f"dataset {name!r}: its manifest entry in {str(root)!r} needs "
+                            f"'file' and 'label' strings, got {entry!r}")
         declared = entry.get("categorical", KNOWN_CATEGORICAL.get(name, ()))
-        if isinstance(declared, str) or not all(isinstance(c, str) for c in declared):
+        if isinstance(declared, str) or not isinstance(declared, list | tuple) or not all(
+                isinstance(c, str) for c in declared):
             raise DataError(f"dataset {name!r}: manifest 'categorical' must be a list of column "
                             f"names, got {declared!r}")
         return _check_classes(_load_csv(name, root / entry["file"], entry["label"],
-                                        categorical=tuple(declared)))
+                                        categorical=tuple(declared), missing=missing))
     if name in SKLEARN_DATASETS:
         return _load_sklearn(name)
-    raise DataError(
-        f"unknown dataset {name!r}; available: {available_datasets(directory)} "
-        f"(data directory: {str(root)!r}; set PPKNN_DATA_DIR to change it)"
-    )
+    named = _named_dir(directory)
+    where = (f"data directory {str(named)!r}, then the shipped datasets" if named
+             else "the shipped datasets; set PPKNN_DATA_DIR to a folder of your own")
+    raise DataError(f"unknown dataset {name!r}; available: {available_datasets(directory)} "
+                    f"(looked in {where})")
 
 
 KNOWN_CATEGORICAL: dict[str, tuple[str, ...]] = {
@@ -201,47 +261,120 @@ def _load_synthetic(name: str) -> Dataset:
 
 
 def _load_csv(name: str, path: Path, label: str, *,
-              categorical: tuple[str, ...] = ()) -> Dataset:
+              categorical: tuple[str, ...] = (), missing: str = "error") -> Dataset:
     import pyarrow.csv as pcsv
 
     if not path.is_file():
         raise DataError(f"dataset {name!r}: file {str(path)!r} is missing")
     try:
-        table = pcsv.read_csv(path)
+        table = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(
+            null_values=list(MISSING_TOKENS), strings_can_be_null=True))
     except Exception as exc:  # noqa: BLE001 - re-raised with context
         raise DataError(f"dataset {name!r}: cannot read {str(path)!r}: {exc}") from exc
-    if label not in table.column_names:
-        raise DataError(f"dataset {name!r}: label column {label!r} not in {table.column_names}")
-    unknown = sorted(set(categorical) - set(table.column_names))
+    names = table.column_names
+    duplicated = sorted({c for c in names if names.count(c) > 1})
+    if duplicated:
+        raise DataError(f"dataset {name!r}: {str(path)!r} repeats the column name(s) "
+                        f"{duplicated}; every column needs its own name")
+    if label not in names:
+        raise DataError(f"dataset {name!r}: label column {label!r} not in {names}")
+    if table.num_rows == 0:
+        raise DataError(f"dataset {name!r}: {str(path)!r} holds a header but no rows")
+    unknown = sorted(set(categorical) - set(names))
     if unknown:
         raise DataError(f"dataset {name!r}: manifest declares categorical columns {unknown} "
-                        f"that the file does not have; columns: {table.column_names}")
-    columns = []
+                        f"that the file does not have; columns: {names}")
+    blocks: list[np.ndarray] = []  # one per column: (rows, width), NaN where missing
     feature_names: list[str] = []
-    for col in table.column_names:
+    numeric: list[bool] = []
+    for col in names:
         if col in (label, "split"):
             continue
         arr = table[col].to_numpy(zero_copy_only=False)
-        if col not in categorical and arr.dtype.kind in "biuf":
-            columns.append(arr.astype(np.float64)[:, None])
+        if col not in categorical and (arr.dtype.kind in "biuf" or table[col].null_count
+                                       == table.num_rows):
+            blocks.append(np.asarray(arr, dtype=np.float64)[:, None])
             feature_names.append(col)
-        else:  # categorical: one-hot, "?" is its own category
-            values = np.asarray(arr, dtype=str)
+            numeric.append(True)
+        else:  # categorical: one-hot, a missing value is its own category "?"
+            values = np.array(["?" if v is None else str(v) for v in arr.tolist()], dtype=str)
             if col not in categorical:
                 row = _first_non_numeric(values)
                 bad = str(values[row])
                 raise DataError(
                     f"dataset {name!r}: feature column {col!r} is not numeric ({bad!r} "
                     f"at row {row}); declare it categorical in the manifest "
-                    f"(\"categorical\": [{col!r}]) or fix the file {str(path)!r}")
+                    f"(\"categorical\": [{col!r}]) or fix the file {str(path)!r} (missing "
+                    f"values are read from {list(MISSING_TOKENS)})")
             cats = np.unique(values)
-            columns.append((values[:, None] == cats[None, :]).astype(np.float64))
+            blocks.append((values[:, None] == cats[None, :]).astype(np.float64))
             feature_names += [f"{col}={c}" for c in cats]
-    X = np.hstack(columns)
-    raw = np.asarray(table[label].to_numpy(zero_copy_only=False))
+            numeric.append(False)
+    label_col = table[label]
+    label_missing = np.asarray(label_col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    raw = label_col.drop_null().to_numpy(zero_copy_only=False)  # the labels that are there
+    X = np.hstack(blocks)
+    numeric_cols = [i for i, (b, is_num) in enumerate(zip(blocks, numeric)) if is_num]
+    X, keep, record = _handle_missing(name, path, X, label_missing, missing,
+                                      [feature_names[_offset(blocks, i)] for i in numeric_cols],
+                                      [_offset(blocks, i) for i in numeric_cols], label)
+    raw = np.asarray(raw)[keep[~label_missing]]
     classes, y = np.unique(raw, return_inverse=True)
     check_finite(X, name)
-    return Dataset(name, X, y.astype(np.int64), classes, tuple(feature_names))
+    return Dataset(name, X, y.astype(np.int64), classes, tuple(feature_names), record)
+
+
+def _offset(blocks: list[np.ndarray], i: int) -> int:
+    """The column of ``X`` where block ``i`` starts."""
+    return int(sum(b.shape[1] for b in blocks[:i]))
+
+
+def _handle_missing(name: str, path: Path, X: np.ndarray, label_missing: np.ndarray,
+                    missing: str, columns: list[str], where: list[int], label: str
+                    ) -> tuple[np.ndarray, np.ndarray, dict[str, object]]:
+    """Apply the ``missing`` policy: the features, the rows kept and what was done."""
+    holes = np.zeros_like(X, dtype=bool)
+    holes[:, where] = np.isnan(X[:, where])
+    n_holes, n_labels = int(holes.sum()), int(label_missing.sum())
+    keep = np.ones(len(X), dtype=bool)
+    if not n_holes and not n_labels:
+        return X, keep, {}
+    if missing == "error":
+        if n_labels:
+            row = int(np.flatnonzero(label_missing)[0])
+            first = f"the label {label!r} at row {row}"
+        else:
+            row, col = (int(v) for v in np.argwhere(holes)[0])
+            first = f"column {columns[where.index(col)]!r} at row {row}"
+        raise DataError(
+            f"dataset {name!r}: {n_holes + n_labels} missing value(s) in {str(path)!r}, the "
+            f"first in {first} (cells read as missing: {list(MISSING_TOKENS)}); set "
+            "[data] missing = \"drop\" to remove those rows, or \"impute\" to fill numeric "
+            "features with their column's median (a release outside the privacy accounting)")
+    record: dict[str, object] = {"policy": missing}
+    if missing == "drop":
+        keep = ~(holes.any(axis=1) | label_missing)
+        record.update(rows_dropped=int((~keep).sum()), values_imputed=0)
+    else:  # impute: medians over the whole file; a missing label cannot be imputed
+        keep = ~label_missing
+        X = X.copy()
+        filled: dict[str, int] = {}
+        for col, c in zip(columns, where):
+            gaps = holes[:, c]
+            if not gaps.any():
+                continue
+            present = X[~gaps, c]
+            if not len(present):
+                raise DataError(f"dataset {name!r}: column {col!r} holds no value at all; "
+                                "nothing to impute from (drop the column from the file)")
+            X[gaps, c] = float(np.median(present))
+            filled[col] = int(gaps.sum())
+        record.update(rows_dropped=int((~keep).sum()), values_imputed=int(sum(filled.values())),
+                      imputed_columns=filled)
+    if not keep.any():
+        raise DataError(f"dataset {name!r}: missing = {missing!r} leaves no row of "
+                        f"{str(path)!r}")
+    return X[keep], keep, record
 
 
 def _first_non_numeric(values: np.ndarray) -> int:
@@ -403,13 +536,17 @@ class DomainBounds:
 
 
 __all__ = [
+    "MISSING_POLICIES",
+    "MISSING_TOKENS",
     "PARTITION_SCHEMES",
+    "SHIPPED_DIR",
     "SKLEARN_DATASETS",
     "Dataset",
     "DomainBounds",
     "available_datasets",
     "check_finite",
     "data_dir",
+    "dataset_entry",
     "load_dataset",
     "partition",
     "train_test_split",

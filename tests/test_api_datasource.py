@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
+import gzip
 
 import pytest
 
 import ppknn
-from ppknn.core.data import data_dir
+from ppknn.core.data import SHIPPED_DIR
 from ppknn.core.errors import DataError
 
 PIMA_BOUNDS = {"lower": [0] * 8, "upper": [20, 200, 130, 100, 900, 70, 2.5, 90]}
@@ -15,12 +15,10 @@ PIMA_BOUNDS = {"lower": [0] * 8, "upper": [20, 200, 130, 100, 900, 70, 2.5, 90]}
 
 @pytest.fixture
 def datasets(tmp_path, monkeypatch):
-    source = data_dir()
-    if not (source / "pima.csv").is_file():
-        pytest.skip(f"no pima.csv in {source}")
     remote = tmp_path / "remote"
-    remote.mkdir()
-    shutil.copy(source / "pima.csv", remote / "diabetes.csv")
+    remote.mkdir()  # the shipped pima file, uncompressed: a user's own CSV
+    (remote / "diabetes.csv").write_bytes(gzip.decompress(
+        (SHIPPED_DIR / "pima.csv.gz").read_bytes()))
     (remote / "manifest.json").write_text('{"diabetes": {"file": "diabetes.csv", '
                                           '"label": "outcome"}}')
     monkeypatch.setenv("PPKNN_CACHE_DIR", str(tmp_path / "cache"))

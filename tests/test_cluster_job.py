@@ -11,8 +11,11 @@ folder. The head (and only it: its process group) is stopped whatever happens.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
+import re
+import shlex
 import shutil
 import signal
 import socket
@@ -24,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from ppknn.core.data import data_dir
+from ppknn.core.data import SHIPPED_DIR
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
@@ -113,9 +116,8 @@ def head(tmp_path):
 
 
 def test_job_on_a_csv_dataset_named_by_uri_writes_its_results(head, tmp_path):
-    csv = Path(data_dir()) / "pima.csv"
-    if not csv.is_file():
-        pytest.skip(f"no pima.csv in {data_dir()}")
+    csv = tmp_path / "pima.csv"  # the shipped file, uncompressed: a user's own CSV
+    csv.write_bytes(gzip.decompress((SHIPPED_DIR / "pima.csv.gz").read_bytes()))
     job_dir = tmp_path / "job"
     job_dir.mkdir()
     (job_dir / "pima.toml").write_text(f"""
@@ -146,3 +148,39 @@ hosts = 1
     summary = json.loads((out / "summary.json").read_text())
     assert summary["runtime"] == "ray" and summary["dataset"] == "pima"
     assert summary["queries"] == 30 and (out / "transcript" / "totals.json").is_file()
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _readme_submits() -> list[str]:
+    """The README's `ray job submit` lines of "On a real cluster", as they stand."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("### On a real cluster"):]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    return [line.split("#")[0].strip() for line in block.splitlines()
+            if line.startswith("ray job submit")]
+
+
+def test_the_readme_cluster_recipe_runs_as_written(head, tmp_path):
+    """Both `ray job submit` lines, from the checkout's root (its ppknn/ folder is uploaded
+    with the working directory), against a token-authenticated head: each job succeeds and
+    its results folder is where --output says."""
+    lines = _readme_submits()
+    assert len(lines) == 2 and all("--working-dir ." in line for line in lines), lines
+    results = tmp_path / "ppknn-results"
+    client_env = dict(head["env"], RAY_AUTH_MODE="token")
+    for line in lines:
+        command = (line.replace("http://<head>:8265", head["address"])
+                   .replace("/tmp/ppknn-results", str(results)))
+        argv = shlex.split(command)
+        argv[0] = str(RAY)
+        done = subprocess.run(argv, env=client_env, capture_output=True, text=True,
+                              timeout=300, cwd=ROOT)
+        logs = done.stdout + done.stderr
+        assert done.returncode == 0, logs
+        assert "succeeded" in logs, logs
+    quick = json.loads((results / "quickstart" / "summary.json").read_text())
+    ring = json.loads((results / "ppknn-ring" / "summary.json").read_text())
+    assert quick["runtime"] == "ray" and quick["dataset"] == "sklearn:breast_cancer"
+    assert ring["runtime"] == "ray" and ring["dataset"] == "pima"

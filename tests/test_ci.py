@@ -1,0 +1,65 @@
+"""CI runs what a user runs: the README's two command lines, exactly, and nothing of ../shared."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+from ppknn.core.data import SHIPPED_DIR, available_datasets, load_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _readme_lines() -> list[str]:
+    first_block = re.search(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    return [line.strip() for line in first_block.group(1).splitlines() if line.strip()]
+
+
+def _ci_line(name: str) -> str:
+    match = re.search(rf"^{name}='(.*)'$", (ROOT / ".ci" / "run").read_text(), re.M)
+    assert match, f".ci/run defines no {name}"
+    return match.group(1)
+
+
+def test_the_readme_starts_with_the_two_commands_ci_runs():
+    assert _readme_lines() == [_ci_line("LINE1"), _ci_line("LINE2")]
+
+
+def test_ci_runs_line_one_non_editable_from_the_root_of_a_copy_with_nothing_beside_it():
+    script = (ROOT / ".ci" / "run").read_text()
+    assert "pip install . &&" in _ci_line("LINE1") and "-e" not in _ci_line("LINE1")
+    assert 'bash -euo pipefail -c "$LINE1"' in script
+    assert 'bash -euo pipefail -c "$LINE2"' in script
+    assert "mktemp -d" in script and "unset PPKNN_DATA_DIR" in script
+
+
+def test_nothing_in_the_project_reads_the_shared_folder():
+    """No code, test, scenario or CI file names ../shared (the folder may disappear)."""
+    pattern = re.compile(r"""\.\./shared|["']shared["']\s*/|/\s*["']shared["']""")
+    offenders = []
+    for folder in ("core", "parties", "protocols", "simulations", "ppknn", "tests",
+                   "benchmarks", "scenarios", ".ci"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix in {".py", ".toml", ".sh", ""} and path.is_file() \
+                    and path != Path(__file__).resolve():
+                text = path.read_text(errors="ignore")
+                if pattern.search(text):
+                    offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == []
+
+
+def test_the_shipped_datasets_are_package_data():
+    """Every file the shipped manifest names exists and matches a package-data glob."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    globs = config["tool"]["setuptools"]["package-data"]["ppknn.core"]
+    names = [n for n in available_datasets() if ":" not in n]
+    assert {"pima", "abalone", "adult", "banknote", "glass", "ionosphere", "iris", "phoneme",
+            "seeds", "wine"} <= set(names)
+    for path in SHIPPED_DIR.iterdir():
+        assert any(path.relative_to(SHIPPED_DIR.parent).match(g) for g in globs), path
+    assert load_dataset("seeds").X.shape == (210, 7)
