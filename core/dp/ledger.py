@@ -10,9 +10,18 @@ optionally, a cap per analyst. A release is paid for *before* it happens:
   reserves before touching data and the reservation commits when the
   ``with`` block ends (see :class:`Reservation` for failures).
 
-Composition. Across charges the ledger uses sequential (basic) composition,
-which stays valid when later per-release ε depend on earlier outputs (it is a
-valid privacy filter). Within one charge a protocol can claim a better
+Composition. Across charges the ledger composes by its ``accountant``
+(:mod:`core.dp.accountant`): ``"basic"`` (sequential composition: valid even
+when later per-release ε depend on earlier outputs, a privacy filter; tight
+for pure ε-DP budgets), ``"advanced"`` (heterogeneous advanced composition) or
+``"pld"`` (the releases' privacy-loss distributions, :mod:`core.dp.pld`). The
+default ``"auto"`` is ``"pld"`` for a budget with δ > 0 and ``"basic"`` for a
+pure ε-DP one. The last two assume the schedule of release *parameters* is
+fixed in advance; a charge whose mechanism has no known loss distribution
+(a bare :class:`PrivacyCost`, smooth-sensitivity noise) is added on top of
+their composition by basic composition. Charge a mechanism (or a loss law of
+:mod:`core.dp.pld`) rather than its bare cost to let ``"pld"`` use it.
+Within one charge a protocol can claim a better
 theorem for a fixed schedule of releases: :meth:`~PrivacyLedger.charge_parallel`
 (disjoint data), :meth:`~PrivacyLedger.charge_advanced` (DRV) and
 :meth:`~PrivacyLedger.charge_bounded_range` (exponential mechanisms, DDR 2020).
@@ -38,6 +47,13 @@ PrivacyCost(epsilon=0.0, delta=0.0)
 Traceback (most recent call last):
 ...
 ppknn.core.errors.BudgetExhausted: ledger 'hospital': charge of epsilon=0.1, delta=0 ...
+
+With δ > 0 the PLD accountant composes Laplace releases tightly:
+
+>>> from ppknn.core.dp.mechanisms import Laplace
+>>> pld = PrivacyLedger(owner="clinic", epsilon=2.0, delta=1e-6)
+>>> pld.accountant, sum(pld.can_afford(Laplace(epsilon=0.05), repeat=n) for n in (40, 80))
+('pld', 2)
 """
 
 from __future__ import annotations
@@ -48,6 +64,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from ppknn.core.dp.accountant import Tally, exact, release_law, resolve_accountant
 from ppknn.core.dp.accounting import (
     PrivacyCost,
     advanced_composition,
@@ -56,11 +73,6 @@ from ppknn.core.dp.accounting import (
 )
 from ppknn.core.dp.validation import check_delta, check_epsilon, check_positive_int
 from ppknn.core.errors import BudgetExhausted, ConfigError
-
-
-def exact(value: float) -> Fraction:
-    """Return a float as the Fraction of its shortest decimal repr (0.1 -> 1/10)."""
-    return Fraction(repr(float(value)))
 
 
 def _as_cost(cost: Any) -> PrivacyCost:
@@ -132,8 +144,10 @@ class Reservation:
         label: str,
         composition: str,
         releases: int,
+        token: int = -1,
     ) -> None:
         self._ledger = ledger
+        self._token = token
         self.epsilon, self.delta = eps, delta
         self.analyst, self.label = analyst, label
         self._composition, self._releases = composition, releases
@@ -177,6 +191,12 @@ class PrivacyLedger:
         Optional cap on what any single analyst may spend (defaults: no cap;
         ``analyst_delta`` defaults to ``delta`` when only ``analyst_epsilon``
         is given).
+    accountant:
+        ``"auto"`` (default: ``"pld"`` when ``delta > 0``, else ``"basic"``),
+        ``"basic"``, ``"advanced"`` or ``"pld"`` (module docstring). Under
+        ``"advanced"`` and ``"pld"``, :meth:`spent` is the composed guarantee
+        read at the budget's δ: its δ is the whole budget's once a release
+        was composed that way, and :meth:`remaining` gives the ε left at it.
     """
 
     def __init__(
@@ -187,6 +207,7 @@ class PrivacyLedger:
         delta: float = 0.0,
         analyst_epsilon: float | None = None,
         analyst_delta: float | None = None,
+        accountant: str | None = "auto",
     ) -> None:
         if not isinstance(owner, str) or not owner:
             raise ConfigError(f"owner must be a non-empty string, got {owner!r}")
@@ -202,10 +223,16 @@ class PrivacyLedger:
                 analyst_delta if analyst_delta is not None else delta, name="analyst_delta"
             )
             self._analyst_cap = (exact(a_eps), exact(a_delta))
+        self.accountant = resolve_accountant(accountant, delta)
         self._lock = threading.Lock()
         self._entries: list[LedgerEntry] = []
         self._used: dict[str | None, list[Fraction]] = {}  # committed + held, per analyst
         self._total = [Fraction(0), Fraction(0)]
+        # committed + held releases composed by the accountant: owner-wide and per analyst
+        self._tally = Tally.empty(self.accountant)
+        self._analyst_tally: dict[str, Tally] = {}
+        self._releases: dict[int, tuple[str | None, Any, Fraction, Fraction, int]] = {}
+        self._next_token = 0
 
     def __getstate__(self) -> dict:
         """A snapshot for pickling (e.g. returned from a Ray actor); the lock is not copied."""
@@ -239,52 +266,91 @@ class PrivacyLedger:
         """Like :meth:`spent`, as exact Fractions."""
         with self._lock:
             if analyst is None:
-                return self._total[0], self._total[1]
-            used = self._used.get(analyst, [Fraction(0), Fraction(0)])
+                return self._guarantee(self._tally, None)
+            return self._guarantee(self._analyst_tally.get(analyst), analyst)
+
+    def _guarantee(self, tally: Tally | None, analyst: str | None) -> tuple[Fraction, Fraction]:
+        """The (ε, δ) a scope has spent, by the accountant. Call with the lock held."""
+        if tally is None:
+            return Fraction(0), Fraction(0)
+        if self.accountant == "basic":  # the exact running sums
+            used = self._total if analyst is None else self._used[analyst]
             return used[0], used[1]
+        cap = self._analyst_cap if analyst is not None else None
+        return tally.guarantee(cap[1] if cap is not None else self._delta_budget)
 
     def remaining(self, analyst: str | None = None) -> PrivacyCost:
         """Return what can still be spent (by ``analyst``, if given)."""
         with self._lock:
-            eps = self._eps_budget - self._total[0]
-            delta = self._delta_budget - self._total[1]
+            total = self._guarantee(self._tally, None)
+            eps = self._eps_budget - total[0]
+            delta = self._delta_budget - total[1]
             if analyst is not None and self._analyst_cap is not None:
-                used = self._used.get(analyst, [Fraction(0), Fraction(0)])
+                used = self._guarantee(self._analyst_tally.get(analyst), analyst)
                 eps = min(eps, self._analyst_cap[0] - used[0])
                 delta = min(delta, self._analyst_cap[1] - used[1])
         return PrivacyCost(float(eps), float(delta))
 
     # --------------------------------------------------------------- checks
-    def _refusal(self, eps: Fraction, delta: Fraction, analyst: str | None) -> str | None:
-        """Why (eps, delta) does not fit now, or None. Call with the lock held."""
+    def _refusal(
+        self, eps: Fraction, delta: Fraction, analyst: str | None, law: Any = None,
+        repeat: int = 1,
+    ) -> tuple[str | None, Tally, Tally | None]:
+        """Why (eps, delta) does not fit now (or None), and the scopes' tallies after it.
+
+        Call with the lock held.
+        """
         what = f"charge of epsilon={_fmt(eps)}, delta={_fmt(delta)}"
-        new_eps, new_delta = self._total[0] + eps, self._total[1] + delta
+        by = "" if self.accountant == "basic" else f" by {self.accountant} composition"
+        owner_after = self._tally.add(law, eps, delta, repeat)
+        analyst_after = None
+        if analyst is not None:
+            before = self._analyst_tally.get(analyst) or Tally.empty(self.accountant)
+            analyst_after = before.add(law, eps, delta, repeat)
+        new_eps, new_delta = self._guarantee_after(owner_after, self._total, eps, delta, None)
         if new_eps > self._eps_budget or new_delta > self._delta_budget:
+            used = self._guarantee(self._tally, None)
             return (
-                f"ledger {self.owner!r}: {what} would exceed the owner's budget "
-                f"(epsilon {_fmt(self._total[0])} of {_fmt(self._eps_budget)} used, "
-                f"delta {_fmt(self._total[1])} of {_fmt(self._delta_budget)}); "
+                f"ledger {self.owner!r}: {what} would exceed the owner's budget{by} "
+                f"(epsilon {_fmt(used[0])} of {_fmt(self._eps_budget)} used, "
+                f"delta {_fmt(used[1])} of {_fmt(self._delta_budget)}); "
                 "lower the per-release epsilon/delta, batch the queries, or stop releasing"
-            )
+            ), owner_after, analyst_after
         if analyst is not None and self._analyst_cap is not None:
-            used = self._used.get(analyst, [Fraction(0), Fraction(0)])
+            assert analyst_after is not None
+            used_sum = self._used.get(analyst, [Fraction(0), Fraction(0)])
             cap_eps, cap_delta = self._analyst_cap
-            if used[0] + eps > cap_eps or used[1] + delta > cap_delta:
+            a_eps, a_delta = self._guarantee_after(analyst_after, used_sum, eps, delta, analyst)
+            if a_eps > cap_eps or a_delta > cap_delta:
+                used = self._guarantee(self._analyst_tally.get(analyst), analyst)
                 return (
-                    f"ledger {self.owner!r}: {what} would exceed analyst {analyst!r}'s cap "
+                    f"ledger {self.owner!r}: {what} would exceed analyst {analyst!r}'s cap{by} "
                     f"(epsilon {_fmt(used[0])} of {_fmt(cap_eps)} used, "
                     f"delta {_fmt(used[1])} of {_fmt(cap_delta)}); "
                     "this analyst has no budget left for such a release"
-                )
-        return None
+                ), owner_after, analyst_after
+        return None, owner_after, analyst_after
+
+    def _guarantee_after(self, tally: Tally, sums: list[Fraction], eps: Fraction,
+                         delta: Fraction, analyst: str | None) -> tuple[Fraction, Fraction]:
+        """The scope's guarantee once the charge is added (lock held)."""
+        if self.accountant == "basic":
+            return sums[0] + eps, sums[1] + delta
+        cap = self._analyst_cap if analyst is not None else None
+        return tally.guarantee(cap[1] if cap is not None else self._delta_budget)
 
     def check(self, cost: Any, *, analyst: str | None = None, repeat: int = 1) -> None:
         """Raise :class:`BudgetExhausted` if ``cost`` (times ``repeat``) does not fit now."""
         eps, delta = self._amounts(cost, repeat)
+        law = self._law(cost)
         with self._lock:
-            reason = self._refusal(eps, delta, analyst)
+            reason, _, _ = self._refusal(eps, delta, analyst, law, repeat)
         if reason:
             raise BudgetExhausted(reason)
+
+    def _law(self, cost: Any) -> Any:
+        """The loss law the accountant composes for ``cost`` (``None``: basic composition)."""
+        return None if self.accountant == "basic" else release_law(cost)
 
     def can_afford(self, cost: Any, *, analyst: str | None = None, repeat: int = 1) -> bool:
         """Whether :meth:`check` would pass."""
@@ -301,15 +367,25 @@ class PrivacyLedger:
         return exact(c.epsilon) * n, exact(c.delta) * n
 
     # ------------------------------------------------------------- spending
-    def _hold(self, eps: Fraction, delta: Fraction, analyst: str | None) -> None:
-        reason = self._refusal(eps, delta, analyst)
+    def _hold(self, eps: Fraction, delta: Fraction, analyst: str | None, law: Any = None,
+              repeat: int = 1) -> int:
+        """Check and hold (lock held); returns the release's token."""
+        reason, owner_after, analyst_after = self._refusal(eps, delta, analyst, law, repeat)
         if reason:
             raise BudgetExhausted(reason)
+        self._tally = owner_after
+        if analyst is not None:
+            assert analyst_after is not None
+            self._analyst_tally[analyst] = analyst_after
+        token = self._next_token
+        self._next_token += 1
+        self._releases[token] = (analyst, law, eps, delta, repeat)
         self._total[0] += eps
         self._total[1] += delta
         used = self._used.setdefault(analyst, [Fraction(0), Fraction(0)])
         used[0] += eps
         used[1] += delta
+        return token
 
     def _record(self, eps, delta, analyst, label, composition, releases, aborted) -> LedgerEntry:
         entry = LedgerEntry(
@@ -326,11 +402,12 @@ class PrivacyLedger:
         label: str,
         composition: str,
         releases: int,
+        law: Any = None,
     ) -> LedgerEntry:
         if analyst is not None and not isinstance(analyst, str):
             raise TypeError(f"analyst must be a string or None, got {type(analyst).__name__}")
         with self._lock:
-            self._hold(eps, delta, analyst)
+            self._hold(eps, delta, analyst, law, releases if law is not None else 1)
             return self._record(eps, delta, analyst, label, composition, releases, False)
 
     def charge(
@@ -338,7 +415,7 @@ class PrivacyLedger:
     ) -> LedgerEntry:
         """Check and spend ``cost`` (a PrivacyCost or mechanism) ``repeat`` times, atomically."""
         eps, delta = self._amounts(cost, repeat)
-        return self._spend(eps, delta, analyst, label, "sequential", repeat)
+        return self._spend(eps, delta, analyst, label, "sequential", repeat, self._law(cost))
 
     def charge_parallel(
         self, costs: Iterable[Any], *, analyst: str | None = None, label: str = ""
@@ -392,9 +469,12 @@ class PrivacyLedger:
     ) -> Reservation:
         """Hold ``cost`` now (raising :class:`BudgetExhausted` if it does not fit)."""
         eps, delta = self._amounts(cost, repeat)
+        law = self._law(cost)
+        if analyst is not None and not isinstance(analyst, str):
+            raise TypeError(f"analyst must be a string or None, got {type(analyst).__name__}")
         with self._lock:
-            self._hold(eps, delta, analyst)
-        return Reservation(self, eps, delta, analyst, label, "sequential", repeat)
+            token = self._hold(eps, delta, analyst, law, repeat)
+        return Reservation(self, eps, delta, analyst, label, "sequential", repeat, token)
 
     def _settle(self, res: Reservation, *, commit: bool, aborted: bool) -> LedgerEntry | None:
         with self._lock:
@@ -418,7 +498,21 @@ class PrivacyLedger:
             used = self._used[res.analyst]
             used[0] -= res.epsilon
             used[1] -= res.delta
+            self._releases.pop(res._token, None)
+            self._rebuild(res.analyst)
             return None
+
+    def _rebuild(self, analyst: str | None) -> None:
+        """Recompose the owner's (and ``analyst``'s) tally from the held releases (lock held)."""
+        owner = Tally.empty(self.accountant)
+        mine = Tally.empty(self.accountant)
+        for who, law, eps, delta, repeat in self._releases.values():
+            owner = owner.add(law, eps, delta, repeat)
+            if analyst is not None and who == analyst:
+                mine = mine.add(law, eps, delta, repeat)
+        self._tally = owner
+        if analyst is not None:
+            self._analyst_tally[analyst] = mine
 
 
 __all__ = ["LedgerEntry", "PrivacyLedger", "Reservation", "exact"]

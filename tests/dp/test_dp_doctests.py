@@ -13,11 +13,13 @@ import pytest
 
 MODULES = [
     "ppknn.core.dp",
+    "ppknn.core.dp.accountant",
     "ppknn.core.dp.accounting",
     "ppknn.core.dp.audit",
     "ppknn.core.dp.calibration",
     "ppknn.core.dp.exact",
     "ppknn.core.dp.ledger",
+    "ppknn.core.dp.pld",
     "ppknn.core.dp.mechanisms",
     "ppknn.core.dp.planar",
     "ppknn.core.dp.samplers",
