@@ -794,8 +794,8 @@ def sweep(
     except PpknnError as exc:
         _fail(exc, 2)
     print_sweep(rows, f"sweep {spec.sweep.name}")
-    out.print(f"{count(len(rows), 'run')}; table [bold]{escape(str(folder))}/sweep.csv[/] "
-              f"(+ sweep.parquet, sweep.png)")
+    out.print(f"{count(len(rows), 'run')}; results written to [bold]{escape(str(folder))}[/] "
+              f"(sweep.csv, sweep.parquet, sweep.png)")
 
 
 @app.command()

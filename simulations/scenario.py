@@ -424,7 +424,21 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
         data = tomllib.loads(p.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"scenario file {str(p)!r} is not valid TOML: {exc}") from None
+    _refuse_other_file_kinds(data, p)
     return parse_scenario(data, source=repr(str(p)))
+
+
+#: The other input files' top-level tables, and the command that runs each.
+OTHER_FILE_KINDS = (("compare", "a comparison spec", "ppknn compare"),
+                    ("sweep", "a sweep file", "ppknn sweep"))
+
+
+def _refuse_other_file_kinds(data: dict[str, Any], path: Path) -> None:
+    """Refuse a comparison spec or a sweep file given where a scenario is expected."""
+    for table, kind, command in OTHER_FILE_KINDS:
+        if isinstance(data.get(table), dict):
+            raise ConfigError(f"{path} is {kind}, not a scenario: run it with "
+                              f"`{command} {path}`")
 
 
 def parse_value(text: str) -> Any:
