@@ -207,9 +207,12 @@ def on_env(env: Any, config: Any, files: Any) -> Any:
         ``env``.
     """
     autorefs = config.plugins["autorefs"]
+    # the handler's aliases (an object rendered under another path); gone in autorefs 2
+    fallback = getattr(autorefs, "get_fallback_anchor", None)
+    extra = {"fallback": fallback} if fallback is not None else {}
 
     def url_of(name: str) -> Any:
-        return autorefs.get_item_url(name, fallback=autorefs.get_fallback_anchor)
+        return autorefs.get_item_url(name, **extra)
 
     OUTCOMES.clear()
     AS_CODE.clear()
