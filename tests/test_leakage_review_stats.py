@@ -66,7 +66,9 @@ def test_membership_reports_the_event_chosen_on_the_selection_half():
     test_out = np.r_[np.full(n // 2, high), np.full(n // 2, low)]
     members, others = _membership_scores(sel_in, sel_out, test_in, test_out)
     truth = {"members_X": members, "members_y": np.zeros(2 * n, dtype=np.int64),
-             "others_X": others, "others_y": np.zeros(2 * n, dtype=np.int64)}
+             "others_X": others, "others_y": np.zeros(2 * n, dtype=np.int64),
+             # the samples compared, in this order (a run draws them at random)
+             "members_pick": np.arange(2 * n), "others_pick": np.arange(2 * n)}
     model = {"theta": np.array([[0.0]]), "var": np.array([[1.0]]),
              "lower": np.array([-10.0]), "upper": np.array([10.0])}
     ctx = attacks.Context(protocol="dp-nb", transcript=None, public={}, truth=truth)

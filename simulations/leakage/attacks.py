@@ -144,18 +144,21 @@ class Attack:
     params: tuple[str, ...] = ()
     needs_observers: bool = False
     description: str = ""
+    by_design: bool = False
+    """The attack measures what the protocol hands a party by design (a role trusted with
+    it: the DP owner reads the analysts' instances); reported, not ranked as a leak."""
 
 
 _ATTACKS: dict[tuple[str, str], Attack] = {}
 
 
 def register(protocol: str, name: str, *, default: bool, params: tuple[str, ...] = (),
-             needs_observers: bool = False, description: str = ""
+             needs_observers: bool = False, description: str = "", by_design: bool = False
              ) -> Callable[[Scorer], Scorer]:
-    """Register a scorer (decorator)."""
+    """Register a scorer (decorator); ``by_design``: see :attr:`Attack.by_design`."""
     def wrap(fn: Scorer) -> Scorer:
         _ATTACKS[(protocol, name)] = Attack(protocol, name, fn, default, params,
-                                            needs_observers, description)
+                                            needs_observers, description, by_design)
         return fn
     return wrap
 
@@ -538,7 +541,7 @@ def _ring_nb_sum(ctx: Context, adv: Adversary) -> list[LeakageRow]:
                      quantity="statistics vector recovered exactly", per_query=False)
 
 
-@register(RING_NB, "start-node-aggregate", default=True,
+@register(RING_NB, "start-node-aggregate", default=True, by_design=True,
           description="the start node unmasks the exact pre-noise total of the others")
 def _ring_nb_start(ctx: Context, adv: Adversary) -> list[LeakageRow]:
     from ppknn.protocols.ppknn import secure_sum as ss
@@ -575,11 +578,29 @@ def membership_rows(ctx: Context, adv: Adversary, *, observers: Sequence[str],
     held out") are all fixed on the selection half; the test half then gives one
     Clopper-Pearson bound. Taking the better of the two events on the test half
     would be two tests reported as one (a 90% bound called 95%).
+
+    The members and held-out rows compared are the ground truth's class-matched
+    random samples (``members_pick``, ``others_pick``, drawn from the run's seed:
+    :func:`~simulations.sampling.matched_sample`), never the first rows of a sorted
+    split, which on a class-sorted file are one class: the test would then separate
+    classes, not members. A truth saved without them is sampled here, from a fixed
+    stream (said in the note).
     """
     from ppknn.protocols.dp_nb.adversary import pooled_scores
 
     mx, my = ctx.truth["members_X"], ctx.truth["members_y"]
     ox, oy = ctx.truth["others_X"], ctx.truth["others_y"]
+    sampled = "class-matched random samples of the run's seed"
+    if "members_pick" in ctx.truth and "others_pick" in ctx.truth:
+        pick_in = np.asarray(ctx.truth["members_pick"], dtype=np.int64)
+        pick_out = np.asarray(ctx.truth["others_pick"], dtype=np.int64)
+    else:
+        from ppknn.simulations.sampling import matched_sample
+
+        pick_in, pick_out = matched_sample(np.asarray(my), np.asarray(oy),
+                                           np.random.default_rng(0))
+        sampled = "class-matched random samples of a fixed stream (the truth has none)"
+    mx, my, ox, oy = mx[pick_in], my[pick_in], ox[pick_out], oy[pick_out]
     m = min(len(mx), len(ox))
     fields: dict[str, Any] = dict(protocol=ctx.protocol, observer=observer_name(observers),
                                   target="training records (members vs held-out rows)",
@@ -599,7 +620,8 @@ def membership_rows(ctx: Context, adv: Adversary, *, observers: Sequence[str],
     note = (f"P(claim member | member) {tp}/{n_in}, P(claim member | held out) {fp}/{n_out} "
             "on the test half (threshold, direction and event chosen on the other half by "
             f"the Clopper-Pearson bound; event: claim {event}"
-            + (f"; δ = {delta:g} subtracted" if delta else "") + "); log-density score")
+            + (f"; δ = {delta:g} subtracted" if delta else "") + f"); log-density score; "
+            f"{m} members and {m} held-out rows, {sampled}")
     if event == "member":
         return epsilon_row(hit_a=tp, n_a=n_in, hit_b=fp, n_b=n_out, delta=delta, note=note,
                            **fields)
@@ -701,7 +723,7 @@ def _dp_knn_labels(ctx: Context, adv: Adversary) -> list[LeakageRow]:
     return rows
 
 
-@register(DP_KNN, "owner-sees-queries", default=True,
+@register(DP_KNN, "owner-sees-queries", default=True, by_design=True,
           description="the DP owner reads the analysts' test instances in the clear")
 def _dp_knn_owner(ctx: Context, adv: Adversary) -> list[LeakageRow]:
     if "queries" not in ctx.truth:
@@ -1012,7 +1034,7 @@ def _dptt_geo_location(ctx: Context, adv: Adversary) -> list[LeakageRow]:
                           "distance bound")]
 
 
-@register(DPTT, "client-sees-training-points", default=True,
+@register(DPTT, "client-sees-training-points", default=True, by_design=True,
           description="the client receives the server's released points")
 def _dptt_client(ctx: Context, adv: Adversary) -> list[LeakageRow]:
     from ppknn.simulations.leakage.stream import iter_messages

@@ -13,12 +13,16 @@ Per protocol:
 ``ring-nb``
     ``stats/<owner>``: each owner's encoded Naive Bayes statistics vector;
     ``members_X``/``members_y`` (the union of the owners' rows) and
-    ``others_X``/``others_y`` (the held-out query rows).
+    ``others_X``/``others_y`` (the held-out query rows); ``members_pick`` and
+    ``others_pick``, the membership test's class-matched random samples of them
+    (positions, drawn from the run's seed:
+    :func:`~simulations.sampling.matched_sample`).
 ``dp-knn``
     ``queries`` and ``nonprivate``: the instances and the labels the union
     gives them without noise (the baseline's answers).
 ``dp-nb``
-    ``members_X``/``members_y`` and ``others_X``/``others_y`` as for ``ring-nb``.
+    ``members_X``/``members_y``, ``others_X``/``others_y`` and the two picks as for
+    ``ring-nb``.
 ``pca-perturbation``
     ``records``: the sanitizer's rows normalised to [0, 1] by the public bounds;
     ``instances``: the miner's instances (the query rows, as the miner holds them).
@@ -77,11 +81,16 @@ def _ring(outcome: Any, data: Any) -> Truth:
     return truth
 
 
-def _members(data: Any, plan: Any) -> Truth:
-    return {"members_X": np.asarray(data.train_X, dtype=np.float64),
-            "members_y": np.asarray(data.train_y, dtype=np.int64),
-            "others_X": np.asarray(plan.queries, dtype=np.float64),
-            "others_y": np.asarray(plan.query_labels, dtype=np.int64)}
+def _members(data: Any, plan: Any, protocol: str) -> Truth:
+    from ppknn.simulations.sampling import matched_sample
+
+    members_y = np.asarray(data.train_y, dtype=np.int64)
+    others_y = np.asarray(plan.query_labels, dtype=np.int64)
+    pick_in, pick_out = matched_sample(members_y, others_y,
+                                       data.policy.generator("membership-sample", protocol))
+    return {"members_X": np.asarray(data.train_X, dtype=np.float64), "members_y": members_y,
+            "others_X": np.asarray(plan.queries, dtype=np.float64), "others_y": others_y,
+            "members_pick": pick_in, "others_pick": pick_out}
 
 
 def _ring_nb(outcome: Any, data: Any) -> Truth:
@@ -89,7 +98,7 @@ def _ring_nb(outcome: Any, data: Any) -> Truth:
 
     lower = np.asarray(outcome.plan.public["bounds"]["lower"], dtype=np.float64)
     upper = np.asarray(outcome.plan.public["bounds"]["upper"], dtype=np.float64)
-    truth = _members(data, outcome.plan)
+    truth = _members(data, outcome.plan, outcome.name)
     for party, (X, y) in _owners_data(outcome, data).items():
         stats = nb.local_statistics(X, y, data.n_classes, lower, upper)
         truth[f"stats/{party}"] = nb.encode_signed(stats)
@@ -102,7 +111,7 @@ def _dp_knn(outcome: Any, data: Any) -> Truth:
 
 
 def _dp_nb(outcome: Any, data: Any) -> Truth:
-    return _members(data, outcome.plan)
+    return _members(data, outcome.plan, outcome.name)
 
 
 def _pca(outcome: Any, data: Any) -> Truth:
