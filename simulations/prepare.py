@@ -29,6 +29,7 @@ from ppknn.core.data import (
 )
 from ppknn.core.errors import ConfigError, DataError, PrivacyLeakWarning
 from ppknn.core.rng import RandomnessMode, SeedPolicy
+from ppknn.simulations.sampling import stratified_subset
 from ppknn.simulations.scenario import Scenario
 
 
@@ -224,8 +225,11 @@ def prepare_data(scenario: Scenario) -> PreparedData:
         if from_data:  # queries outside the training range stay outside [0, 1]: clip them
             X[test] = np.clip(X[test], 0.0, 1.0)
         bounds = DomainBounds(np.zeros(X.shape[1]), np.where(bounds.upper > bounds.lower, 1.0, 0.0))
-    if s.data.max_queries is not None:
-        test = test[: s.data.max_queries]
+    if s.data.max_queries is not None and s.data.max_queries < len(test):
+        # a random subset stratified by class (sorted test indices of a class-sorted file
+        # would otherwise give one class), in an order whose contiguous blocks keep the mix
+        test = test[stratified_subset(ds.y[test], s.data.max_queries,
+                                      split_policy.generator("queries"))]
     n = s.parties.n
     parts = partition(ds.y[train], n, scheme=s.parties.partition,
                       rng=split_policy.generator("partition"), alpha=s.parties.alpha,
