@@ -44,9 +44,10 @@ rows either way). A row holds:
   transcript (:mod:`ppknn.simulations.leakage`): where an attack yields an empirical ε, the
   row with the largest one-sided 95% lower bound (``empirical_epsilon_lb``), its point
   estimate (``leak_value``) and the ε it is compared with (``leak_bound``), else the
-  largest attack success; for the cells of ``[compare.audit]``, the audit mode's empirical
-  ε lower bound at the same settings; and ``empirical_epsilon``, the largest ε lower bound
-  measured on the run;
+  attack with the largest advantage over baseline (while rows carry none, the largest
+  success rate; :data:`LEAK_RULE`), named; for the cells of ``[compare.audit]``, the
+  audit mode's empirical ε lower bound at the same settings; and ``empirical_epsilon``,
+  the largest ε lower bound measured on the run;
 * **cost**: messages, bytes, hops on the critical path, protocol wall time in-process (and
   on Ray for the cells of ``[compare.runtime_compare]``, with the ratio, in the same run),
   and the **predicted time on a network** per profile: the run's transcript replayed over
@@ -260,46 +261,100 @@ def _is_epsilon(quantity: str) -> bool:
     return "epsilon" in quantity.lower() or "ε" in quantity
 
 
+LEAK_RULE = (
+    "Where an attack of the cell tests a distinguishing event (an empirical ε), that ε is "
+    "the cell's leakage (its largest one-sided 95% lower bound, compared with the promise). "
+    "Otherwise the cell's strongest leakage is the attack, among its default attacks, with "
+    "the largest advantage over its baseline (what an attacker without the transcript "
+    "achieves on the same targets) where the rows carry one, else the largest success "
+    "rate: every such quantity is a proportion of targets recovered in [0, 1] (errors and "
+    "'lower leaks more' widths are left out, and so are attacks measuring what a role is "
+    "handed by design, such as the DP owner reading the analysts' instances). Per run, "
+    "an attack's figure is its most exposed target's (the largest over its rows); per "
+    "cell, the attack with the largest mean over seeds is named.")
+"""How a cell's strongest leakage is chosen (stated in the report)."""
+
+
+def _rankable(r: Any) -> bool:
+    """Whether a leakage row's quantity is a success rate ranked as a leak (:data:`LEAK_RULE`)."""
+    from ppknn.simulations.leakage import attacks
+
+    q = r.quantity.lower()
+    if _is_epsilon(r.quantity) or "error" in q or "lower leaks more" in q:
+        return False
+    protocol = getattr(r, "protocol", None)
+    if protocol is None:
+        return True
+    try:
+        return not attacks.get(protocol, r.attack).by_design
+    except ConfigError:  # an attack this build does not register: ranked
+        return True
+
+
+def _leak_score(r: Any) -> float:
+    """A row's figure for ranking: its advantage over baseline if it has one, else its value."""
+    adv = getattr(r, "advantage", None)
+    if isinstance(adv, (int, float)) and math.isfinite(adv):
+        return float(adv)
+    return float(r.value)
+
+
 def _strongest_leak(rows: Sequence[Any]) -> dict[str, Any]:
-    """One leakage figure per run, the same quantity at every level of a protocol.
+    """One leakage figure per run, chosen by :data:`LEAK_RULE`.
 
     Where an attack yields an empirical ε: the row with the largest lower bound
     (``empirical_epsilon_lb``, its one-sided 95% bound), with its point estimate in
     ``leak_value`` (infinite when one arm of the test never fired; the bound is still
     finite) and the ε the protocol promises for that quantity in ``leak_bound``.
-    Otherwise the largest value of one success-rate quantity (the first by attack and
-    quantity name; error and "privacy" quantities, where larger means less leakage, are
-    skipped), so a protocol's levels are compared on one measure.
+    Otherwise the ranked attack whose most exposed target has the largest advantage over
+    baseline (or success rate, while rows carry no baseline), named in ``leak_quantity``;
+    ``leak_candidates`` holds every ranked attack's figure (JSON), so a cell can name the
+    attack that is largest over its seeds (:func:`leak_cell`).
     """
+    import json
+
     empty = {"leak_quantity": "", "leak_value": math.nan, "leak_ci_low": math.nan,
              "leak_ci_high": math.nan, "empirical_epsilon_lb": math.nan,
              "leak_bound": math.nan}
     eps = [r for r in rows if _is_epsilon(r.quantity)]
+    candidates: dict[str, float] = {}
     if eps:
         pick = eps
     else:
-        rates = [r for r in rows if "error" not in r.quantity.lower()
-                 and "lower leaks more" not in r.quantity.lower()]
+        rates = [r for r in rows if _rankable(r)]
         if not rates:
             return empty
-        first = min((r.attack, r.quantity) for r in rates)
-        pick = [r for r in rates if (r.attack, r.quantity) == first]
+        for r in rates:
+            name = f"{r.attack}: {r.quantity}"
+            score = _leak_score(r)
+            if math.isfinite(score):
+                candidates[name] = max(candidates.get(name, -math.inf), score)
+        if candidates:  # the largest figure; equal figures: the first name
+            first = min(candidates, key=lambda n: (-candidates[n], n))
+        else:
+            first = min(f"{r.attack}: {r.quantity}" for r in rates)
+        pick = [r for r in rates if f"{r.attack}: {r.quantity}" == first]
     usable = [r for r in pick if math.isfinite(r.value)
               or (eps and math.isfinite(r.ci_low))]
     if not usable:
         return {**empty, "leak_quantity": f"{pick[0].attack}: {pick[0].quantity}"}
 
     def key(r: Any) -> tuple[float, float]:
+        if not eps:
+            return (_leak_score(r), r.value)
         return (r.ci_low if math.isfinite(r.ci_low) else -math.inf,
                 -math.inf if math.isnan(r.value) else r.value)
 
     best = max(usable, key=key)
     bound = getattr(best, "bound", None)
-    return {"leak_quantity": f"{best.attack}: {best.quantity}", "leak_value": best.value,
-            "leak_ci_low": best.ci_low, "leak_ci_high": best.ci_high,
-            "empirical_epsilon_lb": best.ci_low if eps else math.nan,
-            "leak_bound": (float(bound) if isinstance(bound, (int, float))
-                           and math.isfinite(bound) else math.nan)}
+    out = {"leak_quantity": f"{best.attack}: {best.quantity}", "leak_value": best.value,
+           "leak_ci_low": best.ci_low, "leak_ci_high": best.ci_high,
+           "empirical_epsilon_lb": best.ci_low if eps else math.nan,
+           "leak_bound": (float(bound) if isinstance(bound, (int, float))
+                          and math.isfinite(bound) else math.nan)}
+    if candidates:
+        out["leak_candidates"] = json.dumps(candidates, sort_keys=True, ensure_ascii=False)
+    return out
 
 
 def run_cell(job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
@@ -480,6 +535,26 @@ def _number(v: Any) -> float:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
 
 
+def _parse(r: Mapping[str, Any]) -> dict[str, float]:
+    """A run's ``leak_candidates`` (empty when it has none)."""
+    import json
+
+    text = r.get("leak_candidates")
+    if not isinstance(text, str) or not text:
+        return {}
+    return {str(k): float(v) for k, v in json.loads(text).items()}
+
+
+def _candidates(rs: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
+    """Each ranked attack's finite per-seed figures over a cell's runs."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for r in rs:
+        for name, v in _parse(r).items():
+            if math.isfinite(v):
+                out[name].append(v)
+    return dict(out)
+
+
 def leak_cell(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The attacks' leakage of one cell (its seeds' rows).
 
@@ -495,6 +570,11 @@ def leak_cell(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """
     quantity = next((str(r["leak_quantity"]) for r in rs if r.get("leak_quantity")), "")
     values = [_number(r.get("leak_value")) for r in rs]
+    per_seed = _candidates(rs)
+    if per_seed:  # the ranked attack with the largest mean over the seeds (LEAK_RULE)
+        means = {name: statistics.fmean(vs) for name, vs in per_seed.items()}
+        quantity = min(means, key=lambda n: (-means[n], n))
+        values = [_number(c.get(quantity)) for c in (_parse(r) for r in rs)]
     finite = [v for v in values if math.isfinite(v)]
     out: dict[str, Any] = {
         "leak_quantity": quantity, "leak_value": statistics.fmean(finite) if finite else math.nan,
@@ -662,7 +742,12 @@ def advice(agg: Sequence[Mapping[str, Any]], profile: str = "wan") -> dict[str, 
                           f"datasets (promised {top['audit_bound']:.3g} per audited unit)")
         key = rows[0]["privacy_key"]
         leak_text = _leak_sentence(strong)
-        choose = ("choose it when" if gap_strong > -0.05 else "consider it only when")
+        heavy = _heavy_leak(strong)
+        choose = ("choose it when" if gap_strong > -0.05 and heavy is None
+                  else "consider it only when")
+        accept = (f", and only if its strongest attack recovering {heavy['leak_value']:.0%} "
+                  f"of its targets at its most private setting ({heavy['leak_quantity']}, "
+                  f"on {heavy['dataset']}) is acceptable to them" if heavy else "")
         out[protocol] = (
             f"At its most private setting ({key} = {strong[0]['level']:g}) it is "
             f"{abs(gap_strong) * 100:.1f} points {'below' if gap_strong < 0 else 'above'} its "
@@ -673,10 +758,26 @@ def advice(agg: Sequence[Mapping[str, Any]], profile: str = "wan") -> dict[str, 
             f"; it pays {hops:.0f} sequential hops on the critical path ({net:.2f} s predicted "
             f"on the {profile.upper()} profile per batch by the transcript replay): {choose} "
             "its guarantee "
-            f"({registry.get(protocol).guarantee}) is the one your parties need"
+            f"({registry.get(protocol).guarantee}) is the one your parties need" + accept
             + ("" if hops < 10 else ", and not when parties sit far apart on a slow network")
             + "." + note)
     return out
+
+
+HEAVY_LEAK = 0.9
+"""A success rate (or advantage) at least this large at a protocol's most private setting:
+nearly every target of the attack recovered. Its advice then says "consider it only
+when" and names the leak, whatever the accuracy."""
+
+
+def _heavy_leak(strong: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The cell with the largest non-ε leakage at the most private setting, if heavy."""
+    rated = [r for r in strong if r.get("leak_quantity") and not _is_epsilon(r["leak_quantity"])
+             and math.isfinite(_number(r.get("leak_value")))]
+    if not rated:
+        return None
+    top = max(rated, key=lambda r: float(r["leak_value"]))
+    return top if float(top["leak_value"]) >= HEAVY_LEAK else None
 
 
 def _leak_sentence(strong: Sequence[Mapping[str, Any]]) -> str:
@@ -853,23 +954,22 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
                 "reference each protocol declares (scikit-learn kNN or radius-kNN for the "
                 "neighbour protocols, Gaussian NB for the NB models) and scikit-learn's "
                 "Gaussian NB. An unanswered query counts as wrong.",
-                "**Privacy**: each protocol's guarantee is in its own unit (below), so the "
-                "levels are not comparable across protocols; the measured axis is the "
-                "strongest leakage the run's default attacks found on its own transcript "
-                "(`ppknn leakage`), one quantity per protocol. Where an attack tests a "
-                "distinguishing event (DP NB's membership inference, DP-TT's side "
-                "inference) each seed gives an empirical ε **point estimate** and a "
-                "one-sided 95% **lower bound**; otherwise the quantity is the attack's "
-                "success rate (a disclosure probability, a reconstruction or label "
-                "inference rate). *attacks' leakage* is the mean of the seeds' finite point "
-                "estimates, with the quantity's name as the attack gives it: for an ε it "
-                "is an estimate, not a bound, and can exceed the promised ε by chance. "
-                "*attacks' ε lower bound* gives the cell's lower bound from its seeds' "
-                "bounds and the largest single seed's (next section). A seed without a "
-                "finite point estimate is left out of the mean, one without a finite bound "
-                "out of the cell's bound, and each is counted (*n/a*). Attacks on a single "
-                "run bound leakage from below, they guarantee nothing; the audit mode "
-                "measures ε on neighbouring inputs.",
+                "**Privacy**: each protocol's guarantee is in its own unit (below), so the levels "
+                "are not comparable across protocols; the measured axis is the strongest leakage "
+                "the run's default attacks found on its own transcript (`ppknn leakage`), named "
+                "per cell. **Which attack**: " + LEAK_RULE + " "
+                "Where an attack tests a distinguishing event (DP NB's membership inference, "
+                "DP-TT's side inference) each seed gives an empirical ε **point estimate** and a "
+                "one-sided 95% **lower bound**; otherwise the quantity is the attack's success "
+                "rate (a disclosure probability, a reconstruction or label inference rate). "
+                "*attacks' leakage* is the mean of the seeds' finite point estimates, with the "
+                "quantity's name as the attack gives it: for an ε it is an estimate, not a bound, "
+                "and can exceed the promised ε by chance. *attacks' ε lower bound* gives the "
+                "cell's lower bound from its seeds' bounds and the largest single seed's (next "
+                "section). A seed without a finite point estimate is left out of the mean, one "
+                "without a finite bound out of the cell's bound, and each is counted (*n/a*). "
+                "Attacks on a single run bound leakage from below, they guarantee nothing; the "
+                "audit mode measures ε on neighbouring inputs.",
                 *units,
                 "**Cost**: messages and bytes from the transcript; hops on the critical path "
                 "as the driver reports them; in-process protocol time (and, for the cells "

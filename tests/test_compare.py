@@ -242,6 +242,92 @@ def test_leak_figure_keeps_one_quantity_and_prefers_epsilon():
     assert got["empirical_epsilon_lb"] == 0.1
 
 
+def _leak(protocol, attack, quantity, value, **extra):
+    from types import SimpleNamespace as Row
+
+    return Row(protocol=protocol, attack=attack, quantity=quantity, value=value,
+               ci_low=max(0.0, value - 0.05), ci_high=min(1.0, value + 0.05), **extra)
+
+
+def test_the_strongest_leak_is_the_largest_not_the_first_by_name():
+    """The ring's neighbours recover every vote vector (1.0); the informed successor (the
+    first name) is at 0.5. PCA's sanitizer sees nothing (0, the first name) while the
+    transform attack reconstructs 30% of values. The first-by-name rule picked the
+    smaller figure in both."""
+    from ppknn.simulations.compare import _strongest_leak
+
+    ring = [_leak("ppknn-ring", "informed-successor", "disclosure probability (informed)", v)
+            for v in (0.4, 0.5)]
+    ring += [_leak("ppknn-ring", "secure-sum-neighbours", "vote vector recovered exactly", 1.0)]
+    got = _strongest_leak(ring)
+    assert got["leak_quantity"] == "secure-sum-neighbours: vote vector recovered exactly"
+    assert got["leak_value"] == 1.0
+    pca = [_leak("pca-perturbation", "sanitizer-sees-instances",
+                 "miner's instances seen exactly", 0.0),
+           _leak("pca-perturbation", "transform-attack",
+                 "values reconstructed within ±0.05 of the range", 0.3),
+           _leak("pca-perturbation", "correlation-attack",
+                 "average privacy (95% interval width / range; lower leaks more)", 0.9)]
+    got = _strongest_leak(pca)
+    assert got["leak_quantity"].startswith("transform-attack: values reconstructed")
+    # the old rule: the alphabetically first (attack, quantity) among the rates
+    first = min((r.attack, r.quantity) for r in pca if "lower leaks more" not in r.quantity)
+    assert first[0] == "sanitizer-sees-instances"
+
+
+def test_a_leak_handed_over_by_design_is_reported_not_ranked():
+    from ppknn.simulations.compare import _strongest_leak
+
+    rows = [_leak("dp-knn", "owner-sees-queries", "analyst's instances seen exactly", 1.0),
+            _leak("dp-knn", "analyst-label-inference", "labels inferred correctly", 0.6)]
+    got = _strongest_leak(rows)
+    assert got["leak_quantity"] == "analyst-label-inference: labels inferred correctly"
+
+
+def test_the_strongest_leak_ranks_by_advantage_where_rows_carry_one():
+    from ppknn.simulations.compare import _strongest_leak
+
+    rows = [_leak("dp-knn", "analyst-label-inference", "labels inferred correctly", 0.8,
+                  advantage=0.02),
+            _leak("dp-knn", "other", "records recovered", 0.3, advantage=0.25)]
+    assert _strongest_leak(rows)["leak_quantity"] == "other: records recovered"
+
+
+def test_a_cell_names_the_attack_largest_over_its_seeds():
+    """Seeds may disagree on their largest attack; the cell names the attack with the
+    largest mean over its seeds and averages that attack's figures."""
+    import json
+
+    def seed(i, a, b):
+        return {"dataset": "d", "protocol": "p", "level_rank": 1, "privacy_key": "k",
+                "level": 1.0, "seed": i, "accuracy": 0.5, "reference_accuracy": 0.6,
+                "reference": "r", "hops": 1, "messages": 1, "bytes": 1,
+                "leak_quantity": "a: q" if a >= b else "b: q", "leak_value": max(a, b),
+                "empirical_epsilon_lb": math.nan,
+                "leak_candidates": json.dumps({"a: q": a, "b: q": b})}
+
+    # a: 0.9, 0.1, 0.1 (mean 0.367, seed 0's largest); b: 0.2, 0.5, 0.5 (mean 0.4)
+    (cell,) = aggregate([seed(0, 0.9, 0.2), seed(1, 0.1, 0.5), seed(2, 0.1, 0.5)])
+    assert cell["leak_quantity"] == "b: q"
+    assert cell["leak_value"] == pytest.approx(0.4)
+    assert cell["leak_seeds"] == 3
+
+
+def test_advice_does_not_say_choose_it_when_nearly_every_target_leaks():
+    from ppknn.simulations.compare import HEAVY_LEAK, advice
+
+    def cell(protocol, leak):
+        return {"dataset": "d", "protocol": protocol, "level_rank": 1, "privacy_key": "p0",
+                "level": 1.0, "seeds": 10, "gap_to_reference": 0.0, "hops": 4,
+                "network_wan_s": 0.1, "leak_quantity": f"{protocol}-attack: recovered",
+                "leak_value": leak, "leak_seeds": 10, "epsilon_lb_seeds": 0}
+
+    text = advice([cell("ppknn-ring", 1.0), cell("dp-knn", HEAVY_LEAK - 0.01)])
+    assert "consider it only when" in text["ppknn-ring"]
+    assert "recovering 100% of its targets" in text["ppknn-ring"]
+    assert "choose it when" in text["dp-knn"] and "consider" not in text["dp-knn"]
+
+
 NO_PRIVACY = [  # each protocol's no-privacy setting (with its exact non-private mode)
     {"name": "dp-knn", "privacy_key": "epsilon", "levels": [1e12],
      "settings": {"task": "knn", "k": 5, "algorithm": "baseline"}},
