@@ -11,18 +11,16 @@ seed, so adding a protocol to a scenario never changes another's data.
 from __future__ import annotations
 
 import functools
-import json
 import uuid
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from ppknn.core.data import (
     Dataset,
     DomainBounds,
-    data_dir,
+    dataset_entry,
     load_dataset,
     partition,
     train_test_split,
@@ -138,12 +136,12 @@ def _file_stamp(name: str, directory: str | None) -> tuple[object, ...] | None:
     """What a dataset file's content depends on (paths, sizes, mtimes); ``None`` if not a file."""
     if name.startswith(("sklearn:", "synthetic:")):
         return None
-    manifest = Path(data_dir(directory)) / "manifest.json"
     try:
-        entry = json.loads(manifest.read_text()).get(name)
-        if not isinstance(entry, dict) or "file" not in entry:
+        found = dataset_entry(name, directory)
+        if found is None or not isinstance(found[1].get("file"), str):
             return None
-        file = manifest.parent / entry["file"]
+        manifest = found[0] / "manifest.json"
+        file = found[0] / found[1]["file"]
         m, f = manifest.stat(), file.stat()
     except (OSError, ValueError):
         return None
@@ -151,14 +149,16 @@ def _file_stamp(name: str, directory: str | None) -> tuple[object, ...] | None:
 
 
 @functools.lru_cache(maxsize=4)
-def _load_file_cached(name: str, directory: str | None, stamp: tuple[object, ...]) -> Dataset:
-    ds = load_dataset(name, directory=directory)
+def _load_file_cached(name: str, directory: str | None, missing: str,
+                      stamp: tuple[object, ...]) -> Dataset:
+    ds = load_dataset(name, directory=directory, missing=missing)
     ds.X.flags.writeable = False  # shared by every run of this process that reads the file
     ds.y.flags.writeable = False
     return ds
 
 
-def load_scenario_dataset(name: str, directory: str | None) -> Dataset:
+def load_scenario_dataset(name: str, directory: str | None, missing: str = "error"
+                          ) -> Dataset:
     """:func:`~ppknn.core.data.load_dataset`, cached by value within a process for files.
 
     A grid runs many scenarios over the same (possibly large) file; the file is parsed once
@@ -172,8 +172,8 @@ def load_scenario_dataset(name: str, directory: str | None) -> Dataset:
     name, directory = resolve_dataset(name, directory)
     stamp = _file_stamp(name, directory)
     if stamp is None:
-        return load_dataset(name, directory=directory)
-    return _load_file_cached(name, directory, stamp)
+        return load_dataset(name, directory=directory, missing=missing)
+    return _load_file_cached(name, directory, missing, stamp)
 
 
 def prepare_data(scenario: Scenario) -> PreparedData:
@@ -187,7 +187,7 @@ def prepare_data(scenario: Scenario) -> PreparedData:
     policy = SeedPolicy(root=s.run.seed, mode=RandomnessMode(s.run.mode))
     split_policy = (policy if s.data.split_seed is None
                     else SeedPolicy(root=s.data.split_seed, mode=RandomnessMode(s.run.mode)))
-    ds = load_scenario_dataset(s.data.dataset, s.data.data_dir)
+    ds = load_scenario_dataset(s.data.dataset, s.data.data_dir, s.data.missing)
     if s.data.subsample is not None and s.data.subsample < len(ds.y):
         keep = np.sort(split_policy.generator("subsample").permutation(len(ds.y))
                        [:s.data.subsample])

@@ -78,6 +78,8 @@ def summary_of(result: RunResult) -> dict[str, Any]:
         },
         "timings_s": dict(result.timings),
     }
+    if p.data.dataset.missing:  # rows dropped / values imputed under [data] missing
+        out["missing_values"] = dict(p.data.dataset.missing)
     if s.network is not None:
         from ppknn.simulations.network import predicted
 
