@@ -106,6 +106,11 @@ class DataSection(_Section):
     scale: Literal["none", "minmax"] = "none"
     bounds: Literal["data"] | BoundsSection = "data"
     data_dir: str | None = None
+    missing: Literal["error", "drop", "impute"] = "error"
+    """Missing values (``?``, empty, ``NA``) in a CSV file's numeric columns or label:
+    ``"error"`` (default), ``"drop"`` the rows holding one, or ``"impute"`` a numeric
+    feature's column median over the whole file (a release outside the privacy accounting:
+    see :mod:`ppknn.core.data`). Recorded in the summary (rows dropped, values imputed)."""
     folds: int | None = Field(None, ge=2)
     """k-fold cross-validation: the queries are fold ``fold`` of ``folds`` (``test_fraction``
     is then unused); ``None``: one random split by ``test_fraction``."""
