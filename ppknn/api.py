@@ -193,8 +193,10 @@ class Result:
         return {o.name: o.leakage for o in self.run.outcomes}
 
     def write(self, output: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """Write the results folder (refuses an existing one unless ``overwrite``)."""
-        from ppknn.simulations.output import staged
+        """Write the results folder (refuses an existing one unless ``overwrite``, a bool)."""
+        from ppknn.simulations.output import check_flag, staged
+
+        check_flag("overwrite", overwrite)
         from ppknn.simulations.results import ScenarioRun, write_extras, write_results
 
         folder = Path(output)
@@ -260,7 +262,8 @@ def run(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, *,
         Write the common results folder there (refused if it exists, unless
         ``overwrite``); ``None``: nothing is written, the transcript stays in memory.
     overwrite:
-        Replace an existing results folder once the new run is complete.
+        Replace an existing results folder once the new run is complete (a bool:
+        anything else raises ``TypeError``).
     overrides:
         Dotted keys, e.g. ``{"protocol.k": 3, "runtime.kind": "inprocess"}``.
     progress:
@@ -281,9 +284,10 @@ def run(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, *,
     >>> r.protocols, r.summary["results"]["dp-knn"]["privacy"]["epsilon"]
     (['dp-knn'], 1.0)
     """
-    from ppknn.simulations.output import check_output, staged
+    from ppknn.simulations.output import check_flag, check_output, staged
     from ppknn.simulations.results import run_scenario
 
+    check_flag("overwrite", overwrite)  # "no" is not False: only a bool is taken
     _check_progress(progress)
     sc = load_scenario(scenario, overrides=overrides)
     if sc.runtime.kind == "ray":
@@ -319,7 +323,8 @@ def sweep(spec: str | os.PathLike[str] | Mapping[str, Any] | Sweep, *,
         (refused before anything runs if it already holds results, unless
         ``overwrite``); ``None``: nothing is written.
     overwrite:
-        Replace an existing sweep folder once the new table is complete.
+        Replace an existing sweep folder once the new table is complete (a bool:
+        anything else raises ``TypeError``).
     progress:
         Called with ``(done, total)``.
 
@@ -334,8 +339,10 @@ def sweep(spec: str | os.PathLike[str] | Mapping[str, Any] | Sweep, *,
     >>> table.num_rows, len(set(table.column("run_id").to_pylist()))
     (4, 4)
     """
+    from ppknn.simulations.output import check_flag
     from ppknn.simulations.sweep import run_sweep
 
+    check_flag("overwrite", overwrite)
     if isinstance(spec, Sweep):
         sw = spec
     elif isinstance(spec, (str, os.PathLike)):

@@ -355,7 +355,7 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
     from ppknn.core.transcript import Transcript
     from ppknn.simulations import leakage as leakage_table
     from ppknn.simulations import registry
-    from ppknn.simulations.output import FAILURE, check_complete
+    from ppknn.simulations.output import FAILURE, check_complete, rewriting
     from ppknn.simulations.results import write_disclosure_csv
 
     try:
@@ -381,31 +381,34 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
         reports = {name: registry.get(name).leakage(transcript, facts)
                    for name, facts in per_protocol.items()}
         rows = leakage_table.recompute(results_dir)
-        leakage_table.write_table(rows, results_dir / "leakage.csv")
-        leakage_table.plot_table(rows, results_dir / "leakage.png",
-                                 title=str(public.get("run_id", results_dir.name)))
-        if failed_after is not None:  # the summary it kept lacks the table: add it
-            _add_leakage_summary(results_dir / "summary.json", leakage_table.summary(rows))
+        # under the folder's lock; each file replaces its namesake, never writing through a link
+        with rewriting(results_dir) as scratch:
+            leakage_table.write_table(rows, scratch / "leakage.csv")
+            leakage_table.plot_table(rows, scratch / "leakage.png",
+                                     title=str(public.get("run_id", results_dir.name)))
+            if failed_after is not None:  # the summary it kept lacks the table: add it
+                _add_leakage_summary(results_dir / "summary.json", leakage_table.summary(rows),
+                                     scratch / "summary.json")
+            for report in reports.values():
+                if isinstance(report, DisclosureReport):
+                    write_disclosure_csv(report, scratch / "disclosure.csv")
     except PpknnError as exc:
         _fail(exc, 2)
     for report in reports.values():
         if isinstance(report, DisclosureReport):
-            write_disclosure_csv(report, results_dir / "disclosure.csv")
             print_disclosure(report, results_dir, top)
     print_leakage(rows, top, f"leakage from {results_dir}/transcript")
 
 
-def _add_leakage_summary(path: Path, section: dict[str, Any]) -> None:
-    """Put the leakage section into a failed run's ``summary.json`` (whole or not at all)."""
+def _add_leakage_summary(path: Path, section: dict[str, Any], into: Path) -> None:
+    """Write a failed run's ``summary.json`` with the leakage section to ``into``."""
     if not path.is_file():
         return
     from ppknn.simulations.reporting import jsonio
 
     summary = read_json(path, "a run's summary")
     summary["leakage"] = section
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(jsonio.dumps(summary, default=float))
-    partial.replace(path)
+    into.write_text(jsonio.dumps(summary, default=float))
 
 
 @app.command()
@@ -551,7 +554,7 @@ def reproduce(
                 _starting_ray(None)
             report = _reproduce_in(where, folder, module, name, docs, facts, kwargs)
             if where != folder:  # the staging folder is complete: the old folder goes now
-                swap_in(where, folder)
+                swap_in(where, folder, overwrite=True)
     except PartyFailure as exc:
         _fail(exc, 3, _resume_hint(exc, name, folder, again))
     except PpknnError as exc:
@@ -688,7 +691,7 @@ def _reproduce_in(where: Path, folder: Path, module: Any, name: str, docs: Path 
     import shutil
 
     from ppknn.simulations import reproduce as registry
-    from ppknn.simulations.output import FAILURE, MARKER, failure_record
+    from ppknn.simulations.output import FAILURE, MARKER, failure_record, refuse_links, write_marker
 
     report = registry.report_path(name, docs) if docs is not None else folder / f"{name}.md"
     written = report if docs is not None else where / f"{name}.md"
@@ -698,11 +701,12 @@ def _reproduce_in(where: Path, folder: Path, module: Any, name: str, docs: Path 
         where.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"output {str(where)!r} cannot be created: {exc.strerror}") from None
+    refuse_links(where)  # a run resumed in place never writes through a link planted there
     ours = [where / registry.MARKER, where / MARKER]
     new = [p for p in ours if not p.exists()]
     registry.write_marker(where, name=name, finished=False, **facts)
     if in_place:
-        (where / MARKER).write_text("written by ppknn; --overwrite may replace this folder\n")
+        write_marker(where)
     try:
         module.run(where, quick=facts["quick"], runtime=facts["runtime"], report=written,
                    **kwargs)

@@ -21,13 +21,30 @@ too: its transcript ends at the failure and is never scored. A run that
 fails after them (measuring, scoring, writing) has a complete transcript
 and, written as soon as the protocols completed, ``public.json``,
 ``scenario.json`` and the ground truth: ``ppknn leakage`` scores it.
+
+What ``--overwrite`` may replace is decided by construction, never by a
+common file name: a folder is ppknn's when it holds the marker ppknn writes
+into every results folder it completes or keeps (:data:`MARKER`, a regular
+file with ppknn's signature), or -- folders written before the marker -- when
+it holds one of ppknn's records and nothing but results files
+(:func:`legacy_output`: no hidden entry, no symbolic link, only ``.json``,
+``.csv``, ``.png``, ... files). The home folder, ``/``, the working directory
+and its parents are never replaced, marker or not. Every writing command holds
+the output's lock (:func:`output_lock`) from its check to its final rename,
+the rename never replaces a folder that appeared meanwhile (both are kept and
+the message says where the new results are), and a file rewritten in an
+existing folder (:func:`write_file`, :func:`rewriting`) replaces a symbolic
+link at its name instead of writing through it.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
+import sys
+import tempfile
 import traceback
 import uuid
 from collections.abc import Iterator
@@ -41,43 +58,153 @@ FAILURE = "failure.json"
 
 
 MARKER = ".ppknn-output"
-"""Written into every folder :func:`staged` completes: the folder holds ppknn's output."""
+"""Written into every folder ppknn completes or keeps: the folder holds ppknn's output."""
+
+SIGNATURE = "written by ppknn; --overwrite may replace this folder\n"
+"""What :data:`MARKER` says (a file holding anything else is not ppknn's marker)."""
 
 MARKERS = (MARKER, "scenario.json", "summary.json", "public.json", FAILURE, "sweep.csv",
            "audit.json", "chaos.json", "compare.csv", "deviations.json", "reproduction.json")
-"""Files that show a folder holds ppknn output (folders written before :data:`MARKER`)."""
+"""ppknn's records: one of them (besides results files only) marks a folder written
+before :data:`MARKER` (:func:`legacy_output`)."""
+
+RESULT_SUFFIXES = frozenset({".json", ".jsonl", ".csv", ".png", ".parquet", ".md", ".npz",
+                             ".txt", ".svg", ".pdf", ".log"})
+"""The files a folder written before :data:`MARKER` may hold (:func:`legacy_output`)."""
+
+LEGACY_LIMIT = 200_000
+"""A folder with more entries is not examined: it is not taken for ppknn's."""
+
+
+class OutputConflict(ConfigError):
+    """The output cannot take the finished results; they are kept elsewhere (``kept_folder``)."""
+
+
+def check_flag(name: str, value: Any) -> bool:
+    """``value`` if it is a real ``bool``, else ``TypeError`` naming ``name`` and the value.
+
+    >>> check_flag("overwrite", "no")
+    Traceback (most recent call last):
+    ...
+    TypeError: overwrite = 'no': allowed: True or False (a bool)
+    """
+    if type(value) is not bool:
+        raise TypeError(f"{name} = {value!r}: allowed: True or False (a bool)")
+    return value
+
+
+def write_marker(folder: Path) -> None:
+    """Mark ``folder`` as ppknn's output (:data:`MARKER`, written without following a link)."""
+    write_file(Path(folder) / MARKER, SIGNATURE.encode())
+
+
+def _marked(folder: Path) -> bool:
+    """Whether ``folder`` holds ppknn's :data:`MARKER`: a regular file with its signature."""
+    path = Path(folder) / MARKER
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        return os.read(fd, len(SIGNATURE) + 1).decode(errors="replace") == SIGNATURE
+    finally:
+        os.close(fd)
+
+
+def legacy_output(folder: Path) -> bool:
+    """Whether ``folder`` (without :data:`MARKER`) has the layout of an older ppknn's results.
+
+    Conservative: one of ppknn's records (:data:`MARKERS`) at the top, and nothing but
+    results files below -- no hidden entry, no symbolic link, no file outside
+    :data:`RESULT_SUFFIXES`, at most :data:`LEGACY_LIMIT` entries. A home or project folder
+    (``.bashrc``, ``src/*.py``, ``Documents/x.odt``) is never taken for one.
+    """
+    folder = Path(folder)
+    if not any((folder / name).is_file() and not (folder / name).is_symlink()
+               for name in MARKERS):
+        return False
+    seen = 0
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        seen += len(dirs) + len(files)
+        if seen > LEGACY_LIMIT:
+            return False
+        for name in dirs:
+            if name.startswith(".") or os.path.islink(os.path.join(root, name)):
+                return False
+        for name in files:
+            path = os.path.join(root, name)
+            if (name.startswith(".") and name != MARKER) or os.path.islink(path) \
+                    or Path(name).suffix.lower() not in RESULT_SUFFIXES:
+                return False
+    return True
 
 
 def holds_output(folder: Path) -> bool:
-    """Whether ``folder`` holds ppknn output (one of :data:`MARKERS`)."""
-    return any((Path(folder) / name).exists() for name in MARKERS)
+    """Whether ``folder`` is ppknn's output: :data:`MARKER`, or an older ppknn's layout."""
+    folder = Path(folder)
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    return _marked(folder) or legacy_output(folder)
+
+
+def protected(folder: Path) -> str | None:
+    """Why ``folder`` may never be replaced (``None``: it may, if it is ppknn's).
+
+    The file-system root, the home folder, the working directory and its parents.
+    """
+    where = Path(folder).resolve()
+    here = Path.cwd().resolve()
+    if where == Path(where.anchor):
+        return "is the root of the file system"
+    try:
+        if where == Path.home().resolve():
+            return "is the home folder"
+    except (KeyError, RuntimeError):  # no home (HOME unset, no passwd entry)
+        pass
+    if where == here or where in here.parents:
+        return "holds the working directory"
+    return None
 
 
 def check_output(folder: Path, *, overwrite: bool) -> Path:
     """Refuse an output that is a file, or an existing folder unless ``overwrite`` may replace it.
 
     ``overwrite`` replaces only a folder that holds ppknn output (:func:`holds_output`),
-    never another non-empty folder (a user's files), nor one holding the working directory.
+    never another non-empty folder (a user's files), nor the home folder, the root or a
+    folder holding the working directory (:func:`protected`). ``overwrite`` must be a bool.
     """
+    check_flag("overwrite", overwrite)
     folder = Path(folder)
+    if folder.exists() and protected(folder) is not None:
+        raise ConfigError(f"output {str(folder)!r} {protected(folder)}; it is never written "
+                          "into or replaced (not even with --overwrite / overwrite=True): "
+                          "choose another output")
+    if folder.name in ("", ".", ".."):
+        raise ConfigError(f"output {str(folder)!r} names no folder of its own; give a "
+                          "folder's name (e.g. results/run-1)")
+    if folder.is_symlink():
+        raise ConfigError(f"output {str(folder)!r} is a symbolic link (to "
+                          f"{os.readlink(folder)!r}); give a folder's own path, never a link")
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"output {str(folder)!r} is an existing file, not a folder; "
                           "choose another output")
     if folder.is_dir() and any(folder.iterdir()):
         if not holds_output(folder):
             raise ConfigError(f"output {str(folder)!r} is a non-empty folder that holds no "
-                              "ppknn output; it is never replaced (not even with --overwrite / "
-                              "overwrite=True): choose another output")
+                              f"ppknn output (no {MARKER} written by ppknn, and files a "
+                              "results folder never holds); it is never replaced (not even "
+                              "with --overwrite / overwrite=True): choose another output, or "
+                              "if its files are results you no longer need, remove it by "
+                              f"hand (rm -r {str(folder)!r})")
         if not overwrite:
             raise ConfigError(f"output {str(folder)!r} already holds results; pass --overwrite "
                               "(overwrite=True in Python) to replace them (the old folder is "
                               "removed only once the new run is complete) or choose another "
                               "output")
-        here = Path.cwd().resolve()
-        if here == folder.resolve() or folder.resolve() in here.parents:
-            raise ConfigError(f"output {str(folder)!r} holds the working directory; it cannot "
-                              "be replaced from inside: choose another output or run from "
-                              "elsewhere")
     _check_parents(folder)
     return folder
 
@@ -118,6 +245,25 @@ def stage_of(folder: Path, tag: str) -> Path:
     return folder.parent / f".{folder.name}.partial-{tag}"
 
 
+def _open_lock(path: Path, folder: Path) -> int:
+    """Open (or create) the lock file ``path`` itself: a symbolic link there is refused."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or path.is_symlink():
+            raise ConfigError(f"output {str(folder)!r}: its lock {str(path)!r} is a symbolic "
+                              "link, never followed; remove it (it is not ppknn's) and run "
+                              "again") from None
+        raise
+    import stat
+
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ConfigError(f"output {str(folder)!r}: its lock {str(path)!r} is not a regular "
+                          "file; remove it (it is not ppknn's) and run again")
+    return fd
+
+
 def _try_lock(fd: int) -> bool:
     """Take the OS's exclusive lock on ``fd`` without waiting (released when the process dies)."""
     try:
@@ -153,7 +299,7 @@ def output_lock(folder: Path) -> Iterator[Path]:
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = _open_lock(path, folder)
             if not _try_lock(fd):
                 try:
                     holder = os.read(fd, 32).decode(errors="replace").strip()
@@ -173,7 +319,7 @@ def output_lock(folder: Path) -> Iterator[Path]:
         raise ConfigError(f"output {str(folder)!r}: cannot create its lock {str(path)!r}: "
                           f"{exc.strerror}") from None
     try:
-        os.ftruncate(fd, 0)
+        os.ftruncate(fd, 0)  # our own regular file: never a link's target (_open_lock)
         os.write(fd, f"{os.getpid()}\n".encode())
         yield path
     finally:
@@ -189,61 +335,195 @@ def output_lock(folder: Path) -> Iterator[Path]:
                 break
 
 
-def swap_in(stage: Path, folder: Path) -> None:
+def _rename_noreplace(src: Path, dst: Path) -> None:
+    """Rename ``src`` to ``dst`` unless ``dst`` exists (``FileExistsError``), atomically.
+
+    Linux: ``renameat2(RENAME_NOREPLACE)``; elsewhere (or a file system without it) a
+    check just before the rename (a plain rename would replace an empty folder there).
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = getattr(libc, "renameat2", None)
+        if fn is not None:
+            at_fdcwd, noreplace = -100, 1
+            if fn(at_fdcwd, os.fsencode(src), at_fdcwd, os.fsencode(dst), noreplace) == 0:
+                return
+            err = ctypes.get_errno()
+            if err == errno.EEXIST:
+                raise FileExistsError(err, os.strerror(err), str(dst))
+            if err not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+                raise OSError(err, os.strerror(err), str(src))
+    if os.path.lexists(dst):
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(dst))
+    os.rename(src, dst)
+
+
+def _keep_aside(stage: Path, folder: Path, suffix: str) -> Path:
+    """Rename ``stage`` to the first free ``folder.SUFFIX-N`` (never replacing anything)."""
+    n = 1
+    while True:
+        target = folder.with_name(f"{folder.name}.{suffix}-{n}")
+        try:
+            _rename_noreplace(stage, target)
+            return target
+        except FileExistsError:
+            n += 1
+
+
+def swap_in(stage: Path, folder: Path, *, overwrite: bool) -> None:
     """Make the complete ``stage`` the output ``folder``; an old ``folder`` goes only after.
 
-    ``stage`` is marked as ppknn output (:data:`MARKER`); the old folder is renamed
-    aside, ``stage`` renamed into place, and only then is the old one removed.
+    ``stage`` is marked as ppknn output (:data:`MARKER`). With no ``folder`` there,
+    ``stage`` is renamed into place without replacing anything that appeared meanwhile.
+    An existing ``folder`` is replaced only with ``overwrite``, if it is still ppknn's
+    and not protected (checked again here): renamed aside, ``stage`` renamed into place,
+    and only then is the old one removed. Otherwise both are kept: ``stage`` goes to
+    ``folder.new-N`` and :class:`OutputConflict` says so (its ``kept_folder``).
     """
     stage, folder = Path(stage), Path(folder)
-    (stage / MARKER).write_text("written by ppknn; --overwrite may replace this folder\n")
-    if folder.exists():
+    check_flag("overwrite", overwrite)
+    write_marker(stage)
+    if not os.path.lexists(folder):
+        try:
+            _rename_noreplace(stage, folder)
+            return
+        except FileExistsError:
+            pass
+    why = None
+    if not overwrite:
+        why = "appeared while the run went on"
+    elif folder.is_symlink() or not folder.is_dir():
+        why = "is no longer a folder"
+    elif protected(folder) is not None:
+        why = protected(folder)
+    elif not holds_output(folder):
+        why = "holds files that are not ppknn output"
+    old = None
+    if why is None:
         old = folder.parent / f".{folder.name}.old-{uuid.uuid4().hex[:8]}"
         folder.rename(old)
-        stage.rename(folder)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        stage.rename(folder)
+        try:
+            _rename_noreplace(stage, folder)
+            shutil.rmtree(old, ignore_errors=True)
+            return
+        except FileExistsError:  # something appeared in between: both are kept
+            why = "appeared while the results were being moved into place"
+    kept = _keep_aside(stage, folder, "new")
+    also = (f"; the results it held are kept in {str(old)!r}" if old is not None else "")
+    exc = OutputConflict(f"output {str(folder)!r} {why}; it is left as it is (not replaced) "
+                         f"and the new results are kept in {str(kept)!r}{also}")
+    exc.kept_folder = kept  # type: ignore[attr-defined]
+    raise exc
+
+
+def refuse_links(folder: Path) -> None:
+    """Refuse (``ConfigError``) a folder holding a symbolic link: nothing is written through one.
+
+    Checked before ppknn writes into an existing folder (a reproduction resumed in place).
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        for name in (*dirs, *files):
+            path = Path(root) / name
+            if path.is_symlink():
+                raise ConfigError(f"{str(folder)!r} holds a symbolic link, "
+                                  f"{str(path)!r} (to {os.readlink(path)!r}); ppknn never "
+                                  "writes through one: remove the link, or choose another "
+                                  "output")
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """Write ``path`` whole, never through a symbolic link there (it is replaced instead).
+
+    The bytes go to a new file beside it (created exclusively, not following links),
+    which then replaces ``path`` in one rename.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def rewriting(folder: Path) -> Iterator[Path]:
+    """Rewrite files of the existing results ``folder``: yields a private scratch folder.
+
+    Holds the output's lock for the block. Files written into the scratch folder (a
+    fresh folder inside ``folder``) replace their namesakes in ``folder`` when the block
+    completes -- each in one rename, so a symbolic link at a name is replaced, never
+    written through -- and the folder is marked as ppknn's (:data:`MARKER`). On an
+    exception nothing in ``folder`` changes.
+    """
+    folder = Path(folder)
+    with output_lock(folder):
+        try:
+            scratch = Path(tempfile.mkdtemp(prefix=".rewrite-", dir=folder))
+        except OSError as exc:
+            raise ConfigError(f"{str(folder)!r}: cannot write in it: {exc.strerror}") from None
+        try:
+            yield scratch
+            for path in sorted(scratch.iterdir()):
+                if path.is_file() and not path.is_symlink():
+                    os.replace(path, folder / path.name)
+            write_marker(folder)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 @contextmanager
 def staged(folder: Path, *, overwrite: bool = False) -> Iterator[Path]:
     """A fresh staging folder that becomes ``folder`` when the block completes.
 
-    On an exception, the staging folder (with whatever the run recorded and a
-    ``failure.json``) is kept under ``folder`` if that did not exist, else
-    under ``folder.failed-N``; the exception propagates. A run refused before
+    The output's lock (:func:`output_lock`) is held from the check to the final
+    rename: a second writer of the same output is refused (``ConfigError``) while
+    this one runs. The final rename never replaces what appeared meanwhile
+    (:func:`swap_in`). On an exception, the staging folder (with whatever the run
+    recorded and a ``failure.json``) is kept under ``folder`` if that did not exist,
+    else under ``folder.failed-N``; the exception propagates. A run refused before
     it recorded anything (bad input) leaves nothing behind.
     """
+    check_flag("overwrite", overwrite)
     folder = check_output(Path(folder), overwrite=overwrite)
-    try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        stage = folder.parent / f".{folder.name}.partial-{uuid.uuid4().hex[:8]}"
-        stage.mkdir()
-    except OSError as exc:
-        raise ConfigError(f"output {str(folder)!r} cannot be created: {exc.strerror}") from None
-    try:
-        yield stage
-    except BaseException as exc:
-        if not any(p.is_file() for p in stage.rglob("*")):
-            # refused before anything ran (bad input): nothing is written
-            shutil.rmtree(stage, ignore_errors=True)
+    with output_lock(folder):
+        folder = check_output(folder, overwrite=overwrite)  # again, under the lock
+        try:
+            stage = folder.parent / f".{folder.name}.partial-{uuid.uuid4().hex[:8]}"
+            stage.mkdir()
+        except OSError as exc:
+            raise ConfigError(f"output {str(folder)!r} cannot be created: "
+                              f"{exc.strerror}") from None
+        try:
+            yield stage
+        except BaseException as exc:
+            if not any(p.is_file() for p in stage.rglob("*")):
+                # refused before anything ran (bad input): nothing is written
+                shutil.rmtree(stage, ignore_errors=True)
+                raise
+            (stage / FAILURE).write_text(json.dumps(failure_record(exc), indent=1))
+            write_marker(stage)
+            try:
+                _rename_noreplace(stage, folder)
+                target = folder
+            except FileExistsError:
+                target = _keep_aside(stage, folder, "failed")
+            try:  # where the run's record is, for the message the user reads
+                exc.kept_folder = target  # type: ignore[attr-defined]
+            except AttributeError:
+                pass
+            if hasattr(exc, "add_note"):  # (Python 3.11+) shown under a traceback too
+                exc.add_note(f"what the run recorded is kept in {str(target)!r} ({FAILURE} "
+                             "says why)")
             raise
-        (stage / FAILURE).write_text(json.dumps(failure_record(exc), indent=1))
-        target = folder
-        if target.exists():
-            n = 1
-            while (target := folder.with_name(f"{folder.name}.failed-{n}")).exists():
-                n += 1
-        stage.rename(target)
-        try:  # where the run's record is, for the message the user reads
-            exc.kept_folder = target  # type: ignore[attr-defined]
-        except AttributeError:
-            pass
-        if hasattr(exc, "add_note"):  # (Python 3.11+) shown under a traceback too
-            exc.add_note(f"what the run recorded is kept in {str(target)!r} ({FAILURE} says why)")
-        raise
-    swap_in(stage, folder)
+        swap_in(stage, folder, overwrite=overwrite)
 
 
 def check_complete(folder: Path) -> dict[str, Any] | None:
@@ -284,5 +564,7 @@ def check_complete(folder: Path) -> dict[str, Any] | None:
     return record
 
 
-__all__ = ["FAILURE", "MARKER", "MARKERS", "check_complete", "check_output", "failure_record",
-           "holds_output", "output_lock", "stage_of", "staged", "swap_in"]
+__all__ = ["FAILURE", "MARKER", "MARKERS", "RESULT_SUFFIXES", "SIGNATURE", "OutputConflict",
+           "check_complete", "check_flag", "check_output", "failure_record", "holds_output",
+           "legacy_output", "output_lock", "protected", "refuse_links", "rewriting", "stage_of",
+           "staged", "swap_in", "write_file", "write_marker"]

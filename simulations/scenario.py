@@ -76,6 +76,12 @@ class RunSection(_Section):
 
     @model_validator(mode="after")
     def _default_output(self) -> RunSection:
+        bad = (not self.name.strip() or self.name in (".", "..") or "\0" in self.name
+               or any(sep in self.name for sep in ("/", "\\", os.sep)))
+        if bad:  # the name is the default results folder's: results/NAME
+            raise ValueError(f"name = {self.name!r}: allowed: a non-empty name without a path "
+                             "separator (/ or \\), '.', '..' or a NUL byte (it names the "
+                             "results folder, results/NAME)")
         if not self.output:  # frozen: set once, here (not counted as set by the user)
             object.__setattr__(self, "output", f"results/{self.name}")
         return self

@@ -133,10 +133,11 @@ def read_marker(folder: Path) -> dict[str, Any] | None:
 
 def write_marker(folder: Path, *, name: str, finished: bool, **facts: Any) -> None:
     """Say in ``folder`` which reproduction it holds and whether it finished."""
+    from ppknn.simulations.output import write_file
+
     record = {"name": name, "finished": finished, **facts}
-    partial = Path(folder) / f".{MARKER}.partial"
-    partial.write_text(json.dumps(record, indent=1, default=str))
-    partial.replace(Path(folder) / MARKER)
+    # written whole beside it, then renamed: a symbolic link there is replaced, not followed
+    write_file(Path(folder) / MARKER, json.dumps(record, indent=1, default=str).encode())
 
 
 def _kept_runs(folder: Path) -> int:
