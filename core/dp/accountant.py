@@ -41,7 +41,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -128,6 +128,7 @@ class Tally:
     known: tuple[tuple[float, float, int], ...] = ()
     pld: PLD | None = None
     interval: float = INTERVAL
+    _solved: dict = field(default_factory=dict, init=False, repr=False)
 
     @classmethod
     def empty(cls, accountant: str, interval: float = INTERVAL) -> Tally:
@@ -156,6 +157,25 @@ class Tally:
         pld = part if self.pld is None else self.pld.compose(part)
         return replace(self, basic=basic, known=known, pld=pld)
 
+    def fits(self, budget: tuple[Fraction, Fraction]) -> bool:
+        """Whether :meth:`guarantee` at ``budget``'s δ is within ``budget`` (without solving ε)."""
+        eps_b, delta_b = budget
+        if self.basic[0] <= eps_b and self.basic[1] <= delta_b:
+            return True
+        if self.accountant != "pld" or self.pld is None:
+            eps, delta = self.guarantee(delta_b)
+            return eps <= eps_b and delta <= delta_b
+        slack, left = delta_b - self.unknown[1], eps_b - self.unknown[0]
+        if slack <= 0 or left < 0:
+            return False
+        slack_f = float(slack)
+        if exact(slack_f) > slack:
+            slack_f = math.nextafter(slack_f, 0.0)
+        left_f = float(left)
+        if exact(left_f) > left:
+            left_f = math.nextafter(left_f, -math.inf)
+        return self.pld.delta(left_f) <= slack_f
+
     def guarantee(self, budget_delta: Fraction) -> tuple[Fraction, Fraction]:
         """The (ε, δ) this tally is: the smaller ε of summation and the accountant's route.
 
@@ -166,6 +186,12 @@ class Tally:
         best = self.basic
         if self.accountant == "basic" or not self.known:
             return best
+        if budget_delta not in self._solved:  # a tally never changes: solve once per δ
+            self._solved[budget_delta] = self._guarantee(budget_delta)
+        return self._solved[budget_delta]
+
+    def _guarantee(self, budget_delta: Fraction) -> tuple[Fraction, Fraction]:
+        best = self.basic
         slack = budget_delta - self.unknown[1]
         if self.accountant == "advanced":
             slack -= sum((exact(d) * k for _, d, k in self.known), _ZERO)

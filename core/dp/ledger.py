@@ -307,8 +307,8 @@ class PrivacyLedger:
         if analyst is not None:
             before = self._analyst_tally.get(analyst) or Tally.empty(self.accountant)
             analyst_after = before.add(law, eps, delta, repeat)
-        new_eps, new_delta = self._guarantee_after(owner_after, self._total, eps, delta, None)
-        if new_eps > self._eps_budget or new_delta > self._delta_budget:
+        if not self._fits_after(owner_after, self._total, eps, delta,
+                                (self._eps_budget, self._delta_budget)):
             used = self._guarantee(self._tally, None)
             return (
                 f"ledger {self.owner!r}: {what} would exceed the owner's budget{by} "
@@ -320,8 +320,7 @@ class PrivacyLedger:
             assert analyst_after is not None
             used_sum = self._used.get(analyst, [Fraction(0), Fraction(0)])
             cap_eps, cap_delta = self._analyst_cap
-            a_eps, a_delta = self._guarantee_after(analyst_after, used_sum, eps, delta, analyst)
-            if a_eps > cap_eps or a_delta > cap_delta:
+            if not self._fits_after(analyst_after, used_sum, eps, delta, self._analyst_cap):
                 used = self._guarantee(self._analyst_tally.get(analyst), analyst)
                 return (
                     f"ledger {self.owner!r}: {what} would exceed analyst {analyst!r}'s cap{by} "
@@ -331,13 +330,12 @@ class PrivacyLedger:
                 ), owner_after, analyst_after
         return None, owner_after, analyst_after
 
-    def _guarantee_after(self, tally: Tally, sums: list[Fraction], eps: Fraction,
-                         delta: Fraction, analyst: str | None) -> tuple[Fraction, Fraction]:
-        """The scope's guarantee once the charge is added (lock held)."""
-        if self.accountant == "basic":
-            return sums[0] + eps, sums[1] + delta
-        cap = self._analyst_cap if analyst is not None else None
-        return tally.guarantee(cap[1] if cap is not None else self._delta_budget)
+    def _fits_after(self, tally: Tally, sums: list[Fraction], eps: Fraction, delta: Fraction,
+                    budget: tuple[Fraction, Fraction]) -> bool:
+        """Whether the scope stays within ``budget`` once the charge is added (lock held)."""
+        if self.accountant == "basic":  # today's exact sums
+            return sums[0] + eps <= budget[0] and sums[1] + delta <= budget[1]
+        return tally.fits(budget)
 
     def check(self, cost: Any, *, analyst: str | None = None, repeat: int = 1) -> None:
         """Raise :class:`BudgetExhausted` if ``cost`` (times ``repeat``) does not fit now."""

@@ -151,19 +151,24 @@ class PLD:
             return math.inf
         if self.delta(0.0) <= delta:
             return 0.0
-        lo, hi = 0.0, max(float(self.losses[-1]), 0.0)
-        if self.delta(hi) > delta:  # only the error bound can be left here
+        losses, m = self.losses, self.masses
+        top = max(float(losses[-1]), 0.0)
+        if self.delta(top) > delta:  # only the error bound can be left here
             return math.inf
-        for _ in range(200):  # bisection; hi always satisfies delta(hi) <= delta
-            mid = 0.5 * (lo + hi)
-            if mid <= lo or mid >= hi:
-                break
-            if self.delta(mid) <= delta:
-                hi = mid
-            else:
-                lo = mid
-        return hi
-
+        # on [l_(j-1), l_j): δ(ε) = P_j - e^ε Q_j with P_j = Σ_(i>=j) p_i + P(∞) + error and
+        # Q_j = Σ_(i>=j) p_i e^-l_i; solve in every piece, keep the first that lands in it
+        tail_p = np.cumsum(m[::-1])[::-1] + self.infinity + self.error
+        tail_q = np.cumsum((m * np.exp(-losses))[::-1])[::-1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            eps = np.log((tail_p - delta) / tail_q)
+        start = np.concatenate([[-math.inf], losses[:-1]])
+        ok = np.flatnonzero((eps >= start) & (eps <= losses) & np.isfinite(eps))
+        hi = top if not len(ok) else max(float(eps[ok[0]]), 0.0)
+        for _ in range(64):  # the closed form is checked; float error is paid upwards
+            if self.delta(hi) <= delta:
+                return hi
+            hi = hi + max(abs(hi), 1.0) * 2.0**-40
+        return top
     # ------------------------------------------------------------ composition
     def compose(self, other: PLD) -> PLD:
         """The loss law of running both mechanisms: the convolution of the two."""
@@ -184,8 +189,8 @@ class PLD:
             # about 3 k (||a||_2 + ||b||_2) for inputs of 1-norm <= 1 with k = 10 u log2 n;
             # δ is a sum of at most n of its entries with weights <= 1: sqrt(n) times that
             n = len(conv)
-            err = math.sqrt(n) * 3 * 10 * _ULP * math.log2(n) * float(
-                np.linalg.norm(a) + np.linalg.norm(b))
+            norms = math.sqrt(float(np.sum(np.square(a)))) + math.sqrt(float(np.sum(np.square(b))))
+            err = math.sqrt(n) * 3 * 10 * _ULP * math.log2(n) * norms
         inf = self.infinity + other.infinity - self.infinity * other.infinity
         return PLD(self.interval, self.offset + other.offset, conv, inf,
                    self.error + other.error + err)._trimmed()
