@@ -164,11 +164,31 @@ def _input_file(path: Path, what: str) -> Path:
 def _load(loader: Callable[[Path], Any], path: Path, what: str) -> Any:
     """``loader(path)`` with unreadable files (a directory, binary, no permission) refused."""
     _input_file(path, what)
+    _check_file_kind(path, what)
     try:
         return loader(path)
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ConfigError(f"{what} {str(path)!r} cannot be read: {reason}") from None
+
+
+def _check_file_kind(path: Path, what: str) -> None:
+    """Refuse a sweep file or comparison spec of the wrong kind, naming its command.
+
+    (A scenario file checks its own kind when it loads; a file that cannot be read or
+    parsed is left to the loader, which reports it.)
+    """
+    import tomllib
+
+    from ppknn.simulations.scenario import check_file_kind
+
+    if what not in ("sweep file", "comparison spec"):
+        return
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return
+    check_file_kind(data, path, what)
 
 
 def _load_scenario(path: Path) -> Any:

@@ -435,21 +435,50 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
         data = tomllib.loads(p.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"scenario file {str(p)!r} is not valid TOML: {exc}") from None
-    _refuse_other_file_kinds(data, p)
+    check_file_kind(data, p, "scenario file")
     return parse_scenario(data, source=repr(str(p)))
 
 
-#: The other input files' top-level tables, and the command that runs each.
-OTHER_FILE_KINDS = (("compare", "a comparison spec", "ppknn compare"),
-                    ("sweep", "a sweep file", "ppknn sweep"))
+#: The command that runs each kind of input file.
+COMMANDS = {"scenario file": "ppknn run", "sweep file": "ppknn sweep",
+            "comparison spec": "ppknn compare"}
 
 
-def _refuse_other_file_kinds(data: dict[str, Any], path: Path) -> None:
-    """Refuse a comparison spec or a sweep file given where a scenario is expected."""
-    for table, kind, command in OTHER_FILE_KINDS:
-        if isinstance(data.get(table), dict):
-            raise ConfigError(f"{path} is {kind}, not a scenario: run it with "
-                              f"`{command} {path}`")
+def file_kind(data: dict[str, Any]) -> str | None:
+    """Which kind of input file a parsed TOML file is, by its top-level tables.
+
+    Parameters
+    ----------
+    data : dict
+        The file's top-level tables.
+
+    Returns
+    -------
+    str or None
+        ``"comparison spec"`` (a ``[compare]`` table), ``"sweep file"`` (``[sweep]`` or
+        ``[grid]``), ``"scenario file"`` (none of those, nor ``[base]``) or ``None`` (a
+        ``[base]`` alone: a sweep or a comparison missing its own table).
+    """
+    if "compare" in data:
+        return "comparison spec"
+    if "sweep" in data or "grid" in data:
+        return "sweep file"
+    return None if "base" in data else "scenario file"
+
+
+def check_file_kind(data: dict[str, Any], path: Path, expected: str) -> None:
+    """Refuse a file of another kind than ``expected``, naming the command that runs it.
+
+    Raises
+    ------
+    ConfigError
+        E.g. ``scenarios/compare.toml is a comparison spec, not a scenario file: run it
+        with `ppknn compare scenarios/compare.toml```.
+    """
+    kind = file_kind(data)
+    if kind is not None and kind != expected:
+        raise ConfigError(f"{path} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}, not a "
+                          f"{expected}: run it with `{COMMANDS[kind]} {path}`")
 
 
 def parse_value(text: str) -> Any:

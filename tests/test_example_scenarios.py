@@ -73,21 +73,35 @@ def test_the_check_catches_an_example_without_bounds():
         _prepare_without_derived_bounds(scenario)
 
 
-@pytest.mark.parametrize(("name", "kind", "command"), [
-    ("compare.toml", "a comparison spec", "ppknn compare"),
-    ("sweep_k_by_n.toml", "a sweep file", "ppknn sweep"),
-])
-@pytest.mark.parametrize("verb", ["run", "audit"])
-def test_a_scenario_command_names_the_command_that_takes_the_file(
-        tmp_path, monkeypatch, name, kind, command, verb):
+FILES = {"quickstart.toml": ("a scenario file", "ppknn run"),
+         "sweep_k_by_n.toml": ("a sweep file", "ppknn sweep"),
+         "compare.toml": ("a comparison spec", "ppknn compare")}
+TAKES = {"run": "scenario file", "audit": "scenario file", "chaos": "scenario file",
+         "sweep": "sweep file", "compare": "comparison spec"}
+
+
+@pytest.mark.parametrize(("verb", "name"), [
+    (verb, name) for verb in TAKES for name in FILES if not FILES[name][0].endswith(TAKES[verb])])
+def test_a_command_given_another_kind_of_file_names_the_command_that_takes_it(
+        tmp_path, monkeypatch, verb, name):
+    """E.g. ``ppknn run scenarios/compare.toml``: exit 2, the message names ``ppknn compare``,
+    nothing is written."""
     monkeypatch.chdir(tmp_path)
     path = ROOT / "scenarios" / name
+    kind, command = FILES[name]
     result = runner.invoke(app, [verb, str(path), "--runtime", "inprocess"])
     assert result.exit_code == 2, result.output
     text = " ".join(result.output.split())  # the console may wrap long paths
-    assert f"is {kind}, not a scenario: run it with `{command} {path}`" in text, text
+    expected = f"{path} is {kind}, not a {TAKES[verb]}: run it with `{command} {path}`"
+    assert expected in text, text
     assert "Traceback" not in result.output and "allowed keys" not in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_cross_kind_table_is_complete():
+    pairs = [(verb, name) for verb in TAKES for name in FILES
+             if not FILES[name][0].endswith(TAKES[verb])]
+    assert len(pairs) == 3 * 2 + 2 + 2
 
 
 def test_a_sweep_says_where_it_wrote(tmp_path, monkeypatch):
