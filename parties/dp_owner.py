@@ -109,6 +109,11 @@ class DPOwner:
         Time bound of the clique search per batch.
     count_share:
         Share of a conversion's budget spent on the noisy ``|D|``.
+    accountant:
+        How the ledger composes requests (:class:`~core.dp.ledger.PrivacyLedger`):
+        ``"auto"`` (``"pld"`` when ``delta > 0``), ``"basic"``, ``"advanced"``
+        or ``"pld"``. Requests are charged with their loss law
+        (:func:`request_law`).
     """
 
     def __init__(self, *, party_id: PartyId, X: Any, y: Any, classes: Sequence[Any],
@@ -116,7 +121,7 @@ class DPOwner:
                  delta: float = 0.0, analyst_epsilon: float | None = None, run_id: str,
                  index: int = 0, seed: int = 0, mode: str = RandomnessMode.REPRODUCIBLE.value,
                  clique_time_limit_s: float = DEFAULT_CLIQUE_TIME_S,
-                 count_share: float = 0.05) -> None:
+                 count_share: float = 0.05, accountant: str | None = "auto") -> None:
         labels, cls = encode_labels(y, classes)
         X = np.asarray(X, dtype=np.float64)
         self.bounds = DomainBounds(np.asarray(lower, dtype=np.float64),
@@ -131,7 +136,7 @@ class DPOwner:
         self.classes = cls
         self._index = LabelIndex(X, labels, n_classes=len(cls))
         self.ledger = PrivacyLedger(owner=party_id, epsilon=epsilon, delta=delta,
-                                    analyst_epsilon=analyst_epsilon)
+                                    analyst_epsilon=analyst_epsilon, accountant=accountant)
         self.mode = RandomnessMode(mode)
         self._policy = SeedPolicy(root=seed, mode=self.mode)
         limit = check_real(clique_time_limit_s, "clique_time_limit_s")
@@ -218,7 +223,7 @@ class DPOwner:
         if query.auto_radius:
             label += f", radius ε_r {query.radius_epsilon:g} + classification ε {query.epsilon:g}"
         try:
-            reservation = self.ledger.reserve(PrivacyCost(query.cost), analyst=analyst,
+            reservation = self.ledger.reserve(request_law(query, self.mode), analyst=analyst,
                                               label=label)
         except BaseException:
             self._release(analyst, rid)  # refused before any noise was drawn: the id stays free
@@ -273,6 +278,27 @@ class DPOwner:
         return self.ledger.remaining(analyst)
 
 
+def request_law(query: Query, mode: RandomnessMode = RandomnessMode.REPRODUCIBLE) -> Any:
+    """The privacy-loss law of one request, as the ledger charges it (cost ``query.cost``).
+
+    An r-N batch labelled by ``proposed`` or ``baseline-laplace`` releases
+    Laplace noise on its counts whose L1 sensitivity is the noise's (a record
+    lies in one overlap component, so it moves one Laplace release): in
+    reproducible mode its loss is dominated by one-dimensional Laplace(ε)
+    noise. Every other request is ε-DP, dominated by randomised response at
+    ε (so is a private radius, at ε_r). Both laws are tighter than basic
+    composition under the PLD accountant; under ``"basic"`` only the cost counts.
+    """
+    from ppknn.core.dp.pld import Composite, LaplaceLoss, RandomisedResponseLoss
+
+    laplace = (query.task == "rn" and query.algorithm in ("proposed", "baseline-laplace")
+               and RandomnessMode(mode) is RandomnessMode.REPRODUCIBLE)
+    labels = LaplaceLoss(query.epsilon) if laplace else RandomisedResponseLoss(query.epsilon)
+    if not query.auto_radius:
+        return labels
+    return Composite((RandomisedResponseLoss(float(query.radius_epsilon or 0)), labels))
+
+
 def _answer(rid: int, epsilon: float, labels: np.ndarray, radius: np.ndarray,
             sensitivity: np.ndarray, plan: RNPlan | None) -> Answer:
     q = len(labels)
@@ -287,4 +313,4 @@ def _answer(rid: int, epsilon: float, labels: np.ndarray, radius: np.ndarray,
                   clique_method=method)
 
 
-__all__ = ["PLAN_CACHE", "DPOwner"]
+__all__ = ["PLAN_CACHE", "DPOwner", "request_law"]

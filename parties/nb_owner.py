@@ -82,13 +82,16 @@ class NBOwner:
         This party's provenance code.
     seed, mode:
         Root seed and randomness mode.
+    accountant:
+        How the ledger composes models (:class:`~core.dp.ledger.PrivacyLedger`).
     """
 
     def __init__(self, *, party_id: PartyId, X: Any, y: Any, classes: Sequence[Any],
                  bounds: Any, categories: Mapping[int, Sequence[Any]] | None = None,
                  epsilon: float, delta: float = 0.0, analyst_epsilon: float | None = None,
                  run_id: str, index: int = 0, seed: int = 0,
-                 mode: str = RandomnessMode.REPRODUCIBLE.value) -> None:
+                 mode: str = RandomnessMode.REPRODUCIBLE.value,
+                 accountant: str | None = "auto") -> None:
         arr = np.asarray(X)
         if arr.ndim != 2 or not len(arr):
             raise ConfigError(f"training rows must be a non-empty 2-D array, got {arr.shape}")
@@ -108,7 +111,7 @@ class NBOwner:
         self.run_id = run_id
         self.index = int(index)
         self.ledger = PrivacyLedger(owner=party_id, epsilon=epsilon, delta=delta,
-                                    analyst_epsilon=analyst_epsilon)
+                                    analyst_epsilon=analyst_epsilon, accountant=accountant)
         self.mode = RandomnessMode(mode)
         self._policy = SeedPolicy(root=seed, mode=self.mode)
         self._lock = threading.Lock()

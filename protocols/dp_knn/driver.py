@@ -208,6 +208,9 @@ def drive(runtime: Runtime, parties: Roles, config: DPKNNSetup,
     per_party = {a: (ledger.spent(a).epsilon, ledger.spent(a).delta) for a in analysts}
     per_party[owner] = (spent.epsilon, spent.delta)
     guarantee = "ε-DP, add/remove one training record (central owner's ledger)"
+    if spent.delta > 0:
+        guarantee = (f"(ε, δ)-DP, add/remove one training record (central owner's ledger, "
+                     f"{ledger.accountant} composition)")
     return ProtocolResult(
         protocol=PROTOCOL, predictions=pred, hops=2 * config.batches,
         privacy=PrivacySpent(guarantee=guarantee, epsilon=spent.epsilon, delta=spent.delta,

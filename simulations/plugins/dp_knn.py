@@ -11,6 +11,10 @@ Scenario table::
     epsilon = 0.5                # ε of each request batch's classification
     budget = 4.0                 # the owner's total ε (default: what every request costs)
     analyst_budget = 1.0         # optional cap per analyst
+    delta = 1e-6                 # the owner's budget δ (default 0: pure ε-DP)
+    accountant = "auto"          # how the ledger composes requests: "basic" (ε add up),
+                                 # "advanced", "pld" (privacy-loss distributions);
+                                 # "auto": "pld" when delta > 0, else "basic"
     radius = 0.1                 # rn: the PUBLIC radius of every test instance, or
                                  # "auto": the owner picks one per request, ε-DP:
     radius_target = 10.0         #   the mean neighbour count aimed at (the paper: 5-20)
@@ -101,6 +105,9 @@ class DPKNNConfig(ProtocolConfig):
     budget: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
     analyst_budget: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
     delta: float = Field(0.0, ge=0, lt=1, allow_inf_nan=False, strict=True)
+    accountant: Literal["auto", "basic", "advanced", "pld"] = "auto"
+    """How the owner's ledger composes requests (:mod:`core.dp.accountant`); ``"advanced"``
+    and ``"pld"`` need ``delta > 0``."""
     radius: float | Literal["auto"] = Field(0.1, union_mode="left_to_right")
     radius_target: float = Field(10.0, gt=0, allow_inf_nan=False, strict=True)
     radius_epsilon: float = Field(1.0, gt=0, allow_inf_nan=False, strict=True)
@@ -112,6 +119,15 @@ class DPKNNConfig(ProtocolConfig):
     clique_time_limit_s: float = Field(DEFAULT_CLIQUE_TIME_S, gt=0, allow_inf_nan=False,
                                        strict=True)
     count_share: float = Field(0.05, gt=0, lt=1, allow_inf_nan=False, strict=True)
+
+    @field_validator("accountant")
+    @classmethod
+    def _accountant(cls, v: str, info: ValidationInfo) -> str:
+        if v in ("advanced", "pld") and info.data.get("delta") == 0:
+            raise ValueError(f"{v!r} needs the owner's budget delta > 0 (delta is 0); a pure "
+                             "ε-DP budget composes tightly by \"basic\"; allowed: \"auto\" or "
+                             "\"basic\", or set delta")
+        return v
 
     @field_validator("radius", mode="before")
     @classmethod
@@ -274,7 +290,8 @@ class DPKNN(ProtocolPlugin):
             lower=data.bounds.lower, upper=data.bounds.upper, epsilon=budget,
             delta=config.delta, analyst_epsilon=config.analyst_budget, run_id=data.run_id,
             index=0, seed=s.run.seed, mode=s.run.mode,
-            clique_time_limit_s=config.clique_time_limit_s, count_share=config.count_share)
+            clique_time_limit_s=config.clique_time_limit_s, count_share=config.count_share,
+            accountant=config.accountant)
         # one call per analyst at a time: serving all of them concurrently needs no more
         owner = PartySpec(owner.party_id, owner.factory, owner.kwargs,
                           max_concurrency=n_analysts)

@@ -19,6 +19,9 @@ Scenario table::
                                # "one-hot": their indicator columns as numeric features
     # budget = 2.0             # the owner's total ε (default: what the requests cost)
     # analyst_budget = 1.0     # cap per analyst (default: none)
+    # accountant = "auto"      # the ledger's composition: "basic", "advanced", "pld" ("auto":
+                               # "pld" when the budget's δ > 0); models are charged by their
+                               # declared (ε, δ), which has no known loss law: "basic" there
 
 Parties: one ``nb-owner`` holding the union of the training rows and a
 privacy ledger, and ``[parties].analysts`` analysts (``nb-analyst-NN``), each
@@ -127,6 +130,10 @@ class DPNBConfig(ProtocolConfig):
     """The owner's total δ (default: every analyst's request)."""
     analyst_budget: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
     """ε cap per analyst (default: none)."""
+    accountant: Literal["auto", "basic", "advanced", "pld"] = "auto"
+    """How the owner's ledger composes models (:mod:`core.dp.accountant`; ``"advanced"`` and
+    ``"pld"`` need a budget δ > 0). A model is charged by its declared cost, which has no
+    known loss law, so every accountant composes models by summation today."""
 
     def delta_for(self, n_train: int | None) -> float:
         """δ of each model for ``n_train`` training rows (``delta`` unless ``delta_from_n``).
@@ -358,7 +365,7 @@ class DPNaiveBayes(ProtocolPlugin):
             bounds=(lower.copy(), upper.copy()), categories=enc.categories or None,
             epsilon=eps_budget,
             delta=delta_budget, analyst_epsilon=config.analyst_budget, run_id=data.run_id,
-            index=base, seed=s.run.seed, mode=s.run.mode)
+            index=base, seed=s.run.seed, mode=s.run.mode, accountant=config.accountant)
         # concurrent requests only when the budget pays for all of them: then no refusal
         # depends on the order requests reach the owner
         pays_all = (not config.private or (
