@@ -92,11 +92,18 @@ class CliqueBounds:
         return {name: int(np.sum(self.method == i)) for i, name in enumerate(METHODS)}
 
 
-_GREEDY_MAX = 4096
+_GREEDY_MAX = 12288
 """Largest component given a greedy clique (a dense ``n x n`` matrix) to start from."""
 
+_DENSE_MAX = 12288
+"""Largest component handled as a dense boolean matrix (at most 151 MB)."""
+
 _SCAN_MAX = 3000
-"""Largest component ordered by scanning all degrees per step (quadratic; buckets above)."""
+"""Largest component always ordered by scanning all degrees per step (quadratic)."""
+
+_SCAN_PER_EDGE = 256
+"""Above :data:`_SCAN_MAX`, the scan is kept while ``n**2 <= this * (2 * edges)`` (a
+vectorised scan step costs about that many times less per vertex than a bucket move)."""
 
 _DONE = np.iinfo(np.int64).max // 2
 """Degree key of a vertex already taken out (above any real degree, even after decrements)."""
@@ -108,7 +115,7 @@ def _degeneracy_order(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarr
     The graph is given in CSR form over vertices ``0..n-1``.
     """
     n = len(indptr) - 1
-    if n > _SCAN_MAX:
+    if n > _SCAN_MAX and n * n > _SCAN_PER_EDGE * max(1, int(indptr[-1])):
         return _degeneracy_order_buckets(indptr, indices)
 
     def drop(key: np.ndarray, v: int) -> None:
@@ -274,23 +281,47 @@ class _Search:
             raise _Timeout
 
     def expand(self, size: int, p: int, top: bool = False) -> None:
-        verts, cols = _colour_sort(p, self.outside, self.best - size + 1)
-        nbrs = self.nbrs
-        for i in range(len(verts) - 1, -1, -1):
-            if size + cols[i] <= self.best:
-                return
+        """Search the candidates ``p`` below a clique of ``size`` (MCQ's EXPAND).
+
+        Depth-first with an explicit stack (a clique of thousands of vertices needs as
+        many levels): each frame is one call of the recursive formulation, visiting its
+        coloured vertices from the highest colour down, and the search visits the same
+        nodes in the same order as the recursion would.
+        """
+        outside, nbrs = self.outside, self.nbrs
+        verts, cols = _colour_sort(p, outside, self.best - size + 1)
+        # frame: [size, candidates, vertices, colours, next index, top level]
+        stack = [[size, p, verts, cols, len(verts) - 1, top]]
+        while stack:
+            frame = stack[-1]
+            size, p, verts, cols, i, top = frame
+            if i < 0 or size + cols[i] <= self.best:
+                stack.pop()
+                if stack and self._after_child(stack[-1]):
+                    return
+                continue
             if top:
                 self.top_bound = cols[i]
             self._tick()
             v = verts[i]
             child = p & nbrs[v]
             if child:
-                self.expand(size + 1, child)
-            elif size + 1 > self.best:
+                c_verts, c_cols = _colour_sort(child, outside, self.best - size)
+                stack.append([size + 1, child, c_verts, c_cols, len(c_verts) - 1, False])
+                continue
+            if size + 1 > self.best:
                 self.best = size + 1
-            if self.best >= self.target:
+            if self._after_child(frame):
                 return
-            p ^= 1 << v
+
+    def _after_child(self, frame: list) -> bool:
+        """Finish the branch on ``frame``'s current vertex; True when the search is done."""
+        if self.best >= self.target:
+            return True
+        v = frame[2][frame[4]]
+        frame[1] ^= 1 << v
+        frame[4] -= 1
+        return False
 
 
 def _greedy_clique(nbrs: list[int], m: np.ndarray | None = None) -> int:
@@ -423,7 +454,7 @@ def clique_bounds(graph: OverlapGraph, *, time_limit_s: float = 5.0) -> CliqueBo
         csr: tuple[np.ndarray, np.ndarray] | None = None
         for c in hard[np.argsort(-sizes[hard], kind="stable")]:
             nodes = members[cuts[c]:cuts[c + 1]]  # ascending: local ids keep the vertex order
-            if len(nodes) <= _GREEDY_MAX:
+            if len(nodes) <= _DENSE_MAX:
                 local[nodes] = np.arange(len(nodes))
                 e = edges[edge_cuts[c]:edge_cuts[c + 1]]
                 adj = np.zeros((len(nodes), len(nodes)), dtype=bool)

@@ -45,6 +45,9 @@ from ppknn.protocols.dp_knn.validation import check_training
 PAIR_BLOCK = 1 << 18
 """(instance, row) pairs per block of the brute-force path (2 MiB of distances)."""
 
+HD_PAIR_BLOCK = 1 << 22
+"""Pairs per block above :data:`MAX_FEATURES` (32 MiB: the matrix product wants tall blocks)."""
+
 MAX_FEATURES = 7
 """Most features the brute-force path handles (see :func:`squared_distances`)."""
 
@@ -57,6 +60,8 @@ _KD_ROW_NS = 1.5  # one reported row in 2 dimensions (x2 per further dimension, 
 _PAIR_NS = 1.2  # one (instance, row) distance: _PAIR_NS + _FEATURE_NS * D ...
 _FEATURE_NS = 0.24
 _THRESHOLD_NS = 0.3  # ... plus this per radius compared
+_KD_SCAN_NS = 30.0  # above MAX_FEATURES: one training row per ball (it visits most)
+_GEMM_NS = 0.05  # above MAX_FEATURES: one feature of one pair in the matrix product
 
 
 def squared_distances(x: np.ndarray, X: np.ndarray, out: np.ndarray | None = None
@@ -77,8 +82,8 @@ def squared_distances(x: np.ndarray, X: np.ndarray, out: np.ndarray | None = Non
     return np.asarray(cdist(x, X, "sqeuclidean", out=out))
 
 
-def _blocks(rows: np.ndarray, n_cols: int) -> list[np.ndarray]:
-    step = max(1, PAIR_BLOCK // max(1, n_cols))
+def _blocks(rows: np.ndarray, n_cols: int, pairs: int | None = None) -> list[np.ndarray]:
+    step = max(1, (PAIR_BLOCK if pairs is None else pairs) // max(1, n_cols))
     return [rows[i:i + step] for i in range(0, len(rows), step)]
 
 
@@ -114,6 +119,9 @@ class _Layout:
         self.onehot = np.zeros((len(starts), n_groups), dtype=np.int64)  # segment -> group
         self.onehot[np.arange(len(starts)), np.asarray(owner, dtype=np.int64)] = 1
         self.n_groups = n_groups
+        self.high = X.shape[1] > MAX_FEATURES  # counted by the matrix-product form
+        self.sq = (self.X * self.X).sum(axis=1)  # NaN on padding rows
+        self.sq_max = float(np.nanmax(self.sq)) if len(X) else 0.0
 
     def count(self, words: np.ndarray) -> np.ndarray:
         """``(B, groups)`` int64: the 1 bytes of each group in ``(B, W)`` mask words."""
@@ -129,40 +137,83 @@ class _Layout:
         return out
 
 
-def _brute_counts(x: np.ndarray, t2: np.ndarray, layout: _Layout) -> np.ndarray:
+_HD_TOL = 1e-9
+"""High-dimension band: relative to ``|x|^2 + max |X|^2``, far above any rounding of the sums."""
+
+
+def _block_distances(x: np.ndarray, layout: _Layout, out: np.ndarray) -> np.ndarray:
+    """Squared distances of ``x`` to the layout's rows (``out``: the buffer to fill).
+
+    Up to :data:`MAX_FEATURES` features the kd-tree's sums; above, the matrix-product
+    form ``|x|^2 + |X|^2 - 2 x.X``, exact to within the band :data:`_HD_TOL`.
+    """
+    if not layout.high:
+        return squared_distances(x, layout.X, out=out)
+    np.matmul(x, layout.X.T, out=out)
+    out *= -2.0
+    out += (x * x).sum(axis=1)[:, None]
+    out += layout.sq[None, :]
+    return out
+
+
+def _brute_counts(x: np.ndarray, t2: np.ndarray, layout: _Layout
+                  ) -> tuple[np.ndarray, np.ndarray | None]:
     """``(Q, L, G)``: rows of each group of ``layout`` with squared distance ``<= t2[i, l]``.
 
     Instances whose thresholds are all equal are compared with scalars (much
     faster than a per-instance broadcast); many distinct threshold rows fall
     back to the broadcast. Both count the same rows.
+
+    Up to :data:`MAX_FEATURES` features the counts are the kd-tree's and the second
+    value is ``None``. Above, the counts are of the rows below the band
+    ``t2 - tol`` (``tol`` = :data:`_HD_TOL` times ``|x_i|^2 + max |X|^2``, which
+    bounds the rounding of every way of summing the squares, the kd-tree's
+    included), and the second value is the ``(Q, L)`` mask of the thresholds with
+    a row inside the band ``[t2 - tol, t2 + tol]``: only there may the kd-tree's
+    count differ, so the caller asks the kd-tree for exactly those.
     """
     q, n_t = t2.shape
     X = layout.X
     out = np.zeros((q, n_t, layout.n_groups), dtype=np.int64)
+    unsure = np.zeros((q, n_t), dtype=bool) if layout.high else None
     if q == 0 or len(X) == 0:
-        return out
-    keys, group = np.unique(t2, axis=0, return_inverse=True)
-    group = group.reshape(-1)
-    height = max(1, PAIR_BLOCK // len(X))
+        return out, unsure
+    block = HD_PAIR_BLOCK if layout.high else PAIR_BLOCK
+    height = max(1, block // len(X))
     dist = np.empty((height, len(X)))  # reused: no fresh memory per block
     mask = np.zeros((height, len(X)), dtype=bool)
     words = mask.view(np.uint64)
+    tol = (_HD_TOL * ((x * x).sum(axis=1) + layout.sq_max))[:, None] if layout.high else None
+
+    def compare(s: np.ndarray, rows: np.ndarray, j: int, t: np.ndarray | float) -> None:
+        m = mask[:len(rows)]
+        if tol is None:
+            np.less_equal(s, t, out=m)
+            out[rows, j] = layout.count(words[:len(rows)])
+            return
+        band = tol[rows]
+        np.less_equal(s, t - band, out=m)
+        sure = layout.count(words[:len(rows)])
+        out[rows, j] = sure
+        np.less_equal(s, t + band, out=m)
+        unsure[rows, j] = layout.count(words[:len(rows)]).sum(axis=1) != sure.sum(axis=1)
+
+    keys, group = np.unique(t2, axis=0, return_inverse=True)
+    group = group.reshape(-1)
     if len(keys) <= max(1, q // 16):
         order = np.argsort(group, kind="stable")
         cuts = np.searchsorted(group[order], np.arange(len(keys) + 1))
         for g in range(len(keys)):
-            for rows in _blocks(order[cuts[g]:cuts[g + 1]], len(X)):
-                s = squared_distances(x[rows], X, out=dist[:len(rows)])
+            for rows in _blocks(order[cuts[g]:cuts[g + 1]], len(X), block):
+                s = _block_distances(x[rows], layout, dist[:len(rows)])
                 for j, t in enumerate(keys[g].tolist()):
-                    np.less_equal(s, t, out=mask[:len(rows)])
-                    out[rows, j] = layout.count(words[:len(rows)])
-        return out
-    for rows in _blocks(np.arange(q), len(X)):
-        s = squared_distances(x[rows], X, out=dist[:len(rows)])
+                    compare(s, rows, j, t)
+        return out, unsure
+    for rows in _blocks(np.arange(q), len(X), block):
+        s = _block_distances(x[rows], layout, dist[:len(rows)])
         for j in range(n_t):
-            np.less_equal(s, t2[rows, j:j + 1], out=mask[:len(rows)])
-            out[rows, j] = layout.count(words[:len(rows)])
-    return out
+            compare(s, rows, j, t2[rows, j:j + 1])
+    return out, unsure
 
 
 class LabelIndex:
@@ -207,8 +258,9 @@ class LabelIndex:
             return known
         sample, head = self._sample(x, r[:, None])
         trees = sum(t is not None for t in self._trees)
-        if head is not None and self.prefers_brute_force(head, trees):
-            return self._fill(x, r[:, None], sample, head)[:, 0, :]
+        if head is not None and self.prefers_brute_force(head[0], trees):
+            counts, unsure = self._fill(x, r[:, None], sample, head)
+            return self._settle(x, r[:, None], counts, unsure, None)[:, 0, :]
         out = np.zeros((len(x), self.n_classes), dtype=np.int64)
         for c, tree in enumerate(self._trees):
             if tree is not None:
@@ -231,10 +283,12 @@ class LabelIndex:
         if self._all is None:
             return np.zeros(radii.shape, dtype=np.int64)
         sample, head = self._sample(x, radii)
-        if head is not None and self.prefers_brute_force(head, 1):
-            counts = self._fill(x, radii, sample, head)
+        if head is not None and self.prefers_brute_force(head[0], 1):
+            counts, unsure = self._fill(x, radii, sample, head)
+            totals = counts.sum(axis=2)
+            counts = self._settle(x, radii, counts, unsure, totals)
             self._memo = (x.copy(), radii * radii, counts)  # one assignment: thread-safe
-            return counts.sum(axis=2)
+            return totals
         return _kd_ball_counts(self._all, x, radii)
 
     def _recall(self, x: np.ndarray, r: np.ndarray) -> np.ndarray | None:
@@ -250,22 +304,48 @@ class LabelIndex:
             return None
         return memo[2][np.arange(len(x)), np.argmax(same, axis=1)]
 
-    def _sample(self, x: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """Brute-force counts of up to :data:`SAMPLE_ROWS` evenly spaced instances."""
-        if not (self.size and radii.size and self.n_features <= MAX_FEATURES):
+    def _sample(self, x: np.ndarray, radii: np.ndarray
+                ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray | None] | None]:
+        """Brute-force counts (and unsure mask) of up to :data:`SAMPLE_ROWS` spaced instances."""
+        if not (self.size and radii.size):
             return np.zeros(0, dtype=np.int64), None
         take = np.unique(np.linspace(0, len(x) - 1, min(len(x), SAMPLE_ROWS)).astype(np.int64))
         return take, _brute_counts(x[take], radii[take] * radii[take], self._labels)
 
-    def _fill(self, x: np.ndarray, radii: np.ndarray, sample: np.ndarray, head: np.ndarray
-              ) -> np.ndarray:
-        """All instances' brute-force counts, the sample's reused."""
+    def _fill(self, x: np.ndarray, radii: np.ndarray, sample: np.ndarray,
+              head: tuple[np.ndarray, np.ndarray | None]
+              ) -> tuple[np.ndarray, np.ndarray | None]:
+        """All instances' brute-force counts and unsure mask, the sample's reused."""
         rest = np.ones(len(x), dtype=bool)
         rest[sample] = False
-        out = np.empty((len(x),) + head.shape[1:], dtype=np.int64)
-        out[sample] = head
-        out[rest] = _brute_counts(x[rest], radii[rest] * radii[rest], self._labels)
-        return out
+        out = np.empty((len(x),) + head[0].shape[1:], dtype=np.int64)
+        out[sample] = head[0]
+        counts, unsure = _brute_counts(x[rest], radii[rest] * radii[rest], self._labels)
+        out[rest] = counts
+        if unsure is None:
+            return out, None
+        flags = np.empty(radii.shape, dtype=bool)
+        flags[sample] = head[1]
+        flags[rest] = unsure
+        return out, flags
+
+    def _settle(self, x: np.ndarray, radii: np.ndarray, counts: np.ndarray,
+                unsure: np.ndarray | None, totals: np.ndarray | None) -> np.ndarray:
+        """The kd-trees' counts where brute force was unsure (high dimension only).
+
+        ``counts`` ``(Q, L, C)`` per label (overwritten there with the label trees'
+        counts); ``totals`` ``(Q, L)``, if given, with the all-rows tree's count.
+        """
+        if unsure is None or not unsure.any():
+            return counts
+        i, j = np.nonzero(unsure)
+        pts, rad = x[i], radii[i, j]
+        for c, tree in enumerate(self._trees):
+            counts[i, j, c] = 0 if tree is None else \
+                tree.query_ball_point(pts, rad, return_length=True)
+        if totals is not None and self._all is not None:
+            totals[i, j] = self._all.query_ball_point(pts, rad, return_length=True)
+        return counts
 
     def prefers_brute_force(self, head: np.ndarray, trees: int) -> bool:
         """Whether brute force looks faster, from a sample's ``(S, L, C)`` counts.
@@ -277,7 +357,11 @@ class LabelIndex:
         reported = float(head.sum()) / max(1, len(head))
         row_ns = _KD_ROW_NS * 2.0 ** min(max(self.n_features - 2, -1), 6)
         kd_ns = _KD_BALL_NS * n_radii * max(1, trees) + row_ns * reported
-        pair_ns = _PAIR_NS + _FEATURE_NS * self.n_features + _THRESHOLD_NS * n_radii
+        if self.n_features > MAX_FEATURES:  # the kd-tree visits most rows of every ball
+            kd_ns += _KD_SCAN_NS * self.size * n_radii
+            pair_ns = _PAIR_NS + _GEMM_NS * self.n_features + 2 * _THRESHOLD_NS * n_radii
+        else:
+            pair_ns = _PAIR_NS + _FEATURE_NS * self.n_features + _THRESHOLD_NS * n_radii
         return pair_ns * self.size < kd_ns
 
     def count_profile(self, x: np.ndarray, radii: np.ndarray, *, chunk: int = 1 << 22

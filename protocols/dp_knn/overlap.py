@@ -41,6 +41,12 @@ EDGE_SLACK = 1e-9
 BRUTE_FORCE_MAX = 4096
 """Largest batch whose pairs are all tested directly (no spatial index)."""
 
+DENSE_SHARE = 1 / 32
+"""Share of joined pairs (in a sample) from which a large batch tests every pair."""
+
+DENSE_SAMPLE = 128
+"""Rows (evenly spaced) whose pairs estimate the share of joined pairs."""
+
 _BLOCK_PAIRS = 1 << 16
 """Pairs tested per block by the direct test (bounds its memory; cache-sized)."""
 
@@ -109,7 +115,7 @@ def overlap_edges(x: np.ndarray, r: np.ndarray) -> np.ndarray:
     """
     x = np.asarray(x, dtype=np.float64)
     r = np.asarray(r, dtype=np.float64)
-    if len(x) <= BRUTE_FORCE_MAX:
+    if len(x) <= BRUTE_FORCE_MAX or _dense(x, r):
         return _all_pair_edges(x, r)
     bucket = np.floor(np.log2(r)).astype(np.int64)
     keys = np.unique(bucket)
@@ -132,9 +138,26 @@ def overlap_edges(x: np.ndarray, r: np.ndarray) -> np.ndarray:
     pairs = pairs[keep & (pairs[:, 0] != pairs[:, 1])]
     if not pairs.size:
         return np.zeros((0, 2), dtype=np.int64)
+    # each pair was found once (by the search of its two buckets), so a sort of the
+    # keys (no hashing, no duplicate removal) orders the edges by (i, j)
     n = np.int64(len(x))
-    key = np.unique(pairs[:, 0] * n + pairs[:, 1])  # sorted by (i, j), duplicates dropped
+    key = pairs[:, 0] * n + pairs[:, 1]
+    del pairs
+    key.sort()
     return np.stack([key // n, key % n], axis=1)
+
+
+def _dense(x: np.ndarray, r: np.ndarray) -> bool:
+    """Whether a sample of rows joins at least :data:`DENSE_SHARE` of all pairs.
+
+    Then testing every pair costs little more than writing the edges out, and less
+    than the tree searches (which find up to twice as far as needed).
+    """
+    q = len(x)
+    take = np.unique(np.linspace(0, q - 1, min(q, DENSE_SAMPLE)).astype(np.int64))
+    reach = (r[take][:, None] + r[None, :]) * (1.0 + EDGE_SLACK)
+    share = float(np.mean(cdist(x[take], x, "sqeuclidean") <= reach * reach))
+    return share >= DENSE_SHARE
 
 
 def _all_pair_edges(x: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -151,7 +174,7 @@ def _all_pair_edges(x: np.ndarray, r: np.ndarray) -> np.ndarray:
     """
     q = len(x)
     found = []
-    rows = max(1, _BLOCK_PAIRS // max(1, q))
+    rows = max(1, max(_BLOCK_PAIRS, 16 * q) // max(1, q))  # >= 16 rows: per-block overhead
     sure_ok = bool(q and r.min() >= 1.0 / _SAFE and r.max() <= _SAFE
                    and np.abs(x).max() <= _SAFE)
     for start in range(0, q - 1, rows):

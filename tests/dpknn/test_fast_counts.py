@@ -194,8 +194,8 @@ def test_the_cost_model_picks_brute_force_for_big_balls_only():
     rng = np.random.default_rng(0)
     idx = LabelIndex(rng.random((4000, 5)), rng.integers(0, 2, 4000), n_classes=2)
     x = rng.random((100, 5))
-    _, big = idx._sample(x, np.full((100, 10), 0.5))
-    _, small = idx._sample(x, np.full((100, 1), 0.02))
+    _, (big, _) = idx._sample(x, np.full((100, 10), 0.5))
+    _, (small, _) = idx._sample(x, np.full((100, 1), 0.02))
     assert idx.prefers_brute_force(big, 1)
     assert not idx.prefers_brute_force(small, 2)
 

@@ -1,0 +1,443 @@
+# The DP owner's previous cliques code, kept verbatim as the reference of the fast paths.
+"""Maximum clique size per connected component, exactly under a time bound.
+
+The proposed r-N classifier calibrates its noise to ``MCS(G_sub)``, the
+clique number of each connected component of the region overlap graph
+(Lemma 3: no training point lies in more test regions than that). Maximum
+clique is NP-hard, so the search runs under a wall-clock deadline and any
+component it cannot finish gets a **valid upper bound** instead -- a larger
+value only adds noise, so privacy never depends on the search finishing.
+
+Per component:
+
+1. Trivial cases: a single vertex (1) or a complete component (its size).
+2. Upper bounds: a *degeneracy ordering* (repeatedly remove a vertex of
+   minimum degree) gives ``ω <= degeneracy + 1``; a greedy colouring in
+   smallest-last order gives ``ω <= χ <= colours``. ``ub`` is the smaller.
+3. Exact search: branch and bound with greedy-colouring bounds (Tomita &
+   Seki's MCQ), vertex sets as Python integers used as bitsets, starting
+   from the size of a greedily found clique (components up to 4,096
+   vertices), so branches that cannot beat it are cut from the start. It
+   stops as soon as a clique of size ``ub`` is found. Vertices whose colour
+   cannot lead past the best clique are coloured but not listed. networkx has no exact
+   clique routine that can be interrupted (``max_weight_clique`` runs to
+   the end; ``find_cliques`` enumerates every maximal clique), so the
+   search is written here and checked against ``networkx.max_weight_clique``
+   in the tests.
+4. The deadline is checked at every node of the search. On expiry the
+   component's value is ``min(colours, degeneracy + 1, partial)``, where
+   ``partial = max(best, c)`` and c is the colour bound of the top-level
+   branch being searched: every clique not yet ruled out lies among the
+   top-level vertices not yet taken out, whose clique number is at most c.
+
+Each component records which path it took (:data:`METHODS`).
+
+Examples
+--------
+>>> import numpy as np
+>>> from ppknn.protocols.dp_knn.overlap import overlap_graph
+>>> x = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, 0.8], [9.0, 9.0]])
+>>> res = clique_bounds(overlap_graph(x, np.full(4, 0.6)), time_limit_s=1.0)
+>>> res.size.tolist(), res.exact.tolist(), [METHODS[m] for m in res.method]
+([3, 1], [True, True], ['complete', 'single'])
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ppknn.protocols.dp_knn.overlap import OverlapGraph
+
+METHODS = (
+    "single",  # 0: one vertex
+    "complete",  # 1: a complete component
+    "exact",  # 2: the decomposed search finished (or met the upper bound)
+    "bound:colouring",  # 3: deadline; the greedy colouring bound was the smallest
+    "bound:degeneracy",  # 4: deadline; degeneracy + 1 was the smallest
+    "bound:partial-search",  # 5: deadline; max(best, colour bound of the open top branch)
+)
+"""Path codes recorded per component (index into this tuple)."""
+
+
+@dataclass(frozen=True)
+class CliqueBounds:
+    """Per-component clique numbers (or upper bounds) of an overlap graph.
+
+    Attributes
+    ----------
+    size:
+        ``(C,)`` int64: the value used as sensitivity -- the clique number when
+        ``exact``, otherwise a valid upper bound on it.
+    exact:
+        ``(C,)`` bool: whether ``size`` is the exact clique number.
+    lower:
+        ``(C,)`` int64: the largest clique found (a lower bound).
+    method:
+        ``(C,)`` int8 index into :data:`METHODS`.
+    seconds:
+        Wall time of the whole computation.
+    """
+
+    size: np.ndarray
+    exact: np.ndarray
+    lower: np.ndarray
+    method: np.ndarray
+    seconds: float
+
+    def counts(self) -> dict[str, int]:
+        """How many components took each path."""
+        return {name: int(np.sum(self.method == i)) for i, name in enumerate(METHODS)}
+
+
+_GREEDY_MAX = 4096
+"""Largest component given a greedy clique (a dense ``n x n`` matrix) to start from."""
+
+_SCAN_MAX = 3000
+"""Largest component ordered by scanning all degrees per step (quadratic; buckets above)."""
+
+_DONE = np.iinfo(np.int64).max // 2
+"""Degree key of a vertex already taken out (above any real degree, even after decrements)."""
+
+
+def _degeneracy_order(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, int]:
+    """A degeneracy ordering (min-degree removal, lowest vertex first) and the degeneracy.
+
+    The graph is given in CSR form over vertices ``0..n-1``.
+    """
+    n = len(indptr) - 1
+    if n > _SCAN_MAX:
+        return _degeneracy_order_buckets(indptr, indices)
+
+    def drop(key: np.ndarray, v: int) -> None:
+        key[indices[indptr[v]:indptr[v + 1]]] -= 1
+
+    return _degeneracy_scan(np.diff(indptr).astype(np.int64), drop)
+
+
+def _degeneracy_scan(key: np.ndarray, drop: Callable[[np.ndarray, int], None]
+                     ) -> tuple[np.ndarray, int]:
+    """Min-degree removal by scanning ``key`` (the degrees), lowest vertex first.
+
+    ``drop(key, v)`` decrements the keys of v's neighbours; ``key`` is used up.
+    """
+    n = len(key)
+    order = np.empty(n, dtype=np.int64)
+    degeneracy = 0
+    for t in range(n):
+        v = int(np.argmin(key))  # the lowest vertex of minimum remaining degree
+        degeneracy = max(degeneracy, int(key[v]))
+        order[t] = v
+        key[v] = _DONE
+        drop(key, v)
+    return order, degeneracy
+
+
+def _degeneracy_order_buckets(indptr: np.ndarray, indices: np.ndarray
+                              ) -> tuple[np.ndarray, int]:
+    """:func:`_degeneracy_order` with degree buckets: linear time, for large components."""
+    n = len(indptr) - 1
+    nbrs = [indices[indptr[v]:indptr[v + 1]].tolist() for v in range(n)]
+    degree = [len(a) for a in nbrs]
+    buckets: list[set[int]] = [set() for _ in range(max(degree, default=0) + 1)]
+    for v, d in enumerate(degree):
+        buckets[d].add(v)
+    removed = [False] * n
+    order: list[int] = []
+    degeneracy = low = 0
+    for _ in range(n):
+        low = max(0, low - 1)
+        while not buckets[low]:
+            low += 1
+        v = min(buckets[low])  # the lowest vertex of minimum remaining degree
+        buckets[low].discard(v)
+        degeneracy = max(degeneracy, low)
+        order.append(v)
+        removed[v] = True
+        for u in nbrs[v]:
+            if not removed[u]:
+                d = degree[u]
+                buckets[d].discard(u)
+                degree[u] = d - 1
+                buckets[d - 1].add(u)
+    return np.asarray(order, dtype=np.int64), degeneracy
+
+
+def _greedy_colours(order: np.ndarray, indptr: np.ndarray, indices: np.ndarray) -> int:
+    """Colours used by greedy colouring visiting ``order`` (CSR graph)."""
+    colour = np.full(len(indptr) - 1, -1, dtype=np.int64)
+    used = 0
+    for v in order.tolist():
+        taken = colour[indices[indptr[v]:indptr[v + 1]]]
+        free = np.ones(used + 1, dtype=bool)
+        free[taken[taken >= 0]] = False
+        c = int(np.argmax(free))  # the smallest colour no neighbour has
+        colour[v] = c
+        used = max(used, c + 1)
+    return used
+
+
+def _colour_count(outside: list[int]) -> int:
+    """Colours used by greedy colouring visiting the vertices in bit order (bitset graph).
+
+    ``outside[v]`` is the bitset of the vertices not adjacent to ``v`` (``v``
+    included). Building the colour classes one after the other -- each takes,
+    in bit order, every vertex with no neighbour already in it -- gives every
+    vertex the smallest colour none of its earlier neighbours has, which is
+    :func:`_greedy_colours` in the same order.
+    """
+    p = (1 << len(outside)) - 1
+    used = 0
+    while p:
+        used += 1
+        q = p
+        while q:
+            low = q & -q
+            q &= outside[low.bit_length() - 1]
+            p ^= low
+    return used
+
+
+def _bitsets(order: np.ndarray, indptr: np.ndarray, indices: np.ndarray) -> list[int]:
+    """Neighbourhoods as Python-int bitsets: bit ``i`` stands for vertex ``order[i]``."""
+    n = len(order)
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    out: list[int] = []
+    rows = max(1, (1 << 24) // max(1, n))  # bounds the dense block's memory
+    for lo in range(0, n, rows):
+        vs = order[lo:lo + rows]
+        block = np.zeros((len(vs), n), dtype=bool)
+        counts = indptr[vs + 1] - indptr[vs]
+        cols = np.concatenate([indices[indptr[v]:indptr[v + 1]] for v in vs.tolist()]) \
+            if counts.sum() else np.zeros(0, dtype=np.int64)
+        block[np.repeat(np.arange(len(vs)), counts), rank[cols]] = True
+        packed = np.packbits(block, axis=1, bitorder="little")
+        out.extend(int.from_bytes(row.tobytes(), "little") for row in packed)
+    return out
+
+
+def _outside(nbrs: list[int]) -> list[int]:
+    """Per vertex, the bitset of the vertices not adjacent to it (itself included)."""
+    full = (1 << len(nbrs)) - 1
+    return [full & ~(b | (1 << v)) for v, b in enumerate(nbrs)]
+
+
+class _Timeout(Exception):
+    """The search's deadline passed."""
+
+
+def _colour_sort(p: int, outside: list[int], lowest: int) -> tuple[list[int], list[int]]:
+    """MCQ's colour sort of the bitset ``p``: vertices and their colour numbers (ascending).
+
+    ``outside[v]`` is the bitset of the vertices not adjacent to ``v`` (``v`` included).
+    Vertices of colour below ``lowest`` are coloured but not listed: the search never
+    branches on them.
+    """
+    verts: list[int] = []
+    cols: list[int] = []
+    colour = 0
+    while p:
+        colour += 1
+        q = p
+        if colour < lowest:
+            while q:
+                low = q & -q
+                q &= outside[low.bit_length() - 1]
+                p ^= low
+            continue
+        while q:
+            low = q & -q
+            v = low.bit_length() - 1
+            q &= outside[v]
+            p ^= low
+            verts.append(v)
+            cols.append(colour)
+    return verts, cols
+
+
+class _Search:
+    """Branch and bound for the clique number on a bitset graph (Tomita & Seki 2003)."""
+
+    def __init__(self, nbrs: list[int], best: int, target: int, deadline: float,
+                 outside: list[int] | None = None) -> None:
+        self.nbrs, self.best, self.target, self.deadline = nbrs, best, target, deadline
+        self.outside = _outside(nbrs) if outside is None else outside
+        self.ticks = 0
+        self.top_bound = target  # colour bound of the top-level branch being searched
+
+    def _tick(self) -> None:
+        self.ticks += 1
+        if self.ticks % 64 == 0 and time.perf_counter() > self.deadline:
+            raise _Timeout
+
+    def expand(self, size: int, p: int, top: bool = False) -> None:
+        verts, cols = _colour_sort(p, self.outside, self.best - size + 1)
+        nbrs = self.nbrs
+        for i in range(len(verts) - 1, -1, -1):
+            if size + cols[i] <= self.best:
+                return
+            if top:
+                self.top_bound = cols[i]
+            self._tick()
+            v = verts[i]
+            child = p & nbrs[v]
+            if child:
+                self.expand(size + 1, child)
+            elif size + 1 > self.best:
+                self.best = size + 1
+            if self.best >= self.target:
+                return
+            p ^= 1 << v
+
+
+def _greedy_clique(nbrs: list[int], m: np.ndarray | None = None) -> int:
+    """Size of a clique found greedily (a lower bound to start the search from).
+
+    Takes, among the candidates, the vertex with the most candidate neighbours
+    (lowest bit on ties) until none is left. ``m``: the dense boolean form of
+    ``nbrs`` (``m[i, k]`` is bit k of ``nbrs[i]``), if at hand.
+    """
+    n = len(nbrs)
+    if n == 0:
+        return 0
+    if m is None:
+        m = np.unpackbits(np.frombuffer(b"".join(b.to_bytes((n + 7) // 8, "little")
+                                                 for b in nbrs),
+                                        dtype=np.uint8).reshape(n, -1), axis=1,
+                          bitorder="little")[:, :n].astype(bool)
+    # score: a candidate's number of candidate neighbours (>= 0); below 0 once gone (it
+    # starts at -(n + 2) and loses at most n), so the argmax is the best candidate
+    score = m.sum(axis=1).astype(np.int64)
+    size = 0
+    while True:
+        v = int(np.argmax(score))
+        if score[v] < 0:
+            return size
+        size += 1
+        gone = np.flatnonzero((score >= 0) & ~m[v])  # v itself included
+        score[gone] = -(n + 2)
+        # m is symmetric: the rows of the vertices gone count what they took from everyone
+        score -= m[gone[0]] if len(gone) == 1 else m[gone].sum(axis=0)
+
+
+def _component_bound(indptr: np.ndarray, indices: np.ndarray, deadline: float
+                     ) -> tuple[int, bool, int, int]:
+    """(size, exact, lower, method) for one component with >= 3 vertices (CSR, local ids)."""
+    order, degeneracy = _degeneracy_order(indptr, indices)
+    smallest_last = order[::-1]
+    nbrs = _bitsets(smallest_last, indptr, indices)  # bit i = i-th vertex, smallest-last
+    return _search_bound(nbrs, degeneracy, None, deadline)
+
+
+def _component_bound_dense(adj: np.ndarray, deadline: float) -> tuple[int, bool, int, int]:
+    """:func:`_component_bound` of a component given as a dense boolean adjacency matrix.
+
+    The same steps on the same graph: the degeneracy ordering of the scan
+    (``key -= adj[v]`` decrements every neighbour's key, as the CSR scan does),
+    the same bitsets (the matrix reordered smallest-last, packed), the same
+    search.
+    """
+    def drop(key: np.ndarray, v: int) -> None:
+        key -= adj[v]
+
+    order, degeneracy = _degeneracy_scan(adj.sum(axis=1, dtype=np.int64), drop)
+    smallest_last = order[::-1]
+    m = adj[smallest_last][:, smallest_last]  # row/column i = i-th vertex, smallest-last
+    packed = np.packbits(m, axis=1, bitorder="little")
+    nbrs = [int.from_bytes(row.tobytes(), "little") for row in packed]
+    return _search_bound(nbrs, degeneracy, m, deadline)
+
+
+def _search_bound(nbrs: list[int], degeneracy: int, m: np.ndarray | None, deadline: float
+                  ) -> tuple[int, bool, int, int]:
+    """Steps 2-4 of the module docstring on the bitset graph ``nbrs`` (smallest-last order)."""
+    outside = _outside(nbrs)
+    colours = _colour_count(outside)  # = _greedy_colours(smallest_last, indptr, indices)
+    ub = min(colours, degeneracy + 1)
+    start = max(2, _greedy_clique(nbrs, m)) if 2 < ub and len(nbrs) <= _GREEDY_MAX else 2
+    search = _Search(nbrs, best=start, target=ub, deadline=deadline, outside=outside)
+    try:
+        if search.best < ub:
+            search.expand(0, (1 << len(nbrs)) - 1, top=True)
+    except _Timeout:
+        partial = max(search.best, search.top_bound)
+        options = ((colours, 3), (degeneracy + 1, 4), (partial, 5))
+        size, method = min(options, key=lambda t: (t[0], t[1]))
+        return size, False, search.best, method
+    return search.best, True, search.best, 2
+
+
+def _induced(indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """CSR ``(indptr, indices)`` of the subgraph on ``nodes`` (a whole component, ascending).
+
+    Local id = position in ``nodes``. A component holds all its vertices'
+    neighbours and the renumbering keeps their order, so each row stays sorted.
+    """
+    n = len(indptr) - 1
+    if len(nodes) == n:  # the whole graph: ids unchanged
+        return indptr, indices
+    degree = indptr[nodes + 1] - indptr[nodes]
+    sub_indptr = np.zeros(len(nodes) + 1, dtype=np.int64)
+    np.cumsum(degree, out=sub_indptr[1:])
+    at = np.repeat(indptr[nodes] - sub_indptr[:-1], degree) + np.arange(sub_indptr[-1])
+    local = np.empty(n, dtype=np.int64)
+    local[nodes] = np.arange(len(nodes))
+    return sub_indptr, local[indices[at]]
+
+
+def clique_bounds(graph: OverlapGraph, *, time_limit_s: float = 5.0) -> CliqueBounds:
+    """Clique number (or a valid upper bound) of every component of ``graph``.
+
+    Parameters
+    ----------
+    graph:
+        The region overlap graph.
+    time_limit_s:
+        Wall-clock budget for the whole graph; components are searched
+        largest first and those left when it runs out get an upper bound.
+    """
+    start = time.perf_counter()
+    deadline = start + float(time_limit_s)
+    n_comp = graph.n_components
+    comp = graph.component
+    sizes = np.bincount(comp, minlength=n_comp).astype(np.int64)
+    n_edges = np.bincount(comp[graph.edges[:, 0]], minlength=n_comp) if len(graph.edges) \
+        else np.zeros(n_comp, dtype=np.int64)
+    size = sizes.copy()
+    exact = np.ones(n_comp, dtype=bool)
+    method = np.where(sizes == 1, 0, 1).astype(np.int8)
+    hard = np.flatnonzero(n_edges < sizes * (sizes - 1) // 2)  # not complete
+    lower = size.copy()
+    if hard.size:
+        members = np.argsort(comp, kind="stable")  # by component, ascending within
+        cuts = np.searchsorted(comp[members], np.arange(n_comp + 1))
+        local = np.empty(graph.n, dtype=np.int64)
+        edges = graph.edges
+        if n_comp > 1:  # the edges by component (in order within each)
+            edges = edges[np.argsort(comp[edges[:, 0]], kind="stable")]
+        edge_cuts = np.searchsorted(comp[edges[:, 0]], np.arange(n_comp + 1))
+        csr: tuple[np.ndarray, np.ndarray] | None = None
+        for c in hard[np.argsort(-sizes[hard], kind="stable")]:
+            nodes = members[cuts[c]:cuts[c + 1]]  # ascending: local ids keep the vertex order
+            if len(nodes) <= _GREEDY_MAX:
+                local[nodes] = np.arange(len(nodes))
+                e = edges[edge_cuts[c]:edge_cuts[c + 1]]
+                adj = np.zeros((len(nodes), len(nodes)), dtype=bool)
+                li, lj = local[e[:, 0]], local[e[:, 1]]
+                adj[li, lj] = True
+                adj[lj, li] = True
+                s, ex, lo, m = _component_bound_dense(adj, deadline)
+            else:
+                csr = graph.csr() if csr is None else csr
+                s, ex, lo, m = _component_bound(*_induced(csr[0], csr[1], nodes), deadline)
+            size[c], exact[c], lower[c], method[c] = s, ex, lo, m
+    return CliqueBounds(size=size, exact=exact, lower=lower, method=method,
+                        seconds=time.perf_counter() - start)
+
+
+__all__ = ["METHODS", "CliqueBounds", "clique_bounds"]
