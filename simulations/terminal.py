@@ -122,7 +122,9 @@ def print_leakage(rows: list[Any], top: int, title: str, *, csv: str = "leakage.
         table.add_column("verdict\n(bound)", overflow="fold")
         for r in group:
             ci = ("" if math.isnan(r.ci_low) and math.isnan(r.ci_high)
-                  else f"\n[{r.ci_low:.4g}, {r.ci_high:.4g}]")
+                  else f"\n[≥ {r.ci_low:.4g}]" if math.isnan(r.ci_high)
+                  else f"\n(≥ {r.ci_low:.4g}; certifiable ≤ {r.ci_high:.4g})"
+                  if r.attack.startswith("audit") else f"\n[{r.ci_low:.4g}, {r.ci_high:.4g}]")
             verdict = escape(r.verdict)
             if r.verdict == ABOVE:
                 verdict = f"[bold red]{verdict}[/]"

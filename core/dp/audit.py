@@ -105,6 +105,20 @@ def _bound(ha: int, hb: int, n: int, alpha: float, delta: float) -> float:
     return max(0.0, math.log((p_low - delta) / p_high))
 
 
+def certifiable_epsilon(n_test: int, confidence: float = 0.95, delta: float = 0.0) -> float:
+    """The largest ε lower bound ``n_test`` test draws per input can certify.
+
+    Reached when the event hits every draw of one input and none of the other;
+    an audit whose mechanism spends more ε than this cannot show it.
+
+    >>> round(certifiable_epsilon(500), 3)
+    4.906
+    """
+    n = check_positive_int(n_test, name="n_test")
+    confidence = check_probability(confidence, name="confidence")
+    return _bound(n, 0, n, (1.0 - confidence) / 2.0, check_delta(delta))
+
+
 def _scalars(outputs: Any, n: int) -> np.ndarray:
     arr = np.asarray(outputs, dtype=np.float64)
     if arr.shape != (n,):
@@ -257,4 +271,4 @@ def audit(
     )
 
 
-__all__ = ["AuditResult", "audit", "clopper_pearson"]
+__all__ = ["AuditResult", "audit", "certifiable_epsilon", "clopper_pearson"]
