@@ -21,6 +21,7 @@ when off).
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 from collections import defaultdict
@@ -245,6 +246,7 @@ class TranscriptRecorder:
         self._buffer: list[dict[str, Any]] = []
         self._memory: list[pa.Table] = []
         self._parts = 0
+        self._digests: dict[str, str] = {}  # part name -> SHA-256 of its bytes
         self._count = 0
         self._closed = False
         self.totals = CommunicationTotals()
@@ -274,20 +276,31 @@ class TranscriptRecorder:
             return
         path = self.directory / f"part-{self._parts:06d}.parquet"
         tmp = path.with_suffix(".tmp")
+        import pyarrow as pa
         import pyarrow.parquet as pq  # only the recorder and readers need it, not party hosts
 
-        pq.write_table(table, tmp)
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink)
+        data = sink.getvalue().to_pybytes()
+        with open(tmp, "wb") as fh:
+            fh.write(data)
         os.replace(tmp, path)  # a part is either absent or complete
+        self._digests[path.name] = hashlib.sha256(data).hexdigest()  # as written, for check()
         self._parts += 1
 
     def close(self) -> dict[str, Any]:
-        """Flush, write ``totals.json`` and return the communication totals."""
+        """Flush, write ``totals.json`` and return the communication totals.
+
+        ``totals.json`` also holds each part's SHA-256 as written (``part_sha256``), which
+        :meth:`Transcript.check` compares: a part changed at rest is found by name.
+        """
         if not self._closed:
             self.flush()
             self._closed = True
             if self.directory is not None:
                 (self.directory / "totals.json").write_text(
-                    json.dumps(self.totals.as_dict(), indent=1)
+                    json.dumps({**self.totals.as_dict(), "part_sha256": dict(self._digests)},
+                               indent=1)
                 )
         return self.totals.as_dict()
 
@@ -391,9 +404,11 @@ class Transcript:
         """Check a closed transcript directory whole; returns its message count.
 
         Every part must be readable, with as many messages as ``totals.json``
-        counted when the transcript was closed. Raises :class:`DataError` naming
-        what is missing or damaged (a part deleted, truncated or replaced), so
-        that nothing is scored from part of a run.
+        counted when the transcript was closed, and -- where ``totals.json`` lists
+        them (``part_sha256``; transcripts written before it do not) -- the SHA-256
+        recorded when it was written. Raises :class:`DataError` naming what is
+        missing or damaged (a part deleted, truncated, replaced or with bytes
+        changed), so that nothing is scored from part of a run.
         """
         if self.directory is None:
             return self.table(["seq"]).num_rows
@@ -403,8 +418,13 @@ class Transcript:
 
         totals_path = self.directory / "totals.json"
         try:
-            expected = int(json.loads(totals_path.read_text())["messages"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            totals = json.loads(totals_path.read_text())
+            expected = int(totals["messages"])
+            digests = totals.get("part_sha256")
+            if digests is not None and not (isinstance(digests, dict) and all(
+                    isinstance(v, str) for v in digests.values())):
+                raise TypeError("part_sha256 is not a mapping of part names to digests")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise DataError(f"{str(totals_path)!r} is missing or unreadable "
                             f"({type(exc).__name__}); the transcript is incomplete") from None
         found = 0
@@ -418,7 +438,33 @@ class Transcript:
             raise DataError(f"transcript {str(self.directory)!r} holds {found} messages in "
                             f"{len(self.parts())} parts but totals.json counted {expected} "
                             "when it was closed: parts are missing or were changed")
+        if digests is not None:
+            self._check_digests(digests)
         return found
+
+    def _check_digests(self, digests: dict[str, str]) -> None:
+        """Refuse (``DataError``) a part whose bytes differ from the digest recorded for it."""
+        assert self.directory is not None
+        names = {p.name for p in self.parts()}
+        missing = sorted(set(digests) - names)
+        if missing:
+            raise DataError(f"transcript part {str(self.directory / missing[0])!r} is missing "
+                            f"({len(missing)} of the {len(digests)} parts totals.json lists); "
+                            "the transcript cannot be read whole")
+        extra = sorted(names - set(digests))
+        if extra:
+            raise DataError(f"transcript part {str(self.directory / extra[0])!r} is not one "
+                            "the recorder wrote (totals.json lists no digest for it); the "
+                            "transcript was changed")
+        for name in sorted(digests):
+            h = hashlib.sha256()
+            with open(self.directory / name, "rb") as fh:
+                for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                    h.update(block)
+            if h.hexdigest() != digests[name]:
+                raise DataError(f"transcript part {str(self.directory / name)!r} is damaged: "
+                                "its SHA-256 differs from the one recorded when it was "
+                                "written; the transcript is not scored")
 
     def parts(self) -> list[Path]:
         """The part files, in write order."""
