@@ -199,9 +199,25 @@ def show_folder(folder: Path) -> None:
     if _holds_leakage_rows(folder / "audit.csv"):
         _render(folder / "audit.csv", "audit table", _print_audit, folder)
         shown = True
+    if shown:
+        _flag_damaged_transcript(folder / "transcript")
     if not shown:
         raise ConfigError(f"{str(folder)!r} is not a results folder (no summary.json, "
                           "sweep.csv, compare-aggregate.csv, chaos.json or audit.csv)")
+
+
+def _flag_damaged_transcript(folder: Path) -> None:
+    """Say (on stdout, after the summary) that a closed transcript's parts are damaged."""
+    if not (folder / "totals.json").is_file() or (folder / "failure.json").is_file():
+        return
+    from ppknn.core.errors import DataError
+    from ppknn.core.transcript import Transcript
+
+    try:
+        Transcript(folder).check()
+    except DataError as exc:
+        out.print(f"[bold red]DAMAGED:[/] {escape(str(exc))}; `ppknn leakage` refuses this "
+                  "folder")
 
 
 def _render(path: Path, what: str, printer: Callable[..., None], *args: Any) -> None:
