@@ -23,9 +23,7 @@ ESTIMATORS = ["PPKNNClassifier", "DPRadiusNeighborsClassifier", "DPKNeighborsCla
 
 
 def _make(name, **params):
-    if name == "DPNaiveBayes":
-        params.setdefault("bounds", "data")
-    return getattr(ppknn, name)(**params)
+    return getattr(ppknn, name)(**params)  # the defaults: bounds="data" for every estimator
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)

@@ -46,6 +46,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ppknn.core.conventions import EstimatorConventions, once_per_estimator
 from ppknn.core.dp import PrivacyLedger
 from ppknn.core.errors import ConfigError, PrivacyLeakWarning
 from ppknn.core.rng import RandomnessMode, SeedPolicy
@@ -103,7 +104,7 @@ class BelowMajorityWarning(UserWarning):
     """A private fit whose expected accuracy is below always predicting the majority class."""
 
 
-class DPNaiveBayes(ClassifierMixin, BaseEstimator):
+class DPNaiveBayes(EstimatorConventions, ClassifierMixin, BaseEstimator):
     """Differentially private Naive Bayes (Gaussian numeric + categorical features).
 
     Parameters
@@ -112,8 +113,9 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
         Total privacy budget ε of one fit (``math.inf``: no noise).
     bounds:
         ``(lower, upper)`` for the numeric columns (one value or one per numeric
-        column, in column order), or ``"data"`` (derived from X; warns). Required
-        when there are numeric columns.
+        column, in column order), or ``"data"`` (the default: derived from X; warns
+        once per estimator, as every ppknn estimator does). ``None`` refuses data with
+        numeric columns.
     categories:
         ``{column: declared values}`` of the categorical columns.
     classes:
@@ -148,9 +150,9 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
     mode:
         ``"reproducible"`` or ``"secure"``.
     utility_draws:
-        After a private fit, train this many more models with fresh noise on folds of
-        the same rows (owner-side diagnostics: never released, not charged to the
-        ledger) and warn (:class:`BelowMajorityWarning`) unless their mean held-out
+        Before a private fit releases its model, train this many models with fresh
+        noise on folds of the same rows (owner-side diagnostics: never released, not
+        charged to the ledger) and warn (:class:`BelowMajorityWarning`) unless their mean held-out
         accuracy ``expected_accuracy_`` is above ``majority_accuracy_`` (the accuracy of
         always predicting the majority class) with 95% confidence; 0 turns the check
         off (e.g. when the warning itself would reach an untrusted party).
@@ -182,6 +184,9 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
         ``predict`` spends nothing (post-processing of the released model).
     trim_, sensitivity_:
         Owner-side diagnostics of the fit (not released).
+    privacy_unit_:
+        What ``epsilon`` protects: ``"per model: the training set, add/remove one
+        row"`` (``replace`` under ``neighbours="replace"``); predicting spends nothing.
     expected_accuracy_, expected_accuracy_low_, majority_accuracy_:
         The ``utility_draws`` check (owner-side, not released; ``None``: not run),
         its one-sided 95% lower bound, and the accuracy of always predicting the
@@ -189,14 +194,14 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
 
     Notes
     -----
-    ``bounds=None`` (the default) refuses to fit data with numeric columns: a DP
-    model must not take its bounds from the data it protects without saying so.
-    Declare public ``bounds=(lower, upper)``, or pass ``bounds="data"`` to derive
-    them from the training rows with a :class:`~ppknn.core.errors.PrivacyLeakWarning`
-    (scikit-learn's ``check_estimator`` passes with either).
+    ``bounds="data"`` (the default, as for every ppknn estimator) derives the bounds
+    from the training rows with a :class:`~ppknn.core.errors.PrivacyLeakWarning`
+    (once per estimator and its clones): a DP model must not take its bounds from
+    the data it protects without saying so. Declare public ``bounds=(lower,
+    upper)``; ``bounds=None`` refuses data with numeric columns.
     """
 
-    def __init__(self, *, epsilon: float = 1.0, bounds: Any = None,
+    def __init__(self, *, epsilon: float = 1.0, bounds: Any = "data",
                  categories: dict[int, Any] | None = None, classes: Any = None,
                  method: str = "smooth", noise: str = "polynomial", gamma: float = 4.0,
                  delta: float = 0.0, trim: Any = "auto", var_smoothing: float = 1e-9,
@@ -326,13 +331,19 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
         if self.out_of_bounds not in OUT_OF_BOUNDS[:2]:
             raise ConfigError(f"out_of_bounds must be 'clip' or 'error', got "
                               f"{self.out_of_bounds!r}")
-        classes, codes = self._labels(y, config.private)
-        if len(codes) != arr.shape[0]:
-            raise ConfigError(f"X has {arr.shape[0]} rows but y has {len(codes)} labels")
-        schema = FeatureSchema.build(arr.shape[1], bounds=self.bounds, categories=self.categories,
-                                     X=arr)
+        with once_per_estimator(self, (PrivacyLeakWarning,)):  # once per estimator and clones
+            classes, codes = self._labels(y, config.private)
+            if len(codes) != arr.shape[0]:
+                raise ConfigError(f"X has {arr.shape[0]} rows but y has {len(codes)} labels")
+            schema = FeatureSchema.build(arr.shape[1], bounds=self.bounds,
+                                         categories=self.categories, X=arr)
         numeric, categorical = schema.encode(arr, out_of_bounds=self.out_of_bounds)
         check_trim(config, np.bincount(codes, minlength=len(classes)), owner=True)
+        self.privacy_unit_ = (f"per model: the training set, {self.neighbours.replace('-', '/')} "
+                              "one row" if config.private else "none: a non-private model")
+        # the utility check runs before the release: a fit that will not help says so first
+        with once_per_estimator(self, (BelowMajorityWarning,)):
+            self._check_utility(config, numeric, categorical, codes, schema, len(classes))
         rng = self._generator(config, "dp-nb", "fit")
         kwargs = dict(n_classes=len(classes), schema=schema, config=config, rng=rng)
         if config.private:
@@ -345,8 +356,10 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
         else:
             result = train(numeric, categorical, codes, **kwargs)
         self._set_fitted(result, classes, schema, ledger if config.private else None)
-        self._check_utility(config, numeric, categorical, codes, schema, len(classes))
         return self
+
+    def _is_private(self) -> bool:
+        return self.method != "non-private" and self.epsilon != float("inf")
 
     def _check_utility(self, config: NBConfig, numeric: np.ndarray, categorical: np.ndarray,
                        codes: np.ndarray, schema: FeatureSchema, n_classes: int) -> None:
@@ -398,7 +411,8 @@ class DPNaiveBayes(ClassifierMixin, BaseEstimator):
                 f"{self.expected_accuracy_:.3f} (95% lower bound {low:.3f}; {below} of "
                 f"{draws} noise draws below, 5-fold on the training rows) is not above the "
                 f"{self.majority_accuracy_:.3f} of always predicting the majority class; "
-                "raise epsilon, declare tighter bounds or use fewer features",
+                "raise epsilon, declare tighter bounds or use fewer features (shown once "
+                "for this estimator and its clones; see expected_accuracy_)",
                 BelowMajorityWarning, stacklevel=3)
 
     def _set_fitted(self, result, classes, schema, ledger) -> None:

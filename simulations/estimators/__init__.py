@@ -26,7 +26,9 @@ from ppknn.simulations.estimators.dp_owner import (
 from ppknn.simulations.estimators.dptt import DPTTClassifier
 from ppknn.simulations.estimators.ring import PPKNNClassifier
 from ppknn.simulations.estimators.sanitizer import PCALaplaceSanitizer
+from ppknn.simulations.estimators.search import DPGridSearchCV, SearchCost, search_cost
 from ppknn.simulations.estimators.spending import BudgetRefused
 
-__all__ = ["BudgetRefused", "DPKNeighborsClassifier", "DPNaiveBayes", "DPRadiusNeighborsClassifier",
-           "DPTTClassifier", "PCALaplaceSanitizer", "PPKNNClassifier"]
+__all__ = ["BudgetRefused", "DPGridSearchCV", "DPKNeighborsClassifier", "DPNaiveBayes",
+           "DPRadiusNeighborsClassifier", "DPTTClassifier", "PCALaplaceSanitizer",
+           "PPKNNClassifier", "SearchCost", "search_cost"]

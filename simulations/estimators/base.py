@@ -36,7 +36,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ppknn.core.errors import ConfigError
+from ppknn.core.conventions import EstimatorConventions, once_per_estimator
+from ppknn.core.errors import ConfigError, PrivacyLeakWarning
 from ppknn.simulations.estimators import params as P
 from ppknn.simulations.estimators.simulate import (
     RUNTIMES,
@@ -60,11 +61,14 @@ def run_seed(random_state: Any, who: str = "estimator") -> int:
     return P.seed_of(who, random_state)
 
 
-class ProtocolClassifier(ClassifierMixin, BaseEstimator):
+class ProtocolClassifier(EstimatorConventions, ClassifierMixin, BaseEstimator):
     """Base of the protocol classifiers (module docstring); not used directly."""
 
     protocol_name: str = ""
     """The registered protocol the estimator runs."""
+
+    privacy_unit: str = ""
+    """What one ε of this estimator protects, and per what (``privacy_unit_`` when fitted)."""
 
     parameter_of: dict[str, str] = {"parties.n": "n_parties", "parties.analysts": "n_analysts"}
     """Scenario key -> the estimator parameter it comes from (for messages)."""
@@ -126,8 +130,10 @@ class ProtocolClassifier(ClassifierMixin, BaseEstimator):
 
         The settings are checked against the data by setting up one run (a
         ``ConfigError`` names the estimator's parameter). Bounds derived from the
-        data (``bounds="data"``) warn with a
-        :class:`~ppknn.core.errors.PrivacyLeakWarning`. A ``budget`` (ε) or
+        data (``bounds="data"``, the default) warn with a
+        :class:`~ppknn.core.errors.PrivacyLeakWarning` once per estimator (its clones
+        included: :mod:`~ppknn.core.conventions`), as does the utility check's
+        ``BelowMajorityWarning``. ``privacy_unit_`` says what one ε protects. A ``budget`` (ε) or
         ``budget_delta`` (δ) below the cost of the cheapest call (one query row) is
         refused: every call would be. The privacy account starts at zero.
         """
@@ -136,7 +142,8 @@ class ProtocolClassifier(ClassifierMixin, BaseEstimator):
         check_classification_targets(y)
         classes, codes = np.unique(y, return_inverse=True)
         codes = codes.astype(np.int64)
-        bounds = resolve_bounds(self.bounds, X, who=type(self).__name__)
+        with once_per_estimator(self, (PrivacyLeakWarning,)):  # once per estimator and clones
+            bounds = resolve_bounds(self.bounds, X, who=type(self).__name__)
         self._check_data(params, X, codes)
         # set up (not run) the cheapest call, one query row: every parameter meets the data
         probe = self._plan(params, X, codes, X[:1], n_classes=len(classes), bounds=bounds,
@@ -152,7 +159,11 @@ class ProtocolClassifier(ClassifierMixin, BaseEstimator):
         self.privacy_ = self._spending.total()
         self.privacy_last_ = None
         self.transcript_ = self.leakage_ = self.communication_ = self.last_run_ = None
-        self._check_utility()
+        self.privacy_unit_ = self.privacy_unit
+        from ppknn.protocols.dp_nb.estimator import BelowMajorityWarning
+
+        with once_per_estimator(self, (BelowMajorityWarning,)):
+            self._check_utility()
         return self
 
     def _refusal(self, exc: ConfigError) -> ConfigError:
@@ -225,7 +236,8 @@ class ProtocolClassifier(ClassifierMixin, BaseEstimator):
                 f"{type(self).__name__}: expected accuracy {self.expected_accuracy_:.3f} "
                 f"({folds}-fold on the training rows, at these settings) is not above the "
                 f"{self.majority_accuracy_:.3f} of always predicting the majority class; "
-                "raise epsilon or declare tighter bounds", BelowMajorityWarning, stacklevel=3)
+                "raise epsilon or declare tighter bounds (shown once for this estimator and "
+                "its clones; see expected_accuracy_)", BelowMajorityWarning, stacklevel=3)
 
     def _run(self, X: Any) -> tuple[np.ndarray, Simulated]:
         """Reserve, run, settle: one run of the protocol answering ``X``."""

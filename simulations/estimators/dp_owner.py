@@ -49,6 +49,8 @@ from ppknn.simulations.estimators.simulate import Planned
 
 class _DPOwnerClassifier(ProtocolClassifier):
     protocol_name = "dp-knn"
+    privacy_unit = ("per predict batch against the training data: add/remove one training "
+                    "row, ε per analyst's request batch")
     parameter_of = {**ProtocolClassifier.parameter_of, "protocol.k": "n_neighbors"}
     expected_failed_checks = {
         **ProtocolClassifier.expected_failed_checks,
@@ -128,6 +130,9 @@ class DPRadiusNeighborsClassifier(_DPOwnerClassifier):
         the owner's total and each analyst's. ``fit`` resets it to zero.
     privacy_last_:
         What the last ``predict`` spent (``None`` before the first).
+    privacy_unit_:
+        What one ε protects: the training rows (add/remove one row), charged per
+        ``predict`` batch (per analyst's request batch in it).
     transcript_, communication_, last_run_:
         The last run's messages, message counts and the run itself
         (``last_run_.result.detail.ledger``: the owner's ledger of that run).
@@ -194,6 +199,8 @@ class DPKNeighborsClassifier(_DPOwnerClassifier):
     privacy_, privacy_last_:
         What every ``predict`` since ``fit`` spent together (``fit`` resets it), and
         the last ``predict`` alone (as :class:`DPRadiusNeighborsClassifier`).
+    privacy_unit_:
+        As :class:`DPRadiusNeighborsClassifier`.
     transcript_, communication_, last_run_, leakage_:
         The last run's messages, message counts, the run itself, and ``None`` (no
         leakage report is registered).

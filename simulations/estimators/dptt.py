@@ -103,6 +103,9 @@ class DPTTClassifier(ProtocolClassifier):
         resets it.
     privacy_last_:
         The last ``predict``'s ε (bounded-range) and δ per query, and the client's.
+    privacy_unit_:
+        What one ε protects: each query row against the server (local DP per query
+        and ``predict``); the training points reached are released in the clear.
     transcript_, communication_, last_run_:
         The last run's messages, message counts and the run itself
         (``last_run_.result.detail``: the released points).
@@ -113,6 +116,8 @@ class DPTTClassifier(ProtocolClassifier):
     """
 
     protocol_name = "dptt"
+    privacy_unit = ("per query, protecting the querier from the server (local ε per row "
+                    "and predict); training points reached are released")
     parameter_of = {**ProtocolClassifier.parameter_of, "protocol.predict": "predict_rule"}
     expected_failed_checks = {
         **ProtocolClassifier.expected_failed_checks,

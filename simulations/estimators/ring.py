@@ -82,6 +82,8 @@ class PPKNNClassifier(ProtocolClassifier):
     privacy_, privacy_last_:
         No DP: the guarantee (the disclosure measure) and the number of runs since
         ``fit``; ``epsilon`` is ``None``. ``privacy_last_``: the last run's.
+    privacy_unit_:
+        What one ε protects: here ``"none: no DP; ..."`` (the ring adds no DP noise).
     expected_accuracy_, majority_accuracy_:
         ``None`` (no utility check: the ring adds no noise to the labels) and the
         accuracy of always predicting the majority class.
@@ -95,6 +97,7 @@ class PPKNNClassifier(ProtocolClassifier):
     """
 
     protocol_name = "ppknn-ring"
+    privacy_unit = "none: no DP; per-node disclosure probability of each predict run"
     parameter_of = {**ProtocolClassifier.parameter_of, "protocol.k": "n_neighbors"}
     expected_failed_checks = {
         **ProtocolClassifier.expected_failed_checks,
@@ -136,6 +139,9 @@ class PPKNNClassifier(ProtocolClassifier):
 
     def _parties(self, p: dict[str, Any]) -> tuple[int, int]:
         return p["n_parties"], 1
+
+    def _is_private(self) -> bool:
+        return False  # no DP release: a search over it spends no budget
 
     def _randomised(self) -> bool:
         # with p0 > 0 random values may stay in the final top-k (the paper's bound)

@@ -53,7 +53,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ppknn.core.errors import ConfigError
+from ppknn.core.conventions import EstimatorConventions, once_per_estimator
+from ppknn.core.errors import ConfigError, PrivacyLeakWarning
 from ppknn.protocols.base import PrivacySpent
 from ppknn.protocols.pca_perturbation.driver import GUARANTEE_LAPLACE
 from ppknn.protocols.pca_perturbation.sanitize import (
@@ -70,7 +71,7 @@ from ppknn.simulations.estimators.simulate import resolve_bounds
 from ppknn.simulations.estimators.spending import Spending
 
 
-class PCALaplaceSanitizer(TransformerMixin, BaseEstimator):
+class PCALaplaceSanitizer(EstimatorConventions, TransformerMixin, BaseEstimator):
     """PCA + Laplace perturbation of normalised rows (Mukherjee, Banerjee, Chen & Gangopadhyay).
 
     Parameters
@@ -125,7 +126,14 @@ class PCALaplaceSanitizer(TransformerMixin, BaseEstimator):
         ``fit`` resets it.
     privacy_last_:
         The last ``transform``'s (``None`` before the first).
+    privacy_unit_:
+        What ``privacy_.epsilon`` measures: per transformed row, the log of its joint
+        amplification summed over the calls that released it (not ε-DP).
     """
+
+    privacy_unit: str = ("per transform call, per transformed row: the log of its joint "
+                         "amplification s/b (not ε-DP)")
+    """What one ε of this estimator measures (``privacy_unit_`` when fitted)."""
 
     expected_failed_checks: dict[str, str] = {
         "check_dict_unchanged": "transform is a release: it adds its cost to privacy_ and "
@@ -191,7 +199,8 @@ class PCALaplaceSanitizer(TransformerMixin, BaseEstimator):
                              f"n_samples = {X.shape[0]}")
         p = self._validated(X.shape[1])
         s, b = p["n_components"], p["b"]
-        bounds = resolve_bounds(self.bounds, X, who=who)
+        with once_per_estimator(self, (PrivacyLeakWarning,)):  # once per estimator and clones
+            bounds = resolve_bounds(self.bounds, X, who=who)
         width = bounds.upper - bounds.lower
         self.lower_ = bounds.lower
         self.span_ = np.where(width > 0, width, 1.0)  # a constant feature maps to 0
@@ -229,7 +238,11 @@ class PCALaplaceSanitizer(TransformerMixin, BaseEstimator):
                                   "row per call, the log of the joint amplification",
                                   budget=p["budget"], budget_delta=p["budget_delta"])
         self.privacy_, self.privacy_last_ = self._spending.total(), None
+        self.privacy_unit_ = self.privacy_unit
         return self
+
+    def _is_private(self) -> bool:
+        return self.b is not None  # b = None: the clean projection, no budget can be charged
 
     @staticmethod
     def _call_epsilon(p: dict[str, Any]) -> float:

@@ -172,7 +172,7 @@ B = ([0.0, 0.0], [10.0, 1.0])
     (dict(epsilon=0.0, bounds=B), NUM, LAB, ConfigError, "epsilon must be a number > 0"),
     (dict(epsilon=-1.0, bounds=B), NUM, LAB, ConfigError, "epsilon"),
     (dict(epsilon=float("nan"), bounds=B), NUM, LAB, ConfigError, "epsilon"),
-    (dict(epsilon=1.0), NUM, LAB, ConfigError, "bounds are missing"),
+    (dict(epsilon=1.0, bounds=None), NUM, LAB, ConfigError, "bounds are missing"),
     (dict(epsilon=1.0, bounds=([0.0], [10.0])), NUM, LAB, ConfigError, "one lower and one upper"),
     (dict(epsilon=1.0, bounds=([0.0, 1.0], [10.0, 1.0])), NUM, LAB, ConfigError,
      "lower < upper"),
