@@ -224,10 +224,21 @@ def _scorable(folder: Path) -> bool:
     return True
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled as an interrupt: what the run recorded is kept; exit code 143."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated("terminated (SIGTERM)")
+
+
 def _fail(exc: BaseException, code: int, hint: str = "") -> None:
     """Print the error (where a failed run's record is kept, ``hint``); exit with ``code``."""
     text = str(exc) or type(exc).__name__
-    message = {1: f"{type(exc).__name__}: {text}", 130: "interrupted"}.get(code, text)
+    if isinstance(exc, Terminated):
+        code = 143
+    message = {1: f"{type(exc).__name__}: {text}", 130: "interrupted",
+               143: "terminated (SIGTERM)"}.get(code, text)
     console.print(f"[bold red]error:[/] {escape(message)}")
     kept = getattr(exc, "kept_folder", None)
     if kept is not None:
@@ -356,6 +367,13 @@ def run(
         print_deviations(deviations.as_dict())
     out.print(f"results written to [bold]{escape(str(folder))}[/] (summary.png, summary.json, "
               "...)")
+    if "working_dir_files" in Path.cwd().resolve().parts and not Path(folder).is_absolute():
+        # a job submitted with `ray job submit --working-dir`: its working directory is a
+        # temporary copy on the head, which Ray deletes; say where the folder really is
+        out.print(f"[yellow]note:[/] this job runs in Ray's temporary copy of its working "
+                  f"directory on the head: {escape(str(Path(folder).resolve()))}; pass "
+                  "--output with an absolute path to keep the results (README: \"On a real "
+                  "cluster\")")
 
 
 @app.command()
@@ -971,8 +989,24 @@ def compare(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app(prog_name="ppknn")
+    """Console-script entry point.
+
+    SIGTERM is handled as Ctrl-C is: the run stops, what it recorded is kept and said, and
+    the exit code is 143 (128 + 15) rather than a silent kill.
+    """
+    import signal
+
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        app(prog_name="ppknn")
+    except SystemExit as exc:
+        context = exc.__context__
+        while context is not None and not isinstance(context, Terminated):
+            context = context.__context__
+        if context is not None and exc.code != 143:  # click's "Aborted!" path
+            console.print("[bold red]error:[/] terminated (SIGTERM)")
+            raise SystemExit(143) from None
+        raise
 
 
 if __name__ == "__main__":  # pragma: no cover

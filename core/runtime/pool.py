@@ -65,7 +65,7 @@ def fan_out(fn: Callable[[T], R], items: Sequence[T], *, use_ray: bool,
         return out
     import ray
 
-    from ppknn.core.runtime.ray_runtime import await_ray_shutdown
+    from ppknn.core.runtime.ray_runtime import await_ray_shutdown, init_keeping_sigterm
 
     await_ray_shutdown()  # a run's Ray still stopping in the background
     if not ray.is_initialized():
@@ -73,8 +73,8 @@ def fan_out(fn: Callable[[T], R], items: Sequence[T], *, use_ray: bool,
             from ppknn.core.runtime.ray_runtime import check_cluster_answers
 
             check_cluster_answers(address)
-        ray.init(address=address or "local", include_dashboard=False,
-                 logging_level=logging.WARNING, log_to_driver=False)
+        init_keeping_sigterm(address=address or "local", include_dashboard=False,
+                             logging_level=logging.WARNING, log_to_driver=False)
     if not total:
         return []
     size = chunk_size or chunk_size_for(total, ray.cluster_resources().get("CPU", 1),

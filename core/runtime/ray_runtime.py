@@ -129,6 +129,28 @@ class RayRecorderClient:
         ray.get(self.handle.append.remote(records))
 
 
+def init_keeping_sigterm(**kwargs: Any) -> None:
+    """``ray.init(**kwargs)``, keeping the process's own SIGTERM handler.
+
+    ``ray.init`` replaces a driver's SIGTERM handler with a bare ``sys.exit``; a program
+    that handles SIGTERM itself (the ``ppknn`` command: a message, what the run recorded
+    kept, exit 143) gets its handler back. A default or ignored handler is left to Ray.
+    """
+    import signal
+
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGTERM) if main else None
+    try:
+        ray.init(**kwargs)
+    except SystemExit as exc:  # SIGTERM while Ray's handler was in place: hand it over
+        if callable(before) and exc.code == signal.SIGTERM:
+            before(signal.SIGTERM, None)
+        raise
+    finally:
+        if callable(before):
+            signal.signal(signal.SIGTERM, before)
+
+
 def await_ray_shutdown() -> None:
     """Wait for a Ray shutdown left running in the background (``shutdown(wait=False)``)."""
     thread = RayRuntime._shutting_down
@@ -231,7 +253,7 @@ class RayRuntime(Runtime):
             if self.num_cpus is not None:
                 kwargs["num_cpus"] = self.num_cpus
         try:
-            ray.init(**kwargs)
+            init_keeping_sigterm(**kwargs)
         except ConnectionError as exc:
             raise ConfigError(f"runtime.address = {self.address!r}: cannot attach to Ray "
                               f"({str(exc).splitlines()[0]}); {_HOW_TO_START}") from None
