@@ -23,7 +23,6 @@ False
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from ppknn.core.errors import ConfigError, IntegrityError, PartyFailure, PpknnEr
 from ppknn.core.runtime import FaultPlan
 from ppknn.core.runtime.host import FAULT_KINDS
 from ppknn.core.transcript import Transcript
+from ppknn.simulations.reporting import jsonio
 
 SLACK_S = 5.0
 """Seconds a failure may take beyond ``party_timeout_s`` (detection and closing)."""
@@ -237,7 +237,7 @@ def run_chaos(scenario: Any, output: Path, *, party: str | None = None,
         outcomes.append(outcome)
         if progress is not None:
             progress(fault, outcome)
-    (output / "chaos.json").write_text(json.dumps([o.as_dict() for o in outcomes], indent=1))
+    (output / "chaos.json").write_text(jsonio.dumps([o.as_dict() for o in outcomes]))
     return outcomes
 
 

@@ -78,3 +78,23 @@ def test_run_show_and_audit_write_strict_json(tmp_path: Path) -> None:
     assert "audit.json" in _strict(tmp_path / "audit")
     assert "nan" not in audited.output.lower()
     assert "certifiable" in audited.output
+
+
+def test_chaos_and_sweep_write_strict_json(tmp_path: Path) -> None:
+    """chaos.json (with its failed runs' failure.json) and a sweep's files."""
+    scen = tmp_path / "s.toml"
+    scen.write_text(SCENARIO.replace("n = 1\nanalysts = 1", "n = 1\nanalysts = 2"))
+    chaos = runner.invoke(app, ["chaos", str(scen), "--kind", "raise", "--kind", "kill",
+                                "--runtime", "inprocess", "--output", str(tmp_path / "chaos")])
+    assert chaos.exit_code == 0, chaos.output
+    assert {"chaos.json", "failure.json"} <= set(_strict(tmp_path / "chaos"))
+    sweep = tmp_path / "sweep.toml"
+    base = SCENARIO.replace("[run]", "[base.run]").replace("[data]", "[base.data]").replace(
+        "[data.bounds]", "[base.data.bounds]").replace("[parties]", "[base.parties]").replace(
+        "[protocol]", "[base.protocol]").replace("[runtime]", "[base.runtime]")
+    sweep.write_text(base + '\n[sweep]\nname = "strict"\nseeds = [0, 1]\n'
+                     f'output = "{(tmp_path / "sweep").as_posix()}"\n'
+                     '[grid]\n"protocol.epsilon" = [1.0, 3.0]\n')
+    swept = runner.invoke(app, ["sweep", str(sweep), "--runtime", "inprocess"])
+    assert swept.exit_code == 0, swept.output
+    _strict(tmp_path / "sweep")

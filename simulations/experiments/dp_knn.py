@@ -54,6 +54,7 @@ from ppknn.protocols.dp_knn.driver import ask
 from ppknn.protocols.dp_knn.index import LabelIndex
 from ppknn.protocols.dp_knn.protocol import Answer, Query
 from ppknn.protocols.dp_knn.rn import classify_rn
+from ppknn.simulations.reporting import jsonio
 
 PAPER_DATASETS = ("banana", "phoneme", "banknote", "thyroid")
 STAND_INS = {
@@ -123,8 +124,6 @@ def write_datasets(folder: Path, *, seed: int, names: Sequence[str] = PAPER_DATA
     the first n rows of a test fold (``max_queries``) is a random subset of it (the
     shipped banknote file and the thyroid stand-in are sorted by class). Returns ``folder``.
     """
-    import json
-
     folder.mkdir(parents=True, exist_ok=True)
     manifest = {}
     for name in names:
@@ -141,7 +140,7 @@ def write_datasets(folder: Path, *, seed: int, names: Sequence[str] = PAPER_DATA
                  for row, label in zip(X.tolist(), y.tolist())]
         (folder / f"{name}.csv").write_text(header + "\n" + "\n".join(lines) + "\n")
         manifest[name] = {"file": f"{name}.csv", "label": "class"}
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    (folder / "manifest.json").write_text(jsonio.dumps(manifest))
     return folder
 
 

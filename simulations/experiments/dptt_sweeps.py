@@ -37,7 +37,6 @@ Examples
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -53,6 +52,7 @@ from ppknn.protocols.dptt.variants import DEFAULT_DELTA
 from ppknn.simulations.experiments.dptt_evaluation import Row
 from ppknn.simulations.grids import Grid as ScenarioGrid
 from ppknn.simulations.grids import run_grids
+from ppknn.simulations.reporting import jsonio
 
 THESIS_EPSILONS = (0.01, 0.1, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0, 10.0, 12.0, 17.0)
 """§6.2.2: the per-decision ε of the CMP experiments."""
@@ -256,7 +256,7 @@ def write_datasets(g: Grid, folder: Path) -> Path:
         path = folder / f"{name}.csv"
         pcsv.write_csv(pa.table(cols), path)
         manifest[name] = {"file": path.name, "label": "label"}
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    (folder / "manifest.json").write_text(jsonio.dumps(manifest))
     return folder
 
 

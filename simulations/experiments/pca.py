@@ -49,6 +49,7 @@ from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
 from ppknn.simulations.experiments.pca_evaluation import Job, ReleaseResult, Split, run_session
 from ppknn.simulations.experiments.pca_timing import time_mining, time_sanitize
 from ppknn.simulations.grids import Grid, run_grids
+from ppknn.simulations.reporting import jsonio
 
 BS = (0.1, 0.2, 0.3)
 SDS = (0.1, 0.25, 0.5)
@@ -272,8 +273,6 @@ def materialise(datasets: dict[str, PaperDataset], folder: Path) -> Path:
     generated sets to 5 decimals (``sd`` >= 2, so the rounding is immaterial), which keeps
     their files at about 85 MB.
     """
-    import json
-
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
@@ -287,7 +286,7 @@ def materialise(datasets: dict[str, PaperDataset], folder: Path) -> Path:
         manifest[name] = {"file": f"{name}.csv", "label": "label", "rows": int(len(ds.y)),
                           "features": int(X.shape[1]), "classes": int(ds.n_classes),
                           "description": ds.note}
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    (folder / "manifest.json").write_text(jsonio.dumps(manifest))
     return folder
 
 

@@ -33,6 +33,7 @@ from types import ModuleType
 from typing import Any, Literal
 
 from ppknn.core.errors import ConfigError
+from ppknn.simulations.reporting import jsonio
 
 REPRODUCTIONS: dict[str, str] = {
     "gursoy": "Gursoy, Inan, Nergiz & Saygin: DP r-N and k-NN classification (Figs. 7-14, audit)",
@@ -137,7 +138,7 @@ def write_marker(folder: Path, *, name: str, finished: bool, **facts: Any) -> No
 
     record = {"name": name, "finished": finished, **facts}
     # written whole beside it, then renamed: a symbolic link there is replaced, not followed
-    write_file(Path(folder) / MARKER, json.dumps(record, indent=1, default=str).encode())
+    write_file(Path(folder) / MARKER, jsonio.dumps(record, default=str).encode())
 
 
 def _kept_runs(folder: Path) -> int:

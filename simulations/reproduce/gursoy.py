@@ -21,7 +21,6 @@ model), every number computed by this run.
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import time
@@ -57,6 +56,7 @@ from ppknn.simulations.reporting import (
     Table,
     fmt,
     interval,
+    jsonio,
     plot,
     write,
     write_rows,
@@ -852,8 +852,8 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path,
     audit_cols = ("algorithm", "calibration", "epsilon", "eps_lower")
     write_rows(output / "audit.csv", [{k: a[k] for k in audit_cols} for a in audits],
                columns=audit_cols)
-    (output / "settings.json").write_text(json.dumps(
-        {"quick": quick, "runtime": runtime, "benchmark": bench, **asdict(s)}, indent=1))
+    (output / "settings.json").write_text(jsonio.dumps(
+        {"quick": quick, "runtime": runtime, "benchmark": bench, **asdict(s)}))
     report = Path(report)
     figures_dir = report.parent / FIGURE_DIR
     figures_dir.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,6 @@ functions here.
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import time
@@ -61,6 +60,7 @@ from ppknn.simulations.reporting import (
     Series,
     Table,
     fmt,
+    jsonio,
     pct,
     plot,
     write,
@@ -660,7 +660,7 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path,
             "large": list(LARGE), "seconds_experiments": t_exp, "seconds_timing": t_time,
             "seconds_total": seconds["total"], "unavailable": list(UNAVAILABLE),
             "output": str(output)}
-    (output / "run.json").write_text(json.dumps(meta, indent=1, default=str))
+    (output / "run.json").write_text(jsonio.dumps(meta, default=str))
     return write(build_report(tables=tables, datasets=datasets, releases=rows,
                               settings=settings, command=command, runtime=runtime,
                               quick=quick, seconds=seconds, output=output,

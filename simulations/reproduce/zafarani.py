@@ -18,7 +18,6 @@ figure) and one PNG per figure into ``output``, copies the PNGs to
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import shutil
 import time
@@ -60,6 +59,7 @@ from ppknn.simulations.reporting import (
     Series,
     Table,
     fmt,
+    jsonio,
     plot,
     write,
     write_rows,
@@ -791,7 +791,7 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path,
     meta = {"quick": quick, "runtime": runtime, "settings": asdict(s), "seconds": timings,
             "service": svc, "diffprivlib": dpl_message, "unavailable": UNAVAILABLE,
             "trim": {"ratio": AUTO_RATIO, "fraction": AUTO_FRACTION}}
-    (output / "run.json").write_text(json.dumps(meta, indent=1, default=str))
+    (output / "run.json").write_text(jsonio.dumps(meta, default=str))
     return write(build_report(res, quick=quick, runtime=runtime, figure_dir=figdir.name),
                  report_path)
 
