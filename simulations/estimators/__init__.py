@@ -16,6 +16,23 @@ Every parameter is checked at ``fit`` (numpy numbers accepted). Each ``predict``
 the total above either before anything runs. ``random_state=None`` (the default) draws
 fresh randomness per call; an int makes the noise reproducible by anyone who knows the
 seed (a simulation, not a release).
+
+One convention for all: ``bounds="data"`` by default (a ``PrivacyLeakWarning``
+once per estimator and its clones; declare public bounds to silence it), the
+utility check's ``BelowMajorityWarning`` once per estimator and its clones, with
+the expected accuracy (before the first release), and ``privacy_unit_`` says
+what one ε protects:
+
+- ``PPKNNClassifier``: none: no DP; per-node disclosure probability per run;
+- ``DPRadiusNeighborsClassifier``, ``DPKNeighborsClassifier``: per predict batch
+  against the training data (add/remove one training row);
+- ``DPTTClassifier``: per query, protecting the querier from the server;
+- ``PCALaplaceSanitizer``: per transform call, per transformed row (not ε-DP);
+- ``DPNaiveBayes``: per model: the training set, add/remove one row.
+
+A hyper-parameter search spends on every candidate and fold: :func:`search_cost`
+states it, :class:`DPGridSearchCV` caps it (``budget``), and a DP estimator
+cloned into a search without a budget warns once (``UnchargedSearchWarning``).
 """
 
 from ppknn.protocols.dp_nb.estimator import DPNaiveBayes
