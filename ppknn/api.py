@@ -16,11 +16,11 @@ Examples
 ...     "protocol": {"name": "ppknn-ring", "k": 3},
 ...     "runtime": {"kind": "inprocess"}})
 >>> round(result.accuracy, 3), result.output is None
-(0.967, True)
+(1.0, True)
 >>> result.predictions.column_names[:3]
 ['query', 'label', 'ppknn-ring']
 >>> round(result.leakage["ppknn-ring"].mean_probability, 2)
-0.44
+0.43
 """
 
 from __future__ import annotations
