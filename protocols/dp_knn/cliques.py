@@ -15,8 +15,11 @@ Per component:
    smallest-last order gives ``ω <= χ <= colours``. ``ub`` is the smaller.
 3. Exact search: branch and bound with greedy-colouring bounds (Tomita &
    Seki's MCQ), vertex sets as Python integers used as bitsets, starting
-   from the size of a greedily found clique (components up to 4,096
-   vertices), so branches that cannot beat it are cut from the start. It
+   from the size of a greedily found clique (components up to 12,288
+   vertices), so branches that cannot beat it are cut from the start. The
+   search is depth-first with an explicit stack (cliques of thousands of
+   vertices are as many levels deep), visiting the nodes of the recursive
+   formulation in its order. It
    stops as soon as a clique of size ``ub`` is found. Vertices whose colour
    cannot lead past the best clique are coloured but not listed. networkx has no exact
    clique routine that can be interrupted (``max_weight_clique`` runs to

@@ -19,6 +19,14 @@ bounds, summed in the same order, can neither prune a row with
 ``s(t) <= r * r`` nor admit one with ``s(t) > r * r`` (rounding is
 monotone). Which of the two paths runs is decided from a sample of the batch
 (:meth:`LabelIndex.prefers_brute_force`); it changes the speed only.
+
+Above :data:`MAX_FEATURES` features the kd-tree decides boundary rows with sums
+that depend on its shape, so brute force counts with the matrix-product form of
+the distances (fast in high dimension) only the rows clearly inside each radius,
+and flags the (instance, radius) pairs with a row within a band far wider than
+any rounding of the sums (:data:`_HD_TOL`); the kd-trees count exactly those pairs.
+Rows outside the band are decided alike by every summation order, the kd-tree's
+node bounds included, so the counts are the kd-tree's.
 The last brute-force :meth:`LabelIndex.ball_counts` batch is kept per label,
 so the r-N step that follows a conversion finds its counts there.
 

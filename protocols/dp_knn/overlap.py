@@ -7,10 +7,14 @@ into power-of-two buckets, and for each pair of buckets a
 :class:`scipy.spatial.cKDTree` range search with the buckets' largest radii
 returns the candidate pairs, which are then filtered exactly. A candidate is
 at most twice as far as needed, so the work is proportional to the edges
-(within a constant), not to ``Q**2``. Small batches (``Q <= BRUTE_FORCE_MAX``)
-test every pair directly, in row blocks: the same exact filter on a candidate
-set that holds every pair, so the edges are the same, and for the dense graphs
-of large radii it is much faster than the tree searches.
+(within a constant), not to ``Q**2``; each pair is found once, so a plain sort
+of the pair keys orders the edges (no hashing, no duplicate removal). Small
+batches (``Q <= BRUTE_FORCE_MAX``), and large ones whose sample of rows joins at
+least :data:`DENSE_SHARE` of the pairs, test every pair directly, in row blocks:
+the same exact filter on a candidate set that holds every pair, so the edges are
+the same; on dense graphs (the converted k-NN radii join a third to a half of
+all pairs) the edges themselves are quadratic, and writing them out in order
+costs less than the tree searches and the sort.
 
 Edges are kept with a relative slack of ``EDGE_SLACK``: two balls that share
 a training point as the ball counts see it (distances computed in floating
