@@ -15,7 +15,9 @@ Synthetic data of any size: ``synthetic:classification?rows=50000&features=8&cla
 A feature column holding text is an error unless the dataset's manifest
 entry declares it categorical (``"categorical": ["col", ...]``; the shipped
 ``adult`` and ``abalone`` are declared here when their manifest says
-nothing). Categorical columns are one-hot encoded (a missing value is its own
+nothing). Every other column but the label is a feature, whatever its name;
+columns that are neither (adult's ``split`` marker) are listed under
+``"drop"`` in the entry. Categorical columns are one-hot encoded (a missing value is its own
 category, ``"?"``). A dataset with fewer than two classes is refused.
 
 Missing values (``?``, an empty cell, ``NA``, ``N/A``, ``NaN``, ``null``) in
@@ -177,12 +179,15 @@ def load_dataset(name: str, *, directory: str | os.PathLike[str] | None = None,
             raise DataError(f"dataset {name!r}: its manifest entry in {str(root)!r} needs "
                             f"'file' and 'label' strings, got {entry!r}")
         declared = entry.get("categorical", KNOWN_CATEGORICAL.get(name, ()))
-        if isinstance(declared, str) or not isinstance(declared, list | tuple) or not all(
-                isinstance(c, str) for c in declared):
-            raise DataError(f"dataset {name!r}: manifest 'categorical' must be a list of column "
-                            f"names, got {declared!r}")
+        dropped = entry.get("drop", KNOWN_DROPPED.get(name, ()))
+        for key, value in (("categorical", declared), ("drop", dropped)):
+            if isinstance(value, str) or not isinstance(value, list | tuple) or not all(
+                    isinstance(c, str) for c in value):
+                raise DataError(f"dataset {name!r}: manifest {key!r} must be a list of column "
+                                f"names, got {value!r}")
         return _check_classes(_load_csv(name, root / entry["file"], entry["label"],
-                                        categorical=tuple(declared), missing=missing))
+                                        categorical=tuple(declared), missing=missing,
+                                        drop=tuple(dropped)))
     if name in SKLEARN_DATASETS:
         return _load_sklearn(name)
     named = _named_dir(directory)
@@ -198,6 +203,10 @@ KNOWN_CATEGORICAL: dict[str, tuple[str, ...]] = {
     "abalone": ("sex",),
 }
 """Categorical columns of the shipped datasets whose manifest does not declare them."""
+
+KNOWN_DROPPED: dict[str, tuple[str, ...]] = {"adult": ("split",)}
+"""Columns of the shipped datasets that are neither feature nor label (adult's original
+train/test marker), for manifests that do not list them under ``"drop"``."""
 
 
 def _check_classes(ds: Dataset) -> Dataset:
@@ -225,6 +234,8 @@ def _load_sklearn(name: str) -> Dataset:
 
 
 SYNTHETIC_DEFAULTS = {"rows": 10_000, "features": 8, "classes": 3, "seed": 0}
+MAX_SYNTHETIC_CELLS = 100_000_000
+"""Most values (rows x features) of a synthetic dataset: 800 MB of float64."""
 
 
 def _load_synthetic(name: str) -> Dataset:
@@ -249,11 +260,24 @@ def _load_synthetic(name: str) -> Dataset:
             ) from None
     if params["rows"] < 2 or params["features"] < 2 or params["classes"] < 2:
         raise DataError(f"synthetic data needs rows, features, classes >= 2, got {params}")
+    cells = params["rows"] * params["features"]
+    if cells > MAX_SYNTHETIC_CELLS:  # checked before anything is allocated
+        raise DataError(f"synthetic data of rows={params['rows']} x features="
+                        f"{params['features']} is {cells:.3g} values ({cells * 8 / 2**30:.3g} "
+                        f"GiB); allowed: rows x features <= {MAX_SYNTHETIC_CELLS:.0e}")
+    informative = max(2, params["features"] // 2)
+    if params["classes"] > min(params["rows"], 2 ** min(informative, 62)):
+        raise DataError(f"synthetic data with classes={params['classes']}: allowed: at most "
+                        f"rows ({params['rows']}) and 2**(features // 2) "
+                        f"({2 ** min(informative, 62)}) classes")
+    if not 0 <= params["seed"] < 2**32:
+        raise DataError(f"synthetic parameter seed = {params['seed']}; allowed: 0 <= seed "
+                        "< 2**32")
     from sklearn.datasets import make_classification
 
     X, y = make_classification(
         n_samples=params["rows"], n_features=params["features"],
-        n_informative=max(2, params["features"] // 2), n_redundant=0,
+        n_informative=informative, n_redundant=0,
         n_classes=params["classes"], n_clusters_per_class=1, random_state=params["seed"])
     X = (X - X.min(axis=0)) / np.where(np.ptp(X, axis=0) > 0, np.ptp(X, axis=0), 1.0)
     return Dataset(name, X, y.astype(np.int64), np.arange(params["classes"]),
@@ -261,7 +285,8 @@ def _load_synthetic(name: str) -> Dataset:
 
 
 def _load_csv(name: str, path: Path, label: str, *,
-              categorical: tuple[str, ...] = (), missing: str = "error") -> Dataset:
+              categorical: tuple[str, ...] = (), missing: str = "error",
+              drop: tuple[str, ...] = ()) -> Dataset:
     import pyarrow.csv as pcsv
 
     if not path.is_file():
@@ -284,11 +309,16 @@ def _load_csv(name: str, path: Path, label: str, *,
     if unknown:
         raise DataError(f"dataset {name!r}: manifest declares categorical columns {unknown} "
                         f"that the file does not have; columns: {names}")
+    unknown = sorted(set(drop) - set(names))
+    if unknown or label in drop:
+        raise DataError(f"dataset {name!r}: manifest 'drop' lists {unknown or [label]}, "
+                        f"{'the label' if not unknown else 'not a column of the file'}; "
+                        f"allowed: feature columns of {names}")
     blocks: list[np.ndarray] = []  # one per column: (rows, width), NaN where missing
     feature_names: list[str] = []
     numeric: list[bool] = []
     for col in names:
-        if col in (label, "split"):
+        if col == label or col in drop:  # dropped: declared in the manifest ("drop")
             continue
         arr = table[col].to_numpy(zero_copy_only=False)
         if col not in categorical and (arr.dtype.kind in "biuf" or table[col].null_count

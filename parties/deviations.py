@@ -60,6 +60,7 @@ import numpy as np
 from ppknn.core.dp import PrivacyLedger
 from ppknn.core.errors import ConfigError
 from ppknn.core.messages import Message
+from ppknn.core.rng import RandomnessMode, SeedPolicy
 from ppknn.core.runtime import PartySpec
 from ppknn.parties.analyst import Analyst
 from ppknn.parties.dp_owner import DPOwner
@@ -174,7 +175,9 @@ class LyingClient(DPTTClient):
     def __init__(self, *, deviation: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._p = _number(dict(deviation or {}), "probability", 1.0, low=0.0, high=1.0)
-        self._lies = np.random.default_rng([int(kwargs.get("seed", 0)), 7_919])
+        self._lies = (np.random.default_rng([int(kwargs.get("seed", 0)), 7_919])
+                      if self.mode is not RandomnessMode.SECURE  # secure: the CSPRNG
+                      else SeedPolicy(mode=self.mode).generator("deviation", self.index))
 
     def choose(self, nodes: Message) -> Message:
         """The honest bits, each flipped with probability ``probability``."""

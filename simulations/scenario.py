@@ -36,6 +36,7 @@ import math
 import os
 import re
 import sys
+import typing
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -46,6 +47,7 @@ from pydantic import (
     Field,
     SerializeAsAny,
     ValidationError,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -61,6 +63,44 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
+MAX_PARTIES = 100_000
+"""Most data owners a scenario may ask for (checked before anything is allocated)."""
+MAX_ANALYSTS = 100_000
+"""Most analysts (queriers) a scenario may ask for."""
+MAX_AUDIT_TRIALS = 1_000_000
+"""Most audit trials per neighbouring dataset."""
+MAX_TIMEOUT_S = 1_000_000.0
+"""Longest timeout or fault delay, in seconds (about 11.6 days; longer ones overflow the
+runtimes' timers)."""
+MAX_SEED = 2**63 - 1
+"""Largest root seed (a non-negative 64-bit integer)."""
+MAX_ALPHA = 1e6
+"""Largest Dirichlet concentration (beyond it the partition is iid in all but name)."""
+MAX_SIZE_SKEW = 100.0
+"""Largest size-skew exponent (beyond it every party but one holds the minimum)."""
+MAX_NAME_CHARS = 200
+"""Longest run name, in bytes (UTF-8): it names the results folder, with room for the hidden
+``.NAME.partial-...`` staging folder within a file system's 255-byte limit."""
+MAX_NAME_BYTES = 255
+"""Longest folder name in an output path (the common file-system limit)."""
+
+MIN_EPSILON = 1e-6
+"""Smallest ε a protocol key takes: below it the noise scale (sensitivity / ε) exceeds a
+million times the sensitivity (no release carries information) and, near the smallest
+floats, overflows to infinity."""
+
+
+def epsilon_floor(cls: Any, value: float | None) -> float | None:
+    """A protocol config's validator: refuse ε below :data:`MIN_EPSILON` (``None`` passes).
+
+    Use as ``_floor = field_validator("epsilon")(epsilon_floor)`` in a config class.
+    """
+    if value is not None and value < MIN_EPSILON:
+        raise ValueError(f"below the smallest ε, {MIN_EPSILON:g} (its noise would drown or "
+                         f"overflow every release); allowed: a finite ε >= {MIN_EPSILON:g}")
+    return value
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -69,10 +109,31 @@ class RunSection(_Section):
     """``[run]``: naming, seeding and output."""
 
     name: str = "ppknn"
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=MAX_SEED)
     mode: Literal["reproducible", "secure"] = "reproducible"
     output: str = ""
     """The results folder; default ``results/NAME``."""
+
+    @field_validator("name")
+    @classmethod
+    def _name_length(cls, v: str) -> str:
+        size = len(os.fsencode(v)) if "\0" not in v else len(v)
+        if size > MAX_NAME_CHARS:
+            raise ValueError(f"{v[:40]!r}... is {size} bytes long; allowed: at most "
+                             f"{MAX_NAME_CHARS} bytes (it names the results folder)")
+        return v
+
+    @field_validator("output")
+    @classmethod
+    def _output_path(cls, v: str) -> str:
+        if "\0" in v:
+            raise ValueError("holds a NUL byte; allowed: a path without one")
+        long = [part for part in Path(v).parts if len(os.fsencode(part)) > MAX_NAME_BYTES]
+        if long:
+            raise ValueError(f"the path component {long[0][:40]!r}... has "
+                             f"{len(os.fsencode(long[0]))} bytes; allowed: at most "
+                             f"{MAX_NAME_BYTES} per folder name")
+        return v
 
     @model_validator(mode="after")
     def _default_output(self) -> RunSection:
@@ -150,13 +211,13 @@ class DataSection(_Section):
 class PartiesSection(_Section):
     """``[parties]``: how many data owners and how the training rows are split."""
 
-    n: int = Field(4, ge=1)
+    n: int = Field(4, ge=1, le=MAX_PARTIES)
     """Data owners; protocols with one central owner give it the union of their rows."""
-    analysts: int = Field(1, ge=1)
+    analysts: int = Field(1, ge=1, le=MAX_ANALYSTS)
     """Queriers (analysts, clients, miners) of the protocols that have them."""
     partition: Literal["iid", "dirichlet", "size"] = "iid"
-    alpha: float = Field(0.5, gt=0)
-    size_skew: float = Field(1.0, ge=0)
+    alpha: float = Field(0.5, gt=0, le=MAX_ALPHA, allow_inf_nan=False)
+    size_skew: float = Field(1.0, ge=0, le=MAX_SIZE_SKEW, allow_inf_nan=False)
 
 
 class RuntimeSection(_Section):
@@ -169,7 +230,7 @@ class RuntimeSection(_Section):
     hosts: int | None = Field(None, ge=1)
     placement: dict[str, dict[str, float]] = Field(default_factory=dict)
     channels: bool = True
-    party_timeout_s: float = Field(60.0, gt=0, allow_inf_nan=False)
+    party_timeout_s: float = Field(60.0, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     record_batch: int = Field(256, ge=1)
     flush_every: int = Field(4096, ge=1)
     record_batch_bytes: int = Field(8 << 20, ge=1)
@@ -184,7 +245,7 @@ class FaultsSection(_Section):
     occurrence: int = Field(1, ge=1)
     kind: Literal["kill", "raise", "hang", "slow", "memory", "drop", "duplicate", "reorder",
                   "tamper"] = "kill"
-    delay_s: float | None = Field(None, ge=0, allow_inf_nan=False)
+    delay_s: float | None = Field(None, ge=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     mark: str | None = None
     """A file the host writes the time to when the fault fires (``ppknn chaos`` timings)."""
 
@@ -212,7 +273,7 @@ class AuditSection(_Section):
     to make the neighbour; ``confidence`` of the empirical ε lower bound.
     """
 
-    trials: int = Field(0, ge=0)
+    trials: int = Field(0, ge=0, le=MAX_AUDIT_TRIALS)
     record: int = Field(0, ge=0)
     confidence: float = Field(0.95, gt=0, lt=1)
 
@@ -351,6 +412,9 @@ def _format_error(err: ValidationError, source: str, *, model: type[BaseModel],
         if len(shown) > 200:
             shown = shown[:197] + "..."
         msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "literal_error" and isinstance(e.get("input"), dict) and sum(
+                1 for _, other in errors if other == loc) > 1:
+            continue  # a table was written: the table's own error says what is wrong
         merged.setdefault((where, shown), [])
         if msg not in merged[(where, shown)]:
             merged[(where, shown)].append(msg)
@@ -364,12 +428,83 @@ def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
         field = model.model_fields.get(str(part))
         if field is None:
             return None
-        ann = field.annotation
-        if isinstance(ann, type) and issubclass(ann, BaseModel):
-            model = ann
-        else:
+        found = _model_in(field.annotation)
+        if found is None:
             return None
+        model = found
     return model
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model an annotation holds (the table a key may hold), or ``None``.
+
+    Itself, or the one model of ``X | None`` or ``Literal[...] | X``.
+    """
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    models = [m for m in map(_model_in, typing.get_args(annotation)) if m is not None]
+    return models[0] if len(set(models)) == 1 else None
+
+
+def _admits_bool(annotation: Any) -> bool:
+    """Whether a field typed ``annotation`` may hold ``true``/``false``."""
+    if annotation is bool or annotation is Any:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _admits_bool(typing.get_args(annotation)[0])
+    if origin is Literal:
+        return any(isinstance(a, bool) for a in typing.get_args(annotation))
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        return any(_admits_bool(a) for a in typing.get_args(annotation))
+    return False
+
+
+def _described(annotation: Any, metadata: list[Any]) -> str:
+    """What a numeric field allows, in words: ``an integer >= 0``."""
+    args = [annotation, *typing.get_args(annotation)]
+    kind = "a valid integer" if int in args and float not in args else "a valid number"
+    marks = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+    bounds = [f"{sign} {getattr(m, attr)}" for m in metadata for attr, sign in marks.items()
+              if getattr(m, attr, None) is not None]
+    return f"{kind} {' and '.join(bounds)}".strip()
+
+
+def _refuse_booleans(data: Any, model: type[BaseModel], prefix: str, out: list[str]) -> None:
+    """Collect ``key = true`` lines for keys that take numbers (or text), never booleans.
+
+    pydantic turns ``true`` into ``1`` for an integer or number field; a scenario
+    saying ``seed = true`` has a mistake in it, so it is refused, naming the key.
+    """
+    if not isinstance(data, dict):
+        return
+    for key, value in data.items():
+        field = model.model_fields.get(str(key))
+        if field is None:
+            continue
+        where = f"{prefix}.{key}" if prefix else str(key)
+        ann = field.annotation
+        sub = _model_in(ann)
+        if isinstance(value, dict) and sub is not None:
+            _refuse_booleans(value, sub, where, out)
+            continue
+        items = [(where, value)] if not isinstance(value, list | tuple) else [
+            (f"{where}.{i}", v) for i, v in enumerate(value)]
+        element = ann
+        if isinstance(value, list | tuple):
+            inner = [a for a in typing.get_args(ann) if a is not Ellipsis]
+            element = inner[0] if len(inner) == 1 else ann
+        for at, v in items:
+            if isinstance(v, bool) and not _admits_bool(element):
+                out.append(f"  {at} = {v!r}: a boolean where {_described(element, field.metadata)}"
+                           " is expected (true/false are not numbers here)")
+
+
+def _check_booleans(data: Any, model: type[BaseModel], source: str, prefix: str = "") -> None:
+    lines: list[str] = []
+    _refuse_booleans(data, model, prefix, lines)
+    if lines:
+        raise ConfigError("\n".join([f"invalid scenario {source}:", *lines]))
 
 
 def _parse_protocols(raw: Any, source: str) -> tuple[ProtocolConfig, ...]:
@@ -388,6 +523,7 @@ def _parse_protocols(raw: Any, source: str) -> tuple[ProtocolConfig, ...]:
         if plugin is None:
             raise ConfigError(f"invalid scenario {source}:\n  {where}.name = {name!r}: unknown "
                               f"protocol; registered: {registry.names()}")
+        _check_booleans(table, plugin.config_model, source, where)
         try:
             out.append(plugin.config_model.model_validate({**table, "name": name}))
         except ValidationError as err:
@@ -411,6 +547,7 @@ def parse_scenario(data: dict[str, Any], *, source: str = "<dict>") -> Scenario:
     if not isinstance(data, dict):
         raise ConfigError(f"scenario {source} must be a table, got {type(data).__name__}")
     rest = {k: v for k, v in data.items() if k != "protocol"}
+    _check_booleans(rest, Scenario, source)
     try:
         base = Scenario.model_validate(rest)
     except ValidationError as err:
@@ -531,6 +668,6 @@ def set_dotted(data: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
     return out
 
 
-__all__ = ["DEFAULT_PROTOCOL", "AdversarySection", "AuditSection", "DeviationSection",
-           "ProtocolConfig", "Scenario", "load_scenario", "parse_scenario",
-           "parse_value", "set_dotted"]
+__all__ = ["DEFAULT_PROTOCOL", "MIN_EPSILON", "AdversarySection", "AuditSection",
+           "DeviationSection", "ProtocolConfig", "Scenario", "epsilon_floor", "load_scenario",
+           "parse_scenario", "parse_value", "set_dotted"]

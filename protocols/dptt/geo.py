@@ -94,17 +94,24 @@ class Geo:
         return np.asarray(planar.randomise(q, rng).value).reshape(q.shape)
 
     def release(self, index: NeighbourIndex, queries: np.ndarray, rng: np.random.Generator, *,
-                repeats: object = 1, neighbourhood: object = 1) -> tuple[np.ndarray, np.ndarray]:
+                repeats: object = 1, neighbourhood: object = 1,
+                perturbed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Run GEO ``repeats[q]`` times per query and release ``neighbourhood[q]`` points per run.
 
-        Returns distinct ``(slot, data index)`` pairs, sorted by slot.
+        Returns distinct ``(slot, data index)`` pairs, sorted by slot. ``perturbed``: the
+        noisy copies of ``queries[slots]`` already drawn (``rng`` is then unused), the
+        slots being each query repeated ``repeats[q]`` times in order.
         """
         q = np.asarray(queries, dtype=np.float64)
         n = len(q)
         rep = _per_query(repeats, n, "repeats")
         nbh = _per_query(neighbourhood, n, "neighbourhood")
         slots = np.repeat(np.arange(n, dtype=np.int64), rep)
-        found = index.nearest(self.perturb(q[slots], rng), 1)[:, 0]
+        noisy = self.perturb(q[slots], rng) if perturbed is None else np.asarray(perturbed)
+        if noisy.shape != q[slots].shape:
+            raise ConfigError(f"perturbed queries of shape {noisy.shape} do not match the "
+                              f"{q[slots].shape} repeated queries")
+        found = index.nearest(noisy, 1)[:, 0]
         width = int(nbh.max()) if n else 1
         if width > 1:
             near = index.neighbourhoods(found, width)

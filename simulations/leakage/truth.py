@@ -126,22 +126,11 @@ def _dptt(outcome: Any, data: Any) -> Truth:
     radius = getattr(outcome.config, "geo_radius", None)
     if radius is None:
         return truth
-    from ppknn.core.rng import SeedPolicy
-    from ppknn.protocols.dptt.config import PROTOCOL  # the plugin's name (its NAME)
-    from ppknn.protocols.dptt.geo import Geo, geo_fairness
+    from ppknn.simulations.plugins.dptt import geo_draws
 
-    detail = outcome.result.detail
-    given = getattr(outcome.config, "geo_epsilon", None)
-    mech = Geo(epsilon=given if given is not None else detail.account.epsilon_br,
-               radius=radius)
-    # the draws of the measurement's Geo.release: its first use of this stream perturbs
-    # query slot q repeats[q] times, in slot order
-    rng = SeedPolicy(root=data.scenario.run.seed).generator("geo", PROTOCOL)
-    repeats, _ = geo_fairness(detail.setup.variant, detail.outcome.found)
-    queries = np.asarray(data.queries, dtype=np.float64)
-    slots = np.repeat(np.arange(len(queries), dtype=np.int64),
-                      np.broadcast_to(np.asarray(repeats, dtype=np.int64), len(queries)))
-    truth.update({"geo/slot": slots, "geo/point": mech.perturb(queries[slots], rng),
+    # the measurement's draws (once per run: in secure mode nothing can replay them)
+    mech, (slots, points) = geo_draws(outcome.config, outcome.result.detail, data)
+    truth.update({"geo/slot": slots, "geo/point": points,
                   "geo/epsilon": np.asarray(mech.epsilon), "geo/radius": np.asarray(radius)})
     return truth
 

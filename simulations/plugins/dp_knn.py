@@ -74,7 +74,7 @@ from ppknn.simulations.registry import (
     Role,
     register,
 )
-from ppknn.simulations.scenario import Scenario
+from ppknn.simulations.scenario import Scenario, epsilon_floor
 
 NAME = "dp-knn"
 OWNER = "dp-owner"
@@ -86,6 +86,10 @@ GUARANTEE = "ε-DP, add/remove one training record (central owner's ledger)"
 def analyst_names(n: int) -> tuple[str, ...]:
     """``analyst-0``, ``analyst-1``, ..."""
     return tuple(f"analyst-{i}" for i in range(n))
+
+
+MAX_GAMMA = 1e6
+"""Largest lattice step ``gamma`` of the converted classifiers (in feature units)."""
 
 
 class DPKNNConfig(ProtocolConfig):
@@ -115,10 +119,12 @@ class DPKNNConfig(ProtocolConfig):
     batches: int = Field(1, ge=1, strict=True)
     weight: float = Field(0.5, gt=0, lt=1, allow_inf_nan=False, strict=True)
     candidates: int = Field(10, ge=1, strict=True)
-    gamma: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
+    gamma: float | None = Field(None, gt=0, le=MAX_GAMMA, allow_inf_nan=False, strict=True)
     clique_time_limit_s: float = Field(DEFAULT_CLIQUE_TIME_S, gt=0, allow_inf_nan=False,
                                        strict=True)
     count_share: float = Field(0.05, gt=0, lt=1, allow_inf_nan=False, strict=True)
+
+    _epsilon_floor = field_validator("epsilon", "radius_epsilon")(epsilon_floor)
 
     @field_validator("accountant")
     @classmethod

@@ -63,7 +63,7 @@ from fractions import Fraction
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ppknn.core.errors import ConfigError, PrivacyLeakWarning
 from ppknn.core.transcript import Transcript
@@ -87,7 +87,7 @@ from ppknn.simulations.registry import (
     Role,
     register,
 )
-from ppknn.simulations.scenario import Scenario
+from ppknn.simulations.scenario import Scenario, epsilon_floor
 
 NAME = "dp-nb"
 OWNER = "nb-owner"
@@ -97,6 +97,11 @@ MAX_CONCURRENCY = 8
 
 Trim = (Literal["auto"] | Annotated[int, Field(ge=0, strict=True)]
         | Annotated[float, Field(ge=0, lt=0.5, allow_inf_nan=False, strict=True)])
+
+
+MAX_GAMMA = 100.0
+"""Largest exponent of the polynomial noise (beyond it its density is a box in all but
+name, and its scale computations underflow)."""
 
 
 class DPNBConfig(ProtocolConfig):
@@ -113,7 +118,7 @@ class DPNBConfig(ProtocolConfig):
     """δ set from the training size n of the run (``1/n`` or ``1/n²``); ``delta`` must
     then be 0."""
     noise: Literal[NOISES] = "polynomial"  # type: ignore[valid-type]
-    gamma: float = Field(4.0, gt=1, allow_inf_nan=False, strict=True)
+    gamma: float = Field(4.0, gt=1, le=MAX_GAMMA, allow_inf_nan=False, strict=True)
     trim: Trim = "auto"
     neighbours: Literal[NEIGHBOURS] = "add-remove"  # type: ignore[valid-type]
     density: Literal[DENSITIES] = "gaussian"  # type: ignore[valid-type]
@@ -134,6 +139,8 @@ class DPNBConfig(ProtocolConfig):
     """How the owner's ledger composes models (:mod:`core.dp.accountant`; ``"advanced"`` and
     ``"pld"`` need a budget δ > 0). A model is charged by its declared cost, which has no
     known loss law, so every accountant composes models by summation today."""
+
+    _epsilon_floor = field_validator("epsilon")(epsilon_floor)
 
     def delta_for(self, n_train: int | None) -> float:
         """δ of each model for ``n_train`` training rows (``delta`` unless ``delta_from_n``).

@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import weakref
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -80,7 +81,6 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from ppknn.core.errors import ConfigError
-from ppknn.core.rng import SeedPolicy
 from ppknn.core.transcript import Transcript
 from ppknn.parties.dptt_client import DPTTClient
 from ppknn.parties.dptt_server import DPTTServer
@@ -105,7 +105,7 @@ from ppknn.simulations.registry import (
     Role,
     register,
 )
-from ppknn.simulations.scenario import Scenario
+from ppknn.simulations.scenario import Scenario, epsilon_floor
 
 NAME = "dptt"
 CLIENT, SERVER = "client", "server"
@@ -160,6 +160,8 @@ class DPTTConfig(ProtocolConfig):
     geo_epsilon: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
     calibration: Literal["proven", "thesis-reading"] = "proven"
 
+    _epsilon_floor = field_validator("epsilon", "final_epsilon", "geo_epsilon")(epsilon_floor)
+
     @field_validator("variant")
     @classmethod
     def _variant(cls, v: str) -> str:
@@ -167,6 +169,35 @@ class DPTTConfig(ProtocolConfig):
             return Variant.parse(v).label
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
+
+
+_GEO_DRAWS: dict[int, tuple[Geo, tuple[np.ndarray, np.ndarray]]] = {}
+"""The GEO baseline's draws of each live result (by ``id``; dropped with the result)."""
+
+
+def geo_draws(config: DPTTConfig, detail: DPTTResult, data: PreparedData
+              ) -> tuple[Geo, tuple[np.ndarray, np.ndarray]]:
+    """The GEO baseline's mechanism and its draws for one run: ``(slots, noisy queries)``.
+
+    Drawn once per result, so the measurement and the ground truth the attacks are
+    scored against see the same points: in ``secure`` mode the draws come from the
+    CSPRNG (nothing can replay them), in ``reproducible`` mode from the stream
+    ``("geo", "dptt")`` of ``[run].seed``. Each query slot ``q`` is perturbed
+    ``repeats[q]`` times, in slot order.
+    """
+    key = id(detail)
+    if key not in _GEO_DRAWS:
+        given = config.geo_epsilon
+        mech = Geo(epsilon=given if given is not None else detail.account.epsilon_br,
+                   radius=float(config.geo_radius or 0), mode=data.policy.mode)
+        repeats, _ = geo_fairness(detail.setup.variant, detail.outcome.found)
+        queries = np.asarray(data.queries, dtype=np.float64)
+        slots = np.repeat(np.arange(len(queries), dtype=np.int64),
+                          np.broadcast_to(np.asarray(repeats, dtype=np.int64), len(queries)))
+        points = mech.perturb(queries[slots], data.policy.generator("geo", NAME))
+        _GEO_DRAWS[key] = (mech, (slots, points))
+        weakref.finalize(detail, _GEO_DRAWS.pop, key, None)
+    return _GEO_DRAWS[key]
 
 
 def _refuse(key: str, value: Any, why: str, source: str | None = None) -> ConfigError:
@@ -351,13 +382,10 @@ class DPTT(ProtocolPlugin):
             "count) is among the query's released points; top5: one of the five nearest is"}
         per_query = {"nn_hit": nn.astype(int), "top5_hit": top5.astype(int)}
         if config.geo_radius is not None:
-            eps = (config.geo_epsilon if config.geo_epsilon is not None
-                   else detail.account.epsilon_br)
-            mech = Geo(epsilon=eps, radius=config.geo_radius)
-            rng = SeedPolicy(root=data.scenario.run.seed).generator("geo", NAME)
+            mech, (_, points) = geo_draws(config, detail, data)
             repeats, nbh = geo_fairness(detail.setup.variant, o.found)
-            slots, ids = mech.release(index, data.queries, rng, repeats=repeats,
-                                      neighbourhood=nbh)
+            slots, ids = mech.release(index, data.queries, None, repeats=repeats,
+                                      neighbourhood=nbh, perturbed=points)
             g_nn, g_top5 = hits(index.points, data.queries, truth, slots, ids)
             metrics.update(geo_epsilon=mech.epsilon, geo_radius=mech.radius,
                            geo_per_unit=mech.per_unit, geo_nn_accuracy=float(g_nn.mean()),

@@ -80,15 +80,19 @@ DETAIL_METRICS = ("disclosure_trials", "disclosure_by_position", "disclosure_cla
 """Metrics of ``score = "detail"`` (:func:`attribution_detail`); None otherwise."""
 
 
+MAX_ROUNDS = 1000
+"""Most rounds of PP-TopK (each is a full pass around the ring)."""
+
+
 class PPKNNRingConfig(ProtocolConfig):
     """``[protocol]`` of ``ppknn-ring``."""
 
     name: Literal["ppknn-ring"] = NAME
-    k: int = Field(5, ge=1)
-    p0: float = Field(1.0, ge=0, le=1)
-    d: float = Field(0.5, gt=0, le=1)
-    rounds: int = Field(2, ge=1)
-    delta: float = Field(1e-3, ge=0)
+    k: int = Field(5, ge=1, strict=True)
+    p0: float = Field(1.0, ge=0, le=1, strict=True)
+    d: float = Field(0.5, gt=0, le=1, strict=True)
+    rounds: int = Field(2, ge=1, le=MAX_ROUNDS, strict=True)
+    delta: float = Field(1e-3, ge=0, strict=True)
     weighting: Literal["uniform", "distance"] = "uniform"
     secure_sum: Literal["ring", "shared"] = "ring"
     vote: Literal["paper", "exact-k", "k-weighted"] = "paper"

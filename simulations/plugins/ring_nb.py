@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ppknn.core.errors import ConfigError
 from ppknn.core.transcript import Transcript
@@ -50,7 +50,7 @@ from ppknn.simulations.registry import (
     Role,
     register,
 )
-from ppknn.simulations.scenario import Scenario
+from ppknn.simulations.scenario import Scenario, epsilon_floor
 
 NAME = "ring-nb"
 
@@ -67,6 +67,8 @@ class RingNBPluginConfig(ProtocolConfig):
     var_floor: float = Field(1e-3, ge=0, lt=1, allow_inf_nan=False, strict=True)
     var_smoothing: float = Field(1e-9, gt=0, allow_inf_nan=False, strict=True)
     budget: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
+
+    _epsilon_floor = field_validator("epsilon")(epsilon_floor)
 
 
 def _refuse(source: str | None, key: str, value: Any, why: str) -> ConfigError:
