@@ -63,3 +63,17 @@ def test_the_shipped_datasets_are_package_data():
     for path in SHIPPED_DIR.iterdir():
         assert any(path.relative_to(SHIPPED_DIR.parent).match(g) for g in globs), path
     assert load_dataset("seeds").X.shape == (210, 7)
+
+
+def test_every_package_folder_is_installed():
+    """A package folder missing from pyproject's list would be absent from `pip install .`
+    (an editable install hides it)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(config["packages"])
+    dirs = config["package-dir"]
+    found = set()
+    for package, folder in dirs.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder)
+            found.add(".".join([package, *rel.parts]) if rel.parts else package)
+    assert found == listed
