@@ -179,6 +179,12 @@ def check_output(folder: Path, *, overwrite: bool) -> Path:
     """
     check_flag("overwrite", overwrite)
     folder = Path(folder)
+    long = [part for part in folder.parts if len(os.fsencode(part)) > 255]
+    if "\0" in str(folder) or long:  # before any look at the file system (it would raise)
+        raise ConfigError(f"output {str(folder)[:80]!r}... " + (
+            "holds a NUL byte; allowed: a path without one" if not long else
+            f"has a folder name of {len(os.fsencode(long[0]))} bytes; allowed: at most 255 "
+            "bytes per folder name"))
     if folder.exists() and protected(folder) is not None:
         raise ConfigError(f"output {str(folder)!r} {protected(folder)}; it is never written "
                           "into or replaced (not even with --overwrite / overwrite=True): "

@@ -212,8 +212,78 @@ TABLE = {
     ],
 }
 
+# numeric extremes, booleans for numbers, sizes guarded before allocating, names and paths
+EXTREMES = {
+    "ppknn-ring": [
+        ("protocol.k", True), ("protocol.rounds", True), ("protocol.p0", True),
+        ("protocol.d", False), ("protocol.delta", inf), ("protocol.rounds", 10**9),
+        ("protocol.k", 1e308),
+    ],
+    "ring-nb": [
+        ("protocol.epsilon", 5e-324), ("protocol.epsilon", 1e-300), ("protocol.epsilon", True),
+        ("protocol.split", [1.0, True, 1.0]), ("protocol.budget", inf),
+    ],
+    "dp-knn": [
+        ("protocol.epsilon", 5e-324), ("protocol.radius_epsilon", 5e-324),
+        ("protocol.gamma", 1e308), ("protocol.gamma", inf), ("protocol.k", True),
+        ("protocol.epsilon", True), ("protocol.batches", 1e9), ("parties.analysts", 1e9),
+        ("parties.analysts", 10**9), ("parties.analysts", True),
+    ],
+    "dp-nb": [
+        ("protocol.epsilon", 5e-324), ("protocol.gamma", 1e308), ("protocol.gamma", 101.0),
+        ("protocol.epsilon", True), ("protocol.budget", True), ("parties.analysts", 10**9),
+    ],
+    "dptt": [
+        ("protocol.final_epsilon", 5e-324), ("protocol.geo_epsilon", 5e-324),
+        ("protocol.final_epsilon", True), ("protocol.client_budget", True),
+        ("protocol.radius", inf), ("protocol.delta", True),
+    ],
+    "pca-perturbation": [
+        ("protocol.components", True), ("protocol.b", inf), ("protocol.k", True),
+        ("protocol.folds", 1e9 + 0.5),
+    ],
+    "shared": [
+        ("run.seed", True), ("run.seed", False), ("run.seed", 2**64), ("run.seed", 1.5),
+        ("run.name", "a\0b"), ("run.name", "x" * 300), ("run.name", "a/b"), ("run.name", ""),
+        ("run.name", ".."), ("run.output", "x" * 300), ("run.output", "out\0put"),
+        ("run.mode", True), ("parties.n", True), ("parties.n", 10**9), ("parties.n", 1e9),
+        ("parties.alpha", inf), ("parties.alpha", 1e308), ("parties.alpha", nan),
+        ("parties.size_skew", inf), ("parties.size_skew", 1e308),
+        ("runtime.party_timeout_s", 1e300), ("runtime.party_timeout_s", True),
+        ("runtime.record_batch", True), ("runtime.hosts", True), ("runtime.num_cpus", 1e9 + 0.5),
+        ("faults.delay_s", 1e300), ("faults.delay_s", inf), ("faults.occurrence", True),
+        ("audit.trials", 10**12), ("audit.trials", True), ("audit.confidence", 1.0),
+        ("data.max_queries", True), ("data.subsample", True), ("data.test_fraction", True),
+        ("data.dataset", "synthetic:classification?rows=100000000000"),
+        ("data.dataset", "synthetic:classification?rows=10^11"),
+        ("data.dataset", "synthetic:classification?rows=1000&features=1000000"),
+        ("data.dataset", "synthetic:classification?classes=100&features=4"),
+        ("data.dataset", "synthetic:classification?seed=-1"),
+        ("data.dataset", "synthetic:classification?colour=red"),
+        ("data.dataset", ""), ("data.dataset", True),
+        ("data.bounds.lower", [0, 0]), ("data.bounds.lower", [0, 0, 0, 0, 0, 0, 0, inf]),
+        ("data.bounds.upper", [True] * 8),
+    ],
+}
+for _protocol, _cases in EXTREMES.items():
+    TABLE[_protocol] = TABLE[_protocol] + _cases
+
 # where the message shows the value in its own words
-SHOWN = {("protocol.kk", 3): "unknown key 'protocol.kk'",
+SHOWN = {("run.name", "x" * 300): "is 300 bytes long",
+         ("run.output", "x" * 300): "has 300 bytes",
+         ("data.dataset", "synthetic:classification?rows=100000000000"): "rows=100000000000",
+         ("data.dataset", "synthetic:classification?rows=1000&features=1000000"):
+             "features=1000000",
+         ("data.dataset", "synthetic:classification?classes=100&features=4"): "classes=100",
+         ("data.dataset", "synthetic:classification?seed=-1"): "seed = -1",
+         ("data.dataset", "synthetic:classification?rows=10^11"): "'10^11'",
+         ("data.dataset", "synthetic:classification?colour=red"): "'colour'",
+         ("data.bounds.lower", (0, 0)): "lower has 2 values, upper 8",
+         ("data.bounds.lower", (0, 0, 0, 0, 0, 0, 0, inf)): "got [inf, 81.0]",
+         ("protocol.split", (1.0, True, 1.0)): "protocol.split.1 = True",
+         ("data.bounds.upper", (True,) * 8): "data.bounds.upper.0 = True",
+         ("run.name", ""): "name = ''",
+         ("protocol.kk", 3): "unknown key 'protocol.kk'",
          ("protocol.compare", ("radius", "magic")): "protocol.compare.1 = 'magic'",
          ("protocol.ks", (0, 1)): "protocol.ks.0 = 0",
          ("data.dataset", "synthetic:blobs"): "'blobs'",
@@ -235,11 +305,15 @@ def _shown(key, value):
                      or math.isfinite(value) else str(value))
 
 
-def test_the_table_covers_every_protocol_with_at_least_100_cases():
+def test_the_table_covers_every_built_in_protocol_with_at_least_150_cases():
     from ppknn.simulations import registry
 
-    assert len(ROWS) >= 100
-    assert set(registry.names()) <= set(TABLE)
+    built_in = {name for name in registry.names()
+                if type(registry.get(name)).__module__.startswith(registry.BUILTIN + ".")}
+    assert built_in == {"ppknn-ring", "ring-nb", "dp-knn", "dp-nb", "dptt", "pca-perturbation"}
+    assert built_in <= set(TABLE)  # a third-party protocol installed beside them is not ours
+    assert len(ROWS) + len(DATA_CASES) >= 150
+    assert all(len(TABLE[name]) >= 10 for name in built_in)
 
 
 @pytest.mark.parametrize("protocol, key, value", ROWS,
@@ -333,3 +407,167 @@ def test_union_errors_name_the_key_the_user_wrote_not_pydantics_tags():
         parse_scenario({"data": {"bounds": {"lower": [1.0], "upper": "x"}}}, source="test")
     assert str(err.value).splitlines()[1:] == ["  data.bounds.upper = 'x': Input should be a "
                                                "valid list"]
+
+
+# -- the data layer: files and manifests in a data directory of the user's ----------------
+GOOD_CSV = "a,b,label\n1,2,x\n3,4,y\n5,6,x\n7,8,y\n9,1,x\n2,3,y\n"
+GOOD_ENTRY = {"file": "d.csv", "label": "label"}
+
+DATA_CASES = [  # (id, files besides the manifest, manifest text, dataset name, fragment)
+    ("header-only-csv", {"d.csv": "a,b,label\n"}, {"d": GOOD_ENTRY}, "d",
+     "holds a header but no rows"),
+    ("empty-file", {"d.csv": ""}, {"d": GOOD_ENTRY}, "d", "cannot read"),
+    ("duplicate-columns", {"d.csv": "a,a,label\n1,2,x\n3,4,y\n"}, {"d": GOOD_ENTRY}, "d",
+     "repeats the column name(s) ['a']"),
+    ("malformed-manifest", {"d.csv": GOOD_CSV}, "{not json", "d",
+     "is not a readable JSON manifest"),
+    ("manifest-a-list", {"d.csv": GOOD_CSV}, "[1, 2]", "d", "manifest"),
+    ("manifest-entry-a-string", {"d.csv": GOOD_CSV}, {"d": "d.csv"}, "d", "manifest"),
+    ("entry-without-label", {"d.csv": GOOD_CSV}, {"d": {"file": "d.csv"}}, "d",
+     "needs 'file' and 'label' strings"),
+    ("label-not-a-column", {"d.csv": GOOD_CSV}, {"d": {"file": "d.csv", "label": "y"}}, "d",
+     "label column 'y' not in"),
+    ("file-missing", {}, {"d": GOOD_ENTRY}, "d", "is missing"),
+    ("categorical-a-string", {"d.csv": GOOD_CSV}, {"d": {**GOOD_ENTRY, "categorical": "a"}},
+     "d", "manifest 'categorical' must be a list of column names, got 'a'"),
+    ("categorical-unknown", {"d.csv": GOOD_CSV}, {"d": {**GOOD_ENTRY, "categorical": ["z"]}},
+     "d", "declares categorical columns ['z']"),
+    ("drop-unknown", {"d.csv": GOOD_CSV}, {"d": {**GOOD_ENTRY, "drop": ["z"]}}, "d",
+     "manifest 'drop' lists ['z']"),
+    ("drop-the-label", {"d.csv": GOOD_CSV}, {"d": {**GOOD_ENTRY, "drop": ["label"]}}, "d",
+     "manifest 'drop' lists ['label'], the label"),
+    ("text-feature", {"d.csv": GOOD_CSV.replace("1,2,x", "one,2,x")}, {"d": GOOD_ENTRY}, "d",
+     "feature column 'a' is not numeric ('one' at row 0)"),
+    ("one-class", {"d.csv": GOOD_CSV.replace("y\n", "x\n")}, {"d": GOOD_ENTRY}, "d",
+     "has 1 class(es) ['x']"),
+    ("missing-value", {"d.csv": GOOD_CSV.replace("1,2,x", "?,2,x")}, {"d": GOOD_ENTRY}, "d",
+     "missing"),
+    ("infinite-value", {"d.csv": GOOD_CSV.replace("1,2,x", "inf,2,x")}, {"d": GOOD_ENTRY}, "d",
+     "must be finite"),
+    ("unknown-name", {"d.csv": GOOD_CSV}, {"d": GOOD_ENTRY}, "e", "unknown dataset 'e'"),
+    ("binary-garbage", {"d.csv": "\x00\x01\x02\xff" * 50}, {"d": GOOD_ENTRY}, "d", "dataset 'd'"),
+]
+
+
+def _data_dir(tmp_path: Path, files: dict[str, str], manifest: object) -> Path:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    text = manifest if isinstance(manifest, str) else json.dumps(manifest)
+    (folder / "manifest.json").write_text(text)
+    return folder
+
+
+@pytest.mark.parametrize("files, manifest, name, fragment",
+                         [c[1:] for c in DATA_CASES], ids=[c[0] for c in DATA_CASES])
+def test_bad_data_files_and_manifests(tmp_path, files, manifest, name, fragment):
+    folder = _data_dir(tmp_path, files, manifest)
+    sc = parse_scenario({"data": {"dataset": name, "data_dir": str(folder), "bounds": "data"},
+                         "runtime": {"kind": "inprocess"}}, source="test")
+    with pytest.raises(PpknnError) as err:
+        prepare(sc)
+    assert fragment in str(err.value), str(err.value)
+    assert name in str(err.value) or "manifest" in str(err.value)
+
+
+def test_a_feature_named_split_is_a_feature_not_dropped_without_a_word(tmp_path):
+    folder = _data_dir(tmp_path, {"d.csv": "a,split,label\n1,2,x\n3,4,y\n"}, {"d": GOOD_ENTRY})
+    ds = load_dataset("d", directory=folder)
+    assert ds.feature_names == ("a", "split") and ds.X[:, 1].tolist() == [2.0, 4.0]
+    (tmp_path / "x").mkdir()
+    dropped = _data_dir(tmp_path / "x", {"d.csv": "a,split,label\n1,2,x\n3,4,y\n"},
+                        {"d": {**GOOD_ENTRY, "drop": ["split"]}})
+    assert load_dataset("d", directory=dropped).feature_names == ("a",)
+    assert "split" not in load_dataset("adult").feature_names  # its train/test marker
+
+
+# -- misleading messages ------------------------------------------------------------------
+@pytest.mark.parametrize("data, allowed", [
+    ({"data": {"bounds": {"lower": [0.0], "upper": [1.0], "middle": 1}}}, "['lower', 'upper']"),
+    ({"network": {"speed": 1}}, "'profiles'"),
+    ({"faults": {"party": "owner-01", "when": 1}}, "'occurrence'"),
+])
+def test_unknown_keys_of_optional_and_union_tables_list_what_is_allowed(data, allowed):
+    with pytest.raises(ConfigError) as err:
+        parse_scenario(data, source="test")
+    message = str(err.value)
+    assert "allowed keys here: []" not in message
+    assert allowed in message, message
+
+
+def test_a_bounds_table_of_wrong_length_is_not_told_to_be_data():
+    with pytest.raises(ConfigError) as err:
+        parse_scenario({"data": {"bounds": {"lower": [0, 0], "upper": [1, 1, 1]}}},
+                       source="test")
+    assert "lower has 2 values, upper 3" in str(err.value)
+    assert "should be 'data'" not in str(err.value)
+
+
+# -- the new classes on the CLI: exit 2, one clear line, nothing written -------------------
+CLI_EXTRA = [
+    ("ppknn-ring", ["--set", "data.bounds.lower=[0,0]"], "lower has 2 values, upper 8"),
+    ("ppknn-ring", ["--set", "run.seed=true"], "run.seed = True"),
+    ("ppknn-ring", ["--set", 'run.name="a\\u0000b"'], "name = 'a\\x00b'"),
+    ("ppknn-ring", ["--set", f'run.name="{"n" * 300}"'], "300 bytes"),
+    ("ppknn-ring", ["--set", "parties.alpha=inf", "--set", 'parties.partition="dirichlet"'],
+     "parties.alpha = inf"),
+    ("ppknn-ring", ["--set", "runtime.party_timeout_s=1e300"], "party_timeout_s = 1e+300"),
+    ("ppknn-ring", ["--set", 'data.dataset="synthetic:classification?rows=100000000000"'],
+     "rows=100000000000"),
+    ("dp-knn", ["--set", "parties.analysts=1e9"], "parties.analysts = 1000000000"),
+    ("dp-nb", ["--set", "protocol.gamma=1e308"], "protocol.gamma = 1e+308"),
+    ("dp-nb", ["--set", "protocol.epsilon=5e-324"], "protocol.epsilon = 5e-324"),
+    ("dptt", ["--set", "protocol.final_epsilon=5e-324"], "protocol.final_epsilon = 5e-324"),
+    ("ppknn-ring", ["--set", "audit.trials=1000000000000"], "audit.trials = 1000000000000"),
+]
+
+
+def _run_cli(args: list[str]):
+    from typer.testing import CliRunner
+
+    from ppknn.simulations.cli import app
+
+    return CliRunner().invoke(app, ["run", *args])
+
+
+@pytest.mark.parametrize("protocol, extra, fragment", CLI_EXTRA,
+                         ids=[f"{p}-{e[-1][:40]}" for p, e, _ in CLI_EXTRA])
+def test_new_classes_on_the_cli_exit_2_in_one_line_writing_nothing(tmp_path, protocol, extra,
+                                                                   fragment):
+    result = _run_cli([str(ROOT / "scenarios" / f"{protocol}.toml"), "--output",
+                       str(tmp_path / "out"), "--runtime", "inprocess", *extra])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().startswith("error:") and "Traceback" not in result.output
+    assert fragment in result.output, result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_300_character_output_name_on_the_cli_is_refused_writing_nothing(tmp_path):
+    result = _run_cli([str(ROOT / "scenarios" / "ppknn-ring.toml"), "--runtime", "inprocess",
+                       "--output", str(tmp_path / ("o" * 300))])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and "300 bytes" in result.output, result.output
+    assert "allowed: at most 255 bytes" in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_dangling_symlink_output_is_refused_writing_nothing(tmp_path):
+    link = tmp_path / "out"
+    link.symlink_to(tmp_path / "nowhere")
+    result = _run_cli([str(ROOT / "scenarios" / "ppknn-ring.toml"), "--runtime", "inprocess",
+                       "--output", str(link)])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and str(link) in result.output, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_bad_data_directory_on_the_cli_exits_2_writing_nothing(tmp_path):
+    folder = _data_dir(tmp_path, {"d.csv": "a,b,label\n"}, {"d": GOOD_ENTRY})
+    result = _run_cli([str(ROOT / "scenarios" / "quickstart.toml"), "--runtime", "inprocess",
+                       "--output", str(tmp_path / "out"), "--set", 'data.dataset="d"',
+                       "--set", f'data.data_dir="{folder}"'])
+    assert result.exit_code == 2, result.output
+    assert "holds a header but no rows" in result.output and "Traceback" not in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
