@@ -3,9 +3,14 @@
 :class:`TranscriptRecorder` receives batches of records (fire-and-forget
 from party hosts; on Ray it runs as an actor, see
 :mod:`core.runtime.ray_runtime`) and writes them as numbered Parquet part
-files in a directory. Each part is a complete Parquet file, so a crash loses
-at most the records not yet flushed, and the directory is readable as one
-table at any time. Memory is bounded by the flush size.
+files in a directory. Each part is a complete Parquet file, and the directory
+is readable as one table at any time. Memory is bounded by the flush size.
+Each batch is also appended, as it arrives, to the journal of the part being
+filled (``journal-NNNNNN.arrows``, an Arrow IPC stream, removed once that part
+is written), so a recorder that dies -- its process killed, its node lost --
+loses at most the batch it was receiving: :func:`recover_transcript` turns
+what is on disk into parts and writes the totals (the driver does so when a
+run fails and the recorder cannot close).
 
 :class:`Transcript` reads a transcript directory back: as a table, per
 receiver or round, as communication totals (computed column-wise, part by
@@ -203,12 +208,135 @@ class CommunicationTotals:
         }
 
 
+TOTALS = "totals.json"
+RECORDER_NAME = "transcript-recorder"
+"""The recorder's name where a party's would be: in a failure when it dies, and as a key of
+a Ray run's placement (custom resources of the node it must run on)."""
+JOURNAL_PREFIX = "journal-"
+
+
+def _part_name(index: int) -> str:
+    return f"part-{index:06d}.parquet"
+
+
+def _journal_name(index: int) -> str:
+    return f"{JOURNAL_PREFIX}{index:06d}.arrows"
+
+
+def _write_part(path: Path, table: pa.Table) -> str:
+    """Write ``table`` as the complete Parquet file ``path`` (absent or whole); its SHA-256."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq  # only the recorder and readers need it, not party hosts
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    data = sink.getvalue().to_pybytes()
+    tmp = path.with_suffix(".tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)  # a part is either absent or complete
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return hashlib.sha256(data).hexdigest()
+
+
+def _write_totals(directory: Path, record: dict[str, Any]) -> None:
+    """Write ``totals.json`` whole (a new file renamed into place)."""
+    path = directory / TOTALS
+    tmp = directory / f".{TOTALS}.tmp"
+    try:
+        tmp.write_text(json.dumps(record, indent=1))
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _read_journal(path: Path) -> pa.Table | None:
+    """The complete batches of a journal (a batch cut short by a crash is dropped)."""
+    import pyarrow as pa
+
+    batches = []
+    try:
+        with pa.OSFile(str(path), "rb") as fh:
+            reader = pa.ipc.open_stream(fh)
+            while True:
+                try:
+                    batches.append(reader.read_next_batch())
+                except StopIteration:
+                    break
+                except (pa.ArrowInvalid, OSError):  # the last batch, cut short
+                    break
+    except (pa.ArrowInvalid, OSError):  # not even the schema was written
+        return None
+    return pa.Table.from_batches(batches, schema=_schema()) if batches else None
+
+
+def recover_transcript(directory: str | os.PathLike[str]) -> dict[str, Any]:
+    """Close, from what is on disk, a transcript whose recorder is gone; returns the totals.
+
+    For a run that failed with its recorder dead (process killed, node lost) or
+    unable to close. Each journal whose part was not written yet becomes that part
+    (its complete batches: what the recorder had received, but for a batch cut
+    short), a part file cut short (``part-*.tmp``) is removed, and ``totals.json``
+    is written from the parts themselves, with each part's SHA-256 computed now
+    (``part_sha256``) and ``"recovered": true``. A part that cannot be read is left
+    out of the totals and listed under ``unreadable_parts`` (so
+    :meth:`Transcript.check` refuses it by name). A transcript already closed
+    (``totals.json`` there) is left as it is and its totals returned.
+
+    Must not run while a recorder still writes into ``directory``.
+    """
+    folder = Path(directory)
+    if (folder / TOTALS).is_file():
+        return json.loads((folder / TOTALS).read_text())
+    for tmp in folder.glob("part-*.tmp"):
+        tmp.unlink(missing_ok=True)
+    for journal in sorted(folder.glob(f"{JOURNAL_PREFIX}*.arrows")):
+        index = journal.name[len(JOURNAL_PREFIX):-len(".arrows")]
+        part = folder / f"part-{index}.parquet"
+        if not part.exists():  # (written already: the recorder died before removing this)
+            table = _read_journal(journal)
+            if table is not None and table.num_rows:
+                _write_part(part, table)
+        journal.unlink()
+    import pyarrow.parquet as pq
+
+    totals = CommunicationTotals()
+    digests: dict[str, str] = {}
+    unreadable: list[str] = []
+    for part in Transcript(folder).parts():
+        try:
+            t = pq.read_table(part, columns=["sender", "receiver", "protocol", "wire_bytes"])
+        except (OSError, ValueError):  # pyarrow's ArrowInvalid is a ValueError
+            unreadable.append(part.name)
+            continue
+        totals.add(t["sender"].to_pylist(), t["receiver"].to_pylist(),
+                   t["protocol"].to_pylist(), t["wire_bytes"].to_pylist())
+        digests[part.name] = _file_sha256(part)
+    record: dict[str, Any] = {**totals.as_dict(), "part_sha256": digests, "recovered": True}
+    if unreadable:
+        record["unreadable_parts"] = unreadable
+    _write_totals(folder, record)
+    return record
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def check_fresh(directory: str | os.PathLike[str]) -> None:
     """Refuse a folder that already holds a transcript: a run never deletes an earlier one."""
     folder = Path(directory)
     if folder.is_dir():
         old = sorted(p.name for p in folder.iterdir()
-                     if p.name.startswith("part-") or p.name == "totals.json")
+                     if p.name.startswith(("part-", JOURNAL_PREFIX)) or p.name == TOTALS)
         if old:
             raise ConfigError(f"transcript folder {str(folder)!r} already holds a transcript "
                               f"({len(old)} files, e.g. {old[0]!r}); a run writes into a fresh "
@@ -243,7 +371,10 @@ class TranscriptRecorder:
         self.flush_every = flush_every
         self.flush_bytes = flush_bytes
         self._buffer_bytes = 0
-        self._buffer: list[dict[str, Any]] = []
+        self._buffer: list[dict[str, Any]] = []  # in memory only (no directory)
+        self._tables: list[pa.Table] = []  # the part being filled, batch by batch (journaled)
+        self._buffered = 0
+        self._journal: Any = None  # the open journal writer of the part being filled
         self._memory: list[pa.Table] = []
         self._parts = 0
         self._digests: dict[str, str] = {}  # part name -> SHA-256 of its bytes
@@ -256,36 +387,65 @@ class TranscriptRecorder:
         if self._closed:
             raise RuntimeError("transcript recorder is closed")
         batch = list(records)
-        self._buffer.extend(batch)
+        if not batch:
+            return self._count
+        if self.directory is None:
+            self._buffer.extend(batch)
+        else:  # journaled before it counts: on disk as soon as it arrives
+            table = records_to_table(batch)
+            self._journal_batch(table)
+            self._tables.append(table)
+        self._buffered += len(batch)
         self._count += len(batch)
         self.totals.add([r["sender"] for r in batch], [r["receiver"] for r in batch],
                         [r["protocol"] for r in batch], [r["wire_bytes"] for r in batch])
         self._buffer_bytes += sum(len(r["payload"]) + len(r["provenance"]) for r in batch)
-        if len(self._buffer) >= self.flush_every or self._buffer_bytes >= self.flush_bytes:
+        if self._buffered >= self.flush_every or self._buffer_bytes >= self.flush_bytes:
             self.flush()
         return self._count
 
-    def flush(self) -> None:
-        """Write buffered records as one complete Parquet part."""
-        if not self._buffer:
-            return
-        table = records_to_table(self._buffer)
-        self._buffer, self._buffer_bytes = [], 0
-        if self.directory is None:
-            self._memory.append(table)
-            return
-        path = self.directory / f"part-{self._parts:06d}.parquet"
-        tmp = path.with_suffix(".tmp")
+    def _journal_batch(self, table: pa.Table) -> None:
+        """Append ``table`` to the journal of the part being filled (written through)."""
         import pyarrow as pa
-        import pyarrow.parquet as pq  # only the recorder and readers need it, not party hosts
 
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink)
-        data = sink.getvalue().to_pybytes()
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)  # a part is either absent or complete
-        self._digests[path.name] = hashlib.sha256(data).hexdigest()  # as written, for check()
+        assert self.directory is not None
+        if self._journal is None:
+            sink = pa.OSFile(str(self.directory / _journal_name(self._parts)), "wb")
+            self._journal = (sink, pa.ipc.new_stream(sink, _schema()))
+        self._journal[1].write_table(table)
+
+    def _drop_journal(self) -> None:
+        if self._journal is None:
+            return
+        sink, writer = self._journal
+        self._journal = None
+        try:
+            writer.close()
+        finally:
+            sink.close()
+        assert self.directory is not None
+        (self.directory / _journal_name(self._parts)).unlink(missing_ok=True)
+
+    def ping(self) -> int:
+        """Records received so far (a liveness probe for a recorder in another process)."""
+        return self._count
+
+    def flush(self) -> None:
+        """Write buffered records as one complete Parquet part (and drop its journal)."""
+        if self.directory is None:
+            if self._buffer:
+                self._memory.append(records_to_table(self._buffer))
+            self._buffer, self._buffer_bytes, self._buffered = [], 0, 0
+            return
+        if not self._tables:
+            return
+        import pyarrow as pa
+
+        table = pa.concat_tables(self._tables)
+        path = self.directory / _part_name(self._parts)
+        self._digests[path.name] = _write_part(path, table)  # as written, for check()
+        self._drop_journal()  # after the part: a crash in between leaves both, never neither
+        self._tables, self._buffer_bytes, self._buffered = [], 0, 0
         self._parts += 1
 
     def close(self) -> dict[str, Any]:
@@ -298,10 +458,8 @@ class TranscriptRecorder:
             self.flush()
             self._closed = True
             if self.directory is not None:
-                (self.directory / "totals.json").write_text(
-                    json.dumps({**self.totals.as_dict(), "part_sha256": dict(self._digests)},
-                               indent=1)
-                )
+                _write_totals(self.directory, {**self.totals.as_dict(),
+                                               "part_sha256": dict(self._digests)})
         return self.totals.as_dict()
 
     @property
@@ -568,6 +726,8 @@ def ground_truth(messages: Sequence[Message], key: str) -> list[np.ndarray]:
 __all__ = [
     "MessageKey",
     "check_fresh",
+    "recover_transcript",
+    "RECORDER_NAME",
     "SCHEMA",
     "CommunicationTotals",
     "Transcript",

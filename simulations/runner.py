@@ -23,7 +23,7 @@ import numpy as np
 
 from ppknn.core.errors import ConfigError
 from ppknn.core.runtime import FaultPlan, PartySpec, RunContext, Runtime, make_runtime
-from ppknn.core.transcript import Transcript, check_fresh
+from ppknn.core.transcript import RECORDER_NAME, Transcript, check_fresh, recover_transcript
 from ppknn.protocols.base import ProtocolResult
 from ppknn.simulations import registry
 from ppknn.simulations.output import FAILURE, failure_record
@@ -209,11 +209,13 @@ def _placement(s: Scenario, names: list[str]) -> dict[str, dict[str, float]]:
         spec = s.runtime.placement.get(name, s.runtime.placement.get("*"))
         if spec:
             out[name] = dict(spec)
-    unknown = set(s.runtime.placement) - set(names) - {"*"}
+    if RECORDER_NAME in s.runtime.placement:  # the recorder is placed by name only
+        out[RECORDER_NAME] = dict(s.runtime.placement[RECORDER_NAME])
+    unknown = set(s.runtime.placement) - set(names) - {"*", RECORDER_NAME}
     if unknown:
         shown = names if len(names) <= 20 else names[:20] + ["..."]
         raise ConfigError(f"[runtime.placement] names unknown parties {sorted(unknown)}; "
-                          f"parties are {shown}")
+                          f"parties are {shown} (and {RECORDER_NAME!r}, the recorder)")
     return out
 
 
@@ -243,13 +245,24 @@ def context_for(scenario: Scenario, run_id: str, transcript_dir: Path | None) ->
 
 def _keep_what_was_recorded(rt: Runtime, exc: BaseException,
                             transcript_dir: Path | None) -> None:
-    """Close the transcript of a failed run and say why it ends (``failure.json``)."""
+    """Close the transcript of a failed run and say why it ends (``failure.json``).
+
+    When the recorder cannot close it (its process died, its node was lost, it does not
+    answer), what it had received is on disk in its parts and journal:
+    :func:`~core.transcript.recover_transcript` writes the totals from there.
+    """
     try:
         rt.close_transcript()
     except Exception:  # noqa: BLE001 - the original error is the one to report
         pass
     if transcript_dir is not None and transcript_dir.is_dir():  # (refused before it existed:
         try:  # bad input, no cluster -- nothing is written)
+            recover_transcript(transcript_dir)
+        except Exception as problem:  # noqa: BLE001 - said beside the run's own error
+            if hasattr(exc, "add_note"):
+                exc.add_note(f"the transcript's totals could not be written "
+                             f"({type(problem).__name__}: {problem})")
+        try:
             (transcript_dir / FAILURE).write_text(json.dumps(failure_record(exc), indent=1))
         except OSError:  # the folder itself is gone: the error still propagates
             pass

@@ -39,9 +39,17 @@ from ppknn.core.errors import ConfigError, PartyFailure, PpknnError
 from ppknn.core.messages import PartyId
 from ppknn.core.runtime.base import Call, CallRecord, Progress, RunContext, Runtime, Step
 from ppknn.core.runtime.host import NullRecorder, PartyHost, PartySpec
-from ppknn.core.transcript import TranscriptRecorder
+from ppknn.core.transcript import RECORDER_NAME, TranscriptRecorder
 
 _POLL_S = 0.1
+RECORDER = RECORDER_NAME
+"""The recorder's name: in a :class:`~core.errors.PartyFailure` when it dies, and as a key of
+``placement`` (custom resources of the node it must run on; Ray's choice without one)."""
+RECORDER_PROBE_S = 0.5
+"""How often, at most, a wait on the parties also checks that the recorder is alive."""
+RECORDER_GRACE_S = 1.0
+"""How long a recorder found dead gives the pending calls to fail too (a node lost with the
+recorder and parties on it names a party, not the recorder)."""
 CLOSE_FLUSH_S = 3.0
 """How long closing the transcript waits, in all, for the live hosts' last batches."""
 CLOSE_RECORDER_S = 30.0
@@ -186,7 +194,8 @@ class RayRuntime(Runtime):
         Custom resources per party (``{"owner-00": {"org_a": 0.01}}``): the
         party's host is scheduled on a node that has them. Parties with
         different placements never share a host. Hosts without placement are
-        spread over the nodes.
+        spread over the nodes. The key ``"transcript-recorder"`` places the
+        recorder (whose parts are written on its node's disk).
     actor_options:
         Extra ``.options(...)`` per party's host.
     """
@@ -215,6 +224,9 @@ class RayRuntime(Runtime):
         self.recorder: Any = None
         self._dead: set[PartyId] = set()
         self._consumed: set[Any] = set()
+        self._probe: Any = None
+        self._probed_at = 0.0
+        self._recorder_lost = False
 
     # Runtimes in this process that use a Ray instance one of them started: Ray is shut
     # down only when the last of them shuts down, not under the others' feet.
@@ -271,6 +283,9 @@ class RayRuntime(Runtime):
         self.context = context
         self._note_concurrency(specs)
         recorder_cls = ray.remote(num_cpus=0, max_restarts=0)(TranscriptRecorder)
+        if RECORDER in self.placement:
+            recorder_cls = recorder_cls.options(resources=self.placement[RECORDER])
+        self._probe, self._probed_at, self._recorder_lost = None, time.monotonic(), False
         self.recorder = recorder_cls.remote(
             str(context.transcript_dir) if context.transcript_dir else None,
             flush_every=context.flush_every, flush_bytes=context.flush_bytes,
@@ -537,7 +552,17 @@ class RayRuntime(Runtime):
                 last_progress = time.monotonic()
                 if progress is not None:
                     progress(total - len(remaining), total)
-            elif time.monotonic() - last_progress > timeout * remaining[0].work:
+            if remaining and not self._recorder_alive():
+                self._consumed.clear()
+                # a party that died with it (its node lost) is named: its calls fail too
+                ray.wait(firsts, num_returns=len(firsts), timeout=RECORDER_GRACE_S)
+                self._raise_first_failure(pending)
+                here = remaining[0]
+                raise PartyFailure(RECORDER, here.protocol, here.round,
+                                   f"the transcript recorder died (actor died) while "
+                                   f"{here.party!r} ran {here.method!r}; the transcript it "
+                                   "had received is kept")
+            if not ready and time.monotonic() - last_progress > timeout * remaining[0].work:
                 self._consumed.clear()
                 stuck = remaining[0]
                 self._raise_first_failure(pending)
@@ -560,6 +585,34 @@ class RayRuntime(Runtime):
             last = pending[-1] if pending else CallRecord((), "?", "?", "", -1)
             raise PartyFailure(last.party, last.protocol, last.round,
                                f"{type(exc).__name__}: {exc}") from exc
+
+    def _recorder_alive(self) -> bool:
+        """Whether the recorder actor still answers (checked every :data:`RECORDER_PROBE_S`).
+
+        One probe is in flight at a time; it queues behind the batches sent before it, so
+        an answer means the recorder is alive, and an error that it is gone.
+        """
+        if self._recorder_lost:
+            return False
+        if self.recorder is None or (self.context is not None and not self.context.record):
+            return True
+        if self._probe is None:
+            if time.monotonic() - self._probed_at >= RECORDER_PROBE_S:
+                self._probe = self.recorder.ping.remote()
+                self._probed_at = time.monotonic()
+            return True
+        ready, _ = ray.wait([self._probe], timeout=0)
+        if not ready:
+            return True
+        probe, self._probe = self._probe, None
+        try:
+            ray.get(probe, timeout=0)
+        except RayActorError:
+            self._recorder_lost = True
+            return False
+        except (RayError, GetTimeoutError):  # a recorder error, not its death: seen at close
+            pass
+        return True
 
     def _abandon(self, party: PartyId) -> None:
         """Give up on the host of ``party`` (stuck or unreachable): kill it, mark it dead."""
@@ -638,6 +691,9 @@ class RayRuntime(Runtime):
         """
         if self.recorder is None:
             return {}
+        if self._recorder_lost:  # nobody to flush to: what it had is on disk (journaled)
+            raise PartyFailure(RECORDER, "transcript", 0, "the transcript recorder died; "
+                               "what it had received is on disk, its totals are not")
         flushes = {}
         for m in self.host_members:
             if m[0] in self._dead:
@@ -661,7 +717,12 @@ class RayRuntime(Runtime):
         try:
             return ray.get(self.recorder.close.remote(), timeout=CLOSE_RECORDER_S)
         except (RayError, GetTimeoutError) as exc:
-            raise PartyFailure("transcript-recorder", "transcript", 0,
+            self._recorder_lost = True
+            try:  # a recorder that is only slow must not write on while its parts are read
+                ray.kill(self.recorder, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+            raise PartyFailure(RECORDER, "transcript", 0,
                                f"the recorder did not close: {exc}") from exc
 
     def _undelivered(self) -> list[str]:
@@ -774,4 +835,5 @@ def _get_nested(refs: Any) -> Any:
     raise ConfigError(f"cannot fetch {type(refs).__name__}")
 
 
-__all__ = ["CONNECT_TIMEOUT_S", "RayRecorderClient", "RayRuntime", "check_cluster_answers"]
+__all__ = ["CONNECT_TIMEOUT_S", "RECORDER", "RayRecorderClient", "RayRuntime",
+           "check_cluster_answers"]
