@@ -236,10 +236,25 @@ def _write_part(path: Path, table: pa.Table) -> str:
         with open(tmp, "wb") as fh:
             fh.write(data)
         os.replace(tmp, path)  # a part is either absent or complete
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise _naming(exc, path) from exc
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     return hashlib.sha256(data).hexdigest()
+
+
+def _naming(exc: OSError, path: Path) -> OSError:
+    """``exc`` as an ``OSError`` naming ``path`` (a full disk's error names no file)."""
+    if exc.filename is not None and exc.errno is not None:
+        return exc
+    code = exc.errno
+    if code is None and "No space left" in str(exc):  # pyarrow's own I/O errors
+        import errno
+
+        code = errno.ENOSPC
+    return OSError(code, os.strerror(code) if code is not None else str(exc), str(path))
 
 
 def _write_totals(directory: Path, record: dict[str, Any]) -> None:
@@ -249,6 +264,9 @@ def _write_totals(directory: Path, record: dict[str, Any]) -> None:
     try:
         tmp.write_text(json.dumps(record, indent=1))
         os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise _naming(exc, path) from exc
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -409,10 +427,14 @@ class TranscriptRecorder:
         import pyarrow as pa
 
         assert self.directory is not None
-        if self._journal is None:
-            sink = pa.OSFile(str(self.directory / _journal_name(self._parts)), "wb")
-            self._journal = (sink, pa.ipc.new_stream(sink, _schema()))
-        self._journal[1].write_table(table)
+        path = self.directory / _journal_name(self._parts)
+        try:
+            if self._journal is None:
+                sink = pa.OSFile(str(path), "wb")
+                self._journal = (sink, pa.ipc.new_stream(sink, _schema()))
+            self._journal[1].write_table(table)
+        except OSError as exc:
+            raise _naming(exc, path) from exc
 
     def _drop_journal(self) -> None:
         if self._journal is None:

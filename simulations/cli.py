@@ -234,7 +234,12 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 def _fail(exc: BaseException, code: int, hint: str = "") -> None:
     """Print the error (where a failed run's record is kept, ``hint``); exit with ``code``."""
+    from ppknn.simulations.output import disk_full, disk_full_message
+
     text = str(exc) or type(exc).__name__
+    full = disk_full(exc) if code not in (130, 143) else None
+    if full is not None:  # the file system's limit, not the run's fault: one line, 2
+        code, text = 2, disk_full_message(full, getattr(exc, "kept_folder", None))
     if isinstance(exc, Terminated):
         code = 143
     message = {1: f"{type(exc).__name__}: {text}", 130: "interrupted",
@@ -367,6 +372,10 @@ def run(
         print_deviations(deviations.as_dict())
     out.print(f"results written to [bold]{escape(str(folder))}[/] (summary.png, summary.json, "
               "...)")
+    from ppknn.simulations.output import leftover_notes
+
+    for note in leftover_notes(folder):  # what killed runs of this output left beside it
+        out.print(f"[yellow]leftover:[/] {escape(note)}")
     if "working_dir_files" in Path.cwd().resolve().parts and not Path(folder).is_absolute():
         # a job submitted with `ray job submit --working-dir`: its working directory is a
         # temporary copy on the head, which Ray deletes; say where the folder really is

@@ -514,13 +514,18 @@ def staged(folder: Path, *, overwrite: bool = False) -> Iterator[Path]:
                 # refused before anything ran (bad input): nothing is written
                 shutil.rmtree(stage, ignore_errors=True)
                 raise
-            (stage / FAILURE).write_text(json.dumps(failure_record(exc), indent=1))
-            write_marker(stage)
+            try:  # (best effort: on a full disk the record itself may not fit)
+                write_file(stage / FAILURE, json.dumps(failure_record(exc), indent=1).encode())
+                write_marker(stage)
+            except OSError:
+                pass
             try:
                 _rename_noreplace(stage, folder)
                 target = folder
             except FileExistsError:
                 target = _keep_aside(stage, folder, "failed")
+            except OSError:  # cannot even rename: it stays hidden, and is named
+                target = stage
             try:  # where the run's record is, for the message the user reads
                 exc.kept_folder = target  # type: ignore[attr-defined]
             except AttributeError:
@@ -530,6 +535,112 @@ def staged(folder: Path, *, overwrite: bool = False) -> Iterator[Path]:
                              "says why)")
             raise
         swap_in(stage, folder, overwrite=overwrite)
+
+
+DISK_FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+
+
+def disk_full(exc: BaseException | None) -> OSError | None:
+    """The "no space left" (or quota) ``OSError`` that ``exc`` is or was caused by, if any."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and (exc.errno in DISK_FULL
+                                         or "No space left on device" in str(exc)):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def disk_full_message(exc: OSError, where: Path | None = None) -> str:
+    """One line naming the path a full disk refused (``where`` when the error names none)."""
+    path = exc.filename or (str(where) if where is not None else None)
+    if path and where is not None:  # a file of the staging folder: where it is kept now
+        import re
+
+        path = re.sub(rf"(^|/)\.{re.escape(Path(where).name)}\.partial-[0-9a-f]{{8}}(?=/|$)",
+                      lambda m: m.group(1) + Path(where).name, str(path))
+    what = "quota exceeded" if exc.errno == getattr(errno, "EDQUOT", None) else \
+        "no space left on the device"
+    at = f"writing {str(path)!r}" if path else "writing the results"
+    return (f"{what} {at}; free space there (or choose another --output on another disk) "
+            "and run again")
+
+
+_LEFTOVER_KINDS = {"partial": "a run's staging folder", "old": "the results an overwrite "
+                   "was replacing"}
+
+
+def leftovers(folder: Path) -> list[tuple[Path, str, bool]]:
+    """Hidden folders killed runs left beside output ``folder``: ``(path, what, in_use)``.
+
+    ``.NAME.partial-XXXXXXXX`` (a run's staging folder: a killed run's record) and
+    ``.NAME.old-XXXXXXXX`` (an old results folder an overwrite had set aside). ``in_use``:
+    a run of this output is going on now (it holds the output's lock), so they may be its
+    own. A reproduction's resumable stage (``.NAME.partial-reproduce-...``) is not one.
+    Nothing is removed here: :func:`leftover_notes` says how.
+    """
+    import re
+
+    folder = Path(folder)
+    pattern = re.compile(rf"^\.{re.escape(folder.name)}\.(partial|old)-[0-9a-f]{{8}}$")
+    try:
+        entries = sorted(folder.parent.iterdir())
+    except OSError:
+        return []
+    found = [(e, m.group(1)) for e in entries
+             if (m := pattern.match(e.name)) and e.is_dir() and not e.is_symlink()]
+    if not found:
+        return []
+    in_use = writer_alive(folder)
+    return [(e, _LEFTOVER_KINDS[kind], in_use) for e, kind in found]
+
+
+def writer_alive(folder: Path) -> bool:
+    """Whether a ppknn process holds output ``folder``'s lock now (a run writing it)."""
+    path = Path(folder).parent / f".{Path(folder).name}.lock"
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        try:
+            import fcntl
+        except ImportError:  # Windows: cannot tell; say it may be in use
+            return True
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def leftover_notes(folder: Path) -> list[str]:
+    """One line per leftover beside ``folder`` (:func:`leftovers`), with how to remove it."""
+    import shlex
+
+    notes = []
+    for path, what, in_use in leftovers(folder):
+        if in_use:
+            notes.append(f"{str(path)!r} ({what}) belongs to the run of {str(folder)!r} going "
+                         "on now; it goes when that run ends")
+        else:
+            notes.append(f"{str(path)!r} is left from a run that was killed ({what}, "
+                         f"{_entries(path)}); nothing uses it: look inside, or remove it "
+                         f"with: rm -r {shlex.quote(str(path))}")
+    return notes
+
+
+def _entries(path: Path, limit: int = 100_000) -> str:
+    n = 0
+    for _root, dirs, files in os.walk(path, followlinks=False):
+        n += len(dirs) + len(files)
+        if n >= limit:
+            return f"{limit:,}+ entries"
+    return f"{n:,} entr{'y' if n == 1 else 'ies'}"
 
 
 def check_complete(folder: Path) -> dict[str, Any] | None:
@@ -571,6 +682,7 @@ def check_complete(folder: Path) -> dict[str, Any] | None:
 
 
 __all__ = ["FAILURE", "MARKER", "MARKERS", "RESULT_SUFFIXES", "SIGNATURE", "OutputConflict",
-           "check_complete", "check_flag", "check_output", "failure_record", "holds_output",
-           "legacy_output", "output_lock", "protected", "refuse_links", "rewriting", "stage_of",
-           "staged", "swap_in", "write_file", "write_marker"]
+           "check_complete", "check_flag", "check_output", "disk_full", "disk_full_message",
+           "failure_record", "holds_output", "leftover_notes", "leftovers", "legacy_output",
+           "output_lock", "protected", "refuse_links", "rewriting", "stage_of", "staged",
+           "swap_in", "write_file", "write_marker", "writer_alive"]

@@ -26,7 +26,7 @@ from ppknn.core.runtime import FaultPlan, PartySpec, RunContext, Runtime, make_r
 from ppknn.core.transcript import RECORDER_NAME, Transcript, check_fresh, recover_transcript
 from ppknn.protocols.base import ProtocolResult
 from ppknn.simulations import registry
-from ppknn.simulations.output import FAILURE, failure_record
+from ppknn.simulations.output import FAILURE, failure_record, write_file
 from ppknn.simulations.prepare import PreparedData, prepare_data
 from ppknn.simulations.registry import Baseline, Measured, Plan, ProtocolPlugin
 from ppknn.simulations.scenario import ProtocolConfig, Scenario
@@ -263,8 +263,9 @@ def _keep_what_was_recorded(rt: Runtime, exc: BaseException,
                 exc.add_note(f"the transcript's totals could not be written "
                              f"({type(problem).__name__}: {problem})")
         try:
-            (transcript_dir / FAILURE).write_text(json.dumps(failure_record(exc), indent=1))
-        except OSError:  # the folder itself is gone: the error still propagates
+            write_file(transcript_dir / FAILURE,
+                       json.dumps(failure_record(exc), indent=1).encode())
+        except OSError:  # the folder itself is gone, or the disk full: the error propagates
             pass
 
 

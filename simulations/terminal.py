@@ -164,11 +164,15 @@ def print_disclosure(report: Any, results_dir: Path, top: int) -> None:
 
 def show_folder(folder: Path) -> None:
     """What :func:`show` prints; each file is checked and named when it is not what it should be."""
-    from ppknn.simulations.output import FAILURE
+    from ppknn.simulations.output import FAILURE, leftover_notes
 
     if not folder.is_dir():
-        raise ConfigError(f"{str(folder)!r} is not a folder" if folder.exists() else
-                          f"{str(folder)!r} does not exist")
+        notes = leftover_notes(folder)
+        beside = f"; beside it: {'; '.join(notes)}" if notes else ""
+        raise ConfigError((f"{str(folder)!r} is not a folder" if folder.exists() else
+                           f"{str(folder)!r} does not exist") + beside)
+    for note in leftover_notes(folder):  # said first: the folder's own report may fail
+        out.print(f"[yellow]leftover:[/] {escape(note)}")
     from ppknn.simulations import reproduce
 
     shown = False
