@@ -30,6 +30,7 @@ from ppknn.protocols.ppknn.config import RingSetup
 from ppknn.protocols.ppknn.pp_topk import PROTOCOL as TOPK
 from ppknn.protocols.ppknn.pp_topk import (
     TopKParams,
+    ascending_rows,
     euclidean_distances,
     initial_vector,
     local_topk,
@@ -113,7 +114,7 @@ class RingDataOwner:
         self.run_id = run_id
         policy = SeedPolicy(root=seed, mode=RandomnessMode(mode))
         self._rng_topk = policy.generator("party", self.index, TOPK)
-        self._masks = policy.source("party", self.index, "secure-sum")
+        self._mask_source: RandomSource | None = None  # built on first use (_masks)
         self._policy = policy
         self._vectors: dict[str, _NamedSum] = {}  # named secure sums (ring Naive Bayes)
         self._nb: dict[str, _NBState] = {}
@@ -125,6 +126,17 @@ class RingDataOwner:
         self.params: TopKParams | None = None
         self.weighting = "uniform"
         self.vote = "paper"
+
+    @property
+    def _masks(self) -> RandomSource:
+        """The secure sums' mask stream, derived when first drawn from.
+
+        Only the start node of a ring sum and the nodes of a secret-shared sum draw
+        masks; the stream is the same whenever it is derived (its path fixes it).
+        """
+        if self._mask_source is None:
+            self._mask_source = self._policy.source("party", self.index, "secure-sum")
+        return self._mask_source
 
     # -- set-up -------------------------------------------------------------
     def configure(self, setup: RingSetup) -> int:
@@ -180,6 +192,7 @@ class RingDataOwner:
                           for b in np.unique(query_block)]
             self._index = NeighbourBlocks(queries, self.X, blocks, self.cache_limit)
         self.v = self._index.topk(self.params.k)
+        self._v_ascending = ascending_rows(self.v)  # checked once, not at every step
         self.inserted = np.zeros(len(queries), dtype=bool)
         self.final_g: np.ndarray | None = None
         self.last_votes: np.ndarray | None = None
@@ -208,7 +221,8 @@ class RingDataOwner:
             known = incoming.provenance.get("g")  # ground truth, carried only
             prov = known if known is not None else np.full(g.shape, MIXED, PROVENANCE_DTYPE)
         out = topk_step(g, prov, self.v, own=self.index, already_inserted=self.inserted,
-                        p_r=p.randomisation_probability(round), delta=p.delta, rng=self._rng_topk)
+                        p_r=p.randomisation_probability(round), delta=p.delta, rng=self._rng_topk,
+                        v_ascending=self._v_ascending)
         self.inserted |= out.inserted
         return Message(self.run_id, TOPK, round, -1, self.party_id, self.successor,
                        "topk-vector", {"g": out.g}, {"g": out.provenance})

@@ -336,7 +336,12 @@ class PartyHost:
         opened = [self._open(endpoint, a) for a in args]
         chain = None  # the causal stamp, only when a transcript is kept
         if getattr(self.recorder, "enabled", True):
-            chain = _Chain() if stamps is not None else self._chains.setdefault(party_id, _Chain())
+            if stamps is not None:
+                chain = _Chain()
+            else:
+                chain = self._chains.get(party_id)
+                if chain is None:
+                    chain = self._chains[party_id] = _Chain()
             chain.follow(opened)
         try:
             if fault is not None:
@@ -556,10 +561,11 @@ class PartyHost:
         plaintext = encode_arrays(message.payload)
         with self._lock:
             wire = self._stamp(endpoint, message, plaintext, stamps, fault)
-        stamped = wire.header if isinstance(wire, Envelope) else wire
+        s = wire.header if isinstance(wire, Envelope) else wire
+        stamped = type(s)(s.run_id, s.protocol, s.round, s.seq, s.sender, s.receiver, s.kind,
+                          {}, message.provenance)  # the header as sent, with the ground truth
         record = make_record(
-            stamped.__class__(**{**stamped.header(), "payload": {}},
-                              provenance=message.provenance),
+            stamped,
             payload=plaintext,
             wire_bytes=endpoint.wire_bytes(wire, len(plaintext)),
             after=chain.after(stamped) if chain is not None else (),

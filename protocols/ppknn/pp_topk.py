@@ -56,6 +56,7 @@ probability at least ``(1 - P0**r * d**(r(r-1)/2))**k``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -277,6 +278,7 @@ def topk_step(
     p_r: float,
     delta: float,
     rng: np.random.Generator,
+    v_ascending: bool | None = None,
 ) -> StepOutcome:
     """One node's local algorithm (Algorithm 2), vectorised over queries.
 
@@ -289,7 +291,9 @@ def topk_step(
     honest nodes) the merge is read off the sorted rows (:func:`_step_sorted_rows`);
     otherwise (e.g. an unsorted vector from a misbehaving predecessor) the rows are
     merged by a stable sort of ``G ∪ V`` (:func:`_step_by_sorting`, the algorithm as
-    first vectorised). ``already_inserted`` is a boolean mask.
+    first vectorised). ``already_inserted`` is a boolean mask. ``v_ascending``: whether
+    every row of ``v`` is known to be ascending and free of NaN (a node's own ``V``, checked
+    once when it was built, :func:`ascending_rows`); ``None``: checked here.
     """
     g = np.asarray(g, dtype=np.float64)
     if g.ndim != 2 or g.shape != v.shape:
@@ -306,10 +310,16 @@ def topk_step(
     if g_prov.shape != g.shape:
         raise ProtocolError(f"provenance shape {g_prov.shape} does not match {g.shape}")
     already_inserted = np.asarray(already_inserted)
-    fast = already_inserted.dtype == bool and _ascending_rows(g) and _ascending_rows(v)
+    fast = (already_inserted.dtype == bool and _ascending_rows(g)
+            and (_ascending_rows(v) if v_ascending is None else v_ascending))
     step = _step_sorted_rows if fast else _step_by_sorting
     return step(g, g_prov, v, own=own, already_inserted=already_inserted, p_r=p_r,
                 delta=delta, coins=coins, uniforms=uniforms)
+
+
+def ascending_rows(a: np.ndarray) -> bool:
+    """Whether every row of the 2-D ``a`` is non-decreasing and free of NaN."""
+    return _ascending_rows(np.asarray(a, dtype=np.float64))
 
 
 def _ascending_rows(a: np.ndarray) -> bool:
@@ -408,24 +418,28 @@ def _step_sorted_rows(g: np.ndarray, g_prov: np.ndarray, v: np.ndarray, *, own: 
     """
     q, k = g.shape
     tail = v[:, ::-1] < g  # slot i holds one of V[:m] in the merge's first k
-    m_true = tail.view(np.uint8) @ np.ones(k, dtype=np.int64)  # the tail's length
+    m_true = tail.view(np.uint8) @ _ones(k)  # the tail's length
     active = tail[:, k - 1] & ~already_inserted  # m > 0 and no earlier insertion
-    m = np.where(active, m_true, 0)  # the count reported: 0 once inserted
+    m = m_true * active  # the count reported: 0 once inserted
     randomise = coins < p_r
     real = active & ~randomise
     fill = active & randomise
 
     prov_dtype = np.result_type(g_prov.dtype, PROVENANCE_DTYPE)  # as the merge's
     if fill.any():
-        row_start = np.arange(0, q * k, k)
+        row_start = _row_starts(q, k)
         # for every row, as the sorting path computes them (only fill rows use them)
+        at = row_start + (k - m_true)  # flat index of slot k-m (V[m-1] there in the tail)
         v_last = v.ravel()[row_start + np.maximum(m_true - 1, 0)]  # V[m-1]
-        g_last = g.ravel()[row_start + np.maximum(k - m_true - 1, 0)]  # G[k-m-1]
+        g_last = g.ravel()[np.maximum(at - 1, row_start)]  # G[k-m-1]
         v_later = (m_true > 0) & ((m_true == k) | (v_last >= g_last))
         lo = np.where(v_later, v_last, g_last)  # G'[k], 1-indexed
-        g_km = g.ravel()[row_start + np.minimum(k - m, k - 1)]  # paper's G[k-m+1], 1-indexed
+        # paper's G[k-m+1], 1-indexed: G[k-m] (0-indexed), G[k-1] when m = 0 (reported)
+        g_km = g.ravel()[np.where(m > 0, at, row_start + (k - 1))]
         hi = np.maximum(lo + delta, g_km)
-        draws = lo[:, None] + uniforms * (hi - lo)[:, None]
+        width = hi - lo
+        draws = uniforms * width[:, None]
+        draws += lo[:, None]  # lo + u*(hi - lo): the same float (addition commutes)
         slots = tail & fill[:, None]
         out = np.sort(np.where(slots, draws, g), axis=1, kind="stable")
         prov = np.where(slots, prov_dtype.type(RANDOM_FILL), g_prov).astype(prov_dtype,
@@ -445,6 +459,22 @@ def _step_sorted_rows(g: np.ndarray, g_prov: np.ndarray, v: np.ndarray, *, own: 
     return StepOutcome(out, prov, real, fill, m)
 
 
+@functools.cache
+def _row_starts(q: int, k: int) -> np.ndarray:
+    """Flat index of every row's first element in a C-ordered ``(q, k)`` array (read-only)."""
+    out = np.arange(0, q * k, k)
+    out.flags.writeable = False
+    return out
+
+
+@functools.cache
+def _ones(k: int) -> np.ndarray:
+    """``k`` ones (int64, read-only): a row sum of a boolean ``(q, k)`` as one product."""
+    out = np.ones(k, dtype=np.int64)
+    out.flags.writeable = False
+    return out
+
+
 def true_topk(distance_blocks: list[np.ndarray], k: int) -> np.ndarray:
     """The exact k smallest distances of the union (simulation ground truth)."""
     return local_topk(np.concatenate(distance_blocks, axis=1), k)
@@ -456,6 +486,7 @@ __all__ = [
     "START_STEPS",
     "StepOutcome",
     "TopKParams",
+    "ascending_rows",
     "euclidean_distances",
     "initial_vector",
     "local_topk",
