@@ -322,7 +322,13 @@ class RingDataOwner:
         # the voting entries in row-major order, as np.nonzero(voters) gives them (found
         # in one flat pass: np.nonzero on a 2-D mask is several times slower)
         q_i, col = np.divmod(np.flatnonzero(voters), width)
-        slot = q_i * c_n + self.y[rows[q_i, col]]
+        if rows.ndim == 2 and len(rows) and rows.strides[0] == 0:
+            # one row order shared by every query (a broadcast view): a 1-D lookup, where a
+            # 2-D fancy index costs ten times as much
+            labels = self.y[rows[0]][col]
+        else:
+            labels = self.y[rows[q_i, col]]
+        slot = q_i * c_n + labels
         if self.weighting == "uniform":
             counts = np.bincount(slot, minlength=n_q * c_n)
             # non-negative int64 counts have the bits of the same uint64 values (no copy)
