@@ -168,12 +168,13 @@ def test_declared_bounds_do_not_warn_and_must_hold_the_data(iris):
         ppknn.PPKNNClassifier(bounds=(0.0, 5.0)).fit(X, y)
 
 
-def _fit_nb(epsilon, draws=8):
+def _fit_nb(epsilon, draws=8, check=True):
     X, y = load_breast_cancer(return_X_y=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         clf = ppknn.DPNaiveBayes(epsilon=epsilon, bounds=(X.min(0), X.max(0)), classes=[0, 1],
-                                 random_state=1, utility_draws=draws).fit(X, y)
+                                 random_state=1, utility_draws=draws,
+                                 utility_check=check).fit(X, y)
     return clf, [w for w in caught if issubclass(w.category, BelowMajorityWarning)]
 
 
@@ -186,8 +187,10 @@ def test_naive_bayes_below_the_majority_baseline_warns():
 def test_naive_bayes_well_above_the_majority_baseline_is_quiet():
     clf, below = _fit_nb(20.0)
     assert not below and clf.expected_accuracy_ > 0.85
-    _, off = _fit_nb(0.05, draws=0)  # the check can be turned off
+    _, off = _fit_nb(0.05, check=False)  # the check can be turned off
     assert not off
+    quick, warned = _fit_nb(0.05, draws=0)  # one draw (the default) still warns
+    assert warned and quick.expected_accuracy_ < quick.majority_accuracy_
 
 
 @pytest.mark.parametrize("make", [  # seeded: the default random_state=None draws new noise

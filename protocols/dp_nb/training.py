@@ -104,7 +104,7 @@ from ppknn.protocols.dp_nb.sensitivity import (
     trimmed_statistics,
 )
 
-METHODS = ("smooth", "vaidya", "bun-steinke", "non-private")
+METHODS = ("smooth", "global", "vaidya", "bun-steinke", "non-private")
 AUTO_RATIO = 1000.0
 """``"auto"`` trimming shrinks the range term ``e^{-2mβ}`` by this factor...
 
@@ -133,6 +133,8 @@ class NBConfig:
     mode: RandomnessMode | str = RandomnessMode.REPRODUCIBLE
     sensitivity: str | None = None
     global_fallback: bool = True
+    budget: Any = "equal"
+    noise_floor: float = 0.0
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -168,6 +170,11 @@ class NBConfig:
                               f"{self.neighbours!r}")
         object.__setattr__(self, "sensitivity",
                            resolve_method(self.sensitivity, self.neighbours))
+        object.__setattr__(self, "budget", check_budget(self.budget))
+        nf = self.noise_floor
+        if isinstance(nf, bool) or not isinstance(nf, (int, float)) or not math.isfinite(nf) \
+                or nf < 0:
+            raise ConfigError(f"noise_floor must be a finite number >= 0, got {nf!r}")
         if not isinstance(self.global_fallback, bool):
             raise ConfigError(f"global_fallback must be true or false, got "
                               f"{self.global_fallback!r}")
@@ -196,24 +203,66 @@ class NBConfig:
                                  gamma=self.gamma, mode=self.randomness)
 
 
+BUDGETS = ("equal",)
+"""Named budget splits; otherwise a weight triple ``(counts, means, variances)``."""
+
+
+def check_budget(budget: Any) -> Any:
+    """``"equal"`` or a triple of positive finite weights (as floats); else :class:`ConfigError`."""
+    if isinstance(budget, str):
+        if budget in BUDGETS:
+            return budget
+    elif isinstance(budget, (tuple, list)) and len(budget) == 3 and all(
+            not isinstance(w, bool) and isinstance(w, (int, float, np.integer, np.floating))
+            and math.isfinite(w) and w > 0 for w in budget):
+        return tuple(float(w) for w in budget)
+    raise ConfigError(f"budget must be 'equal' or three positive weights (counts, means, "
+                      f"variances), got {budget!r}")
+
+
 @dataclass(frozen=True)
 class BudgetSplit:
-    """Algorithm 1's split of ``(ε, δ)``."""
+    """How ``(ε, δ)`` is split among the releases.
+
+    ``per_release`` is the ε of each numeric feature's mean release (under the
+    paper's ``"equal"`` split, of every release); ``counts``, ``mean``,
+    ``variance`` and ``categorical`` are the ε of the class-count release, of each
+    mean, of each variance and of each categorical table.
+    """
 
     per_release: float
     smooth_delta: float
     releases: int
     total: PrivacyCost
+    counts: float = math.inf
+    mean: float = math.inf
+    variance: float = math.inf
+    categorical: float = math.inf
 
 
 def budget_split(config: NBConfig, n_numeric: int, n_categorical: int) -> BudgetSplit:
-    """``ε' = ε / (2p + q + 1)`` and ``δ' = δ / (2p)`` (zero cost when not private)."""
+    """The ε of each release and ``δ' = δ / (2p)`` (zero cost when not private).
+
+    ``budget="equal"`` (Algorithm 1): ``ε' = ε / (2p + q + 1)`` for every release.
+    Weights ``(c, m, v)``: the class counts get ``ε·c/(c+m+v)``; the rest is split
+    equally over the ``p + q`` features, a numeric feature's share ``m : v``
+    between its mean and its variance, a categorical feature's share to its table.
+    """
     releases = 2 * n_numeric + n_categorical + 1
     if not config.private:
         return BudgetSplit(math.inf, 0.0, releases, PrivacyCost(0.0, 0.0))
     smooth_delta = config.delta / (2 * n_numeric) if n_numeric and config.delta else 0.0
-    return BudgetSplit(config.epsilon / releases, smooth_delta, releases,
-                       PrivacyCost(config.epsilon, config.delta if n_numeric else 0.0))
+    total = PrivacyCost(config.epsilon, config.delta if n_numeric else 0.0)
+    eps = config.epsilon
+    features = n_numeric + n_categorical
+    if config.budget == "equal" or not features:
+        each = eps / releases
+        return BudgetSplit(each, smooth_delta, releases, total, each, each, each, each)
+    c, m, v = config.budget
+    share = eps * (m + v) / (c + m + v) / features
+    mean, variance = share * m / (m + v), share * v / (m + v)
+    counts = max(eps - share * features, 0.0)
+    return BudgetSplit(mean, smooth_delta, releases, total, counts, mean, variance, share)
 
 
 @dataclass(frozen=True)
@@ -301,33 +350,38 @@ def train(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray, *, n_clas
     y = np.asarray(y, dtype=np.int64)
     p, q = numeric.shape[1], categorical.shape[1]
     split = budget_split(config, p, q)
-    eps1 = split.per_release
+    eps1 = split.per_release  # the means' (under "equal": every release's)
+    eps_t = (split.mean, split.variance)  # per released statistic
     private = config.private
     records: list[ReleaseRecord] = []
     lower, upper = schema.lower, schema.upper
     counts = np.bincount(y, minlength=n_classes).astype(np.float64)
 
-    def laplace_counts(values: np.ndarray, label: str) -> np.ndarray:
+    def laplace_counts(values: np.ndarray, label: str, eps: float) -> np.ndarray:
         if not private:
             return values
         if config.noise == "paper" and label == "class counts":  # Algorithm 1 line 23
-            cal = SmoothCalibration(noise="paper", epsilon=eps1, mode=config.randomness)
+            cal = SmoothCalibration(noise="paper", epsilon=eps, mode=config.randomness)
             out = np.asarray(cal.randomise(values, 1.0, rng).value, dtype=np.float64)
-            records.append(ReleaseRecord(label, "cauchy-paper", eps1, 0.0, "histogram"))
+            records.append(ReleaseRecord(label, "cauchy-paper", eps, 0.0, "histogram"))
             return out
-        rel = Laplace(epsilon=eps1, sensitivity=1.0, mode=config.randomness).randomise(values, rng)
-        records.append(ReleaseRecord(label, "laplace", eps1, 0.0, "histogram"))
+        rel = Laplace(epsilon=eps, sensitivity=1.0, mode=config.randomness).randomise(values, rng)
+        records.append(ReleaseRecord(label, "laplace", eps, 0.0, "histogram"))
         return np.asarray(rel.value, dtype=np.float64)
 
-    class_count = laplace_counts(counts, "class counts")
+    class_count = laplace_counts(counts, "class counts", split.counts)
     tables = []
     for k, col in enumerate(schema.categorical):
         table = np.zeros((n_classes, schema.n_categories[k]))
         np.add.at(table, (y, categorical[:, k]), 1.0)
-        tables.append(laplace_counts(table, f"categorical {col}"))
+        tables.append(laplace_counts(table, f"categorical {col}", split.categorical))
 
     cal = config.calibration(eps1, split.smooth_delta) if private else None
+    cal_var = (cal if cal is None or split.variance == eps1
+               else config.calibration(split.variance, split.smooth_delta))
+    cals = (cal, cal_var)
     beta = cal.beta if cal is not None else math.inf
+    beta_var = cal_var.beta if cal_var is not None else math.inf
     smooth_method = config.method in ("smooth", "bun-steinke")
     if smooth_method:
         public_sizes = counts if config.neighbours == "replace" else class_count
@@ -337,15 +391,23 @@ def train(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray, *, n_clas
     empty = np.zeros(n_classes, dtype=bool)  # replace model: no window, nothing to protect
     # classes where the smooth release cannot beat global sensitivity (a public rule)
     fallback = (global_classes(config, cal, eps1, class_count, counts, trim)
-                if private and config.method == "smooth" else np.zeros(n_classes, dtype=bool))
+                if private and config.method in ("smooth", "global")
+                else np.zeros(n_classes, dtype=bool))
     replace = config.neighbours == "replace"
 
     def smooth(st, c):
+        """Smooth sensitivities ``(of the mean, of the second statistic)`` at their β."""
         if config.neighbours == "replace" and st.window <= 0:
             empty[c] = True
-            return smooth_from_statistics(st, beta=beta)  # any positive scale; not used
-        return smooth_from_statistics(st, beta=beta, neighbours=config.neighbours,
-                                      method=config.sensitivity)
+            ss = smooth_from_statistics(st, beta=beta)  # any positive scale; not used
+            return ss.mean, ss.variance
+        ss = smooth_from_statistics(st, beta=beta, neighbours=config.neighbours,
+                                    method=config.sensitivity)
+        if beta_var == beta:
+            return ss.mean, ss.variance
+        sv = smooth_from_statistics(st, beta=beta_var, neighbours=config.neighbours,
+                                    method=config.sensitivity)
+        return ss.mean, sv.variance
 
     order = np.argsort(y, kind="stable")
     starts = np.concatenate([[0], np.cumsum(counts.astype(np.int64))])
@@ -366,7 +428,7 @@ def train(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray, *, n_clas
                 st2 = trimmed_statistics(x * x, trim=int(trim[c]), lower=lo2, upper=hi2)
                 stats_a[c] = st1.mean, st2.mean
                 if private:
-                    s_a[c] = (smooth(st1, c).mean, smooth(st2, c).mean)
+                    s_a[c] = (smooth(st1, c)[0], smooth(st2, c)[0])
             elif fallback[c]:  # global sensitivity (module docstring, "Fallback")
                 mid = (lo + hi) / 2.0
                 if replace:
@@ -391,8 +453,7 @@ def train(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray, *, n_clas
                 # the square root of the released (clipped, floored) variance.
                 stats_a[c] = st.mean, st.variance
                 if private:
-                    ss = smooth(st, c)
-                    s_a[c] = ss.mean, ss.variance
+                    s_a[c] = smooth(st, c)
             else:  # vaidya / non-private: untrimmed; Vaidya releases the standard deviation
                 n_c = x.size
                 mu = float(x.mean()) if n_c else (lo + hi) / 2.0
@@ -402,31 +463,44 @@ def train(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray, *, n_clas
         sens[:, j, :] = s_a
         noisy = stats_a.copy()
         if private:
-            names = {"smooth": ("mean", "variance"), "bun-steinke": ("mean", "second moment"),
+            names = {"smooth": ("mean", "variance"), "global": ("mean", "variance"),
+                     "bun-steinke": ("mean", "second moment"),
                      "vaidya": ("mean", "standard deviation")}[config.method]
             for t in range(2):
                 if config.method == "vaidya":
-                    noisy[:, t] = [Laplace(epsilon=eps1, sensitivity=float(s),
+                    noisy[:, t] = [Laplace(epsilon=eps_t[t], sensitivity=float(s),
                                            mode=config.randomness).randomise(v, rng).value
                                    for v, s in zip(stats_a[:, t], s_a[:, t])]
                     mech, delta_r = "laplace", 0.0
                 else:
-                    assert cal is not None
+                    cal_t = cals[t]
+                    assert cal_t is not None
                     smooth_c = ~fallback
                     if smooth_c.any():
-                        noisy[smooth_c, t] = cal.randomise(stats_a[smooth_c, t],
-                                                           s_a[smooth_c, t], rng).value
-                    for cg in np.flatnonzero(fallback).tolist():
+                        noisy[smooth_c, t] = cal_t.randomise(stats_a[smooth_c, t],
+                                                             s_a[smooth_c, t], rng).value
+                    glob = np.flatnonzero(fallback & (s_a[:, t] > 0))
+                    if (config.method == "global" and glob.size
+                            and np.all(s_a[glob, t] == s_a[glob[0], t])):  # one draw
+                        noisy[glob, t] = Laplace(epsilon=eps_t[t],
+                                                 sensitivity=float(s_a[glob[0], t]),
+                                                 mode=config.randomness).randomise(
+                            stats_a[glob, t], rng).value
+                        glob = glob[:0]
+                    for cg in glob.tolist():
                         if s_a[cg, t] > 0:
-                            noisy[cg, t] = Laplace(epsilon=eps1, sensitivity=float(s_a[cg, t]),
-                                                  mode=config.randomness).randomise(
+                            noisy[cg, t] = Laplace(epsilon=eps_t[t],
+                                                   sensitivity=float(s_a[cg, t]),
+                                                   mode=config.randomness).randomise(
                                 stats_a[cg, t], rng).value
                     noisy[empty, t] = stats_a[empty, t]  # a constant: released as is
-                    mech, delta_r = f"smooth-{cal.noise}", cal.delta
-                    if fallback.any():
+                    mech, delta_r = f"smooth-{cal_t.noise}", cal_t.delta
+                    if config.method == "global":
+                        mech, delta_r = "laplace-global", 0.0
+                    elif fallback.any():
                         mech = (f"{mech} / laplace-global (classes "
                                 f"{np.flatnonzero(fallback).tolist()})")
-                records.append(ReleaseRecord(f"{names[t]} {col}", mech, eps1, delta_r,
+                records.append(ReleaseRecord(f"{names[t]} {col}", mech, eps_t[t], delta_r,
                                              "parallel over classes"))
         vcap = (hi - lo) ** 2 / 4.0
         if fallback.any() and not replace:  # noisy sums over the noisy class sizes
@@ -446,6 +520,13 @@ def train(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray, *, n_clas
         # the floor applies to every model, private or not, so the non-private line is
         # the same model without noise (the paper clips at zero only: a deviation)
         var[:, j] = np.maximum(var[:, j], config.var_floor * (hi - lo) ** 2)
+        if config.noise_floor and private and fallback.any():
+            # the variance release's own noise scale (public: sensitivity, ε', noisy size)
+            scale = s_a[fallback, 1] / eps_t[1]
+            if not replace:
+                scale = scale / np.maximum(class_count[fallback], 1.0)
+            var[fallback, j] = np.maximum(var[fallback, j],
+                                          np.minimum(config.noise_floor * scale, vcap))
     if p:
         var = var + config.var_smoothing * float(np.max((upper - lower) ** 2))
     params = NBParams(class_count, theta, var, tuple(tables), lower.copy(), upper.copy(),
@@ -467,6 +548,8 @@ def global_classes(config: NBConfig, cal: SmoothCalibration | None, eps1: float,
     every method but ``"smooth"``) never falls back.
     """
     out = np.zeros(len(counts), dtype=bool)
+    if config.method == "global" and config.private:
+        return ~out
     if not config.global_fallback or cal is None:
         return out
     replace = config.neighbours == "replace"

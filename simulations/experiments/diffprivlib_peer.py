@@ -5,7 +5,8 @@ never enters ppknn's dependencies: :func:`ensure_venv` makes (once, with
 ``python -m venv`` and pip) or finds ``~/.cache/ppknn/diffprivlib-venv``, and
 :func:`run_diffprivlib` runs :data:`SCRIPT` there on the *same* folds, bounds
 and ε values, returning one row per (dataset, repetition, fold, ε) with the
-accuracy and the fit time. Nothing here raises when diffprivlib cannot be
+accuracy, the fit time (``seconds``) and the predict time
+(``predict_seconds``). Nothing here raises when diffprivlib cannot be
 installed or run: the functions return ``None`` and a message that says why.
 
 diffprivlib's GaussianNB spends ε/3 on noisy class counts, ε/3 on the
@@ -49,9 +50,13 @@ for ds in job["datasets"]:
             t0 = time.perf_counter()
             clf.fit(X[tr], y[tr])
             sec = time.perf_counter() - t0
-            acc = float(np.mean(clf.predict(np.clip(X[te], *bounds)) == y[te]))
+            t0 = time.perf_counter()
+            pred = clf.predict(np.clip(X[te], *bounds))
+            sec_pred = time.perf_counter() - t0
+            acc = float(np.mean(pred == y[te]))
             out.append(dict(dataset=ds["name"], repetition=split["repetition"],
-                            fold=split["fold"], epsilon=eps, accuracy=acc, seconds=sec))
+                            fold=split["fold"], epsilon=eps, accuracy=acc, seconds=sec,
+                            predict_seconds=sec_pred))
 json.dump({"version": diffprivlib.__version__, "rows": out}, open(sys.argv[2], "w"))
 """
 

@@ -121,7 +121,7 @@ def test_fit_is_charged_to_the_ledger_and_refused_when_it_does_not_fit(mixed):
     DPNaiveBayes(epsilon=0.4, random_state=0, **schema).fit(X, y, ledger=ledger, analyst="ann")
     DPNaiveBayes(epsilon=0.4, random_state=0, **schema).fit(X, y, ledger=ledger, analyst="bob")
     assert ledger.remaining().epsilon == pytest.approx(0.2)
-    assert [e.label for e in ledger.entries] == ["dp-nb smooth (polynomial)"] * 2
+    assert [e.label for e in ledger.entries] == ["dp-nb global (laplace)"] * 2
     clf = DPNaiveBayes(epsilon=0.3, random_state=0, **schema)
     with pytest.raises(BudgetExhausted, match="owner's budget"):
         clf.fit(X, y, ledger=ledger, analyst="cat")
@@ -133,7 +133,8 @@ def test_fit_is_charged_to_the_ledger_and_refused_when_it_does_not_fit(mixed):
 def test_own_ledger_holds_the_fit_and_delta(mixed):
     X, y, schema = mixed
     clf = DPNaiveBayes(epsilon=1.0, noise="gaussian", delta=1e-5, random_state=0,
-                       neighbours="replace", **schema).fit(X, y)
+                       neighbours="replace", method="smooth", budget="equal",
+                       **schema).fit(X, y)
     assert clf.ledger_.spent().epsilon == 1.0 and clf.ledger_.spent().delta == 1e-5
     assert clf.budget_.per_release == pytest.approx(1.0 / 7)  # 2*2 numeric + 2 cat + 1
     assert [r.label for r in clf.releases_] == ["class counts", "categorical 1",
@@ -179,7 +180,7 @@ B = ([0.0, 0.0], [10.0, 1.0])
     (dict(epsilon=1.0, bounds="guess"), NUM, LAB, ConfigError, "'data'"),
     (dict(epsilon=1.0, bounds=B, classes=[0]), NUM, LAB, ConfigError,
      "not among the declared classes"),
-    (dict(epsilon=1.0, bounds=B, trim=5), NUM, LAB, ConfigError,
+    (dict(epsilon=1.0, bounds=B, trim=5, method="smooth"), NUM, LAB, ConfigError,
      "has 10 training rows but trim=5 needs at least 12"),
     (dict(epsilon=1.0, bounds=B, trim=0.7), NUM, LAB, ConfigError, "trim"),
     (dict(epsilon=1.0, bounds=B, method="median"), NUM, LAB, ConfigError, "method"),
@@ -201,7 +202,8 @@ B = ([0.0, 0.0], [10.0, 1.0])
      "value 'c' is not a declared category"),
     (dict(epsilon=1.0, bounds=([0.0], [10.0]), categories={5: ["a"]}), NUM, LAB, ConfigError,
      "column 5 is not in"),
-    (dict(epsilon=1.0, bounds=B, noise="gaussian", delta=1e-5, mode="secure"), NUM, LAB,
+    (dict(epsilon=1.0, bounds=B, noise="gaussian", delta=1e-5, mode="secure",
+          method="smooth"), NUM, LAB,
      ConfigError, "secure"),
 ])
 def test_bad_input_is_rejected_with_a_clear_message(params, X, y, error, match):
