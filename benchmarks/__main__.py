@@ -22,6 +22,9 @@ pays is inside the timed region:
   hosted layout and many logical parties, end to end, split into start-up, protocol,
   measure, leakage table and the rest (imports, data, results files, shut-down), with
   the peak memory of all the run's processes.
+* **peers** (optional): MPyC secure kNN beside the ring, and a Flower simulation beside
+  ``ppknn run``, when the peers' environment exists (``python -m benchmarks.bench_peers
+  --install``; otherwise skipped with a message); ``peers.csv``/``peers.png`` beside.
 
 Framework modules without cached bytecode are compiled once first, as a first import
 does (``--no-compile`` leaves them; see :func:`_bytecode`). It prints one table, and
@@ -650,15 +653,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-compile", action="store_true",
                     help="leave framework modules without cached bytecode as they are "
                          "(default: compile them once, as a first import does)")
-    ap.add_argument("--only", nargs="+", choices=["e2e", "actors", "ppknn", "dp", "scale"],
-                    help="run only these cases")
+    ap.add_argument("--only", nargs="+",
+                    choices=["e2e", "actors", "ppknn", "dp", "scale", "peers"],
+                    help="run only these cases (peers: MPyC and Flower, when installed)")
     args = ap.parse_args(argv)
     out = Path(args.output)
     if out.exists() and not args.overwrite:
         print(f"error: {out} exists; pass --overwrite to replace it", file=sys.stderr)
         return 2
     s = QUICK if args.quick else FULL
-    only = set(args.only or ["e2e", "actors", "ppknn", "dp", "scale"])
+    only = set(args.only or ["e2e", "actors", "ppknn", "dp", "scale", "peers"])
 
     def log(msg: str) -> None:
         print(msg, flush=True)
@@ -687,6 +691,14 @@ def main(argv: list[str] | None = None) -> int:
         if "scale" in only and s["scale_parties"]:
             log("scale (hosted):")
             result["scale"] = scale(s, tmp, log)
+    if "peers" in only:  # optional: skipped with a message when the peers are not installed
+        from benchmarks import bench_peers
+
+        log("peers (MPyC secure kNN, Flower simulation; benchmarks/bench_peers.py):")
+        peers = bench_peers.section(args.quick, log)
+        if peers is not None:
+            result["peers"] = peers
+            log(bench_peers.table(peers))
     staging = out.with_name(out.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -695,10 +707,15 @@ def main(argv: list[str] | None = None) -> int:
         _plot(result, staging / "bench.png")
     if result.get("scale"):
         _plot_scale(result, staging / "scale.png")
+    if result.get("peers"):
+        from benchmarks import bench_peers
+
+        bench_peers.write(result["peers"], staging)  # peers.csv, peers.json, peers.png
     if out.exists():
         shutil.rmtree(out)
     staging.rename(out)
-    log(f"wrote {out}/bench.json" + "".join(f" and {f}" for f in ("bench.png", "scale.png")
+    log(f"wrote {out}/bench.json" + "".join(f" and {f}" for f in ("bench.png", "scale.png",
+                                                               "peers.png")
                                              if (out / f).exists()))
     return 0
 
