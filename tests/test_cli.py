@@ -261,21 +261,6 @@ def test_quickstart_runs_on_ray(ray_local, tmp_path):
     assert summary["accuracy_ppknn"] > 0.8
 
 
-def test_readme_scenario_example_is_valid():
-    """The annotated scenario in the README parses with the real schema."""
-    import re
-    from pathlib import Path
-
-    from ppknn.simulations.scenario import parse_scenario, tomllib
-
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    block = re.search(r"```toml\n(.*?)```", text, re.S)
-    assert block, "README has no toml block"
-    scenario = parse_scenario(tomllib.loads(block.group(1)), source="README")
-    assert scenario.runtime.flush_bytes == 64 << 20
-    assert scenario.runtime.layout == "actor-per-party"
-
-
 @pytest.mark.parametrize("n", [5, 60])
 def test_summary_plot_for_few_and_many_parties(tmp_path, n):
     """Up to 40 parties each is labelled; beyond, sorted curves (a 10,000-party run's

@@ -1,6 +1,9 @@
-"""The API reference builds from the docstrings with warnings as errors (mkdocs --strict).
+"""The docs site -- the manual, the API reference generated from the docstrings and the
+committed reports -- builds with warnings as errors (mkdocs --strict).
 
-The docstrings' Sphinx roles (``:class:`X```) become links (``docs/roles.py``), and a build
+Every page of ``docs/manual/`` is in the navigation and in the build (their examples run in
+``tests/test_readme.py``); a link to a missing page, heading or report fails the build. The
+docstrings' Sphinx roles (``:class:`X```) become links (``docs/roles.py``), and a build
 leaves the checkout's ``git status`` as it was.
 """
 
@@ -23,8 +26,10 @@ pytest.importorskip("mkdocstrings_handlers.python", reason="the docs extra is no
 
 
 def _build(config: Path, site: Path | None) -> subprocess.CompletedProcess:
+    # no -q: mkdocs 1.6 counts the warnings strict mode fails on through its log, and -q
+    # hides them from it (a quiet strict build of a page with a broken anchor succeeds)
     where = [] if site is None else ["-d", str(site)]
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q",
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
                            "-f", str(config), *where],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
 
@@ -62,6 +67,50 @@ def test_api_reference_builds_strict(site):
     assert list(site.parent.iterdir()) == [site]
 
 
+MANUAL = ROOT / "docs" / "manual"
+
+
+def test_every_manual_page_is_in_the_nav_and_built(site):
+    nav = CONFIG.read_text().split("nav:", 1)[1].split("theme:", 1)[0]
+    for page in MANUAL.glob("*.md"):
+        assert f": {page.name}" in nav, page.name
+        built = site / ("index.html" if page.stem == "index" else f"{page.stem}/index.html")
+        assert built.is_file(), built
+    for page in ("writing-a-protocol", "protocols", "leakage", "scaling", "performance",
+                 "limitations", "architecture", "reproducing", "comparing", "install"):
+        assert (site / page / "index.html").is_file(), page
+
+
+def test_the_reports_and_figures_are_in_the_site(site):
+    """``docs/reports.py`` adds the committed reports; the manual's links to them resolve."""
+    for name in ("xiong", "gursoy", "lepert", "mukherjee", "zafarani"):
+        report = site / "reproductions" / name / "index.html"
+        assert report.is_file(), name
+        assert '<img alt="' in report.read_text()
+    assert (site / "benchmarks" / "idle-7" / "bench.png").is_file()
+    bench = (site / "performance" / "index.html").read_text()
+    assert "../benchmarks/idle-7/bench.png" in bench
+    assert "../reproductions/xiong/" in (site / "reproducing" / "index.html").read_text()
+
+
+def test_a_link_to_a_missing_heading_fails_the_build(tmp_path):
+    """The strict build checks anchors too: a link to a heading that is not there fails."""
+    docs = tmp_path / "docs"
+    (docs / "manual").mkdir(parents=True)
+    (docs / "manual" / "index.md").write_text("# x\n\n## Here\n\n[ok](#here) [bad](#nowhere)\n")
+    text = CONFIG.read_text()
+    head, rest = text.split("nav:", 1)
+    rest = rest[rest.index("theme:"):]
+    rest = rest[:rest.index("hooks:")] + rest[rest.index("validation:"):rest.index("plugins:")]
+    (docs / "mkdocs.yml").write_text(head + "nav:\n  - Overview: index.md\n" + rest
+                                     + "markdown_extensions:\n  - toc\n")
+    done = _build(docs / "mkdocs.yml", tmp_path / "site")
+    assert done.returncode != 0
+    assert "nowhere" in done.stdout + done.stderr
+    (docs / "manual" / "index.md").write_text("# x\n\n## Here\n\n[ok](#here)\n")
+    assert _build(docs / "mkdocs.yml", tmp_path / "site2").returncode == 0
+
+
 def test_no_sphinx_role_is_left_as_text(site):
     assert _literal_roles(site) == {}
     assert not any("<autoref" in page.read_text() for page in site.rglob("*.html"))
@@ -88,8 +137,9 @@ def test_roles_become_links_in_page_and_across_pages(site):
 
 def test_the_check_sees_literal_roles_without_the_roles_hook(tmp_path):
     """The same site without ``docs/roles.py``: the roles print as text and the check says so."""
-    text = (CONFIG.read_text().replace("docs_dir: api", f"docs_dir: {CONFIG.parent / 'api'}")
-            .replace("- hooks.py", f"- {CONFIG.parent / 'hooks.py'}"))
+    text = (CONFIG.read_text().replace("docs_dir: manual", f"docs_dir: {MANUAL}")
+            .replace("- hooks.py", f"- {CONFIG.parent / 'hooks.py'}")
+            .replace("- reports.py", f"- {CONFIG.parent / 'reports.py'}"))
     config = tmp_path / "mkdocs.yml"
     config.write_text("\n".join(line for line in text.splitlines() if "roles.py" not in line))
     done = _build(config, tmp_path / "site")
@@ -145,10 +195,11 @@ def test_a_broken_reference_fails_the_build(tmp_path):
     (src / "__init__.py").write_text('"""A tiny package."""\n\n\ndef f() -> int:\n'
                                      '    """Return one."""\n    return 1\n')
     docs = tmp_path / "docs"
-    (docs / "api").mkdir(parents=True)
-    (docs / "api" / "index.md").write_text("# x\n\n::: tinypkg.f\n\n::: tinypkg.no_such\n")
+    (docs / "manual").mkdir(parents=True)
+    (docs / "manual" / "index.md").write_text("# x\n\n::: tinypkg.f\n\n::: tinypkg.no_such\n")
     text = "\n".join(line for line in CONFIG.read_text().splitlines()
-                     if "hooks" not in line and "roles.py" not in line)
+                     if not line.startswith(("hooks", "  - hooks.py", "  - roles.py",
+                                             "  - reports.py")))
     head, rest = text.split("nav:", 1)
     rest = rest[rest.index("theme:"):].replace("          options:\n",
                                                f"          paths: [{str(src.parent)!r}]\n"
@@ -157,5 +208,5 @@ def test_a_broken_reference_fails_the_build(tmp_path):
     done = _build(docs / "mkdocs.yml", tmp_path / "site")
     assert done.returncode != 0
     assert "tinypkg.no_such" in done.stdout + done.stderr
-    (docs / "api" / "index.md").write_text("# x\n\n::: tinypkg.f\n")  # and the fix passes
+    (docs / "manual" / "index.md").write_text("# x\n\n::: tinypkg.f\n")  # and the fix passes
     assert _build(docs / "mkdocs.yml", tmp_path / "site2").returncode == 0
