@@ -290,6 +290,12 @@ class RingDataOwner:
         g = self.final_g
         c_n = self.n_classes
         weighted = self.vote == "k-weighted"
+        blocks = self._index.blocks
+        if (not weighted and self.weighting == "uniform" and len(blocks) == 1
+                and len(blocks[0][0]) == len(g)):
+            # one block holding the whole batch (in query order): its counts are the vector
+            ((_, dist, rows),) = self._index.within(g[:, -1])
+            return self._class_votes(dist, rows, voter_mask(dist, g, self.vote, rows), None, None)
         votes = np.zeros((len(g), 2 * c_n + 2 if weighted else c_n), dtype=np.uint64)
         scale = (ss.weight_scale(g[:, 0], self.params.k) if self.weighting == "distance"
                  else np.ones(len(g)))  # (uniform votes are not scaled)
@@ -310,8 +316,10 @@ class RingDataOwner:
         return votes
 
     def _class_votes(self, dist: np.ndarray, rows: np.ndarray, voters: np.ndarray,
-                     zero_rows: np.ndarray, scale: np.ndarray) -> np.ndarray:
-        """``(q, C)`` encoded votes of the ``voters`` columns.
+                     zero_rows: np.ndarray | None, scale: np.ndarray | None) -> np.ndarray:
+        """``(q, C)`` encoded votes of the ``voters`` columns (a fresh C-ordered array).
+
+        ``zero_rows`` and ``scale`` are read by distance weighting only.
 
         Only the voting entries are read (the columns may come in any order): their
         encodings are added per (query, class) in Z_(2^64), which does not depend on
@@ -335,6 +343,7 @@ class RingDataOwner:
             counts = (counts.view(np.uint64) if counts.dtype == np.int64
                       else counts.astype(np.uint64))
             return counts.reshape(n_q, c_n)
+        assert zero_rows is not None and scale is not None, "distance weights need both"
         ss.encode_fixed(np.zeros(len(scale)), scale)  # refuses a NaN scale, as for all rows
         d = dist[q_i, col]
         with np.errstate(divide="ignore"):

@@ -299,8 +299,10 @@ def topk_step(
     if g.ndim != 2 or g.shape != v.shape:
         raise ProtocolError(f"global vector shape {g.shape} does not match local {v.shape}")
     q, k = g.shape
-    coins = rng.random(q)
-    uniforms = rng.random((q, k))
+    # Q coin flips then Q*k uniforms, drawn as one run of the stream (the same doubles as
+    # two calls: a generator's doubles come one after the other whatever the call sizes)
+    draws = rng.random(q * (k + 1))
+    coins, uniforms = draws[:q], draws[q:].reshape(q, k)
     if q == 0:
         empty = np.zeros(0, dtype=bool)
         return StepOutcome(g, g_prov, empty, empty, np.zeros(0, dtype=np.int64))
