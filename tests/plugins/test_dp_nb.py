@@ -58,10 +58,10 @@ def test_example_scenario_runs_and_writes_the_common_shape(tmp_path):
     summary = json.loads((folder / "summary.json").read_text())
     r = summary["results"][NAME]
     # 220 / 300 before the public global fallback (the same draws with global_fallback = false)
-    assert r["accuracy"] == pytest.approx(215 / 300)
+    assert r["accuracy"] == pytest.approx(211 / 300)  # 215 / 300 on the first 300 sorted test rows
     assert r["global_fallback"] is True and r["sensitivity"] == "bound"
     assert r["baseline"] == {"name": "GaussianNB (union, non-private)",
-                             "accuracy": pytest.approx(225 / 300)}
+                             "accuracy": pytest.approx(224 / 300)}
     assert r["privacy"] == {
         "guarantee": "ε-DP, add/remove one training record (released model)",
         "epsilon": 3.0, "delta": 0.0,

@@ -53,8 +53,8 @@ def test_example_scenario_runs_and_writes_the_common_shape(tmp_path):
     summary = json.loads((folder / "summary.json").read_text())
     r = summary["results"][NAME]
     start = result.outcome.plan.roles["start"][0]
-    assert r["accuracy"] == pytest.approx(0.825)
-    assert r["baseline"]["accuracy"] == pytest.approx(0.875)
+    assert r["accuracy"] == pytest.approx(0.84)  # 0.825 on the first 200 sorted test rows
+    assert r["baseline"]["accuracy"] == pytest.approx(0.835)
     assert r["baseline"]["name"] == "GaussianNB (union, non-private)"
     assert r["privacy"] == {"guarantee": GUARANTEE, "epsilon": 1.0, "delta": 0.0,
                             "per_party": {start: {"epsilon": 1.0, "delta": 0.0}}}
