@@ -180,11 +180,48 @@ def attack(release: Message, truth: np.ndarray, *, max_rows: int | None = 20_000
     return AttackOutcome(no_filter=base, filtered=scan.privacy, best_s2=scan.best_s2)
 
 
+def measured_distortion(release: Message, Z_train: np.ndarray, Zq: np.ndarray, *,
+                        rng: np.random.Generator, max_rows: int = 600) -> tuple[float, float]:
+    """Mean and variance of the measured distortion ``|noisy x - y|^2 - |x - y|^2``.
+
+    The ground truth set beside the released ``E(D)``, ``Var(D)`` (eqs. 12-13):
+    over pairs of a training row ``x`` (its noisy scores in ``release``, its clean
+    normalised row in ``Z_train``) and a normalised test row ``y`` of ``Zq``
+    (projected with the released mean and components).
+
+    Parameters
+    ----------
+    release:
+        A ``pca-laplace`` release (payload ``scores``, ``mean``, ``components``).
+    Z_train, Zq:
+        The sanitizer's normalised training rows (simulation-only truth) and the
+        normalised test rows.
+    rng:
+        Draws which rows are used.
+    max_rows:
+        At most this many training rows and this many test rows (random ones).
+
+    Returns
+    -------
+    tuple of float
+        The mean and the variance over the ``max_rows**2`` (or fewer) pairs.
+    """
+    p = release.payload
+    tr = rng.permutation(len(Z_train))[:max_rows]
+    te = rng.permutation(len(Zq))[:max_rows]
+    noisy, q = np.asarray(p["scores"])[tr], (Zq[te] - p["mean"]) @ np.asarray(p["components"]).T
+    after = ((noisy[:, None, :] - q[None, :, :]) ** 2).sum(axis=2)
+    before = ((Z_train[tr][:, None, :] - Zq[te][None, :, :]) ** 2).sum(axis=2)
+    d = (after - before).ravel()
+    return float(d.mean()), float(d.var())
+
+
 __all__ = [
     "AttackOutcome",
     "FilterScan",
     "attack",
     "filter_range",
+    "measured_distortion",
     "pca_filter",
     "reconstruct",
     "release_message",

@@ -30,7 +30,12 @@ from ppknn.core.runtime import PartySpec, RunContext, Runtime
 from ppknn.core.transcript import Transcript, View
 from ppknn.parties.miner import Miner
 from ppknn.parties.sanitizer import Sanitizer
-from ppknn.protocols.pca_perturbation.attacks import AttackOutcome, attack, release_message
+from ppknn.protocols.pca_perturbation.attacks import (
+    AttackOutcome,
+    attack,
+    measured_distortion,
+    release_message,
+)
 from ppknn.protocols.pca_perturbation.protocol import (
     PROTOCOL,
     MinerOutput,
@@ -139,19 +144,6 @@ class RoundReader:
 def miner_view(transcript: Transcript, party: str, round: int) -> View:
     """The view of ``party`` restricted to one round of the protocol."""
     return RoundReader(transcript).view(party, round)
-
-
-def measured_distortion(release: Message, Z_train: np.ndarray, Zq: np.ndarray, *,
-                        rng: np.random.Generator, max_rows: int = 600) -> tuple[float, float]:
-    """Mean and variance of ``|noisy x - y|^2 - |x - y|^2`` over training x test pairs."""
-    p = release.payload
-    tr = rng.permutation(len(Z_train))[:max_rows]
-    te = rng.permutation(len(Zq))[:max_rows]
-    noisy, q = np.asarray(p["scores"])[tr], (Zq[te] - p["mean"]) @ np.asarray(p["components"]).T
-    after = ((noisy[:, None, :] - q[None, :, :]) ** 2).sum(axis=2)
-    before = ((Z_train[tr][:, None, :] - Zq[te][None, :, :]) ** 2).sum(axis=2)
-    d = (after - before).ravel()
-    return float(d.mean()), float(d.var())
 
 
 def run_session(split: Split, jobs: Sequence[Job], *, make_runtime: Callable[[], Runtime],

@@ -36,7 +36,12 @@ from ppknn.core.runtime import PartySpec
 from ppknn.core.transcript import Transcript
 from ppknn.parties.miner import Miner
 from ppknn.parties.sanitizer import Sanitizer
-from ppknn.protocols.pca_perturbation.attacks import AttackOutcome, attack, release_message
+from ppknn.protocols.pca_perturbation.attacks import (
+    AttackOutcome,
+    attack,
+    measured_distortion,
+    release_message,
+)
 from ppknn.protocols.pca_perturbation.driver import (
     LAPLACE_SCHEMES,
     PCAPerturbationResult,
@@ -48,7 +53,6 @@ from ppknn.protocols.pca_perturbation.knn import DEFAULT_KS
 from ppknn.protocols.pca_perturbation.protocol import PROTOCOL, MiningPlan
 from ppknn.protocols.pca_perturbation.sanitize import normalise
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
-from ppknn.simulations.experiments.pca_evaluation import measured_distortion
 from ppknn.simulations.prepare import PreparedData
 from ppknn.simulations.registry import (
     Baseline,
