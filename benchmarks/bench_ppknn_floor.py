@@ -1,0 +1,166 @@
+"""PP-kNN cold and warm against its floor: this checkout beside another tree, alternated.
+
+Run:  git worktree add /tmp/ppknn-old <commit>
+      python benchmarks/bench_ppknn_floor.py --old /tmp/ppknn-old [--rounds 8] [--samples 3]
+
+Each sample side runs in a fresh interpreter (``--child``), alternating this
+checkout and the ``--old`` tree (imported in place of the installed package).
+A side reports, for in-process PP-kNN on abalone with channels on (the
+settings of ``python -m benchmarks``' PP-kNN rows):
+
+* cold: fresh runs through the scenario runner, start-up + protocol
+  (``timings``), wall and process CPU time;
+* warm: further runs on one started runtime (the owners' distances cached);
+* the floor, timed as ``python -m benchmarks`` times it (``_ppknn_floors``);
+* a SHA-256 of the predictions (both sides must agree).
+
+Medians with their ranges are printed per side, and each side's cold median
+over the floor median of the whole run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _use_tree(tree: str) -> None:
+    """Import ``ppknn`` from ``tree`` (an editable install maps the package to folders)."""
+    import __editable___ppknn_0_1_0_finder as finder  # the installed package's finder
+
+    for name, path in list(finder.MAPPING.items()):
+        finder.MAPPING[name] = path.replace(str(ROOT), tree)
+    sys.path.insert(0, tree)
+
+
+def child(n: int, queries: int, samples: int) -> dict:
+    """One side: cold and warm samples, the floor and a digest of the predictions."""
+    from benchmarks.__main__ import _ppknn_floors
+    from benchmarks.bench_ppknn import build
+    from ppknn.core.runtime import RunContext, inprocess, make_runtime
+    from ppknn.protocols.ppknn import PPKNNConfig, driver, run_ppknn
+    from ppknn.protocols.ppknn.pp_topk import TopKParams
+    from ppknn.simulations.prepare import prepare_data
+    from ppknn.simulations.runner import execute
+    from ppknn.simulations.scenario import parse_scenario
+
+    cpu = [0.0]
+
+    def timed(fn):
+        def wrapper(*args, **kwargs):
+            t0 = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                cpu[0] += time.process_time() - t0
+        return wrapper
+
+    inprocess.InProcessRuntime.start = timed(inprocess.InProcessRuntime.start)
+    driver.run_ppknn = timed(driver.run_ppknn)  # what the registry's driver calls
+    sc = parse_scenario({"data": {"dataset": "abalone", "test_fraction": 0.25,
+                                  "max_queries": queries},
+                         "parties": {"n": n}, "protocol": {"name": "ppknn-ring", "k": 5},
+                         "runtime": {"kind": "inprocess", "channels": True}})
+
+    def cold():
+        cpu[0] = 0.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = execute(sc)
+        return result, result.timings["startup_s"] + result.timings["protocol_s"], cpu[0]
+
+    result = cold()[0]  # imports and first-use caches
+    colds, cpus = [], []
+    for _ in range(samples):
+        result, wall, used = cold()
+        colds.append(wall)
+        cpus.append(used)
+    preds = json.dumps([o.predictions.tolist() for o in result.outcomes]).encode()
+    floor = _ppknn_floors(result, prepare_data(sc), 5, k=5)["floor_s"]
+
+    ds, _, test, specs, ring, start, bounds = build(n, queries)
+    config = PPKNNConfig(params=TopKParams(k=5, p0=1.0, d=0.5, rounds=2,
+                                           max_distance=bounds.diameter))
+    rt = make_runtime("inprocess")
+    rt.start(specs, RunContext(run_id="bench", secure_channels=True, record_batch=4096,
+                               flush_every=1 << 20))
+    warm = []
+    for i in range(samples + 1):
+        t0 = time.perf_counter()
+        run_ppknn(rt, ds.X[test], config, ring=ring, start=start)
+        if i:
+            warm.append(time.perf_counter() - t0)
+    rt.close_transcript()
+    rt.shutdown()
+    return {"cold": colds, "cpu": cpus, "warm": warm, "floor": floor,
+            "predictions": hashlib.sha256(preds).hexdigest()}
+
+
+def _summary(values: list[float]) -> str:
+    v = sorted(values)
+    return f"{statistics.median(v) * 1e3:.1f} ms ({v[0] * 1e3:.1f}-{v[-1] * 1e3:.1f})"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--old", required=True, help="the other tree (e.g. a git worktree)")
+    ap.add_argument("--parties", type=int, default=64)
+    ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=8, help="old/new pairs, order alternated")
+    ap.add_argument("--samples", type=int, default=3, help="cold and warm samples per side")
+    ap.add_argument("--child", choices=["old", "new"], help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        tree = args.old if args.child == "old" else str(ROOT)
+        if args.child == "old":
+            _use_tree(tree)
+        else:
+            sys.path.insert(0, tree)
+        import ppknn.parties.ring_owner as owner
+
+        assert owner.__file__.startswith(tree), f"{owner.__file__} is not from {tree}"
+        print(json.dumps(child(args.parties, args.queries, args.samples)))
+        return
+    sides = {"old": [], "new": []}
+    for i in range(args.rounds):
+        for side in ("old", "new") if i % 2 == 0 else ("new", "old"):
+            cmd = [sys.executable, __file__, "--child", side, "--old", args.old,
+                   "--parties", str(args.parties), "--queries", str(args.queries),
+                   "--samples", str(args.samples)]
+            out = subprocess.run(cmd, capture_output=True, text=True, cwd=os.getcwd(),
+                                 check=True)
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            sides[side].append(row)
+            print(f"{side}: cold {[round(x * 1e3, 1) for x in row['cold']]} ms, cpu "
+                  f"{[round(x * 1e3, 1) for x in row['cpu']]} ms, floor "
+                  f"{row['floor'] * 1e3:.1f} ms", flush=True)
+    floor = statistics.median(r["floor"] for rows in sides.values() for r in rows)
+    med = {}
+    for side, rows in sides.items():
+        cold = [x for r in rows for x in r["cold"]]
+        med[side] = statistics.median(cold), statistics.median(
+            [x for r in rows for x in r["cpu"]]), statistics.median(
+            [x for r in rows for x in r["warm"]])
+        print(f"{side}: cold {_summary(cold)}, cold CPU "
+              f"{_summary([x for r in rows for x in r['cpu']])}, warm "
+              f"{_summary([x for r in rows for x in r['warm']])}; cold / floor "
+              f"{med[side][0] / floor:.2f}")
+    print(f"floor (median of every side) {floor * 1e3:.1f} ms; new / old: cold "
+          f"{med['new'][0] / med['old'][0]:.2f}, cold CPU {med['new'][1] / med['old'][1]:.2f}, "
+          f"warm {med['new'][2] / med['old'][2]:.2f}")
+    same = {r["predictions"] for rows in sides.values() for r in rows}
+    print("predictions identical on both sides:", len(same) == 1)
+
+
+if __name__ == "__main__":
+    main()
