@@ -299,7 +299,8 @@ def test_scripted_coalition_and_pooled_analysts(tmp_path):
                           "observers": ["owner-00", "owner-04"]}]
     result = run_into(tmp_path / "r", ring)
     rows = [r for r in read_table(tmp_path / "r" / "leakage.csv")
-            if r["attack"] == "coalition-attribution"]
+            if r["attack"] == "coalition-attribution"
+            and r["quantity"] == "disclosure probability (coalition)"]
     n = len(result.outcome.plan.public["ring"])
     assert [r["observer"] for r in rows] == ["owner-00+owner-04"] * (n - 2)
     assert {r["target"] for r in rows} == set(result.outcome.plan.public["ring"]) - {

@@ -180,6 +180,39 @@ def attack(release: Message, truth: np.ndarray, *, max_rows: int | None = 20_000
     return AttackOutcome(no_filter=base, filtered=scan.privacy, best_s2=scan.best_s2)
 
 
+def own_rows(release: Message, instances: np.ndarray) -> np.ndarray:
+    """The miner's own rows normalised by the release's public bounds (clipped to them)."""
+    from ppknn.protocols.pca_perturbation.sanitize import normalise
+
+    return normalise(np.asarray(instances, dtype=np.float64),
+                     np.asarray(release.payload["lower"], dtype=np.float64),
+                     np.asarray(release.payload["upper"], dtype=np.float64))
+
+
+def prior_guess(own: np.ndarray, *, reach: float | None = None) -> np.ndarray:
+    """The guess of every record's values from the attacker's own rows alone (no release).
+
+    Without ``reach``: each column's mean of ``own`` (the least-squares constant).
+    With ``reach``: per column the value ``c`` whose window ``[c - reach, c + reach]``
+    holds the most of ``own`` (the constant guess most often within ``±reach``).
+    Returns one value per column.
+
+    >>> own = np.array([[0.1], [0.12], [0.14], [0.9]])
+    >>> prior_guess(own).round(3).tolist(), prior_guess(own, reach=0.05).round(3).tolist()
+    ([0.315], [0.15])
+    """
+    own = np.asarray(own, dtype=np.float64)
+    if reach is None:
+        return own.mean(axis=0)
+    v = np.sort(own, axis=0)
+    out = np.empty(v.shape[1])
+    for j in range(v.shape[1]):  # one search per column, vectorised over the rows
+        ends = np.searchsorted(v[:, j], v[:, j] + 2 * reach, side="right")
+        best = int(np.argmax(ends - np.arange(len(v))))
+        out[j] = v[best, j] + reach
+    return out
+
+
 def measured_distortion(release: Message, Z_train: np.ndarray, Zq: np.ndarray, *,
                         rng: np.random.Generator, max_rows: int = 600) -> tuple[float, float]:
     """Mean and variance of the measured distortion ``|noisy x - y|^2 - |x - y|^2``.
@@ -217,6 +250,8 @@ def measured_distortion(release: Message, Z_train: np.ndarray, Zq: np.ndarray, *
 
 
 __all__ = [
+    "own_rows",
+    "prior_guess",
     "AttackOutcome",
     "FilterScan",
     "attack",

@@ -98,6 +98,14 @@ def informed_successor(view: View, *, max_distance: float) -> Claims:
     return claims
 
 
+def _final_message(view: View):
+    """The final broadcast as the view holds it (one a member received, else one it sent)."""
+    finals = [m for m in view.received if m.kind == "topk-final" and m.protocol == PROTOCOL]
+    finals = finals or [m for m in view.sent if m.kind == "topk-final"
+                        and m.protocol == PROTOCOL]
+    return min(finals, key=message_key) if finals else None
+
+
 def coalition_attribution(view: View, *, target: str, ring: list[str], start: str,
                           max_distance: float, informed: bool = False) -> Claims:
     """Colluding parties (the view's members) attribute values to ``target``.
@@ -109,8 +117,14 @@ def coalition_attribution(view: View, *, target: str, ring: list[str], start: st
     non-members in between, and is claimed as ``target``'s. With ``a`` and
     ``b`` the two neighbours of the target, the difference is exactly what
     the target inserted (its real values or its random fills). Alone
-    (``a == b``) this is the paper's successor attack. ``informed`` keeps
-    only claims that survive into the final vector.
+    (``a == b``) this is the paper's successor attack.
+
+    The public final vector is a view too: when the stretch holds the last
+    node of a round (it wraps past the start node), what its nodes insert in
+    the last round never reaches ``b`` but is in the final vector, so the
+    final vector is compared with ``a``'s last output and its new values are
+    claimed (on the final broadcast message). ``informed`` keeps only claims
+    that survive into the final vector.
     """
     members = set(view.parties)
     if target in members:
@@ -121,8 +135,10 @@ def coalition_attribution(view: View, *, target: str, ring: list[str], start: st
     a = next(ring[(pos - j) % n] for j in range(1, n) if ring[(pos - j) % n] in members)
     order = ring[ring.index(start):] + ring[:ring.index(start)]  # processing order per round
     rank = {p: i for i, p in enumerate(order)}
-    final = _final_vector(view) if informed else None
+    final_msg = _final_message(view)
+    final = np.asarray(final_msg.payload["g"]) if final_msg is not None else None
     claims = Claims(COALITION + ("+informed" if informed else ""))
+    observer = tuple(sorted(members))
     sent_by_a = _vector_messages(view, a, sent=True)
     for m in _vector_messages(view, b, sent=False):
         # the vector b received in round r left a in round r (a processed before b in
@@ -133,19 +149,69 @@ def coalition_attribution(view: View, *, target: str, ring: list[str], start: st
         g = np.asarray(m.payload["g"])
         reference = np.asarray(ref[0].payload["g"]) if ref else np.full(g.shape, max_distance)
         mask = multiset_new(g, reference)
-        if final is not None:
+        if informed and final is not None:
             mask &= ~multiset_new(g, final)
         if mask.any():
-            claims.add(Claim(observer=tuple(sorted(members)), target=target,
-                             message=message_key(m), key="g", mask=mask))
+            claims.add(Claim(observer=observer, target=target, message=message_key(m),
+                             key="g", mask=mask))
+    wraps = rank[b] <= rank[a] and a != order[-1]
+    if final is not None and wraps and sent_by_a:
+        last = max(sent_by_a, key=lambda s: s.round)
+        mask = multiset_new(final, np.asarray(last.payload["g"]))
+        if mask.any():
+            claims.add(Claim(observer=observer, target=target, message=message_key(final_msg),
+                             key="g", mask=mask))
     return claims
+
+
+SINGLE_GUESS = "coalition-single-guess"
+
+
+def single_guess(view: View, claims: Claims) -> Claims:
+    """One value per query named as the target's: the smallest claimed value in the final vector.
+
+    Among the values ``claims`` attributes to the target (any round, any message)
+    that also appear in the public final vector, the smallest is named; a query
+    with no such value gets no guess (a miss). A value of the final vector was never
+    pushed out after it was inserted, so it reaches every later member: a larger
+    coalition's candidates are a subset of a smaller one's that holds every target
+    value the smaller one sees, and its guess is right whenever the smaller one's is.
+    Vectorised over the queries; one pass per claimed message.
+    """
+    final_msg = _final_message(view)
+    out = Claims(SINGLE_GUESS)
+    if final_msg is None or not claims.items:
+        return out
+    final = np.asarray(final_msg.payload["g"])
+    by_key = {message_key(m): m for m in view.received + view.sent}
+    best = np.full(final.shape[0], np.inf)
+    where = np.full((final.shape[0], 2), -1, dtype=np.int64)  # (claim, position) per query
+    for i, c in enumerate(claims.items):
+        g = np.asarray(by_key[c.message].payload["g"], dtype=np.float64)
+        cand = c.mask & ~multiset_new(g, final)
+        vals = np.where(cand, g, np.inf)
+        j = np.argmin(vals, axis=1)
+        v = vals[np.arange(len(vals)), j]
+        better = v < best
+        best[better] = v[better]
+        where[better] = np.stack([np.full(int(better.sum()), i), j[better]], axis=1)
+    for i, c in enumerate(claims.items):
+        rows = np.flatnonzero(where[:, 0] == i)
+        if rows.size:
+            mask = np.zeros(c.mask.shape, dtype=bool)
+            mask[rows, where[rows, 1]] = True
+            out.add(Claim(observer=c.observer, target=c.target, message=c.message, key="g",
+                          mask=mask))
+    return out
 
 
 __all__ = [
     "ADVERSARY",
     "COALITION",
     "INFORMED",
+    "SINGLE_GUESS",
     "coalition_attribution",
     "informed_successor",
+    "single_guess",
     "successor_attribution",
 ]

@@ -81,14 +81,20 @@ import numpy as np
 
 from ppknn.core.dp.audit import clopper_pearson
 from ppknn.core.errors import ConfigError
-from ppknn.core.leakage import Claims, score_attribution
+from ppknn.core.leakage import message_key, score_attribution
 from ppknn.core.transcript import Transcript, View
+from ppknn.simulations.leakage.stream import random_claim_miss
 from ppknn.simulations.leakage.table import (
     LeakageRow,
+    bound_baseline,
     clustered_proportion_row,
     epsilon_row,
     mean_row,
+    paired_mean_difference,
+    paired_rate_baseline,
     proportion_row,
+    rate_baseline,
+    with_baseline,
 )
 
 Truth = Mapping[str, np.ndarray]
@@ -214,28 +220,6 @@ def _positions(ring: Sequence[str]) -> dict[str, int]:
 RING = "ppknn-ring"
 
 
-def _attribution_rows(ctx: Context, adv: Adversary, claims: Claims, quantity: str,
-                      observer_of: Callable[[str], str], note: str) -> list[LeakageRow]:
-    from ppknn.protocols.ppknn.pp_topk import PROTOCOL
-
-    report = score_attribution(claims, ctx.messages(with_provenance=True, protocol=PROTOCOL),
-                               dict(ctx.public["party_index"]), int(ctx.public["n_queries"]))
-    claimed_targets = {c.target for c in claims.items}
-    rows = []
-    for d in report.parties:
-        observer = observer_of(d.party)
-        if not observer:
-            continue
-        if adv.scripted and d.party not in claimed_targets and adv.observers:
-            continue
-        precision = "n/a" if math.isnan(d.precision) else f"{d.precision:.3f}"
-        rows.append(proportion_row(
-            successes=d.disclosed, trials=d.trials, protocol=ctx.protocol, observer=observer,
-            target=d.party, attack=adv.attack, quantity=quantity,
-            note=f"claims' precision {precision} ({d.correct}/{d.claimed} values); {note}"))
-    return rows
-
-
 def _observer_filter(adv: Adversary, ring: Sequence[str]) -> Callable[[str], str]:
     position = _positions(ring)
 
@@ -258,19 +242,54 @@ def _streamed(ctx: Context) -> tuple[Any, Any]:
     return cache[key]
 
 
+RANDOM_CLAIM = ("a random claimer: as many values as the attack claimed in each vector "
+                "row, drawn at random from that row (expected rate from provenance)")
+
+
+def random_claim_baseline(row: LeakageRow, *, hits: np.ndarray, chance: np.ndarray
+                          ) -> LeakageRow:
+    """A disclosure row's baseline: the random claimer's expected rate on the same queries.
+
+    ``hits[q]``: whether the attack disclosed the target on query ``q``; ``chance[q]``:
+    the probability that the random claimer (:data:`RANDOM_CLAIM`) does. The baseline is
+    the mean chance, its interval the spread of a random claimer's realised rate (normal
+    approximation to the Poisson-binomial); the advantage is the mean of ``hits - chance``
+    over the queries with its Student-t interval.
+    """
+    p = np.asarray(chance, dtype=np.float64)
+    n = int(p.size)
+    if n == 0:
+        return with_baseline(row, name=RANDOM_CLAIM, baseline=(math.nan,) * 3,
+                             advantage=(math.nan,) * 3)
+    mean = float(p.mean())
+    half = 1.959964 * math.sqrt(float(np.sum(p * (1 - p)))) / n
+    return with_baseline(row, name=RANDOM_CLAIM,
+                         baseline=(mean, max(0.0, mean - half), min(1.0, mean + half)),
+                         advantage=paired_mean_difference(np.asarray(hits, dtype=np.float64), p))
+
+
 def _report_rows(ctx: Context, adv: Adversary, report: Any, quantity: str, note: str
                  ) -> list[LeakageRow]:
     observer_of = _observer_filter(adv, list(ctx.public["ring"]))
+    chance = getattr(report, "chance", {})
+    hits = getattr(report, "hits", {})
+    pool = getattr(report, "pool", {})
     rows = []
     for d in report.parties:
         observer = observer_of(d.party)
         if not observer:
             continue
         precision = "n/a" if math.isnan(d.precision) else f"{d.precision:.3f}"
-        rows.append(proportion_row(
+        have, of = pool.get(d.party, (0, 0))
+        random_precision = f"{have / of:.3f}" if of else "n/a"
+        row = proportion_row(
             successes=d.disclosed, trials=d.trials, protocol=ctx.protocol, observer=observer,
             target=d.party, attack=adv.attack, quantity=quantity,
-            note=f"claims' precision {precision} ({d.correct}/{d.claimed} values); {note}"))
+            note=f"claims' precision {precision} ({d.correct}/{d.claimed} values), a random "
+                 f"claim's {random_precision} ({have}/{of}); {note}")
+        if d.party in chance:
+            row = random_claim_baseline(row, hits=hits[d.party], chance=chance[d.party])
+        rows.append(row)
     return rows
 
 
@@ -292,25 +311,81 @@ def _informed(ctx: Context, adv: Adversary) -> list[LeakageRow]:
           params=("informed",),
           description="a coalition attributes values to every non-member")
 def _coalition(ctx: Context, adv: Adversary) -> list[LeakageRow]:
+    """Two rows per non-member: §6.6's "any claim right" and one guess per query.
+
+    The single guess (:func:`~protocols.ppknn.pp_topk_attacks.single_guess`) is
+    compared with a guess of one value drawn at random from the public final
+    vector (what anyone holding only the public output achieves); "any claim right"
+    with a random claimer making as many claims in the same vectors.
+    """
     from ppknn.protocols.ppknn.pp_topk import PROTOCOL
-    from ppknn.protocols.ppknn.pp_topk_attacks import coalition_attribution
+    from ppknn.protocols.ppknn.pp_topk_attacks import coalition_attribution, single_guess
 
     ring = list(ctx.public["ring"])
     members = list(adv.observers)
     view = ctx.view(members, protocol=PROTOCOL)
     informed = bool(adv.params.get("informed", False))
-    claims = Claims(adv.attack)
+    index = {p: int(i) for p, i in dict(ctx.public["party_index"]).items()}
+    n_q = int(ctx.public["n_queries"])
+    msgs = ctx.messages(with_provenance=True, protocol=PROTOCOL)
+    by_key = {message_key(m): m for m in msgs}
+    final = next((m for m in msgs if m.kind == "topk-final"), None)
+    name = observer_name(members)
+    rows = []
     for target in ring:
         if target in members:
             continue
-        claims.items.extend(coalition_attribution(
+        claims = coalition_attribution(
             view, target=target, ring=ring, start=ctx.public["start"],
-            max_distance=float(ctx.public["max_distance"]), informed=informed).items)
-    name = observer_name(members)
-    return _attribution_rows(ctx, adv, claims, "disclosure probability (coalition)",
-                             lambda t: "" if t in members else name,
-                             "values new between the members' views are claimed as the "
-                             "target's; no bound")
+            max_distance=float(ctx.public["max_distance"]), informed=informed)
+        guess = single_guess(view, claims)
+        (d,) = [x for x in score_attribution(claims, msgs, index, n_q).parties
+                if x.party == target]
+        (g,) = [x for x in score_attribution(guess, msgs, index, n_q).parties
+                if x.party == target]
+        hits, miss = np.zeros(n_q, dtype=bool), np.zeros(n_q)
+        guessed = np.zeros(n_q, dtype=bool)
+        have = of = 0
+        for c in claims.items:
+            mine = np.asarray(by_key[c.message].provenance["g"]) == index[target]
+            mine = np.broadcast_to(mine, c.mask.shape)
+            hits |= (c.mask & mine).any(axis=1)
+            miss += random_claim_miss(c.mask, mine)
+            rows_claimed = c.mask.any(axis=1)
+            have += int(mine[rows_claimed].sum())
+            of += int(rows_claimed.sum()) * c.mask.shape[1]
+        for c in guess.items:
+            guessed |= (c.mask & (np.asarray(by_key[c.message].provenance["g"])
+                                  == index[target])).any(axis=1)
+        precision = "n/a" if math.isnan(d.precision) else f"{d.precision:.3f}"
+        rows.append(random_claim_baseline(proportion_row(
+            successes=d.disclosed, trials=d.trials, protocol=ctx.protocol, observer=name,
+            target=target, attack=adv.attack, quantity="disclosure probability (coalition)",
+            note=f"claims' precision {precision} ({d.correct}/{d.claimed} values), a random "
+                 f"claim's {have / of if of else math.nan:.3f} ({have}/{of}); values new "
+                 "between the members' views (and in the final vector after the last member "
+                 "before the target, when the stretch wraps past the start node) are claimed "
+                 "as the target's; no bound"), hits=hits, chance=1.0 - np.exp(miss)))
+        in_final = (np.zeros(n_q) if final is None else
+                    np.mean(np.asarray(final.provenance["g"]) == index[target], axis=1))
+        rows.append(
+            random_guess_baseline(proportion_row(
+                successes=g.disclosed, trials=g.trials, protocol=ctx.protocol, observer=name,
+                target=target, attack=adv.attack,
+                quantity="single guess right (coalition)",
+                note="one value per query named as the target's: the smallest claimed value "
+                     "that is in the final vector (none: a miss); grows with the coalition; "
+                     "no bound"), hits=guessed, chance=in_final))
+    return rows
+
+
+def random_guess_baseline(row: LeakageRow, *, hits: np.ndarray, chance: np.ndarray
+                          ) -> LeakageRow:
+    """A single guess's baseline: one value of the public final vector drawn at random."""
+    out = random_claim_baseline(row, hits=hits, chance=chance)
+    return dataclasses.replace(out, baseline_name=(
+        "one value of the public final vector named at random (the target's share of it, "
+        "per query)"))
 
 
 def _sum_rows(ctx: Context, adv: Adversary, *, protocol: str, truth_prefix: str,
@@ -402,6 +477,11 @@ def _sum_group(ctx: Context, adv: Adversary, msgs: Sequence[Any], targets: Seque
         else:
             e2 = np.asarray(estimate, dtype=np.uint64).reshape(t2.shape)
             hits = np.all(e2 == t2, axis=1)
+        if per_query:
+            pool, base_name = t2, BEST_CONSTANT
+        else:  # one vector per target: the most frequent vector over every target
+            pool, base_name = _all_vectors(ctx, truth_prefix), BEST_CONSTANT_TARGETS
+        base = np.all(t2 == _mode_row(pool), axis=1)
         sum_kind = "secret-shared" if shared else "ring"
         if shared:
             why = "shares of honest nodes hide the target"
@@ -412,11 +492,46 @@ def _sum_group(ctx: Context, adv: Adversary, msgs: Sequence[Any], targets: Seque
                    "start node's vector: the mask does not hide it from both neighbours")
         else:
             why = "no guarantee against colluding neighbours"
-        rows.append(proportion_row(
+        rows.append(paired_rate_baseline(proportion_row(
             successes=int(hits.sum()), trials=len(hits), protocol=ctx.protocol,
             observer=observer_name(sorted(observers)), target=target, attack=adv.attack,
-            quantity=quantity, note=f"{sum_kind} secure sum; {why}"))
+            quantity=quantity, note=f"{sum_kind} secure sum; {why}"),
+            hits=hits, base=base, name=base_name))
     return rows
+
+
+BEST_CONSTANT = ("the best constant guess: the target's most frequent true vector over "
+                 "the queries (an oracle choice; no transcript)")
+BEST_CONSTANT_TARGETS = ("the best constant guess: the most frequent true vector over "
+                         "every target (an oracle choice; no transcript)")
+NOTHING_SEEN = ("no transcript: nothing seen (an exact real-valued row or total is not "
+                "guessed)")
+
+
+def _mode_row(rows: np.ndarray) -> np.ndarray:
+    """The most frequent row of ``rows`` (the first of the most frequent, sorted)."""
+    uniq, counts = np.unique(np.asarray(rows).reshape(len(rows), -1), axis=0,
+                             return_counts=True)
+    return uniq[int(np.argmax(counts))]
+
+
+def _all_vectors(ctx: Context, prefix: str) -> np.ndarray:
+    """Every party's truth vector under ``prefix`` (one row each), cached on the context."""
+    cache = ctx.__dict__.setdefault("_cache", {})
+    key = f"_vectors:{prefix}"
+    if key not in cache:
+        keys = sorted(k for k in ctx.truth if k.startswith(prefix))
+        cache[key] = np.stack([np.asarray(ctx.truth[k], dtype=np.uint64).ravel()
+                               for k in keys])
+    return cache[key]
+
+
+def _nothing_seen(row: LeakageRow) -> LeakageRow:
+    """The baseline of an exact-sighting row: no sighting on the same trials."""
+    hits = np.zeros(row.trials, dtype=bool)
+    hits[:int(round(row.value * row.trials)) if math.isfinite(row.value) else 0] = True
+    return paired_rate_baseline(row, hits=hits, base=np.zeros(row.trials, dtype=bool),
+                                name=NOTHING_SEEN)
 
 
 def _ring_estimate(view: View, *, target: str, ring: list[str], start: str, kind: str,
@@ -517,15 +632,17 @@ def _ring_mask_reuse(ctx: Context, adv: Adversary) -> list[LeakageRow]:
             hits = np.all(estimate == truth, axis=1)
         _, counts = np.unique(truth, axis=0, return_counts=True)
         chance = float(counts.max()) / len(truth)
+        base = np.all(truth == _mode_row(truth), axis=1)
         what = "its vote vector" if t == order[1] else f"the votes of {order[1]}..{t}"
-        rows.append(proportion_row(
+        rows.append(paired_rate_baseline(proportion_row(
             successes=int(hits.sum()), trials=len(hits), protocol=ctx.protocol, observer=b,
             target=t, attack=adv.attack,
             quantity="masked partial sum recovered exactly (one node alone)",
             bound=chance, bound_name="chance level (best constant guess of this run)",
             note=f"{'secret-shared sum: no ring mask' if shared else 'ring secure sum'}; "
                  f"the partial sum is {what}; a fresh uniform mask per query keeps a single "
-                 "node at chance, a reused one does not"))
+                 "node at chance, a reused one does not"), hits=hits, base=base,
+            name=BEST_CONSTANT))
     return rows
 
 
@@ -559,13 +676,13 @@ def _ring_nb_start(ctx: Context, adv: Adversary) -> list[LeakageRow]:
     shared = any(m.kind == "share" for m in ctx.messages())
     hit = bool(sent and got and not shared
                and np.array_equal(ss.sub(got[0].payload["s"], sent[0].payload["s"]), truth))
-    return [proportion_row(
+    return [_nothing_seen(proportion_row(
         successes=int(hit), trials=1, protocol=ctx.protocol, observer=start,
         target="the other owners (exact statistics before noise)", attack=adv.attack,
         quantity="exact pre-noise aggregate recovered",
         note="the start node subtracts the mask it sent from the sum it received; it is "
              "trusted for the noise step by design (no bound)" if not shared else
-             "secret-shared sum: no mask to subtract")]
+             "secret-shared sum: no mask to subtract"))]
 
 
 def membership_rows(ctx: Context, adv: Adversary, *, observers: Sequence[str],
@@ -612,16 +729,33 @@ def membership_rows(ctx: Context, adv: Adversary, *, observers: Sequence[str],
                           trials=0, note="no model received", **fields)
     s_in = pooled_scores(list(models), mx[:m], my[:m])
     s_out = pooled_scores(list(models), ox[:m], oy[:m])
+    note = ("P(claim member | member) {tp}/{n_in}, P(claim member | held out) {fp}/{n_out} "
+            "on the test half (threshold, direction and event chosen on the other half by "
+            "the Clopper-Pearson bound; event: claim {event}"
+            + (f"; δ = {delta:g} subtracted" if delta else "") + f"); log-density score; "
+            f"{m} members and {m} held-out rows, {sampled}")
+    row = _membership_epsilon(s_in, s_out, delta=delta, note=note, **fields)
+    # the same test on a score that reads no model: the log prior of the row's class
+    # (the members' class frequencies); on class-matched samples it is at chance
+    classes, counts = np.unique(np.asarray(ctx.truth["members_y"]), return_counts=True)
+    prior = dict(zip(classes.tolist(), np.log(counts / counts.sum()).tolist()))
+    b_in = np.array([prior.get(c, -np.inf) for c in np.asarray(my[:m]).tolist()])
+    b_out = np.array([prior.get(c, -np.inf) for c in np.asarray(oy[:m]).tolist()])
+    base = _membership_epsilon(b_in, b_out, delta=delta, note="", **fields)
+    return bound_baseline(row, baseline=(base.value, base.ci_low, base.ci_high),
+                          name="the same test on a score without the model: the log prior "
+                               "of the row's class (chance on class-matched samples)")
+
+
+def _membership_epsilon(s_in: np.ndarray, s_out: np.ndarray, *, delta: float, note: str,
+                        **fields: Any) -> LeakageRow:
+    """Threshold, direction and event chosen on the even positions, ε bounded on the odd."""
     sel, test = slice(0, None, 2), slice(1, None, 2)
     threshold, direction, event = _select_threshold(s_in[sel], s_out[sel], delta=delta)
     a, b = direction * s_in[test], direction * s_out[test]
     n_in, n_out = len(a), len(b)
     tp, fp = int((a >= threshold).sum()), int((b >= threshold).sum())
-    note = (f"P(claim member | member) {tp}/{n_in}, P(claim member | held out) {fp}/{n_out} "
-            "on the test half (threshold, direction and event chosen on the other half by "
-            f"the Clopper-Pearson bound; event: claim {event}"
-            + (f"; δ = {delta:g} subtracted" if delta else "") + f"); log-density score; "
-            f"{m} members and {m} held-out rows, {sampled}")
+    note = note.format(tp=tp, fp=fp, n_in=n_in, n_out=n_out, event=event)
     if event == "member":
         return epsilon_row(hit_a=tp, n_a=n_in, hit_b=fp, n_b=n_out, delta=delta, note=note,
                            **fields)
@@ -709,18 +843,38 @@ def _dp_knn_labels(ctx: Context, adv: Adversary) -> list[LeakageRow]:
         idx = np.array([index.get(np.asarray(x, dtype=np.float64).tobytes(), -1)
                         for x in claims.x], dtype=np.int64)
         known = idx >= 0
-        hits = int(np.sum(claims.label[known] == truth_y[idx[known]]))
+        targets = truth_y[idx[known]]
+        right = claims.label[known] == targets
+        hits = int(np.sum(right))
         repeated = int(np.sum(claims.answers > 1))
+        majority, base_name = _majority_label(ctx, truth_y)
         # no ε conversion here: one run sees one dataset, and the match rate is set by
         # the regions' count margins, not by ε (module docstring); `ppknn audit` gives ε
-        rows.append(proportion_row(
+        rows.append(paired_rate_baseline(proportion_row(
             successes=hits, trials=int(known.sum()), protocol=ctx.protocol,
             observer=observer_name(group), target="training data (noiseless labels)",
             attack=adv.attack, quantity="labels inferred correctly",
             note=f"ε spent on these answers {spent:.4g} (ledger); {repeated} instances "
                  "answered more than once (majority vote); an aggregate label has no ε "
-                 "bound: empirical ε by `ppknn audit`"))
+                 "bound: empirical ε by `ppknn audit`"),
+            hits=right, base=targets == majority, name=base_name))
     return rows
+
+
+def _majority_label(ctx: Context, noiseless: np.ndarray) -> tuple[int, str]:
+    """The label an analyst without the answers claims: the training data's majority class.
+
+    A truth saved without the class counts falls back on the most frequent noiseless
+    label of the run (an oracle constant, at least as strong).
+    """
+    counts = ctx.truth.get("train_class_counts")
+    if counts is not None and np.asarray(counts).size:
+        return (int(np.argmax(np.asarray(counts))),
+                "the training data's majority label for every instance (no transcript)")
+    values, n = np.unique(np.asarray(noiseless), return_counts=True)
+    return (int(values[int(np.argmax(n))]) if values.size else -1,
+            "the most frequent noiseless label for every instance (an oracle constant; no "
+            "transcript)")
 
 
 @register(DP_KNN, "owner-sees-queries", default=True, by_design=True,
@@ -741,11 +895,12 @@ def _dp_knn_owner(ctx: Context, adv: Adversary) -> list[LeakageRow]:
         # distinct instances on both sides: a dataset with repeated rows (iris) counted a
         # repeated test row once per copy against the distinct rows seen (100 of 98)
         hits = len(seen & truth)
-        rows.append(proportion_row(
+        rows.append(_nothing_seen(proportion_row(
             successes=hits, trials=len(seen), protocol=ctx.protocol,
             observer=observer_name(adv.observers or (owner,)), target=analyst,
             attack=adv.attack, quantity="analyst's instances seen exactly",
-            note="the paper's model: test instances are not private from the owner; no bound"))
+            note="the paper's model: test instances are not private from the owner; no "
+                 "bound")))
     return rows
 
 
@@ -819,12 +974,12 @@ def _dp_nb_owner(ctx: Context, adv: Adversary) -> list[LeakageRow]:
             # measured, not asserted: a request carrying any of the query rows (the
             # analysts' private instances) in any field counts
             carrying = sum(bool(rows_carried([m], private).any()) for m in requests)
-            rows.append(proportion_row(
+            rows.append(_nothing_seen(proportion_row(
                 successes=carrying, trials=len(requests), protocol=ctx.protocol,
                 observer=observer_name(observers), target=analyst, attack=adv.attack,
                 quantity="requests carrying the analyst's private data",
                 note="a request carrying a query row (any field) counts; an honest request "
-                     "names public parameters only (method, ε, noise); no bound"))
+                     "names public parameters only (method, ε, noise); no bound")))
     return rows
 
 
@@ -859,8 +1014,20 @@ def _pca_transform(ctx: Context, adv: Adversary) -> list[LeakageRow]:
     observer = observer_name(adv.observers or ("miner",))
     base = dict(protocol=ctx.protocol, observer=observer, target="sanitizer (each record)",
                 attack=adv.attack)
-    rows = [mean_row(values=rmse, quantity="reconstruction RMS error per record "
-                     "(normalised)", note="mean over records; no bound", **base)]
+    own = _pca_own(ctx, release)
+    rmse_row = mean_row(values=rmse, quantity="reconstruction RMS error per record "
+                        "(normalised)", note="mean over records; no bound", **base)
+    if own is not None:
+        from ppknn.protocols.pca_perturbation.attacks import prior_guess
+
+        prior_rmse = np.sqrt(np.mean((prior_guess(own)[None, :] - truth) ** 2, axis=1))
+        prior = mean_row(values=prior_rmse, quantity="", **base)
+        rmse_row = with_baseline(
+            rmse_row, name=f"each value guessed as its column's mean over the miner's own "
+                           f"{len(own)} rows (no release); advantage = baseline error - error",
+            baseline=(prior.value, prior.ci_low, prior.ci_high),
+            advantage=paired_mean_difference(prior_rmse, rmse))
+    rows = [rmse_row]
     within = np.abs(estimate - truth) <= reach
     amp = np.asarray(release.payload.get("amplification", []), dtype=np.float64)
     bound = None
@@ -877,14 +1044,36 @@ def _pca_transform(ctx: Context, adv: Adversary) -> list[LeakageRow]:
                 + ("(product over the released columns)" if joint else "(e^(1/b) per column)"))
     # a record's values share its noise (through PCA every released column feeds every
     # value): records, not values, are the independent trials of the interval
-    rows.append(clustered_proportion_row(
+    row = clustered_proportion_row(
         hits=within,
         quantity=f"values reconstructed within ±{reach:g} of the range", bound=bound,
         bound_name=name,
         note="γ-amplification bounds the posterior of any interval of width 2·reach, so "
              "the expected hit rate is <= ρ2 when every such interval has prior <= ρ1 "
-             "(a uniform prior on each normalised value; real priors differ)", **base))
+             "(a uniform prior on each normalised value; real priors differ)", **base)
+    if own is not None:
+        from ppknn.protocols.pca_perturbation.attacks import prior_guess
+
+        guess = np.abs(prior_guess(own, reach=reach)[None, :] - truth) <= reach
+        prior = clustered_proportion_row(hits=guess, quantity="", **base)
+        # records are the independent units: the per-record difference of hit rates
+        row = with_baseline(
+            row, name=f"each value guessed from the miner's own {len(own)} rows alone: per "
+                      f"column the value whose ±{reach:g} window holds most of them",
+            baseline=(prior.value, prior.ci_low, prior.ci_high),
+            advantage=paired_mean_difference(within.mean(axis=1), guess.mean(axis=1)))
+    rows.append(row)
     return rows
+
+
+def _pca_own(ctx: Context, release: Any) -> np.ndarray | None:
+    """The miner's own rows, normalised as the release's public bounds say (if known)."""
+    if "instances" not in ctx.truth or "lower" not in release.payload:
+        return None
+    from ppknn.protocols.pca_perturbation.attacks import own_rows
+
+    own = own_rows(release, np.asarray(ctx.truth["instances"], dtype=np.float64))
+    return own if len(own) else None
 
 
 @register(PCA, "sanitizer-sees-instances", default=True,
@@ -896,13 +1085,14 @@ def _pca_sanitizer(ctx: Context, adv: Adversary) -> list[LeakageRow]:
     observers = tuple(adv.observers or ("sanitizer",))
     received = ctx.view(observers).received
     seen = rows_carried(received, instances)
-    return [proportion_row(
+    return [paired_rate_baseline(proportion_row(
         successes=int(seen.sum()), trials=len(instances), protocol=ctx.protocol,
         observer=observer_name(observers), target="miner (its instances)", attack=adv.attack,
         quantity="miner's instances seen exactly",
         note=f"the sanitizer received {len(received)} message(s): the release is one-way, it "
              "learns nothing of the miner's instances (an instance in any received field "
-             "counts); no bound")]
+             "counts); no bound"), hits=seen, base=np.zeros(len(seen), dtype=bool),
+        name=NOTHING_SEEN)]
 
 
 @register(PCA, "correlation-attack", default=True,
@@ -913,9 +1103,10 @@ def _pca_correlation(ctx: Context, adv: Adversary) -> list[LeakageRow]:
     release = _pca_release(ctx)
     if release is None or "records" not in ctx.truth:
         return []
-    outcome = attack(release, np.asarray(ctx.truth["records"]))
+    truth = np.asarray(ctx.truth["records"])
+    outcome = attack(release, truth)
     value = outcome.filtered if outcome.best_s2 else outcome.no_filter
-    return [LeakageRow(
+    row = LeakageRow(
         protocol=ctx.protocol, observer=observer_name(adv.observers or ("miner",)),
         target="sanitizer (all records)", attack=adv.attack,
         quantity="average privacy (95% interval width / range; lower leaks more)",
@@ -923,7 +1114,19 @@ def _pca_correlation(ctx: Context, adv: Adversary) -> list[LeakageRow]:
         trials=int(len(ctx.truth["records"])),
         note=(f"s2 = {outcome.best_s2} (oracle); transform attack alone "
               f"{outcome.no_filter:.4f}") if outcome.best_s2 else
-             "no s2 applies: transform attack alone")]
+             "no s2 applies: transform attack alone")
+    own = _pca_own(ctx, release)
+    if own is None:
+        return [row]
+    from ppknn.protocols.pca_perturbation.attacks import prior_guess
+    from ppknn.protocols.pca_perturbation.privacy import average_privacy
+
+    prior = average_privacy(np.broadcast_to(prior_guess(own), truth.shape), truth)
+    return [with_baseline(
+        row, name="each value guessed as its column's mean over the miner's own rows (no "
+                  "release; no interval); advantage = baseline privacy - privacy",
+        baseline=(prior, math.nan, math.nan),
+        advantage=(prior - float(value), math.nan, math.nan))]
 
 
 # -- dptt --------------------------------------------------------------------------------
@@ -943,20 +1146,27 @@ def _dptt_side(ctx: Context, adv: Adversary) -> list[LeakageRow]:
 
         tally = dptt_side_inference(ctx.transcript, np.asarray(ctx.truth["queries"]))
         n, correct, utility = tally.decisions, tally.correct, tally.utility
+        right = tally.right
     else:
         claims = side_claims(ctx.view(observers))
         n, utility = int(claims.slot.size), claims.utility
-        correct = int(np.sum(claims.right == true_sides(claims, ctx.truth["queries"])))
+        sides = true_sides(claims, ctx.truth["queries"])
+        correct = int(np.sum(claims.right == sides))
+        right = int(np.sum(sides))
     if n == 0:
         return []
     base = dict(protocol=ctx.protocol, observer=observer_name(observers),
                 target="client (each query)", attack=adv.attack)
     eps = float(ctx.public.get("per_decision_epsilon", float("nan")))
+    # without the client's bits: the side most decisions take, named for every decision
+    constant = max(right, n - right)
+    side_name = ("the better constant side (always right or always left, whichever more "
+                 f"decisions take: {constant}/{n}; no transcript)")
     if utility != "cmp":
-        return [proportion_row(successes=correct, trials=n,
-                               quantity="decisions whose side the server infers", note=(
-                                   "DIS: ε holds for queries within the privacy radius; "
-                                   "no per-decision rate bound"), **base)]
+        return [rate_baseline(proportion_row(
+            successes=correct, trials=n, quantity="decisions whose side the server infers",
+            note="DIS: ε holds for queries within the privacy radius; no per-decision rate "
+                 "bound", **base), successes=constant, trials=n, name=side_name)]
     p = correct / n
     lo, hi = clopper_pearson(correct, n, 0.025)
 
@@ -965,14 +1175,17 @@ def _dptt_side(ctx: Context, adv: Adversary) -> list[LeakageRow]:
             return 0.0
         return math.inf if x >= 1 else math.log(x / (1 - x))
 
+    c_lo, c_hi = clopper_pearson(constant, n, 0.025)
     final = ctx.public.get("final_epsilon_br")
-    return [LeakageRow(
+    return [bound_baseline(LeakageRow(
         quantity="empirical ε per decision (side inference)", value=logit(p),
         ci_low=logit(lo), ci_high=logit(hi), trials=n, bound=eps,
         bound_name="per-decision ε of the exponential mechanism",
         note=f"server right on {correct}/{n} decisions; the EM takes the correct side with "
              f"e^(ε/2)/(1+e^(ε/2)), so ε/2 is expected; composed ε per query "
-             f"{final if final is None else f'{float(final):.4g}'} (bounded range)", **base)]
+             f"{final if final is None else f'{float(final):.4g}'} (bounded range)", **base),
+        baseline=(logit(constant / n), logit(c_lo), logit(c_hi)),
+        name=f"{side_name}, as an ε: ln(p / (1 - p))")]
 
 
 @register(DPTT, "server-location-inference", default=True,
@@ -998,12 +1211,29 @@ def _dptt_location(ctx: Context, adv: Adversary) -> list[LeakageRow]:
         return []
     err = np.linalg.norm(est[has] - queries[has], axis=1)
     centre = np.linalg.norm(queries - queries.mean(axis=0), axis=1).mean()
-    return [mean_row(values=err, protocol=ctx.protocol, observer=observer_name(observers),
-                     target="client (each query)", attack=adv.attack,
-                     quantity="location error distance",
-                     note=f"the queries' own centroid is {centre:.4g} away on average; "
-                          f"composed ε per query "
-                          f"{ctx.public.get('final_epsilon_br')}; no distance bound")]
+    return [_centroid_baseline(mean_row(
+        values=err, protocol=ctx.protocol, observer=observer_name(observers),
+        target="client (each query)", attack=adv.attack, quantity="location error distance",
+        note=f"the queries' own centroid is {centre:.4g} away on average; composed ε per "
+             f"query {ctx.public.get('final_epsilon_br')}; no distance bound"),
+        queries=queries[has], err=err)]
+
+
+def _centroid_baseline(row: LeakageRow, *, queries: np.ndarray, err: np.ndarray
+                       ) -> LeakageRow:
+    """A location row's baseline: every query guessed as the queries' centroid.
+
+    The centroid of the targets themselves is an oracle constant (at least as good as
+    any constant an attacker without the transcript could name); the advantage is the
+    baseline's error minus the attack's, per query, with a Student-t interval.
+    """
+    base = np.linalg.norm(queries - queries.mean(axis=0), axis=1)
+    b = mean_row(values=base, quantity="", protocol="", observer="", target="", attack="")
+    return with_baseline(row, name="every query guessed as the queries' centroid (an oracle "
+                                   "constant; no transcript); advantage = baseline error - "
+                                   "error",
+                         baseline=(b.value, b.ci_low, b.ci_high),
+                         advantage=paired_mean_difference(base, err))
 
 
 @register(DPTT, "geo-server-location-inference", default=True,
@@ -1023,7 +1253,8 @@ def _dptt_geo_location(ctx: Context, adv: Adversary) -> list[LeakageRow]:
     err = np.linalg.norm(est - queries[has], axis=1)
     dims = point.shape[1]
     expected = (2.0 if dims == 2 else 1.0) * radius / eps  # E|noise| of one draw
-    return [mean_row(values=err, protocol=ctx.protocol, observer="GEO server",
+    return [_centroid_baseline(mean_row(values=err, protocol=ctx.protocol,
+                                        observer="GEO server",
                      target="client (each query)", attack=adv.attack,
                      quantity="location error distance (GEO baseline)",
                      note=f"GEO at ε* = {eps:.4g} within r = {radius:.4g} ({dims}-D "
@@ -1031,7 +1262,7 @@ def _dptt_geo_location(ctx: Context, adv: Adversary) -> list[LeakageRow]:
                           f"error {expected:.4g}; {int(count.max())} noisy copies per query "
                           "at most (the thesis's fairness rule), averaged; the view is "
                           "saved with the ground truth (GEO runs outside the runtime); no "
-                          "distance bound")]
+                          "distance bound"), queries=queries[has], err=err)]
 
 
 @register(DPTT, "client-sees-training-points", default=True, by_design=True,
@@ -1049,12 +1280,13 @@ def _dptt_client(ctx: Context, adv: Adversary) -> list[LeakageRow]:
         for key in ("ids", "parent_id", "left_id", "right_id"):
             if key in m.payload:
                 seen[np.asarray(m.payload[key], dtype=np.int64)] = True
-    return [proportion_row(
+    return [paired_rate_baseline(proportion_row(
         successes=int(seen.sum()), trials=n, protocol=ctx.protocol,
         observer=observer_name(observers), target="server (training points)",
         attack=adv.attack, quantity="training points seen exactly",
         note="node values and released points are sent in the clear by design (the "
-             "thesis protects the client's query, not the server's data); no bound")]
+             "thesis protects the client's query, not the server's data); no bound"),
+        hits=seen, base=np.zeros(n, dtype=bool), name=NOTHING_SEEN)]
 
 
 __all__ = ["Adversary", "Attack", "Context", "allowed", "defaults", "get", "membership_rows",

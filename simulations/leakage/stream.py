@@ -36,6 +36,7 @@ versions (:func:`simulations.disclosure.measure_disclosure`; tests).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import json
@@ -225,11 +226,28 @@ class _Tally:
     disclosed: dict[str, np.ndarray]
     claimed: dict[str, int]
     correct: dict[str, int]
+    log_miss: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    """Per target and query: log P(a random claimer with the same claims hits none)."""
+    pool: dict[str, list[int]] = dataclasses.field(default_factory=dict)
+    """Per target: [its values, all values] in the claimed messages' rows."""
 
     @classmethod
     def new(cls, parties: list[str], n_queries: int) -> _Tally:
         return cls({p: np.zeros(n_queries, dtype=bool) for p in parties},
-                   dict.fromkeys(parties, 0), dict.fromkeys(parties, 0))
+                   dict.fromkeys(parties, 0), dict.fromkeys(parties, 0),
+                   {p: np.zeros(n_queries) for p in parties}, {p: [0, 0] for p in parties})
+
+    def add_chance(self, targets: list[str], sizes: list[int], mask: np.ndarray,
+                   mine: np.ndarray) -> None:
+        """The random-claim baseline of stacked messages (:func:`random_claim_miss`)."""
+        miss = random_claim_miss(mask, mine)
+        ends = np.cumsum(sizes, dtype=np.int64)
+        claimed_rows = mask.any(axis=1)
+        for target, lo, hi in zip(targets, ends - np.asarray(sizes, dtype=np.int64), ends):
+            self.log_miss[target] += miss[lo:hi]
+            rows = claimed_rows[lo:hi]
+            self.pool[target][0] += int(mine[lo:hi][rows].sum())
+            self.pool[target][1] += int(rows.sum()) * mine.shape[1]
 
     def add(self, targets: list[str], sizes: list[int], mask: np.ndarray, hit: np.ndarray
             ) -> None:
@@ -254,9 +272,54 @@ class _Tally:
                     self.disclosed[target] |= any_hit[lo:hi]
 
     def report(self, adversary: str, order: list[str], n_queries: int) -> DisclosureReport:
-        return DisclosureReport(adversary=adversary, parties=tuple(
+        return ChanceReport(adversary=adversary, parties=tuple(
             Disclosure(party=p, disclosed=int(self.disclosed[p].sum()), trials=n_queries,
-                       claimed=self.claimed[p], correct=self.correct[p]) for p in order))
+                       claimed=self.claimed[p], correct=self.correct[p]) for p in order),
+            chance={p: 1.0 - np.exp(self.log_miss[p]) for p in order if p in self.log_miss},
+            hits={p: self.disclosed[p] for p in order},
+            pool={p: tuple(self.pool[p]) for p in order if p in self.pool})
+
+
+def random_claim_miss(mask: np.ndarray, mine: np.ndarray) -> np.ndarray:
+    """Per row: log P(``c`` values drawn at random from the row's ``K`` hit none of the target's).
+
+    ``c`` is the row's claims (``mask``), ``t`` the target's values in it (``mine``):
+    ``C(K - t, c) / C(K, c)``, zero when ``c > K - t``.
+    """
+    from scipy.special import gammaln
+
+    width = mask.shape[1]
+    c = mask.sum(axis=1).astype(np.float64)
+    t = mine.sum(axis=1).astype(np.float64)
+    free = width - t
+    out = np.full(len(c), -np.inf)
+    ok = c <= free
+    out[ok] = (gammaln(free[ok] + 1) - gammaln(free[ok] - c[ok] + 1) - gammaln(width + 1)
+               + gammaln(width - c[ok] + 1))
+    return out
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ChanceReport(DisclosureReport):
+    """A disclosure report with its random-claim baseline.
+
+    ``chance[p][q]``: the probability that a claimer naming, in every row it claimed,
+    as many values as the attack did but drawn at random, names one of ``p``'s values
+    for query ``q``; ``hits[p][q]``: whether the attack did; ``pool[p]``: ``p``'s
+    values and all values in the claimed rows (a random claim's precision).
+    """
+
+    chance: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    hits: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    pool: Mapping[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to any report with the same adversary and disclosures (the baseline aside)."""
+        if not isinstance(other, DisclosureReport):
+            return NotImplemented
+        return (self.adversary, self.parties) == (other.adversary, other.parties)
+
+    __hash__ = DisclosureReport.__hash__
 
 
 STATE_BUDGET = 8 * 2**20
@@ -505,9 +568,11 @@ def _ring_attribution(transcript: Transcript, index: dict[str, int], n_q: int, m
         mine = (np.concatenate([np.broadcast_to(p[3], p[1].shape) for p in pending])
                 == np.repeat([index[s] for s in senders], sizes)[:, None])
         plain.add(senders, sizes, mask, mask & mine)
+        plain.add_chance(senders, sizes, mask, mine)
         if final is not None:
             claims = mask & ~beyond
             informed.add(senders, sizes, claims, claims & mine)
+            informed.add_chance(senders, sizes, claims, mine)
         pending.clear()
         pending_bytes = 0
 
@@ -557,6 +622,8 @@ class SideTally:
     decisions: int
     correct: int
     utility: str
+    right: int = 0
+    """Decisions whose true side is the right one (a constant guess's baseline)."""
 
 
 def dptt_side_inference(transcript: Transcript, queries: np.ndarray,
@@ -566,7 +633,7 @@ def dptt_side_inference(transcript: Transcript, queries: np.ndarray,
     from ppknn.protocols.dptt.adversary import side_claims, true_sides
     from ppknn.protocols.dptt.config import PROTOCOL
 
-    total = correct = 0
+    total = correct = right = 0
     utility = "cmp"
     for _, msgs in round_messages(transcript, PROTOCOL, kinds=("nodes", "bits"),
                                   with_provenance=False):
@@ -574,8 +641,10 @@ def dptt_side_inference(transcript: Transcript, queries: np.ndarray,
         if claims.slot.size:
             utility = claims.utility
             total += int(claims.slot.size)
-            correct += int(np.sum(claims.right == true_sides(claims, queries)))
-    return SideTally(total, correct, utility)
+            sides = true_sides(claims, queries)
+            correct += int(np.sum(claims.right == sides))
+            right += int(np.sum(sides))
+    return SideTally(total, correct, utility, right)
 
 
 __all__ = ["BYTE_BUDGET", "COMPARE_BUDGET", "SPILL_BUDGET", "STATE_BUDGET", "SideTally", "batches",

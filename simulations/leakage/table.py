@@ -18,6 +18,23 @@ Quantities that are empirical ε lower bounds carry the point estimate in
 (``ci_low`` is the lower confidence bound on ε that is compared with the
 promise).
 
+Every row also states its **baseline**: what an attacker *without the
+transcript* scores on the same targets (the best constant label, a guess of
+each value from the attacker's own rows, a random claim among the values it
+holds, a membership score that reads no model), computed from the run's
+ground truth with its 95% interval (``baseline``, ``baseline_low``,
+``baseline_high``, named in ``baseline_name``), and the **advantage** over it
+with its 95% interval (``advantage``, ``advantage_low``, ``advantage_high``).
+The advantage is positive when the attacker does better than the baseline: a
+rate minus the baseline's rate, an empirical ε minus the baseline test's ε,
+the baseline's error minus the attacker's for an error. The interval of a
+difference of two rates on the same targets is Newcombe's for paired
+proportions (method 10, Newcombe 1998, with the Wilson interval of each
+rate); on different trials, Newcombe's hybrid score interval for two
+independent proportions; of errors on the same targets, Student's t on the
+per-target differences; of two ε bounds, the difference of their ends (each
+end at 95%, so the interval is conservative).
+
 Examples
 --------
 >>> row = LeakageRow(protocol="dptt", observer="server", target="client", attack="a",
@@ -35,7 +52,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +65,9 @@ from ppknn.simulations.reporting.csvio import read_rows, write_rows
 
 WITHIN, ABOVE, NO_BOUND = "within bound", "above bound", "no bound"
 COLUMNS = ("protocol", "observer", "target", "attack", "quantity", "value", "ci_low",
-           "ci_high", "trials", "bound", "bound_name", "verdict", "note")
+           "ci_high", "trials", "bound", "bound_name", "verdict", "baseline", "baseline_low",
+           "baseline_high", "advantage", "advantage_low", "advantage_high", "baseline_name",
+           "note")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +86,13 @@ class LeakageRow:
     bound: float | None = None
     bound_name: str = ""
     note: str = ""
+    baseline: float = math.nan
+    baseline_low: float = math.nan
+    baseline_high: float = math.nan
+    advantage: float = math.nan
+    advantage_low: float = math.nan
+    advantage_high: float = math.nan
+    baseline_name: str = ""
 
     @property
     def verdict(self) -> str:
@@ -186,6 +212,120 @@ def epsilon_row(*, hit_a: int, n_a: int, hit_b: int, n_b: int, delta: float = 0.
     return LeakageRow(value=point, ci_low=lo, ci_high=hi, trials=int(n_a + n_b), **fields)
 
 
+def newcombe_paired(hits: np.ndarray, base: np.ndarray, confidence: float = 0.95
+                    ) -> tuple[float, float, float]:
+    """Difference of two rates on the same trials, ``mean(hits) - mean(base)``, with its interval.
+
+    Newcombe's (1998) method 10 for paired proportions: the Wilson interval of
+    each rate, combined with the correlation of the two outcomes (the 2x2
+    table's phi, its numerator corrected by ``n / 2`` towards zero).
+
+    >>> a = np.array([1, 1, 1, 1, 1, 1, 1, 1, 0, 0], bool)
+    >>> b = np.array([1, 1, 1, 0, 0, 0, 0, 0, 0, 0], bool)
+    >>> d, lo, hi = newcombe_paired(a, b)
+    >>> round(d, 2), round(lo, 3), round(hi, 3)
+    (0.5, 0.078, 0.733)
+    """
+    x, y = np.asarray(hits, dtype=bool).ravel(), np.asarray(base, dtype=bool).ravel()
+    if x.shape != y.shape:
+        raise ValueError(f"paired outcomes of different sizes: {x.size} and {y.size}")
+    n = int(x.size)
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    a, b = int(np.sum(x & y)), int(np.sum(x & ~y))
+    c, d = int(np.sum(~x & y)), int(np.sum(~x & ~y))
+    p1, p2 = (a + b) / n, (a + c) / n
+    l1, u1 = wilson_interval(a + b, n, confidence)
+    l2, u2 = wilson_interval(a + c, n, confidence)
+    den = (a + b) * (c + d) * (a + c) * (b + d)
+    num = a * d - b * c
+    num = max(num - n / 2, 0.0) if num > 0 else num
+    phi = num / math.sqrt(den) if den else 0.0
+    delta = p1 - p2
+    dl = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    du = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
+    return delta, max(-1.0, delta - dl), min(1.0, delta + du)
+
+
+def newcombe_unpaired(x1: float, n1: float, x2: float, n2: float, confidence: float = 0.95
+                      ) -> tuple[float, float, float]:
+    """Difference ``x1/n1 - x2/n2`` of two independent rates with Newcombe's hybrid interval.
+
+    >>> d, lo, hi = newcombe_unpaired(56, 70, 48, 80)
+    >>> round(d, 4), round(lo, 4), round(hi, 4)
+    (0.2, 0.0524, 0.3339)
+    """
+    if n1 <= 0 or n2 <= 0:
+        return math.nan, math.nan, math.nan
+    p1, p2 = x1 / n1, x2 / n2
+    l1, u1 = wilson_interval(x1, n1, confidence)
+    l2, u2 = wilson_interval(x2, n2, confidence)
+    delta = p1 - p2
+    return (delta, delta - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2),
+            delta + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2))
+
+
+def paired_mean_difference(values: np.ndarray, base: np.ndarray
+                           ) -> tuple[float, float, float]:
+    """``mean(values - base)`` over the same targets with its Student-t 95% interval."""
+    diff = np.asarray(values, dtype=np.float64) - np.asarray(base, dtype=np.float64)
+    diff = diff[np.isfinite(diff)]
+    n = int(diff.size)
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(diff.mean())
+    if n == 1:
+        return mean, math.nan, math.nan
+    half = float(special.stdtrit(n - 1, 0.975) * diff.std(ddof=1) / math.sqrt(n))
+    return mean, mean - half, mean + half
+
+
+def with_baseline(row: LeakageRow, *, name: str, baseline: Sequence[float],
+                  advantage: Sequence[float]) -> LeakageRow:
+    """``row`` with its baseline ``(value, low, high)`` and advantage ``(value, low, high)``."""
+    b, bl, bh = (float(v) for v in baseline)
+    a, al, ah = (float(v) for v in advantage)
+    return replace(row, baseline=b, baseline_low=bl, baseline_high=bh, advantage=a,
+                   advantage_low=al, advantage_high=ah, baseline_name=name)
+
+
+def paired_rate_baseline(row: LeakageRow, *, hits: np.ndarray, base: np.ndarray, name: str
+                         ) -> LeakageRow:
+    """A rate's baseline from paired outcomes: the baseline's hit per trial of ``row``.
+
+    ``hits`` are the attack's outcomes (their mean is ``row.value``), ``base`` the
+    baseline's on the same trials; Wilson interval for the baseline, Newcombe's paired
+    interval for the advantage.
+    """
+    base = np.asarray(base, dtype=bool).ravel()
+    k, n = int(base.sum()), int(base.size)
+    lo, hi = wilson_interval(k, n) if n else (math.nan, math.nan)
+    return with_baseline(row, name=name, baseline=(k / n if n else math.nan, lo, hi),
+                         advantage=newcombe_paired(hits, base))
+
+
+def rate_baseline(row: LeakageRow, *, successes: float, trials: float, name: str
+                  ) -> LeakageRow:
+    """A rate's baseline measured on other (independent) trials: Newcombe's hybrid interval."""
+    if trials <= 0 or row.trials <= 0 or not math.isfinite(row.value):
+        return with_baseline(row, name=name, baseline=(math.nan,) * 3, advantage=(math.nan,) * 3)
+    lo, hi = wilson_interval(successes, trials)
+    return with_baseline(row, name=name, baseline=(successes / trials, lo, hi),
+                         advantage=newcombe_unpaired(row.value * row.trials, row.trials,
+                                                     successes, trials))
+
+
+def bound_baseline(row: LeakageRow, *, baseline: Sequence[float], name: str) -> LeakageRow:
+    """A baseline for a row whose interval is not a rate's (an ε, an error).
+
+    The advantage is ``value - baseline`` with the conservative interval
+    ``[ci_low - baseline_high, ci_high - baseline_low]``.
+    """
+    b, bl, bh = (float(v) for v in baseline)
+    return with_baseline(row, name=name, baseline=(b, bl, bh),
+                         advantage=(row.value - b, row.ci_low - bh, row.ci_high - bl))
+
+
 def write_table(rows: Sequence[LeakageRow], path: Path) -> Path:
     """``leakage.csv``."""
     return write_rows(path, [r.as_dict() for r in rows], columns=list(COLUMNS))
@@ -219,6 +359,7 @@ def summary(rows: Sequence[LeakageRow]) -> dict[str, Any]:
         finite = np.isfinite(values)
         top = group[int(np.argmax(np.where(finite, values, -np.inf)))] if finite.any() else None
         bounds = {r.bound for r in group if r.bound is not None}
+        adv = np.array([r.advantage for r in group], dtype=float)
         by_attack.append(_json_row_dict({
             "protocol": protocol, "attack": attack, "quantity": quantity, "rows": len(group),
             "above_bound": sum(r.verdict == ABOVE for r in group),
@@ -226,7 +367,9 @@ def summary(rows: Sequence[LeakageRow]) -> dict[str, Any]:
             "mean": float(values[finite].mean()) if finite.any() else None,
             "max": None if top is None else float(top.value),
             "max_observer": None if top is None else top.observer,
-            "max_target": None if top is None else top.target}))
+            "max_target": None if top is None else top.target,
+            "max_advantage": float(np.nanmax(adv)) if np.isfinite(adv).any() else None,
+            "baseline_name": group[0].baseline_name}))
     shown = list(rows) if len(rows) <= SUMMARY_ROWS else sorted(
         rows, key=lambda r: (r.verdict != ABOVE,
                              -r.value if math.isfinite(r.value) else math.inf))[:SUMMARY_ROWS]
@@ -237,7 +380,9 @@ def summary(rows: Sequence[LeakageRow]) -> dict[str, Any]:
         "no_bound": verdicts.count(NO_BOUND),
         "definition": "one row per (observer, target, attack): measured quantity with a 95% "
                       "interval, the bound the protocol promises, verdict 'above bound' when "
-                      "the interval's lower end exceeds it (leakage.csv)",
+                      "the interval's lower end exceeds it; the baseline (an attacker "
+                      "without the transcript, on the same targets) and the advantage over "
+                      "it, each with a 95% interval (leakage.csv)",
         "by_attack": by_attack,
         "table_complete": len(shown) == len(rows),
         "table": [_json_row(r) for r in shown],
@@ -289,6 +434,10 @@ def plot_table(rows: Sequence[LeakageRow], path: Path, *, title: str) -> Path:
         colours = ["tab:red" if r.verdict == ABOVE else "tab:blue" for r in shown]
         ax.errorbar(vals, y, xerr=err, fmt="none", ecolor="gray", capsize=2)
         ax.scatter(vals, y, c=colours, s=22, zorder=3)
+        based = [(i, r.baseline) for i, r in enumerate(shown) if math.isfinite(r.baseline)]
+        if based:
+            ax.scatter([b for _, b in based], [i for i, _ in based], marker="D",
+                       facecolors="none", edgecolors="black", s=22, zorder=2)
         bounded = [(i, r.bound) for i, r in enumerate(shown)
                    if r.bound is not None and math.isfinite(r.bound)]
         if bounded:
@@ -308,8 +457,10 @@ def plot_table(rows: Sequence[LeakageRow], path: Path, *, title: str) -> Path:
         Line2D([], [], marker="o", ls="-", color="gray", markerfacecolor="tab:red",
                markeredgecolor="tab:red", label="measured, 95% CI (above its bound)"),
         Line2D([], [], marker="|", ls="", color="tab:red", markersize=12,
-               label="promised bound")],
-        loc="upper center", ncol=3, fontsize=8, frameon=False,
+               label="promised bound"),
+        Line2D([], [], marker="D", ls="", markerfacecolor="none", markeredgecolor="black",
+               label="baseline (no transcript)")],
+        loc="upper center", ncol=4, fontsize=8, frameon=False,
         bbox_to_anchor=(0.5, 1 - 0.45 / height))
     fig.subplots_adjust(left=0.34, right=0.98, top=1 - head_in / height,
                         bottom=0.6 / height, hspace=1.1 / (sum(heights) / n))
@@ -325,6 +476,8 @@ def _row_label(row: LeakageRow) -> str:
         members = row.observer.split("+")
         pair = f"{'+'.join(members[:2])}+... ({len(members)} parties) → {row.target}"
     label = f"{pair} ({row.attack})"
+    if math.isfinite(row.advantage):
+        label += f" [adv. {row.advantage:+.3g}]"
     return label if len(label) <= 48 else f"{pair}\n({row.attack})"
 
 
@@ -358,6 +511,8 @@ def dumps(rows: Sequence[LeakageRow]) -> str:
     return json.dumps([_json_row(r) for r in rows], indent=1)
 
 
-__all__ = ["ABOVE", "COLUMNS", "NO_BOUND", "WITHIN", "LeakageRow", "clustered_proportion_row",
-           "dumps", "epsilon_from_rates", "epsilon_row", "mean_row", "plot_table", "proportion_row",
-           "read_table", "rows_equal", "summary", "write_table"]
+__all__ = ["ABOVE", "COLUMNS", "NO_BOUND", "WITHIN", "LeakageRow", "bound_baseline",
+           "clustered_proportion_row", "dumps", "epsilon_from_rates", "epsilon_row", "mean_row",
+           "newcombe_paired", "newcombe_unpaired", "paired_mean_difference",
+           "paired_rate_baseline", "plot_table", "proportion_row", "rate_baseline", "read_table",
+           "rows_equal", "summary", "with_baseline", "write_table"]

@@ -107,7 +107,9 @@ def _ring_nb(outcome: Any, data: Any) -> Truth:
 
 def _dp_knn(outcome: Any, data: Any) -> Truth:
     return {"queries": np.asarray(outcome.plan.queries, dtype=np.float64),
-            "nonprivate": np.asarray(outcome.baseline.predictions, dtype=np.int64)}
+            "nonprivate": np.asarray(outcome.baseline.predictions, dtype=np.int64),
+            "train_class_counts": np.bincount(np.asarray(data.train_y, dtype=np.int64),
+                                              minlength=int(data.n_classes))}
 
 
 def _dp_nb(outcome: Any, data: Any) -> Truth:
