@@ -19,7 +19,7 @@ from typing import Any
 from mkdocs.structure.files import File, Files
 
 DOCS = Path(__file__).resolve().parent
-REPORTS = ("reproductions", "comparison", "benchmarks")
+REPORTS = ("reproductions", "comparison", "benchmarks", "calibration")
 SUFFIXES = {".md", ".png", ".svg"}
 
 

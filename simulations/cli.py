@@ -473,28 +473,40 @@ def audit(
     sets: list[str] = _set_option("Any scenario key, typed (e.g. --set protocol.epsilon=0.5)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing audit "
                                    "folder (only once the new audit is complete)."),
+    certify: float = typer.Option(5.0, "--certify", min=0.01, max=50.0, metavar="EPS",
+                                  help="The ε the worst-case audit draws enough trials to "
+                                  "certify (its power); default 5."),
+    replay: bool = typer.Option(False, "--replay", help="Rerun the whole protocol per trial "
+                                "on the scenario's own record (slow; default: the "
+                                "vectorised worst-case audit)."),
 ) -> None:
-    """Empirical ε lower bounds: rerun each DP release on neighbouring inputs."""
-    from ppknn.simulations.leakage.audit import audit_scenario, write_audit
+    """Empirical ε lower bounds: each DP release on its most revealing neighbouring inputs."""
+    from ppknn.simulations.leakage.audit import audit_scenario, audit_worst_case, write_audit
     from ppknn.simulations.output import check_output, staged
 
     try:
         sc = _apply_sets(_load_scenario(scenario), sets)
-        n = trials or sc.audit.trials or 200
+        n = trials or sc.audit.trials or (200 if replay else None)
         folder = check_output(Path(output or f"{sc.run.output}-audit"), overwrite=overwrite)
         use_ray = sc.runtime.kind == "ray" if runtime is None else runtime is RuntimeKind.ray
-        if use_ray:
+        if use_ray and replay:
             _starting_ray(sc.runtime.address)
         with _bar() as bar:
-            runs = audit_scenario(sc, trials=n, progress=_progress_bar(bar), use_ray=use_ray)
+            if replay:
+                runs = audit_scenario(sc, trials=n, progress=_progress_bar(bar),
+                                      use_ray=use_ray)
+            else:
+                runs = audit_worst_case(sc, certify=certify, trials=n,
+                                        progress=_progress_bar(bar))
         with staged(folder, overwrite=overwrite) as stage:
             write_audit(runs, stage)
     except PartyFailure as exc:
         _fail(exc, 3)
     except PpknnError as exc:
         _fail(exc, 2)
-    print_leakage([r.row for r in runs], 50, f"audit of {scenario}: {n} runs per "
-                   "neighbouring input", csv="audit.csv")
+    how = (f"{n} runs per neighbouring input" if replay else
+           f"worst-case neighbours, draws planned to certify ε = {certify:g}")
+    print_leakage([r.row for r in runs], 50, f"audit of {scenario}: {how}", csv="audit.csv")
     out.print(f"audit written to [bold]{escape(str(folder))}[/] (audit.csv, audit.json)")
 
 

@@ -13,7 +13,10 @@ DP-Sniper (Bichsel et al. 2021):
    adjacent cells are merged so no event rests on a few lucky counts.
 2. **Select** an event on the first half of the samples: order the bins by
    their estimated likelihood ratio (both directions) and take the prefix
-   set -- a Neyman-Pearson threshold test -- with the best bound on that half.
+   set -- a Neyman-Pearson threshold test -- or a tail of the output (a
+   threshold, the best event of a monotone likelihood ratio), whichever has
+   the best bound on that half (scored at a stricter level,
+   :data:`SELECTION_STRICTNESS`, so that events resting on few counts lose).
 3. **Test** the chosen event on the second, independent half: with
    one-sided Clopper-Pearson bounds at level ``(1 - confidence) / 2`` each,
    ``ε_lower = ln((p_lower(E | x) - δ) / p_upper(E | x'))``.
@@ -52,6 +55,12 @@ MAX_CATEGORIES = 256
 
 MIN_CELL_FRACTION = 0.005
 """Sparse cells are merged until each holds at least this share of the samples."""
+
+SELECTION_STRICTNESS = 0.05
+"""The selection half scores events at this fraction of the test's level: a stricter bound
+penalises events resting on few counts, so the noise of the selection half picks a narrow
+band over the whole region of the same likelihood ratio less often (validity is unaffected:
+the test half alone makes the bound)."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +126,97 @@ def certifiable_epsilon(n_test: int, confidence: float = 0.95, delta: float = 0.
     n = check_positive_int(n_test, name="n_test")
     confidence = check_probability(confidence, name="confidence")
     return _bound(n, 0, n, (1.0 - confidence) / 2.0, check_delta(delta))
+
+
+def expected_bound(p_num: float, p_den: float, n_test: int, confidence: float = 0.95,
+                   delta: float = 0.0) -> float:
+    """The bound an event with these probabilities gives at its expected hit counts.
+
+    ``p_num`` and ``p_den`` are the event's probabilities on the two inputs;
+    the audit's test half of ``n_test`` draws per input is assumed to hit
+    ``round(p n_test)`` times each (a planning figure, not a bound).
+
+    >>> round(expected_bound(0.5, 0.5 * math.exp(-1.0), 20_000), 2)
+    0.96
+    """
+    n = check_positive_int(n_test, name="n_test")
+    alpha = (1.0 - check_probability(confidence, name="confidence")) / 2.0
+    return _bound(round(p_num * n), round(p_den * n), n, alpha, check_delta(delta))
+
+
+def trials_to_certify(epsilon: float, confidence: float = 0.95, *, p_event: float = 0.5,
+                      fraction: float = 0.9, delta: float = 0.0) -> int:
+    """Draws per input an audit needs to show ``fraction`` of ``epsilon`` (its power).
+
+    The planning event hits with probability ``p_event`` on one input and
+    ``p_event e^(-epsilon)`` on the other (the ratio of an ε-DP mechanism's
+    best event, e.g. a Laplace count above the larger mean). The returned
+    count is the smallest (half to select the event, half to test it) whose
+    expected bound reaches ``fraction * epsilon``; its ceiling
+    :func:`certifiable_epsilon` is then above ``epsilon`` as well.
+
+    >>> trials_to_certify(5.0)
+    9640
+    """
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise ConfigError(f"epsilon to certify = {epsilon!r}: allowed a finite value > 0")
+    if not 0 < fraction < 1:
+        raise ConfigError(f"fraction = {fraction!r}: allowed 0 < fraction < 1")
+    target = fraction * epsilon
+
+    def enough(n: int) -> bool:
+        return expected_bound(p_event, p_event * math.exp(-epsilon), n, confidence,
+                              delta) >= target
+
+    hi = 64
+    while not enough(hi):
+        hi *= 2
+        if hi > 2**31:
+            raise ConfigError(f"no trial count below 2^31 certifies {fraction:g} of "
+                              f"ε = {epsilon:g}")
+    lo = hi // 2
+    while hi - lo > max(1, hi // 200):
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid, hi)
+    return 2 * (-(-hi // 10) * 10)  # round the test half up to tens; both halves
+
+
+def one_run_epsilon(correct: int, guesses: int, confidence: float = 0.95) -> float:
+    """ε lower bound of a one-run audit (Steinke, Nasr & Jagielski 2023, pure DP).
+
+    ``guesses`` canaries, each included or not by an independent fair coin
+    and released in one run by independent ε-DP releases, were guessed from
+    the output and ``correct`` guesses were right. Under ε-DP the number of
+    right guesses is dominated by ``Binomial(guesses, e^ε / (1 + e^ε))``, so
+    every ε whose tail ``P[Bin >= correct]`` is below ``1 - confidence`` is
+    rejected; the bound is the largest rejected ε (0 if none).
+
+    >>> round(one_run_epsilon(100, 100), 3)
+    3.493
+    >>> one_run_epsilon(50, 100)
+    0.0
+    """
+    from scipy import stats
+
+    r = check_positive_int(guesses, name="guesses")
+    v = int(correct)
+    if not 0 <= v <= r:
+        raise ConfigError(f"correct = {correct!r}: allowed 0 <= correct <= guesses = {r}")
+    alpha = 1.0 - check_probability(confidence, name="confidence")
+
+    def tail(eps: float) -> float:
+        p = 1.0 / (1.0 + math.exp(-eps))
+        return float(stats.binom.sf(v - 1, r, p))
+
+    if tail(0.0) > alpha:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while tail(hi) <= alpha and hi < 60:
+        lo, hi = hi, 2 * hi
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if tail(mid) <= alpha else (lo, mid)
+    return lo
 
 
 def _scalars(outputs: Any, n: int) -> np.ndarray:
@@ -246,13 +346,18 @@ def audit(
     cb = np.bincount(ib, minlength=n_cells)
 
     best = (-1.0, np.array([0]), "a")
+    up, down = np.arange(n_cells), np.arange(n_cells)[::-1]
     for name, c_num, c_den in (("a", ca, cb), ("b", cb, ca)):
-        order = np.argsort(-(c_num + 0.5) / (c_den + 0.5), kind="stable")
-        hits_num, hits_den = np.cumsum(c_num[order]), np.cumsum(c_den[order])
-        for m in range(1, n_cells):  # the full set (ratio 1) is never useful
-            bound = _bound(int(hits_num[m - 1]), int(hits_den[m - 1]), half, alpha, delta)
-            if bound > best[0]:
-                best = (bound, order[:m], name)
+        by_ratio = np.argsort(-(c_num + 0.5) / (c_den + 0.5), kind="stable")
+        # prefixes by estimated ratio (a Neyman-Pearson set) and the two tails (thresholds,
+        # the best events of a monotone likelihood ratio, less noisy when ε is small)
+        for order in (by_ratio, up, down):
+            hits_num, hits_den = np.cumsum(c_num[order]), np.cumsum(c_den[order])
+            for m in range(1, n_cells):  # the full set (ratio 1) is never useful
+                bound = _bound(int(hits_num[m - 1]), int(hits_den[m - 1]), half,
+                               alpha * SELECTION_STRICTNESS, delta)
+                if bound > best[0]:
+                    best = (bound, order[:m], name)
 
     _, cells, first = best
     ta = np.searchsorted(edges, test_a, side="right")
@@ -271,4 +376,5 @@ def audit(
     )
 
 
-__all__ = ["AuditResult", "audit", "certifiable_epsilon", "clopper_pearson"]
+__all__ = ["AuditResult", "audit", "certifiable_epsilon", "clopper_pearson", "expected_bound",
+           "one_run_epsilon", "trials_to_certify"]

@@ -44,6 +44,19 @@ Neighbours and features (the promise compared with, in brackets):
 
 Deviations in the scenario apply to every trial, so a broken party is
 audited the same way (e.g. ``weak-noise-nb``).
+
+The above is the **replay** audit (``method="replay"``): faithful to the
+transcript, but one protocol run per draw. The default is the **worst-case**
+audit (:func:`audit_worst_case`, :mod:`simulations.leakage.worstcase`): each
+protocol's release drawn for all trials as one array through the protocol's
+own mechanism on the neighbouring pair that moves it most (dp-knn r-N: the
+scenario's regions and an empty one searched for the record that flips the
+label; k-NN baseline: the added record displacing the k-th neighbour;
+dp-nb and ring-nb: the class-count release; DP-TT: a decision with the query
+on either side; pca-perturbation's Laplace schemes: a score at either end of
+its column's range), with the trial count chosen for the power to certify
+``certify`` (default ε = 5) and the ceiling those trials could certify
+reported beside the bound.
 """
 
 from __future__ import annotations
@@ -65,7 +78,7 @@ from ppknn.core.transcript import Transcript
 from ppknn.simulations.leakage.table import LeakageRow, write_table
 from ppknn.simulations.reporting.jsonio import dumps
 
-AUDITED = ("dp-knn", "dp-nb", "dptt", "ring-nb")
+AUDITED = ("dp-knn", "dp-nb", "dptt", "ring-nb", "pca-perturbation")
 
 DP_KNN_REPEATS = 25
 """Single-instance requests per dp-knn audit trial (each one draw of the release)."""
@@ -356,6 +369,133 @@ def audit_scenario(scenario: Any, *, trials: int | None = None, use_ray: bool | 
     return out
 
 
+def _worst_deviation(deviations: tuple[dict[str, Any], ...], parties: set[str]) -> str:
+    """The planted leak of the scenario's deviations, as a worst-case deviation string."""
+    out = "none"
+    for d in deviations:
+        if d["party"] not in parties:
+            continue
+        kind = d["kind"]
+        if kind.startswith("weak-noise"):
+            out = f"noise-scale={float(d.get('params', {}).get('scale', 0.5)):g}"
+        elif kind in ("no-randomisation", "never-randomise"):
+            out = "no-noise"
+        else:
+            raise ConfigError(f"deviation {kind!r} is not modelled by the worst-case audit; "
+                              "use the replay audit (--replay)")
+    return out
+
+
+def worst_cases(scenario: Any, *, certify: float = 5.0, confidence: float = 0.95
+                ) -> list[tuple[Any, str, str]]:
+    """Each DP protocol's worst-case :class:`~simulations.leakage.worstcase.Case`.
+
+    Returns ``(case, observer, target)`` per protocol of ``scenario`` that
+    promises ε and has a worst-case model (module docstring).
+    """
+    from ppknn.core.dp.audit import trials_to_certify
+    from ppknn.simulations.leakage import worstcase as wc
+    from ppknn.simulations.runner import prepare
+
+    prepared = prepare(scenario)
+    deviations = tuple(d.model_dump() for d in scenario.deviation)
+    n_test = trials_to_certify(certify, confidence) // 2
+    out: list[tuple[Any, str, str]] = []
+    for p in prepared.protocols:
+        plan, public = p.plan, p.plan.public
+        parties = {s.party_id for s in plan.specs}
+        dev = _worst_deviation(deviations, parties)
+        if p.name == "dp-knn":
+            owner = plan.roles["owner"][0]
+            spec = {s.party_id: s for s in plan.specs}[owner]
+            eps = float(public["epsilon_per_request"])
+            radius = public.get("radius")
+            n_classes = max(2, len(public.get("classes", [])))
+            if public.get("task") == "rn" and public.get("algorithm") == "proposed" \
+                    and isinstance(radius, (int, float)):
+                from ppknn.protocols.dp_knn.index import LabelIndex
+
+                X = np.asarray(spec.kwargs["X"], dtype=np.float64)
+                y = np.asarray(spec.kwargs["y"]).astype(np.int64)
+                pick = np.random.default_rng(scenario.run.seed).choice(
+                    len(X), size=min(256, len(X)), replace=False)
+                idx = LabelIndex(X, y, n_classes=n_classes)
+                counts = idx.radius_counts(X[pick], np.full(len(pick), float(radius)))
+                cands = np.vstack([np.zeros((1, n_classes), np.int64), counts])
+                case = wc.dp_knn_rn(eps, candidates=cands, n_test=n_test, deviation=dev,
+                                    confidence=confidence)
+                target = (f"{owner}: one record added to a region of radius {radius:g} "
+                          f"(searched among 256 of its rows' regions and an empty one)")
+            elif public.get("task") == "knn" and public.get("algorithm") == "baseline":
+                case = wc.dp_knn_knn(eps, int(public["k"]), n_test=n_test, deviation=dev,
+                                     confidence=confidence)
+                target = f"{owner}: one record added among an instance's k nearest"
+            else:
+                continue  # the converted k-NN classifiers: the replay audit covers them
+            out.append((case, plan.roles["analyst"][0], target))
+        elif p.name == "dp-nb":
+            owner = plan.roles["owner"][0]
+            n_numeric = len(public["bounds"]["lower"]) - len(public.get("categorical", {}))
+            case = wc.dp_nb(float(public["epsilon_per_model"]), n_numeric, deviation=dev)
+            out.append((case, plan.roles["analyst"][0], f"{owner}: one record added"))
+        elif p.name == "ring-nb":
+            eps = float(public["epsilon"])
+            group = [float(g) for g in public["group_epsilons"]]
+            case = wc.ring_nb(eps, (group[0], group[1], group[2]), deviation=dev)
+            out.append((case, "every non-start owner", "one owner's record added"))
+        elif p.name == "dptt":
+            case = wc.dptt(0.0, setup=plan.config.setup, deviation=dev)
+            out.append((case, "server", "a client query moved across a split"))
+        elif p.name == "pca-perturbation" and public.get("scheme") in ("laplace",
+                                                                        "pca-laplace"):
+            request = getattr(plan.config, "request", plan.config)
+            b = float(getattr(request, "b", 0.0) or 0.0)
+            if b <= 0:
+                continue
+            out.append((wc.pca_laplace(b, deviation=dev), "miner",
+                        "one training row's released score moved across its column's range"))
+    return out
+
+
+def audit_worst_case(scenario: Any, *, certify: float = 5.0, trials: int | None = None,
+                     progress: Callable[[str, int, int], None] | None = None
+                     ) -> list[AuditRun]:
+    """The worst-case audit of every protocol of ``scenario`` (module docstring)."""
+    import time
+
+    from ppknn.simulations.leakage.worstcase import planned_trials, run_case
+
+    confidence = scenario.audit.confidence
+    found = worst_cases(scenario, certify=certify, confidence=confidence)
+    if not found:
+        names = [c.name for c in scenario.protocols]
+        raise ConfigError(f"nothing to audit: protocols {names} have no worst-case model; "
+                          f"audit mode covers {list(AUDITED)} (the converted dp-knn k-NN "
+                          "classifiers with --replay)")
+    runs = []
+    for i, (case, observer, target) in enumerate(found):
+        n = int(trials) if trials else planned_trials(case, certify, confidence)
+        start = time.perf_counter()
+        res = run_case(case, n_samples=n, seed=scenario.run.seed, confidence=confidence)
+        seconds = time.perf_counter() - start
+        if progress:
+            progress(f"audit {case.protocol}", i + 1, len(found))
+        row = LeakageRow(
+            protocol=case.protocol, observer=observer, target=target,
+            attack="audit (worst-case neighbours)",
+            quantity=f"empirical ε lower bound (audit, {confidence:.0%}); ci_high: the most "
+                     "these draws could certify",
+            value=res.eps_lower, ci_low=res.eps_lower, ci_high=res.ceiling, trials=2 * n,
+            bound=case.claimed, bound_name=f"ε of the release ({case.name})",
+            note=f"{case.pair}; event's analytic maximum {case.analytic:.4g} (bound / maximum "
+                 f"{res.ratio:.2f}); {n} draws per input, vectorised, planned to certify "
+                 f"ε = {certify:g}; {seconds:.2f} s; event: {res.event}"
+                 + ("" if case.deviation == "none" else f"; planted: {case.deviation}"))
+        runs.append(AuditRun(row=row, event=res.event, hits=res.hits,
+                             samples=(np.empty(0), np.empty(0))))
+    return runs
+
+
 def write_audit(runs: list[AuditRun], out: Path) -> dict[str, Any]:
     """``audit.csv`` (leakage rows) and ``audit.json``; returns the summary section."""
     out.mkdir(parents=True, exist_ok=True)
@@ -370,4 +510,5 @@ def write_audit(runs: list[AuditRun], out: Path) -> dict[str, Any]:
 
 
 __all__ = ["AUDITED", "DP_KNN_REPEATS", "AuditRun", "Setup", "audit_protocol",
-           "audit_scenario", "setups", "trial", "write_audit"]
+           "audit_scenario", "audit_worst_case", "setups", "trial", "worst_cases",
+           "write_audit"]
