@@ -37,7 +37,7 @@ from ppknn.protocols.dp_knn.knn import classify_knn
 from ppknn.protocols.dp_knn.overlap import overlap_edges, overlap_graph
 from ppknn.protocols.dp_knn.protocol import Query
 from ppknn.protocols.dp_knn.rn import classify_rn, plan_rn, release_rn
-from ppknn.simulations.experiments.dp_knn import calibrate_radius, kfold, load_experiment_data
+from ppknn_reproductions.experiments.dp_knn import calibrate_radius, kfold, load_experiment_data
 
 
 def median_time(fn: Callable[[], object], repeats: int) -> float:

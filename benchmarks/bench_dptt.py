@@ -24,7 +24,7 @@ from ppknn.protocols.dptt.config import DPTTSetup
 from ppknn.protocols.dptt.data import synthetic_points
 from ppknn.protocols.dptt.tree import ModifiedKDTree
 from ppknn.protocols.dptt.utility import Utility
-from ppknn.simulations.experiments.dptt_session import DPTTSession
+from ppknn_reproductions.experiments.dptt_session import DPTTSession
 
 
 def best(fn, repeat):

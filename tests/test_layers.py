@@ -7,6 +7,10 @@ relative ones resolved against the file's package -- is checked:
 
 * a layer imports nothing from a layer above it;
 * only ``core/runtime/`` imports ``ray``.
+
+The library (the layers and the ``ppknn/`` facade) never imports the paper
+reproductions (``ppknn_reproductions``, the ``reproductions/`` folder): they are
+built on the library and found through an entry point.
 """
 
 from __future__ import annotations
@@ -28,6 +32,11 @@ FACADE = "<ppknn facade>"
 """``import ppknn`` / ``from ppknn import run``: the public facade sits above every layer."""
 RAY_HOME = ("core", "runtime")
 """The only package allowed to import Ray."""
+
+LIBRARY = ("ppknn", *LAYERS)
+"""The folders of the library: the facade and the layers."""
+OUTSIDE = ("ppknn_reproductions", "reproductions")
+"""Packages built on the library that the library never imports (installed name, folder)."""
 
 ALLOWED_TODO: set[tuple[str, str]] = set()
 """Known violations, as (file, imported module or package), to be removed."""
@@ -110,6 +119,21 @@ def find_violations(root: Path, *, strict: bool = True) -> list[Violation]:
     return sorted(out)
 
 
+def outside_imports(root: Path) -> list[Violation]:
+    """Every import of a package of :data:`OUTSIDE` in the library's folders under ``root``."""
+    out: list[Violation] = []
+    for folder in LIBRARY:
+        for path in sorted((root / folder).rglob("*.py")) if (root / folder).is_dir() else ():
+            rel = path.relative_to(root)
+            for line, module in imports_of(path, rel):
+                parts = module.split(".")
+                top = parts[1] if parts[0] == NAMESPACE and len(parts) > 1 else parts[0]
+                if top in OUTSIDE:
+                    out.append(Violation(rel.as_posix(), line, module,
+                                         "the library never imports ppknn_reproductions"))
+    return sorted(out)
+
+
 def _report(violations: list[Violation]) -> str:
     return "imports against simulations -> parties -> protocols -> core:\n" + "\n".join(
         f"  {v}" for v in violations)
@@ -124,6 +148,11 @@ def test_imports_follow_the_layer_order():
     violations = [v for v in find_violations(ROOT)
                   if not any(_allows(entry, v) for entry in ALLOWED_TODO)]
     assert not violations, _report(violations)
+
+
+def test_the_library_never_imports_the_reproductions():
+    violations = outside_imports(ROOT)
+    assert not violations, "\n".join(str(v) for v in violations)
 
 
 def test_allowed_todo_entries_are_still_needed():
@@ -203,3 +232,13 @@ def test_namespaced_imports_are_checked_and_unprefixed_ones_refused(tmp_path):
     assert ("core/facade.py", "core/ must not import <ppknn facade>/") in found
     assert ("parties/old.py", "import core/ as ppknn.core") in found
     assert not any(path == "core/ok.py" for path, _ in found)
+
+
+def test_checker_finds_the_library_importing_the_reproductions(tmp_path):
+    _tree(tmp_path, {**LEGAL,
+                     "reproductions/__init__.py": "import ppknn.simulations\n",
+                     "simulations/cli.py": "def f():\n    from ppknn_reproductions import xiong\n",
+                     "ppknn/api.py": "import ppknn.reproductions.gursoy\n"})
+    found = [(v.path, v.line, v.module) for v in outside_imports(tmp_path)]
+    assert found == [("ppknn/api.py", 1, "ppknn.reproductions.gursoy"),
+                     ("simulations/cli.py", 2, "ppknn_reproductions.xiong")]

@@ -24,8 +24,8 @@ data
     Synthetic data of §6.1; SNAP check-ins and the thesis's quantisation.
 
 The reproduction's session, measurements, sweeps and claims live in
-:mod:`simulations.experiments` (``dptt_session``, ``dptt_evaluation``,
-``dptt_sweeps``) and :mod:`simulations.reproduce.lepert_claims`.
+:mod:`ppknn_reproductions.experiments` (``dptt_session``, ``dptt_evaluation``,
+``dptt_sweeps``) and :mod:`ppknn_reproductions.lepert_claims`.
 """
 
 from ppknn.protocols.dptt.config import PROTOCOL, ClientOutcome, DPTTSetup, ServerInfo

@@ -18,10 +18,10 @@ datasets
     The paper's datasets: waveform-21 and 10-cluster generators, constant-column handling.
 
 The paper's experiments (the scenario grids, one repetition through the parties and
-the transcript, and the execution-time study) live in
-:mod:`simulations.experiments.pca`, :mod:`simulations.experiments.pca_evaluation` and
-:mod:`simulations.experiments.pca_timing`; the claims in
-:mod:`simulations.reproduce.mukherjee_claims`.
+the transcript, and the execution-time study) live beside the library in
+:mod:`ppknn_reproductions.experiments.pca`, :mod:`ppknn_reproductions.experiments.pca_evaluation`
+and :mod:`ppknn_reproductions.experiments.pca_timing`; the claims in
+:mod:`ppknn_reproductions.mukherjee_claims`.
 """
 
 from ppknn.protocols.pca_perturbation.attacks import AttackOutcome, attack, pca_filter, reconstruct

@@ -186,4 +186,4 @@ def test_registered_as_a_reproduction():
     from ppknn.simulations import reproduce
 
     assert reproduce.load("gursoy").run is not None
-    assert "Gursoy" in reproduce.REPRODUCTIONS["gursoy"]
+    assert "Gursoy" in reproduce.available()["gursoy"]

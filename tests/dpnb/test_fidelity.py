@@ -12,7 +12,7 @@ import pytest
 from ppknn.protocols.dp_nb.datasets import NBDataset
 from ppknn.protocols.dp_nb.schema import FeatureSchema
 from ppknn.protocols.dp_nb.training import NBConfig, global_classes, train
-from ppknn.simulations.experiments.dp_nb import MethodSpec, cross_validate, fold_schema
+from ppknn_reproductions.experiments.dp_nb import MethodSpec, cross_validate, fold_schema
 
 
 def _dataset(X, y):

@@ -147,7 +147,7 @@ def test_proven_at_epsilon_is_the_thesis_reading_at_half_epsilon():
 
 
 def test_calibration_reading_computes_the_spent_epsilon_at_the_stated_one():
-    from ppknn.simulations.reproduce.lepert_claims import cmp_setup_at
+    from ppknn_reproductions.lepert_claims import cmp_setup_at
 
     # E8 at stated 50 (c = 9, summation): 50/9 per decision, spent 25 (proven) and 50 (reading)
     proven, read = (cmp_setup_at("E8", 17, 50.0, delta=1e-7, calibration=c)

@@ -59,7 +59,7 @@ def test_auditor_catches_a_client_spending_more_than_it_claims():
 
 def test_thesis_reading_calibration_spends_twice_the_proven_loss_on_a_cmp_traversal():
     """exp(εu/Δ) on CMP is randomised response at log-odds ε; exp(εu/2Δ) at ε/2."""
-    from ppknn.simulations.experiments.dptt_audit import audit_variant
+    from ppknn_reproductions.experiments.dptt_audit import audit_variant
 
     proven = audit_variant("basic", "cmp", epsilon=0.5, n_samples=10_000, seed=4)
     read = audit_variant("basic", "cmp", epsilon=0.5, calibration="thesis-reading",

@@ -14,7 +14,7 @@ from ppknn.protocols.dptt.traversal import ServerTraversal
 from ppknn.protocols.dptt.tree import ModifiedKDTree
 from ppknn.protocols.dptt.utility import Utility
 from ppknn.protocols.dptt.variants import Variant
-from ppknn.simulations.experiments.dptt_session import DPTTSession
+from ppknn_reproductions.experiments.dptt_session import DPTTSession
 
 POINTS = np.random.default_rng(0).normal(size=(100, 2))  # height 7
 

@@ -19,7 +19,7 @@ from ppknn.protocols.dptt.driver import run_dptt
 from ppknn.protocols.dptt.neighbours import NeighbourIndex
 from ppknn.protocols.dptt.tree import ModifiedKDTree
 from ppknn.protocols.dptt.utility import Utility
-from ppknn.simulations.experiments.dptt_session import DPTTSession
+from ppknn_reproductions.experiments.dptt_session import DPTTSession
 
 from .helpers import run_recorded
 

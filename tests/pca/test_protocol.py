@@ -14,7 +14,7 @@ from ppknn.protocols.pca_perturbation.attacks import attack
 from ppknn.protocols.pca_perturbation.protocol import MiningPlan, run_releases
 from ppknn.protocols.pca_perturbation.sanitize import normalise
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
-from ppknn.simulations.experiments.pca_evaluation import Job, Split, miner_view, run_session
+from ppknn_reproductions.experiments.pca_evaluation import Job, Split, miner_view, run_session
 from tests.pca.conftest import unit_bounds
 
 

@@ -10,11 +10,11 @@ import re
 
 import pytest
 
-from ppknn.simulations.experiments.pca import QUICK, run_grid_experiments
 from ppknn.simulations.reporting import Claim, read_rows
-from ppknn.simulations.reproduce import REPRODUCTIONS, load
-from ppknn.simulations.reproduce.mukherjee import run
-from ppknn.simulations.reproduce.mukherjee_claims import check_claims, tradeoff_points
+from ppknn.simulations.reproduce import load, names
+from ppknn_reproductions.experiments.pca import QUICK, run_grid_experiments
+from ppknn_reproductions.mukherjee import run
+from ppknn_reproductions.mukherjee_claims import check_claims, tradeoff_points
 
 FIGURES = ("fig5_tradeoff", "fig6_worst_case", "fig8_attacks", "fig9_accuracy",
            "fig10_sanitize_time", "fig11_mining_time")
@@ -37,7 +37,7 @@ def read(path):
 
 
 def test_registered():
-    assert "mukherjee" in REPRODUCTIONS
+    assert "mukherjee" in names()
     assert load("mukherjee").run is run
     assert "log" in inspect.signature(run).parameters  # the CLI passes its console
 
@@ -137,7 +137,7 @@ def test_grids_fanned_out_on_ray_give_the_same_rows(ray_local, tmp_path):
 
 def test_the_report_states_the_current_counting_not_its_history(quick_run):
     """The headline says how points on the line are counted (ON_LINE), in the present."""
-    from ppknn.simulations.reproduce.mukherjee_claims import ON_LINE
+    from ppknn_reproductions.mukherjee_claims import ON_LINE
 
     _, report = quick_run
     text = report.read_text()

@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 from ppknn.simulations import reproduce
 from ppknn.simulations.cli import app
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 
 

@@ -1,7 +1,7 @@
 """The paper's claims as data, measured from the tables of a reproduction run.
 
 :func:`check_claims` takes the per-figure tables of a run (rows as dicts,
-see :func:`simulations.reproduce.mukherjee.build_tables`) and, optionally,
+see :func:`ppknn_reproductions.mukherjee.build_tables`) and, optionally,
 the flat per-repetition release rows, and returns one
 :class:`~simulations.reporting.Claim` per statement of the paper: the
 statement, the measured quantity, the comparison and the paper's value as
@@ -22,8 +22,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from scipy import stats
 
-from ppknn.simulations.experiments.pca import RHO1
 from ppknn.simulations.reporting import Claim, fmt, pct
+from ppknn_reproductions.experiments.pca import RHO1
 
 REAL = ("wine", "iris", "ionosphere", "wdbc", "waveform")
 SYNTHETIC = ("synthetic-2", "synthetic-8")

@@ -9,7 +9,7 @@ linear interpolation in log(final ε) between measured grid points.
 
 Examples
 --------
->>> from ppknn.simulations.experiments.dptt_evaluation import Row
+>>> from ppknn_reproductions.experiments.dptt_evaluation import Row
 >>> rows = [Row(method="DP-TT", dims=1, n_points=10, n_queries=1, utility="cmp",
 ...             variant="E8", epsilon=e, radius=0.0, compositions=9, final_epsilon_br=9 * e,
 ...             final_epsilon_sum=9 * e, geo_per_unit=0.0, nn_accuracy=a, top5_accuracy=a,
@@ -33,9 +33,9 @@ import numpy as np
 from ppknn.protocols.dptt.config import DPTTSetup
 from ppknn.protocols.dptt.utility import Utility
 from ppknn.protocols.dptt.variants import Variant
-from ppknn.simulations.experiments.dptt_evaluation import Row, binomial_se
-from ppknn.simulations.experiments.dptt_sweeps import CALIBRATION_VARIANTS, LIMIT_EPSILON, Sweep
 from ppknn.simulations.reporting import Claim, pct
+from ppknn_reproductions.experiments.dptt_evaluation import Row, binomial_se
+from ppknn_reproductions.experiments.dptt_sweeps import CALIBRATION_VARIANTS, LIMIT_EPSILON, Sweep
 
 Z95 = 1.96
 """Normal quantile of a two-sided 95% interval."""

@@ -35,16 +35,6 @@ from scipy import stats
 
 from ppknn.core.data import load_dataset
 from ppknn.core.rng import SeedPolicy
-from ppknn.simulations.experiments.dp_knn import (
-    PAPER_DATASETS,
-    STAND_INS,
-    benchmark,
-    grid_resolution,
-    kfold,
-    load_experiment_data,
-    run_audits,
-    write_datasets,
-)
 from ppknn.simulations.grids import Grid, run_grids, write_grid_rows
 from ppknn.simulations.reporting import (
     Claim,
@@ -61,6 +51,20 @@ from ppknn.simulations.reporting import (
     write,
     write_rows,
 )
+from ppknn_reproductions.experiments.dp_knn import (
+    PAPER_DATASETS,
+    STAND_INS,
+    benchmark,
+    grid_resolution,
+    kfold,
+    load_experiment_data,
+    run_audits,
+    write_datasets,
+)
+
+DESCRIPTION = "Gursoy, Inan, Nergiz & Saygin: DP r-N and k-NN classification (Figs. 7-14, audit)"
+"""One line for ``ppknn reproduce``'s list of reproductions."""
+
 
 PAPER = ("Gursoy, Inan, Nergiz & Saygin (2017), differentially private nearest neighbour "
          "classification")

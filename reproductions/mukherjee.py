@@ -1,6 +1,6 @@
 """Reproduction of Mukherjee, Banerjee, Chen & Gangopadhyay (2008): ``ppknn reproduce mukherjee``.
 
-The experiments are :mod:`simulations.experiments.pca` (every
+The experiments are :mod:`ppknn_reproductions.experiments.pca` (every
 release through a sanitizer and a miner party, the attacks over the miner's
 view from the transcript). This module turns their results into one CSV
 table and one PNG per figure in ``output``,
@@ -16,7 +16,7 @@ table and one PNG per figure in ``output``,
 copies the figures (PNG and CSV) next to the Markdown report (``<report
 stem>/``) and writes the report: a :class:`~simulations.reporting.Report`
 whose claims are :class:`~simulations.reporting.Claim` data
-(:mod:`simulations.reproduce.mukherjee_claims`), every number from this run.
+(:mod:`ppknn_reproductions.mukherjee_claims`), every number from this run.
 Figs. 8-11 are drawn by the shared plot style; Fig. 5 (with PCA-radius's
 regression line) and Fig. 6 (with the analytic curves) by their own
 functions here.
@@ -37,19 +37,6 @@ from threadpoolctl import threadpool_limits
 
 from ppknn.core.errors import ConfigError
 from ppknn.protocols.pca_perturbation.datasets import UNAVAILABLE, PaperDataset
-from ppknn.simulations.experiments.pca import (
-    BS,
-    FULL,
-    LARGE,
-    QUICK,
-    RHO1,
-    Settings,
-    additive_audit,
-    aggregate,
-    run_grid_experiments,
-    timing,
-    worst_case,
-)
 from ppknn.simulations.grids import write_grid_rows
 from ppknn.simulations.reporting import (
     Claim,
@@ -66,10 +53,27 @@ from ppknn.simulations.reporting import (
     write,
     write_rows,
 )
-from ppknn.simulations.reproduce.mukherjee_claims import ON_LINE, check_claims, tradeoff_points
+from ppknn_reproductions.experiments.pca import (
+    BS,
+    FULL,
+    LARGE,
+    QUICK,
+    RHO1,
+    Settings,
+    additive_audit,
+    aggregate,
+    run_grid_experiments,
+    timing,
+    worst_case,
+)
+from ppknn_reproductions.mukherjee_claims import ON_LINE, check_claims, tradeoff_points
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure as MplFigure
+
+DESCRIPTION = "Mukherjee et al.: PCA + Laplace release, modified kNN, attacks (Figs. 5-11)"
+"""One line for ``ppknn reproduce``'s list of reproductions."""
+
 
 Tables = dict[str, list[dict]]
 METHOD_OF = {"pca-laplace": "PCA-radius", "rand-p": "Rand-P", "rand-u": "Rand-U",
@@ -388,7 +392,7 @@ CHOICES = (
     "outside the training range is moved onto its edge). No parameter of the release reads "
     "a test row (checked by a test: moving the test rows leaves the release unchanged).",
     "**Splits.** Each repetition is a new random 90/10 split of the scenario's data "
-    "(`test_fraction = 0.1`, the first `max_queries` test rows in file order classified) "
+    "(`test_fraction = 0.1`, `max_queries` test rows drawn at random, stratified by class) "
     "and new noise; every release of a repetition shares its split and its noise stream "
     "(the sanitizer's draws are common to the releases of one repetition, as in one "
     "session of the paper's).",

@@ -7,10 +7,10 @@ serves scripts: for every dataset and repetition, a sanitizer party (90% of the 
 miner party (the other 10%, at most ``max_queries`` of them classified) run
 the release protocol once per scheme and parameter (:func:`paper_jobs`);
 the miner classifies its rows and the attacks run over its view read back
-from the transcript (:func:`~simulations.experiments.pca_evaluation.run_session`).
+from the transcript (:func:`~ppknn_reproductions.experiments.pca_evaluation.run_session`).
 :func:`worst_case` and :func:`additive_audit` measure the worst-case
 privacy (Fig. 6) and :func:`timing` the execution time (Figs. 10-11).
-``simulations.reproduce.mukherjee`` turns the results into tables, plots
+``ppknn_reproductions.mukherjee`` turns the results into tables, plots
 and the report.
 
 Examples
@@ -46,10 +46,10 @@ from ppknn.protocols.pca_perturbation.datasets import (
 from ppknn.protocols.pca_perturbation.privacy import audit_column, rho2_bound
 from ppknn.protocols.pca_perturbation.protocol import MiningPlan
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
-from ppknn.simulations.experiments.pca_evaluation import Job, ReleaseResult, Split, run_session
-from ppknn.simulations.experiments.pca_timing import time_mining, time_sanitize
 from ppknn.simulations.grids import Grid, run_grids
 from ppknn.simulations.reporting import jsonio
+from ppknn_reproductions.experiments.pca_evaluation import Job, ReleaseResult, Split, run_session
+from ppknn_reproductions.experiments.pca_timing import time_mining, time_sanitize
 
 BS = (0.1, 0.2, 0.3)
 SDS = (0.1, 0.25, 0.5)

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from ppknn.simulations.reproduce import gursoy
+from ppknn_reproductions import gursoy
 
 FIGURES = ["fig07_rn_eps0.5", "fig08_rn_eps1", "fig09_rn_eps2", "fig10_conversion_avre",
            "fig11_conversion_rmse", "fig12_knn_eps0.5", "fig13_knn_eps1", "fig14_knn_eps2"]

@@ -49,10 +49,10 @@ from ppknn.core.errors import ConfigError
 from ppknn.core.rng import SeedPolicy
 from ppknn.protocols.dptt.data import SPAN, synthetic_points
 from ppknn.protocols.dptt.variants import DEFAULT_DELTA
-from ppknn.simulations.experiments.dptt_evaluation import Row
 from ppknn.simulations.grids import Grid as ScenarioGrid
 from ppknn.simulations.grids import run_grids
 from ppknn.simulations.reporting import jsonio
+from ppknn_reproductions.experiments.dptt_evaluation import Row
 
 THESIS_EPSILONS = (0.01, 0.1, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0, 10.0, 12.0, 17.0)
 """§6.2.2: the per-decision ε of the CMP experiments."""

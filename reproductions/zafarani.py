@@ -1,6 +1,6 @@
 """Reproduction of Zafarani & Clifton (DP Naive Bayes, smooth sensitivity): ``ppknn reproduce``.
 
-The experiments are :mod:`simulations.experiments.zafarani` (accuracy
+The experiments are :mod:`ppknn_reproductions.experiments.zafarani` (accuracy
 against ε on adult, glass and seeds, smooth against Vaidya paired over
 folds, diffprivlib side by side, widened bounds, training time against size,
 the privacy audit of one released mean, the release service on a runtime).
@@ -31,8 +31,22 @@ import numpy as np
 
 from ppknn.protocols.dp_nb.datasets import UNAVAILABLE, NBDataset
 from ppknn.protocols.dp_nb.training import AUTO_FRACTION, AUTO_RATIO
-from ppknn.simulations.experiments.dp_nb import paired_difference, summarise, t_interval
-from ppknn.simulations.experiments.zafarani import (
+from ppknn.simulations.reporting import (
+    Claim,
+    Figure,
+    Report,
+    Run,
+    Section,
+    Series,
+    Table,
+    fmt,
+    jsonio,
+    plot,
+    write,
+    write_rows,
+)
+from ppknn_reproductions.experiments.dp_nb import paired_difference, summarise, t_interval
+from ppknn_reproductions.experiments.zafarani import (
     FALLBACK,
     METHODS,
     PAIR_BOUND,
@@ -50,20 +64,10 @@ from ppknn.simulations.experiments.zafarani import (
     service,
     widened_bounds,
 )
-from ppknn.simulations.reporting import (
-    Claim,
-    Figure,
-    Report,
-    Run,
-    Section,
-    Series,
-    Table,
-    fmt,
-    jsonio,
-    plot,
-    write,
-    write_rows,
-)
+
+DESCRIPTION = "Zafarani & Clifton: DP Naive Bayes with smooth sensitivity (Figs. 4-7, 13, audit)"
+"""One line for ``ppknn reproduce``'s list of reproductions."""
+
 
 FULL = Settings(5, 10, (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0), None,
                 (1_000, 10_000, 100_000, 1_000_000), 3, 100_000, 400, 1_000_000, True,
@@ -376,7 +380,7 @@ def _setting_text(res: Results) -> tuple[str, ...]:
         "rows are clipped to them when classified). They are never read from held-out rows, "
         "but they do reveal the training rows' extremes without charging the budget: the "
         "paper assumes public structural bounds, which these datasets do not come with "
-        "(deviation, flagged here and in `simulations/experiments/dp_nb.py`).",
+        "(deviation, flagged here and in `reproductions/experiments/dp_nb.py`).",
         "- **Which results are scenario grids**: the accuracy figures of adult, glass and "
         "seeds (Figs. 4, 6, 7), every claim and table built on them (smooth against Vaidya, "
         "Gaussian, Bun-Steinke, exact sensitivity against the pair bound, the paired "

@@ -14,16 +14,16 @@ import numpy as np
 import pytest
 
 from ppknn.simulations import reproduce
-from ppknn.simulations.experiments.dptt_sweeps import (
+from ppknn.simulations.prepare import prepare_data
+from ppknn.simulations.reporting import fmt
+from ppknn.simulations.scenario import parse_scenario
+from ppknn_reproductions.experiments.dptt_sweeps import (
     Grid,
     base_scenario,
     configurations,
     scenario_grids,
     write_datasets,
 )
-from ppknn.simulations.prepare import prepare_data
-from ppknn.simulations.reporting import fmt
-from ppknn.simulations.scenario import parse_scenario
 
 SMALL = Grid.quick(
     n_points=2000, n_queries=150, radii=(1e9, 1e5, 1e4, 1e3), cmp_epsilons=(1.0, 5.0, 17.0),

@@ -2,7 +2,7 @@
 
 ``ppknn reproduce xiong [--quick] [--runtime ray]`` re-runs the paper's experiments
 on the ring data owners and writes one CSV and one PNG per figure plus the
-report (see :mod:`simulations.reproduce.xiong_report`).
+report (see :mod:`ppknn_reproductions.xiong_report`).
 
 Setting (paper §6.1): random splits, 2/3 training and 1/3 test, the
 training rows partitioned IID over ``n`` owners (the paper does not give
@@ -41,10 +41,13 @@ from ppknn.protocols.ppknn.secure_sum_attacks import (
     ring_sum_estimate,
     shared_sum_estimate,
 )
-from ppknn.simulations.experiments.ring import (
+from ppknn.simulations.reporting import Table
+from ppknn_reproductions.experiments.ring import (
     mean_ci,
 )
-from ppknn.simulations.reporting import Table
+
+DESCRIPTION = "Xiong, Chitti & Liu: PP-kNN over a ring (Figs. 2-6, bound, collusion, cost)"
+"""One line for ``ppknn reproduce``'s list of reproductions."""
 
 
 @dataclass(frozen=True)
@@ -728,7 +731,7 @@ def report_from_tables(output: Path, *, quick: bool, runtime: str, report: Path,
     tables that ``output`` lacks are read; the report names them. ``notes``: paragraphs
     for the report's introduction (how the run was made).
     """
-    from ppknn.simulations.reproduce.xiong_report import write_report
+    from ppknn_reproductions.xiong_report import write_report
 
     tables, taken = {}, []
     for key, name in TABLES.items():
@@ -752,7 +755,7 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path, log=None,
     folder of an earlier run (its ``grids/``) instead of running them again; the batched
     studies run as usual.
     """
-    from ppknn.simulations.reproduce.xiong_report import write_report
+    from ppknn_reproductions.xiong_report import write_report
 
     settings = QUICK if quick else FULL
     output = Path(output)

@@ -12,7 +12,12 @@ import pytest
 
 from ppknn.core.errors import PrivacyLeakWarning
 from ppknn.protocols.pca_perturbation.datasets import PaperDataset
-from ppknn.simulations.experiments.pca import (
+from ppknn.simulations.grids import run_grids
+from ppknn.simulations.prepare import load_scenario_dataset
+from ppknn.simulations.results import summary_of
+from ppknn.simulations.runner import execute
+from ppknn.simulations.sweep import table_row
+from ppknn_reproductions.experiments.pca import (
     QUICK,
     RELEASE_KEYS,
     materialise,
@@ -21,12 +26,7 @@ from ppknn.simulations.experiments.pca import (
     release_points,
     release_row,
 )
-from ppknn.simulations.grids import run_grids
-from ppknn.simulations.prepare import load_scenario_dataset
-from ppknn.simulations.reproduce.mukherjee_claims import tradeoff_points
-from ppknn.simulations.results import summary_of
-from ppknn.simulations.runner import execute
-from ppknn.simulations.sweep import table_row
+from ppknn_reproductions.mukherjee_claims import tradeoff_points
 
 
 def _label(values: tuple) -> str:
@@ -122,7 +122,7 @@ def test_points_on_a_flat_line_are_not_counted_below():
 @pytest.mark.parametrize("workers", [0, -1, True, 1.5])
 def test_bad_workers_are_refused_before_anything_runs(tmp_path, workers):
     from ppknn.core.errors import ConfigError
-    from ppknn.simulations.reproduce.mukherjee import run
+    from ppknn_reproductions.mukherjee import run
 
     with pytest.raises(ConfigError, match=r"workers = .*: allowed an integer >= 1"):
         run(tmp_path / "out", quick=True, runtime="inprocess", report=tmp_path / "r.md",

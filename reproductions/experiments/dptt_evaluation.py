@@ -35,7 +35,7 @@ from ppknn.protocols.dptt.neighbours import NeighbourIndex, counts_per_slot
 from ppknn.protocols.dptt.tree import ModifiedKDTree
 from ppknn.protocols.dptt.utility import Utility
 from ppknn.protocols.dptt.variants import DEFAULT_DELTA, Variant
-from ppknn.simulations.experiments.dptt_session import DPTTSession
+from ppknn_reproductions.experiments.dptt_session import DPTTSession
 
 NAN = float("nan")
 

@@ -1,16 +1,24 @@
 """Paper reproductions: ``ppknn reproduce NAME``.
 
-Each paper has a module ``simulations.reproduce.<name>`` that defines
+The reproductions live outside the library, in the ``ppknn_reproductions``
+package installed beside it (the ``reproductions/`` folder of the checkout),
+and a third party can add its own: each is registered under the entry point
+group :data:`GROUP`, whose value is the reproduction's module::
 
-``run(output: Path, *, quick: bool, runtime: str, report: Path) -> Path``
+    [project.entry-points."ppknn.reproductions"]
+    xiong = "ppknn_reproductions.xiong"
+
+:func:`names` lists the registered reproductions, :func:`available` adds each
+one's ``DESCRIPTION`` and :func:`load` gives its module, which defines
+
+``run(output: Path, *, quick: bool, runtime: str, report: Path, ...) -> Path``
     Re-run the paper's experiments, write one CSV table and one PNG plot per
     figure into ``output``, write the Markdown report
     ``report`` (normally ``docs/reproductions/<name>.md``; figures and claims beside measured
     numbers, every number generated), and return the report's path.
     ``quick`` shrinks repetitions and sizes so the whole run takes under two
     minutes (exercised by the tests); ``runtime`` is ``"inprocess"`` or ``"ray"``.
-
-The registry maps names to modules and one-line descriptions.
+    Further keyword arguments are the reproduction's settings (``--set KEY=VALUE``).
 
 An output folder says what it holds in :data:`MARKER` (``reproduction.json``:
 the reproduction's name and whether it finished); :func:`folder_state` reads
@@ -25,9 +33,9 @@ marker's settings (:data:`SETTINGS`) say whether those runs may be reused
 
 from __future__ import annotations
 
-import importlib
 import json
 from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
@@ -35,20 +43,51 @@ from typing import Any, Literal
 from ppknn.core.errors import ConfigError
 from ppknn.simulations.reporting import jsonio
 
-REPRODUCTIONS: dict[str, str] = {
-    "gursoy": "Gursoy, Inan, Nergiz & Saygin: DP r-N and k-NN classification (Figs. 7-14, audit)",
-    "xiong": "Xiong, Chitti & Liu: PP-kNN over a ring (Figs. 2-6, bound, collusion, cost)",
-    "zafarani": "Zafarani & Clifton: DP Naive Bayes with smooth sensitivity (Figs. 4-7, 13, audit)",
-    "mukherjee": "Mukherjee et al.: PCA + Laplace release, modified kNN, attacks (Figs. 5-11)",
-    "lepert": "Lepert: DP-TT private kd-tree traversal vs geo-indistinguishability (Ch. 6)",
-}
+GROUP = "ppknn.reproductions"
+"""The entry point group of the reproductions: ``NAME = "package.module"``."""
+
+
+def _registered() -> dict[str, EntryPoint]:
+    """The entry points of :data:`GROUP` by name (the first of a name wins)."""
+    found: dict[str, EntryPoint] = {}
+    for point in entry_points(group=GROUP):
+        found.setdefault(point.name, point)
+    return found
+
+
+def names() -> list[str]:
+    """The registered reproductions' names, sorted (no module is imported).
+
+    >>> {"gursoy", "lepert", "mukherjee", "xiong", "zafarani"} <= set(names())
+    True
+    """
+    return sorted(_registered())
 
 
 def load(name: str) -> ModuleType:
-    """The module of reproduction ``name``."""
-    if name not in REPRODUCTIONS:
-        raise ConfigError(f"unknown reproduction {name!r}; available: {sorted(REPRODUCTIONS)}")
-    return importlib.import_module(f"ppknn.simulations.reproduce.{name}")
+    """The module of reproduction ``name``.
+
+    Raises
+    ------
+    ConfigError
+        ``name`` is not registered, or its module does not define ``run``.
+    """
+    points = _registered()
+    if name not in points:
+        where = (f"available: {sorted(points)}" if points else
+                 f"none is installed (they register under the entry point group {GROUP!r}; "
+                 "`pip install .` from the checkout installs ppknn's own)")
+        raise ConfigError(f"unknown reproduction {name!r}; {where}")
+    module = points[name].load()
+    if not callable(getattr(module, "run", None)):
+        raise ConfigError(f"reproduction {name!r} ({points[name].value}) defines no run(output, "
+                          "*, quick, runtime, report)")
+    return module
+
+
+def available() -> dict[str, str]:
+    """``{name: description}`` of every registered reproduction (each module is imported)."""
+    return {name: str(getattr(load(name), "DESCRIPTION", "")) for name in names()}
 
 
 def report_path(name: str, root: Path | None = None) -> Path:
@@ -190,5 +229,6 @@ def folder_state(folder: Path, name: str) -> FolderState:
     return FolderState("other", "files of something else")
 
 
-__all__ = ["MARKER", "REPRODUCTIONS", "ROWS", "SETTINGS", "FolderState", "differing_settings",
-           "folder_state", "load", "read_marker", "report_path", "stage", "write_marker"]
+__all__ = ["GROUP", "MARKER", "ROWS", "SETTINGS", "FolderState", "available",
+           "differing_settings", "folder_state", "load", "names", "read_marker", "report_path",
+           "stage", "write_marker"]

@@ -1,6 +1,6 @@
 """The experiments of the Zafarani & Clifton reproduction (DP Naive Bayes, smooth sensitivity).
 
-Each function runs one experiment of :mod:`simulations.reproduce.zafarani`
+Each function runs one experiment of :mod:`ppknn_reproductions.zafarani`
 and returns its rows; the reproduction writes them, draws them and checks
 the paper's claims against them. One root seed (:data:`SEED`) drives every
 random choice.
@@ -51,7 +51,8 @@ from ppknn.protocols.dp_nb.driver import ask
 from ppknn.protocols.dp_nb.noise import SmoothCalibration
 from ppknn.protocols.dp_nb.protocol import ModelRequest, ReleasedModel
 from ppknn.simulations.experiments.diffprivlib_peer import ensure_venv, run_diffprivlib
-from ppknn.simulations.experiments.dp_nb import (
+from ppknn.simulations.grids import Grid, run_grids
+from ppknn_reproductions.experiments.dp_nb import (
     MethodSpec,
     cross_validate,
     fold_schema,
@@ -59,7 +60,6 @@ from ppknn.simulations.experiments.dp_nb import (
     split_seed,
     time_training,
 )
-from ppknn.simulations.grids import Grid, run_grids
 
 SEED = 2020
 SMOOTH = "smooth"
@@ -78,7 +78,7 @@ METHODS = (
     MethodSpec("vaidya", "vaidya"),
     MethodSpec("bun-steinke", "bun-steinke", neighbours="replace"),
     # not in the paper: the pair bound in place of the exact sensitivity, and the public
-    # global-sensitivity fallback (simulations/experiments/dp_nb.py, training.py)
+    # global-sensitivity fallback (reproductions/experiments/dp_nb.py, training.py)
     MethodSpec(PAIR_BOUND, "smooth", neighbours="replace", sensitivity="bound"),
     MethodSpec(FALLBACK, "smooth", neighbours="replace", fallback=True),
 )

@@ -13,8 +13,11 @@ import pytest
 from ppknn.core.errors import PrivacyLeakWarning
 from ppknn.core.rng import SeedPolicy
 from ppknn.protocols.dp_nb.datasets import load_nb_dataset
-from ppknn.simulations.experiments.dp_nb import fold_splits, split_seed
-from ppknn.simulations.experiments.zafarani import (
+from ppknn.simulations.prepare import kfold, prepare_data, stratified_kfold
+from ppknn.simulations.runner import execute, prepare
+from ppknn.simulations.scenario import parse_scenario
+from ppknn_reproductions.experiments.dp_nb import fold_splits, split_seed
+from ppknn_reproductions.experiments.zafarani import (
     METHODS,
     SEED,
     Settings,
@@ -22,9 +25,6 @@ from ppknn.simulations.experiments.zafarani import (
     accuracy_grids,
     accuracy_study,
 )
-from ppknn.simulations.prepare import kfold, prepare_data, stratified_kfold
-from ppknn.simulations.runner import execute, prepare
-from ppknn.simulations.scenario import parse_scenario
 from tests.plugins.equivalence import assert_refused
 
 

@@ -3,9 +3,9 @@
 ``ppknn reproduce lepert [--quick] [--runtime ray]`` runs the thesis's experiments as
 scenario grids of the ``dptt`` registry plugin (every DP-TT point, and the
 GEO baseline measured beside it, is one scenario run exactly as ``ppknn
-run`` runs it: :mod:`simulations.experiments.dptt_sweeps`), plus one study
+run`` runs it: :mod:`ppknn_reproductions.experiments.dptt_sweeps`), plus one study
 that is not a protocol run, the empirical privacy audit
-(:mod:`simulations.experiments.dptt_audit`). It writes one CSV and one PNG
+(:mod:`ppknn_reproductions.experiments.dptt_audit`). It writes one CSV and one PNG
 per figure into the output folder (and each grid's long table under
 ``grids/``, the synthetic datasets under ``data/``), the PNGs also next to
 the report, and the Markdown report: a :class:`~simulations.reporting.Report`
@@ -16,7 +16,8 @@ The thesis uses 100,000 points and, for Fig. 6.18, also 1,000,000; the
 default run uses 100,000 (Fig. 6.18 compares 10,000 and 100,000) and
 ``ppknn reproduce lepert --set n_points=1000000`` runs everything
 on 1,000,000 points (Fig. 6.18 then compares 100,000 and 1,000,000).
-Settings and readings: :mod:`simulations.experiments.dptt_sweeps`, :mod:`protocols.dptt.data`.
+Settings and readings: :mod:`ppknn_reproductions.experiments.dptt_sweeps`,
+:mod:`protocols.dptt.data`.
 
 Most figures are drawn by the shared style (:func:`simulations.reporting.line_plot`:
 raw and top-5 accuracy as two panels with 95% bands, GEO dashed). Two kinds
@@ -42,14 +43,6 @@ import numpy as np
 from ppknn.core.errors import ConfigError
 from ppknn.protocols.dptt.traversal import early_stop_disagreements
 from ppknn.protocols.dptt.variants import Variant, printed_section_5_2_epsilon
-from ppknn.simulations.experiments.dptt_audit import AUDIT_POINTS, AUDIT_VARIANTS, audit_study
-from ppknn.simulations.experiments.dptt_evaluation import Row
-from ppknn.simulations.experiments.dptt_sweeps import (
-    CALIBRATION_VARIANTS,
-    DRAW_RADIUS,
-    Grid,
-    Sweep,
-)
 from ppknn.simulations.grids import write_grid_rows
 from ppknn.simulations.reporting import (
     Claim,
@@ -64,12 +57,24 @@ from ppknn.simulations.reporting import (
     line_plot,
 )
 from ppknn.simulations.reporting import write as write_markdown
-from ppknn.simulations.reproduce.lepert_claims import (
+from ppknn_reproductions.experiments.dptt_audit import AUDIT_POINTS, AUDIT_VARIANTS, audit_study
+from ppknn_reproductions.experiments.dptt_evaluation import Row
+from ppknn_reproductions.experiments.dptt_sweeps import (
+    CALIBRATION_VARIANTS,
+    DRAW_RADIUS,
+    Grid,
+    Sweep,
+)
+from ppknn_reproductions.lepert_claims import (
     accuracy_interval,
     at_final_epsilon,
     check_claims,
     cmp_setup_at,
 )
+
+DESCRIPTION = "Lepert: DP-TT private kd-tree traversal vs geo-indistinguishability (Ch. 6)"
+"""One line for ``ppknn reproduce``'s list of reproductions."""
+
 
 FIG_DIR = "lepert"
 """Figures go to ``<report dir>/lepert/``."""
@@ -615,8 +620,8 @@ def _draws_section(sweep: Sweep) -> Section:
 
 def _audit_section(rows: Sequence[Any], n_samples: int, epsilon: float) -> Section:
     return Section(heading="Empirical privacy audit", text=(
-        f"A study, not a protocol run (`simulations.experiments.dptt_audit`): for one variant "
-        f"of each kind the report uses (scaled to a 1-D tree of {AUDIT_POINTS} points, "
+        "A study, not a protocol run (`ppknn_reproductions.experiments.dptt_audit`): for one "
+        f"variant of each kind the report uses (scaled to a 1-D tree of {AUDIT_POINTS} points, "
         f"height 8: {', '.join(AUDIT_VARIANTS)}), both utilities and both calibrations, the "
         f"client and server parties run {n_samples:,} traversals of each of two neighbouring "
         f"queries at ε = {epsilon:g} per decision; `core.dp.audit` selects an event of the "
@@ -791,7 +796,7 @@ reading), each family with the comparisons' members, GEO alone on both sides of 
 
 @dataclass(frozen=True)
 class AuditSettings:
-    """The privacy audit's settings (a study: see :mod:`simulations.experiments.dptt_audit`)."""
+    """The privacy audit's settings (a study: :mod:`ppknn_reproductions.experiments.dptt_audit`)."""
 
     variants: tuple[str, ...] = AUDIT_VARIANTS
     epsilon: float = 0.5
@@ -821,8 +826,8 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path,
     """
     start = time.perf_counter()
     if grid is not None and not isinstance(grid, Grid):
-        raise ConfigError(f"grid = {grid!r}: give a simulations.experiments.dptt_sweeps.Grid "
-                          "(Python API only)")
+        raise ConfigError(f"grid = {grid!r}: give a "
+                          "ppknn_reproductions.experiments.dptt_sweeps.Grid (Python API only)")
     if audit is not None and not isinstance(audit, AuditSettings):
         raise ConfigError(f"audit = {audit!r}: give a lepert.AuditSettings (Python API only)")
     if grid is None:

@@ -643,7 +643,7 @@ def build_report(tables: dict[str, Table], settings: Any, *, quick: bool,
                  notes: tuple[str, ...] = ()) -> Report:
     """The report of one run, from its tables (see the module docstring).
 
-    ``settings`` is the run's :class:`simulations.reproduce.xiong.Settings`;
+    ``settings`` is the run's :class:`ppknn_reproductions.xiong.Settings`;
     ``reused``: (folder, table names) read from an earlier run's CSVs, not re-run;
     ``notes``: paragraphs added to the introduction (how the run was made).
     """

@@ -12,9 +12,9 @@ from ppknn.protocols.dp_nb.datasets import load_nb_dataset, synthetic_bounded
 
 
 def test_quick_reproduction_writes_every_figure_and_the_report(quick_reproduction):
-    from ppknn.simulations.reproduce import REPRODUCTIONS
+    from ppknn.simulations.reproduce import names
 
-    assert "zafarani" in REPRODUCTIONS
+    assert "zafarani" in names()
     run = quick_reproduction("zafarani")  # `ppknn reproduce zafarani --quick`, run once
     assert run.exit_code == 0, run.cli_output
     out, figures = run.output, run.figures
@@ -59,7 +59,7 @@ def _paired_row(dataset, epsilon, a, b, d, two_se):
 
 
 def test_claims_follow_significance_at_two_standard_errors():
-    from ppknn.simulations.reproduce.zafarani import QUICK, Results, beats_vaidya, claim_sections
+    from ppknn_reproductions.zafarani import QUICK, Results, beats_vaidya, claim_sections
 
     paired = [_paired_row("adult", 0.1, "smooth", "vaidya", 0.03, 0.01),    # better
               _paired_row("adult", 1.0, "smooth", "vaidya", 0.01, 0.02),    # not significant
