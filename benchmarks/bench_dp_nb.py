@@ -38,7 +38,7 @@ from ppknn.protocols.dp_nb.sensitivity import (  # noqa: E402
     smooth_sensitivity_direct,
 )
 from ppknn.protocols.dp_nb.training import NBConfig, train  # noqa: E402
-from ppknn.simulations.experiments.diffprivlib_peer import ensure_venv, run_diffprivlib  # noqa: E402
+from ppknn_reproductions.experiments.diffprivlib_peer import ensure_venv, run_diffprivlib  # noqa: E402
 from ppknn_reproductions.experiments.dp_nb import MethodSpec, cross_validate, encode  # noqa: E402
 
 

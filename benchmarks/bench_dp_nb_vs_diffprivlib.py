@@ -12,7 +12,7 @@ and maximum, declared to both) and the same ε. ``ppknn.DPNaiveBayes`` runs
 with its defaults (bounds and classes declared); diffprivlib 0.6.6 runs in
 its own environment (``~/.cache/ppknn/diffprivlib-venv``, scikit-learn <
 1.7, made once with pip; see
-:mod:`ppknn.simulations.experiments.diffprivlib_peer`). One noise draw per
+:mod:`ppknn_reproductions.experiments.diffprivlib_peer`). One noise draw per
 fold and ε, noise seeded per fold.
 
 Printed: per dataset and ε the mean accuracy of each with a 95% Student-t
@@ -40,7 +40,7 @@ from sklearn.model_selection import StratifiedKFold  # noqa: E402
 
 from ppknn.core.data import load_dataset  # noqa: E402
 from ppknn.protocols.dp_nb.estimator import DPNaiveBayes  # noqa: E402
-from ppknn.simulations.experiments.diffprivlib_peer import (  # noqa: E402
+from ppknn_reproductions.experiments.diffprivlib_peer import (  # noqa: E402
     ensure_venv,
     run_diffprivlib,
 )

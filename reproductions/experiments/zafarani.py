@@ -50,8 +50,8 @@ from ppknn.protocols.dp_nb.datasets import (
 from ppknn.protocols.dp_nb.driver import ask
 from ppknn.protocols.dp_nb.noise import SmoothCalibration
 from ppknn.protocols.dp_nb.protocol import ModelRequest, ReleasedModel
-from ppknn.simulations.experiments.diffprivlib_peer import ensure_venv, run_diffprivlib
 from ppknn.simulations.grids import Grid, run_grids
+from ppknn_reproductions.experiments.diffprivlib_peer import ensure_venv, run_diffprivlib
 from ppknn_reproductions.experiments.dp_nb import (
     MethodSpec,
     cross_validate,
