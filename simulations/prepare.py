@@ -27,7 +27,7 @@ from ppknn.core.data import (
 )
 from ppknn.core.errors import ConfigError, DataError, PrivacyLeakWarning
 from ppknn.core.rng import RandomnessMode, SeedPolicy
-from ppknn.simulations.sampling import stratified_subset
+from ppknn.simulations.sampling import stratified_order, stratified_subset
 from ppknn.simulations.scenario import Scenario
 
 
@@ -176,6 +176,11 @@ def load_scenario_dataset(name: str, directory: str | None, missing: str = "erro
     return _load_file_cached(name, directory, missing, stamp)
 
 
+def query_order(labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The order of a whole test split: stratified and random (:func:`stratified_order`)."""
+    return stratified_order(labels, rng)
+
+
 def prepare_data(scenario: Scenario) -> PreparedData:
     """Load, split, bound, scale and partition the scenario's data (all from the seed).
 
@@ -230,6 +235,10 @@ def prepare_data(scenario: Scenario) -> PreparedData:
         # would otherwise give one class), in an order whose contiguous blocks keep the mix
         test = test[stratified_subset(ds.y[test], s.data.max_queries,
                                       split_policy.generator("queries"))]
+    else:
+        # the whole split, in a random order whose contiguous blocks keep the class mix:
+        # the per-analyst shares and request batches are cut from it in blocks
+        test = test[query_order(ds.y[test], split_policy.generator("queries"))]
     n = s.parties.n
     parts = partition(ds.y[train], n, scheme=s.parties.partition,
                       rng=split_policy.generator("partition"), alpha=s.parties.alpha,
@@ -244,4 +253,5 @@ def prepare_data(scenario: Scenario) -> PreparedData:
     )
 
 
-__all__ = ["PreparedData", "kfold", "owner_names", "prepare_data", "stratified_kfold"]
+__all__ = ["PreparedData", "kfold", "owner_names", "prepare_data", "query_order",
+           "stratified_kfold"]

@@ -125,7 +125,9 @@ def _scenario(folder, protocol: str, seed: int = 0, **protocol_settings) -> dict
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_max_queries_is_a_stratified_random_subset_of_the_test_split(sorted_file, seed):
+def test_max_queries_is_a_stratified_random_subset_of_the_test_split(sorted_file, seed,
+                                                                     monkeypatch):
+    from ppknn.simulations import prepare
     from ppknn.simulations.prepare import prepare_data
 
     scenario = parse_scenario(_scenario(sorted_file, "dp-nb", seed))
@@ -139,8 +141,15 @@ def test_max_queries_is_a_stratified_random_subset_of_the_test_split(sorted_file
     test_rows = {r.tobytes() for r in full.queries}
     assert all(r.tobytes() in test_rows for r in data.queries)
     assert len({r.tobytes() for r in data.queries}) == 60
-    # the old selection, the first 60 sorted test indices, is one class here
-    assert mix_p_value(full.query_labels[:60], full.query_labels) < 1e-10
+    # the whole split is in a random order whose first 60 keep the mix too ...
+    assert mix_p_value(full.query_labels[:60], full.query_labels) > LEVEL
+    # ... where the old selection, the first 60 sorted test indices, is one class here
+    with monkeypatch.context() as mp:
+        mp.setattr(prepare, "query_order", lambda labels, rng: np.arange(len(labels)))
+        in_file_order = prepare_data(parse_scenario(
+            {**_scenario(sorted_file, "dp-nb", seed),
+             "data": {**_scenario(sorted_file, "dp-nb")["data"], "max_queries": None}}))
+    assert mix_p_value(in_file_order.query_labels[:60], full.query_labels) < 1e-10
     # each analyst's share of the batch (contiguous thirds) keeps the mix too
     for share in np.array_split(data.query_labels, 3):
         assert mix_p_value(share, full.query_labels) > LEVEL

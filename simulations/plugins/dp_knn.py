@@ -25,7 +25,8 @@ Scenario table::
 Parties: one ``dp-owner`` holding the union of the training rows (whatever
 ``[parties].n`` is) with a privacy ledger, serving ``[parties].analysts``
 analysts concurrently (``max_concurrency`` = analysts; on Ray a threaded
-actor). The query rows are split among the analysts in contiguous blocks;
+actor). The query rows (in the run's random order, stratified by class: every
+block carries the class mix) are split among the analysts in contiguous blocks;
 each analyst sends its block as ``batches`` requests of ε ``epsilon`` each.
 A request the ledger cannot pay for is refused (a recorded ``"refused"``
 message): its rows get no prediction (-1) and the run goes on. Privacy is

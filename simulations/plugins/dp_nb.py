@@ -25,9 +25,10 @@ Scenario table::
 
 Parties: one ``nb-owner`` holding the union of the training rows and a
 privacy ledger, and ``[parties].analysts`` analysts (``nb-analyst-NN``), each
-requesting one model. The query rows are split into as many contiguous
-shares as there are analysts; each share is classified with its analyst's
-released model (unanswered if the owner refused the request). Declared
+requesting one model. The query rows (in the run's random order, stratified
+by class) are split into as many contiguous shares as there are analysts;
+each share is classified with its analyst's released model (unanswered if the
+owner refused the request). Declared
 bounds (``[data.bounds]``) are required -- they are the schema the noise is
 calibrated to (a categorical column's indicator bounds are not used).
 
