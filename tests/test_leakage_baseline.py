@@ -343,3 +343,58 @@ def test_a_larger_coalition_never_guesses_worse(runs):
                 checked += 1
                 grew += int(b.sum() > a.sum())
     assert checked and grew  # some larger coalition does better
+
+
+class _Stub:
+    """A transcript of hand-made messages (what the scorer asks of one)."""
+
+    def __init__(self, msgs):
+        self.msgs = msgs
+
+    def messages(self, *, with_provenance=False, protocol=None):
+        return [m if with_provenance else m.without_provenance() for m in self.msgs
+                if protocol is None or m.protocol == protocol]
+
+
+def test_coalition_rows_and_their_baselines_by_hand():
+    from ppknn.simulations.leakage.attacks import Adversary, Context, get
+
+    msgs = _ring(d_inserts=False)
+    public = {"ring": RING, "start": "A", "max_distance": 10.0, "party_index": INDEX,
+              "n_queries": 1}
+    ctx = Context(protocol="ppknn-ring", transcript=_Stub(msgs), public=public, truth={})
+
+    def rows(members):
+        adv = Adversary("ppknn-ring", "coalition-attribution", tuple(members), {}, True)
+        out = get("ppknn-ring", "coalition-attribution").scorer(ctx, adv)
+        return {(r.target, r.quantity.split(" (")[0]): r for r in out}
+
+    alone, pair = rows(["D"]), rows(["B", "D"])
+    # D alone claims both values of C's vector (one is C's): a random claimer of two of
+    # two values hits too; its one guess (0.2, A's) misses, a random value of the final
+    # [0.2 (A), 0.5 (C)] is C's half the time
+    r = alone[("C", "disclosure probability")]
+    assert (r.value, r.baseline, r.advantage) == (1.0, 1.0, 0.0)
+    r = alone[("C", "single guess right")]
+    assert (r.value, r.baseline, r.advantage) == (0.0, 0.5, -0.5)
+    # B and D claim 0.5 only: a random claim of one of two values is right half the time
+    r = pair[("C", "disclosure probability")]
+    assert (r.value, r.baseline, r.advantage) == (1.0, 0.5, 0.5)
+    r = pair[("C", "single guess right")]
+    assert (r.value, r.baseline, r.advantage) == (1.0, 0.5, 0.5)
+
+
+def test_correlation_attack_baseline_is_the_column_mean_guess(runs):
+    from ppknn.protocols.pca_perturbation.privacy import interval_widths
+    from ppknn.protocols.pca_perturbation.sanitize import normalise
+
+    _, result = runs["pca-perturbation"]
+    data = result.prepared.data
+    records = normalise(data.train_X, data.bounds.lower, data.bounds.upper)
+    own = normalise(np.asarray(result.outcome.plan.queries), data.bounds.lower,
+                    data.bounds.upper)
+    guess = np.broadcast_to(own.mean(axis=0), records.shape)
+    (row,) = _rows(runs, "pca-perturbation", "correlation-attack")
+    assert row["baseline"] == pytest.approx(float(np.mean(interval_widths(guess, records))),
+                                            abs=1e-6)
+    assert row["advantage"] == pytest.approx(row["baseline"] - row["value"], abs=1e-6)
