@@ -475,10 +475,11 @@ def _row_label(row: LeakageRow) -> str:
     if len(pair) > 70:  # a large coalition: its size and its first members
         members = row.observer.split("+")
         pair = f"{'+'.join(members[:2])}+... ({len(members)} parties) → {row.target}"
-    label = f"{pair} ({row.attack})"
-    if math.isfinite(row.advantage):
-        label += f" [adv. {row.advantage:+.3g}]"
-    return label if len(label) <= 48 else f"{pair}\n({row.attack})"
+    attack = f"({row.attack})"
+    if math.isfinite(row.advantage):  # the advantage over the baseline (no transcript)
+        attack += f" adv. {row.advantage:+.3g}"
+    label = f"{pair} {attack}"
+    return label if len(label) <= 48 else f"{pair}\n{attack}"
 
 
 def _finite(values: Sequence[float]) -> np.ndarray:
