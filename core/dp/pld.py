@@ -54,7 +54,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import signal, special
 
 from ppknn.core.dp.accounting import PrivacyCost
 from ppknn.core.dp.validation import check_delta, check_epsilon, check_positive_int, check_real
@@ -172,6 +171,7 @@ class PLD:
     # ------------------------------------------------------------ composition
     def compose(self, other: PLD) -> PLD:
         """The loss law of running both mechanisms: the convolution of the two."""
+        from scipy import signal  # on first use: a party's import stays light
         if not isinstance(other, PLD):
             raise TypeError(f"expected a PLD, got {type(other).__name__}")
         if other.interval != self.interval:
@@ -284,6 +284,7 @@ class GaussianLoss:
 
     def delta(self, epsilon: float) -> float:
         """The exact δ(ε) (Balle & Wang 2018): ``Φ(μ/2 - ε/μ) - e^ε Φ(-μ/2 - ε/μ)``."""
+        from scipy import special  # on first use: a party's import stays light
         mu, eps = self.mu, check_real(epsilon, "epsilon")
         return float(special.ndtr(mu / 2 - eps / mu) - math.exp(eps) * special.ndtr(
             -mu / 2 - eps / mu))
@@ -296,6 +297,7 @@ class GaussianLoss:
 
     def pld(self, interval: float = INTERVAL) -> PLD:
         """The discretised loss law (tails beyond 10 standard deviations pessimistically)."""
+        from scipy import special  # on first use: a party's import stays light
         mean, sd = self.mu**2 / 2, self.mu
         lo, hi = mean - 10 * sd, mean + 10 * sd
 
