@@ -604,7 +604,8 @@ class Transcript:
             if digests is not None and not (isinstance(digests, dict) and all(
                     isinstance(v, str) for v in digests.values())):
                 raise TypeError("part_sha256 is not a mapping of part names to digests")
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError,
+                RecursionError) as exc:  # (RecursionError: JSON nested too deep to read)
             raise DataError(f"{str(totals_path)!r} is missing or unreadable "
                             f"({type(exc).__name__}); the transcript is incomplete") from None
         found = 0

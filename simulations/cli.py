@@ -107,8 +107,9 @@ def _set_option(help: str) -> Any:
     return typer.Option([], "--set", metavar="KEY=VALUE", help=help)
 
 
-def _at_least(minimum: int) -> Callable[[Any], int]:
-    """A parser of whole numbers ``>= minimum`` that names a bad value."""
+def _at_least(minimum: int, maximum: Callable[[], int] | None = None
+              ) -> Callable[[Any], int]:
+    """A parser of whole numbers ``>= minimum`` (and ``<= maximum()``) that names a bad value."""
     def parse(value: Any) -> int:
         if isinstance(value, int) and not isinstance(value, bool):
             number = value
@@ -120,9 +121,19 @@ def _at_least(minimum: int) -> Callable[[Any], int]:
         if number < minimum:
             raise typer.BadParameter(f"{number} is too small: it must be greater than or "
                                      f"equal to {minimum}")
+        if maximum is not None and number > maximum():
+            raise typer.BadParameter(f"{number} is too large: it must be less than or equal "
+                                     f"to {maximum():,}")
         return number
 
     return parse
+
+
+def _max_audit_trials() -> int:
+    """``[audit].trials``'s upper bound, which ``--trials`` shares."""
+    from ppknn.simulations.scenario import MAX_AUDIT_TRIALS
+
+    return MAX_AUDIT_TRIALS
 
 
 def _with_alias(runtime: RuntimeKind | None, alias: bool, flag: str,
@@ -412,6 +423,8 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
         public = read_json(public_path, "a run's public facts")
         if (results_dir / FAILURE).is_file():
             read_json(results_dir / FAILURE, "a failure record")
+        if (results_dir / "scenario.json").is_file():  # read again when the table is scored
+            read_json(results_dir / "scenario.json", "a run's scenario")
         try:
             failed_after = check_complete(results_dir)
         except PpknnError:
@@ -462,8 +475,9 @@ def _add_leakage_summary(path: Path, section: dict[str, Any], into: Path) -> Non
 def audit(
     scenario: Path = typer.Argument(..., help="Scenario TOML file ([audit] sets trials, the "
                                     "record removed, the confidence)."),
-    trials: Optional[int] = typer.Option(None, parser=_at_least(100), metavar="<int>",
-                                         help="Runs per input, at least 100 (overrides "
+    trials: Optional[int] = typer.Option(None, parser=_at_least(100, _max_audit_trials),
+                                         metavar="<int>",
+                                         help="Runs per input, 100 to 1,000,000 (overrides "
                                          "[audit].trials; default 200 when unset)."),
     output: Optional[Path] = typer.Option(None, help="Folder for audit.csv and audit.json "
                                           "(default: [run].output + '-audit')."),

@@ -109,6 +109,11 @@ def prepare(scenario: Scenario) -> PreparedRun:
     for config in scenario.protocols:
         plugin = registry.get(config.name)
         planned.append(PlannedProtocol(plugin, config, plugin.plan(config, data)))
+    from ppknn.simulations.leakage.checks import check_parties
+
+    check_parties([a.model_dump() for a in scenario.adversary],  # observers, deviants: parties
+                  [d.model_dump() for d in scenario.deviation],
+                  {p.name: [s.party_id for s in p.plan.specs] for p in planned})
     return PreparedRun(data=data, protocols=tuple(planned))
 
 
@@ -323,6 +328,10 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
     # on Ray the driver mostly waits (for the instance's processes to come up, then on the
     # parties): the baselines, which depend on the data and configs only, are computed then
     ahead = _Ahead(lambda: _baselines(prepared)) if rt.name != "inprocess" else None
+    from ppknn.simulations.faults import FiringWatch
+
+    watch = FiringWatch(context, remote=scenario.runtime.address not in (None, "local"))
+    context = watch.context  # with a mark the host writes when the fault fires
     try:
         t0 = time.perf_counter()
         rt.start(specs, context)
@@ -340,6 +349,7 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
         communication = rt.close_transcript()
         table = None if transcript_dir is not None else rt.transcript_table()
     except BaseException as exc:
+        watch.discard()
         _keep_what_was_recorded(rt, exc, transcript_dir)
         if own_runtime:
             rt.shutdown()
@@ -348,6 +358,7 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
         raise
     if own_runtime:
         rt.shutdown(wait=wait_for_shutdown)
+    watch.report()  # a [faults] run that completed: warn when its fault never fired
     transcript = Transcript(transcript_dir) if transcript_dir is not None else Transcript(table)
     t0 = time.perf_counter()
     baselines = ahead.result() if ahead is not None else _baselines(prepared)

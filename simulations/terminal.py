@@ -9,7 +9,6 @@ themselves are in :mod:`simulations.cli`.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -28,17 +27,13 @@ out = Console()
 
 
 def read_json(path: Path, what: str, kind: type = dict) -> Any:
-    """A JSON file of a results folder; a clear error naming it if it is not what it should be."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError(f"{str(path)!r} cannot be read as {what} ({reason}); the file is "
-                          "damaged or was not written by ppknn") from None
-    if not isinstance(data, kind):
-        raise ConfigError(f"{str(path)!r} does not hold {what} (a JSON {type(data).__name__}, "
-                          f"not {'a list' if kind is list else 'an object'})")
-    return data
+    """A JSON file of a results folder; a clear error naming it if it is not what it should be.
+
+    See :func:`simulations.reporting.jsonio.read` (a file nested too deep included).
+    """
+    from ppknn.simulations.reporting import jsonio
+
+    return jsonio.read(path, what, kind)
 
 
 def why_failed(record: dict[str, Any]) -> str:

@@ -571,3 +571,159 @@ def test_a_bad_data_directory_on_the_cli_exits_2_writing_nothing(tmp_path):
     assert result.exit_code == 2, result.output
     assert "holds a header but no rows" in result.output and "Traceback" not in result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+
+
+# -- observers, faults, crafted results folders, audit trials ------------------------------
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+
+SMALL_RING = """\
+[run]
+name = "small-ring"
+seed = 1
+[data]
+dataset = "sklearn:iris"
+max_queries = 10
+bounds = { lower = [4, 2, 1, 0], upper = [8, 4.5, 7, 2.6] }
+[parties]
+n = 4
+[protocol]
+name = "ppknn-ring"
+k = 3
+[runtime]
+kind = "inprocess"
+"""
+NOT_A_PARTY = """
+[[adversary]]
+attack = "coalition-attribution"
+observers = ["owner-01", "mallory"]
+"""
+
+
+def test_an_observer_that_is_not_a_party_is_refused_naming_it_and_the_parties():
+    sc = parse_scenario(tomllib.loads(SMALL_RING + NOT_A_PARTY), source="test")
+    with pytest.raises(ConfigError) as err:
+        prepare(sc)
+    message = str(err.value)
+    assert "adversary[0].observers = ['mallory']" in message, message
+    assert "['owner-00', 'owner-01', 'owner-02', 'owner-03']" in message, message
+
+
+def test_an_observer_that_is_not_a_party_on_the_cli_exits_2_writing_nothing(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(SMALL_RING + NOT_A_PARTY)
+    result = _run_cli([str(path), "--output", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().startswith("error:") and "Traceback" not in result.output
+    assert "'mallory'" in result.output and "'owner-03'" in result.output, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]
+
+
+def _small_ring(**sections):
+    data = tomllib.loads(SMALL_RING)
+    data.update(sections)
+    return parse_scenario(data, source="test")
+
+
+def test_a_fault_that_never_fires_is_named_in_a_warning():
+    import warnings
+
+    from ppknn.simulations.runner import execute
+
+    with pytest.warns(UserWarning, match=r"kind = 'kill' on party 'owner-01' \(method '\*', "
+                      r"occurrence 1000\) never fired"):
+        execute(_small_ring(faults={"party": "owner-01", "occurrence": 1000}))
+    with warnings.catch_warnings():  # a fault that fires (and lets the run complete): silent
+        warnings.filterwarnings("error", message=".*never fired")
+        execute(_small_ring(faults={"party": "owner-01", "kind": "slow", "delay_s": 0.01}))
+        execute(_small_ring())
+
+
+def test_a_fault_that_never_fires_is_said_by_ppknn_run(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(SMALL_RING + '[faults]\nparty = "owner-02"\nkind = "raise"\n'
+                    "occurrence = 500\n")
+    result = _run_cli([str(path), "--output", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "warning: [faults] kind = 'raise' on party 'owner-02'" in result.output
+    assert "never fired" in result.output
+
+
+@pytest.fixture(scope="module")
+def small_results(tmp_path_factory):
+    """A complete results folder of a small in-process ring run."""
+    folder = tmp_path_factory.mktemp("small") / "out"
+    path = folder.parent / "s.toml"
+    path.write_text(SMALL_RING)
+    result = _run_cli([str(path), "--output", str(folder)])
+    assert result.exit_code == 0, result.output
+    return folder
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*"))}
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize("command, name", [
+    ("show", "summary.json"), ("show", "failure.json"), ("leakage", "public.json"),
+    ("leakage", "scenario.json"), ("leakage", "summary.json"), ("leakage", "failure.json"),
+    ("leakage", "transcript/totals.json"), ("leakage", "transcript/failure.json"),
+])
+def test_json_nested_100000_deep_in_a_results_folder_is_one_clear_line(
+        tmp_path, small_results, command, name):
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from ppknn.simulations.cli import app
+
+    folder = tmp_path / "run"
+    shutil.copytree(small_results, folder)
+    (folder / name).write_text(DEEP)
+    before = _snapshot(folder)
+    result = CliRunner().invoke(app, [command, str(folder)])
+    lines = result.output.strip().splitlines()
+    if command == "leakage" and name == "summary.json":  # leakage does not read it: scored
+        assert result.exit_code == 0, result.output
+        return
+    assert result.exit_code == 2, result.output
+    assert lines[-1].startswith("error:") and str(folder / name) in lines[-1], result.output
+    assert "Traceback" not in result.output and "RecursionError:" not in result.output
+    assert _snapshot(folder) == before  # nothing written
+
+
+@pytest.mark.parametrize("trials, exit_code, fragment", [
+    ("1000001", 2, "1000001 is too large: it must be less than or equal to 1,000,000"),
+    ("1000000000000", 2, "less than or equal to 1,000,000"),
+    ("99", 2, "99 is too small"),
+])
+def test_audit_trials_on_the_cli_share_the_scenarios_upper_bound(tmp_path, trials, exit_code,
+                                                                  fragment):
+    from typer.testing import CliRunner
+
+    from ppknn.simulations.cli import app
+
+    path = tmp_path / "s.toml"
+    path.write_text(SMALL_RING)
+    result = CliRunner().invoke(app, ["audit", str(path), "--trials", trials,
+                                      "--output", str(tmp_path / "audit")])
+    assert result.exit_code == exit_code, result.output
+    assert fragment in " ".join(result.output.split()), result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]
+
+
+def test_the_cli_bound_on_audit_trials_is_the_scenarios():
+    from ppknn.simulations import cli
+    from ppknn.simulations.scenario import MAX_AUDIT_TRIALS
+
+    assert MAX_AUDIT_TRIALS == 1_000_000
+    parse = cli._at_least(100, cli._max_audit_trials)
+    assert parse(str(MAX_AUDIT_TRIALS)) == MAX_AUDIT_TRIALS
+    with pytest.raises(Exception, match="too large"):
+        parse(str(MAX_AUDIT_TRIALS + 1))

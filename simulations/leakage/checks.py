@@ -43,9 +43,11 @@ def check_parties(adversaries: Sequence[Mapping[str, Any]],
         protocol = a.get("protocol") or (next(iter(parties)) if len(parties) == 1 else None)
         known = set(parties.get(protocol or "", every))
         unknown = sorted(set(a.get("observers") or ()) - known)
-        if unknown:
+        if unknown:  # never scored as a coalition of whoever else is named
+            names = sorted(known)
             raise ConfigError(f"adversary[{i}].observers = {unknown}: not parties of "
-                              f"{protocol!r}; its parties: {sorted(known)[:20]}")
+                              f"{protocol!r}; its parties: "
+                              f"{names if len(names) <= 20 else names[:20] + ['...']}")
     for i, d in enumerate(deviations):
         if d["party"] not in every:
             raise ConfigError(f"deviation[{i}].party = {d['party']!r}: no such party; "

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 INLINE_AFTER = 16
@@ -41,6 +42,32 @@ def dumps(obj: Any, *, default: Callable[[Any], Any] | None = None,
     parts: list[str] = []
     _write(_finite(obj, default), 0, parts, compact, default, inline_after)
     return "".join(parts)
+
+
+def read(path: Path, what: str, kind: type = dict) -> Any:
+    """The JSON file ``path`` of a results folder, which must hold a ``kind`` (``what`` it is).
+
+    Anything else is a one-line :class:`~core.errors.ConfigError` naming the
+    file: unreadable, not UTF-8, not JSON, nested deeper than Python's JSON
+    reader goes (a crafted file; it would raise ``RecursionError``), or a JSON
+    value of another type.
+    """
+    from ppknn.core.errors import ConfigError
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except RecursionError:
+        raise ConfigError(f"{str(path)!r} cannot be read as {what} (its JSON is nested deeper "
+                          "than any file ppknn writes); the file is damaged or was not "
+                          "written by ppknn") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(f"{str(path)!r} cannot be read as {what} ({reason}); the file is "
+                          "damaged or was not written by ppknn") from None
+    if not isinstance(data, kind):
+        raise ConfigError(f"{str(path)!r} does not hold {what} (a JSON {type(data).__name__}, "
+                          f"not {'a list' if kind is list else 'an object'})")
+    return data
 
 
 def _finite(obj: Any, default: Callable[[Any], Any] | None) -> Any:
@@ -89,4 +116,4 @@ def _write(obj: Any, depth: int, parts: list[str], compact: json.JSONEncoder,
         parts.append(compact.encode(obj))
 
 
-__all__ = ["INLINE_AFTER", "dumps"]
+__all__ = ["INLINE_AFTER", "dumps", "read"]
