@@ -650,10 +650,12 @@ def check_complete(folder: Path) -> dict[str, Any] | None:
     run that failed only after its protocols had completed (its transcript
     is complete and its public facts were written: it can be scored).
     """
+    from ppknn.simulations.reporting import jsonio
+
     folder = Path(folder)
     during = folder / "transcript" / FAILURE
     if during.is_file():
-        why = json.loads(during.read_text()).get("message", "")
+        why = jsonio.read(during, "a failure record").get("message", "")
         raise ConfigError(f"{str(folder)!r} holds a failed run ({why}); its transcript ends at "
                           "the failure and is not scored")
     if not (folder / "transcript" / "totals.json").is_file():
@@ -664,14 +666,14 @@ def check_complete(folder: Path) -> dict[str, Any] | None:
     Transcript(folder / "transcript").check()  # every part there and readable
     if not (folder / FAILURE).is_file():
         return None
-    record = json.loads((folder / FAILURE).read_text())
+    record = jsonio.read(folder / FAILURE, "a failure record")
     why = record.get("message") or record.get("error", "")
     if not (folder / "public.json").is_file():
         raise ConfigError(f"{str(folder)!r} holds a failed run ({why}) that stopped before its "
                           "public facts (public.json) were written; it is not scored")
     from ppknn.simulations.leakage.truth import BUILDERS, truth_path
 
-    public = json.loads((folder / "public.json").read_text())
+    public = jsonio.read(folder / "public.json", "a run's public facts")
     for name in public.get("protocols", {}):
         path = truth_path(folder / "transcript", name)
         if name in BUILDERS and not path.is_file():
