@@ -671,12 +671,12 @@ def check_complete(folder: Path) -> dict[str, Any] | None:
     if not (folder / "public.json").is_file():
         raise ConfigError(f"{str(folder)!r} holds a failed run ({why}) that stopped before its "
                           "public facts (public.json) were written; it is not scored")
-    from ppknn.simulations.leakage.truth import BUILDERS, truth_path
+    from ppknn.simulations.leakage.truth import has_truth, truth_path
 
     public = jsonio.read(folder / "public.json", "a run's public facts")
     for name in public.get("protocols", {}):
         path = truth_path(folder / "transcript", name)
-        if name in BUILDERS and not path.is_file():
+        if has_truth(name) and not path.is_file():
             raise ConfigError(f"{str(folder)!r} holds a failed run ({why}) that stopped before "
                               f"its ground truth (transcript/{path.name}) was saved; it is not "
                               "scored")

@@ -177,6 +177,60 @@ class ProtocolPlugin(abc.ABC):
         """Draw the protocol's own panel of ``summary.png``; False if it has none."""
         return False
 
+    # -- optional evaluation hooks: the generic leakage, audit, deviation and comparison
+    # machinery asks the plugin; none of it names a protocol ---------------------------
+
+    def ground_truth(self, outcome: Any, data: PreparedData) -> Mapping[str, np.ndarray] | None:
+        """Simulation-only ground truth the protocol's attacks score against.
+
+        Called once after a run with the run's outcome (``outcome.plan``,
+        ``outcome.result``, ``outcome.baseline``, ``outcome.config``) and its
+        prepared data; saved as ``transcript/truth-PROTOCOL.npz``
+        (:mod:`simulations.leakage.truth`). ``None`` (the default): the
+        protocol has no ground truth and none is saved.
+        """
+        return None
+
+    def audit_setup(self, prepared: Any, protocol: Any, common: Mapping[str, Any], *,
+                    record: int, repeats: int) -> Any:
+        """The replay audit of this protocol (a :class:`simulations.leakage.audit.Setup`).
+
+        ``protocol`` is the prepared protocol (``.name``, ``.plan``); ``common``
+        holds the :class:`~simulations.leakage.audit.Setup` fields every
+        protocol shares. ``None`` (the default): the protocol promises no ε
+        the replay audit can check.
+        """
+        return None
+
+    def worst_case(self, scenario: Scenario, protocol: Any, *, n_test: int,
+                   confidence: float, deviation: str) -> Any:
+        """The worst-case audit of this protocol: ``(case, observer, target)`` or ``None``.
+
+        ``case`` is a :class:`simulations.leakage.worstcase.Case` built for the
+        prepared ``protocol``; ``deviation`` the planted leak in the worst-case
+        model's words (``"none"``, ``"noise-scale=0.5"``, ``"no-noise"``).
+        ``None``: no worst-case model for this configuration.
+        """
+        return None
+
+    def audited(self) -> bool:
+        """Whether the audit covers this protocol (it overrides an audit hook)."""
+        cls = type(self)
+        return (cls.audit_setup is not ProtocolPlugin.audit_setup
+                or cls.worst_case is not ProtocolPlugin.worst_case)
+
+    def has_ground_truth(self) -> bool:
+        """Whether the protocol saves ground truth (it overrides :meth:`ground_truth`)."""
+        return type(self).ground_truth is not ProtocolPlugin.ground_truth
+
+    def deviations(self) -> Mapping[str, Any]:
+        """Deviation kind -> :class:`parties.deviations.Kind` (a dishonest party class)."""
+        return {}
+
+    def compare_defaults(self) -> Mapping[str, Any] | None:
+        """The comparison's default entry: ``privacy_key``, ``levels`` and ``settings``."""
+        return None
+
     def driver_result(self, runtime: Any, plan: Plan) -> ProtocolResult:
         """Run the driver on a plan."""
         driver: Driver = type(self).driver

@@ -11,7 +11,7 @@ import pytest
 from ppknn.core.messages import Message
 from ppknn.core.transcript import Transcript, View
 from ppknn.protocols.pca_perturbation.attacks import reconstruct, release_message
-from ppknn.simulations.leakage import attacks
+from ppknn.simulations.leakage import attacks, scorers
 from ppknn.simulations.leakage.measure import run_table
 from ppknn.simulations.leakage.table import (
     NO_BOUND,
@@ -74,7 +74,7 @@ def test_membership_reports_the_event_chosen_on_the_selection_half():
     ctx = attacks.Context(protocol="dp-nb", transcript=None, public={}, truth=truth)
     adv = attacks.Adversary("dp-nb", "model-membership-inference")
 
-    row = attacks.membership_rows(ctx, adv, observers=("a",), models=[model], claimed=1.0,
+    row = scorers.membership_rows(ctx, adv, observers=("a",), models=[model], claimed=1.0,
                                   bound_name="ε")
 
     expected = epsilon_from_rates(n, n, n // 2, n)  # TPR 1 vs FPR 1/2 on the test half
@@ -174,6 +174,6 @@ def test_rows_carried_ignores_scalars_and_other_widths():
     rows = np.array([[1.0, 2.0]])
     msgs = [SimpleNamespace(payload={"eps": np.asarray(1.0), "v": np.array([1.0, 2.0, 3.0]),
                                      "i": np.array([[1, 2]])})]
-    assert not attacks.rows_carried(msgs, rows).any()
+    assert not scorers.rows_carried(msgs, rows).any()
     msgs.append(SimpleNamespace(payload={"x": np.array([[9.0, 9.0], [1.0, 2.0]])}))
-    assert attacks.rows_carried(msgs, rows).tolist() == [True]
+    assert scorers.rows_carried(msgs, rows).tolist() == [True]

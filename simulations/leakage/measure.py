@@ -24,7 +24,13 @@ from ppknn.core.errors import ConfigError
 from ppknn.core.transcript import Transcript
 from ppknn.simulations.leakage import attacks
 from ppknn.simulations.leakage.table import LeakageRow
-from ppknn.simulations.leakage.truth import BUILDERS, load_truth, save_truth, truth_of, truth_path
+from ppknn.simulations.leakage.truth import (
+    has_truth,
+    load_truth,
+    save_truth,
+    truth_of,
+    truth_path,
+)
 
 
 def scripted(scenario_adversaries: Sequence[Mapping[str, Any]], protocols: Sequence[str]
@@ -97,7 +103,7 @@ def save_truths(result: Any, transcript_dir: Path) -> None:
     that cannot be scored (:func:`recompute` refuses it).
     """
     for o in result.outcomes:
-        if o.name in BUILDERS:
+        if has_truth(o.name):
             _truth_at(o, result.prepared.data, truth_path(transcript_dir, o.name))
 
 
@@ -109,7 +115,7 @@ def _truth_at(outcome: Any, data: Any, path: Path | None) -> dict[str, Any]:
     if path is not None and path.is_file():
         return load_truth(path)
     truth = truth_of(outcome, data)
-    if path is not None and outcome.name in BUILDERS:
+    if path is not None and has_truth(outcome.name):
         save_truth(truth, path)
     return truth
 
@@ -157,7 +163,7 @@ def recompute(results_dir: Path) -> list[LeakageRow]:
     rows: list[LeakageRow] = []
     for name in names:
         path = truth_path(results_dir / "transcript", name)
-        if name in BUILDERS and not path.is_file():
+        if has_truth(name) and not path.is_file():
             raise ConfigError(f"{str(results_dir)!r} has no transcript/{path.name}: the ground "
                               f"truth {name!r}'s scorers need (written with the results of "
                               "`ppknn run` and `Result.write`); without it rows would be "

@@ -5,52 +5,30 @@ a run, from the run's own data and plans, and saved beside the transcript
 (``transcript/truth-PROTOCOL.npz``) so that ``ppknn leakage`` recomputes the
 table from the results folder alone, whatever the randomness mode.
 
-Per protocol:
-
-``ppknn-ring``
-    ``votes/<owner>``: each owner's encoded local vote vector ``(Q, C)``
-    (computed by the owner's own code from the final broadcast vector).
-``ring-nb``
-    ``stats/<owner>``: each owner's encoded Naive Bayes statistics vector;
-    ``members_X``/``members_y`` (the union of the owners' rows) and
-    ``others_X``/``others_y`` (the held-out query rows); ``members_pick`` and
-    ``others_pick``, the membership test's class-matched random samples of them
-    (positions, drawn from the run's seed:
-    :func:`~simulations.sampling.matched_sample`).
-``dp-knn``
-    ``queries`` and ``nonprivate``: the instances and the labels the union
-    gives them without noise (the baseline's answers).
-``dp-nb``
-    ``members_X``/``members_y``, ``others_X``/``others_y`` and the two picks as for
-    ``ring-nb``.
-``pca-perturbation``
-    ``records``: the sanitizer's rows normalised to [0, 1] by the public bounds;
-    ``instances``: the miner's instances (the query rows, as the miner holds them).
-``dptt``
-    ``queries``: the client's private queries. With the GEO baseline
-    (``geo_radius``), also the GEO server's view: GEO runs beside the protocol
-    (in the plugin's measurement, not through the runtime), so its noisy
-    points are in no transcript; ``geo/slot`` and ``geo/point`` are the
-    perturbed copies of the queries the GEO server answered (the same stream of
-    ``[run].seed`` the measurement draws from, so the very points it used),
-    ``geo/epsilon``, ``geo/radius``: its ε* and privacy radius.
+Each protocol's plugin builds its own
+(:meth:`simulations.registry.ProtocolPlugin.ground_truth`, a mapping of
+arrays; its docstring there lists the keys); a plugin without that hook saves
+none. Per-party arrays are keyed ``kind/<party>``; :func:`members_truth` and
+:func:`owners_data` are the helpers several protocols' builders share.
 """
 
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ppknn.core.errors import DataError
+from ppknn.simulations import registry
 
 Truth = dict[str, np.ndarray]
 
 
-def _owners_data(outcome: Any, data: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def owners_data(outcome: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each party's training rows ``(X, y)``, from the construction arguments of its spec."""
     out = {}
     for spec in outcome.plan.specs:
         kw = spec.kwargs
@@ -59,29 +37,8 @@ def _owners_data(outcome: Any, data: Any) -> dict[str, tuple[np.ndarray, np.ndar
     return out
 
 
-def _ring(outcome: Any, data: Any) -> Truth:
-    from ppknn.protocols.ppknn.config import RingSetup
-
-    detail = outcome.result.detail
-    plan = outcome.plan
-    truth: Truth = {}
-    setup = RingSetup(ring=tuple(plan.public["ring"]), start=plan.public["start"],
-                      params=plan.config.params, weighting=plan.config.weighting)
-    from ppknn.core.errors import PpknnError
-
-    for spec in plan.specs:
-        try:  # the owner's own code, from its construction arguments
-            owner = spec.factory(**spec.kwargs)
-            owner.configure(setup)
-            owner.load_queries(plan.queries)
-            owner._set_final(np.asarray(detail.final_vector))
-        except PpknnError:  # e.g. owners built for query blocks: no vote truth, no row
-            continue
-        truth[f"votes/{spec.party_id}"] = np.asarray(owner.last_votes, dtype=np.uint64)
-    return truth
-
-
-def _members(data: Any, plan: Any, protocol: str) -> Truth:
+def members_truth(data: Any, plan: Any, protocol: str) -> Truth:
+    """Membership ground truth: the union's rows, the query rows and matched picks of both."""
     from ppknn.simulations.sampling import matched_sample
 
     members_y = np.asarray(data.train_y, dtype=np.int64)
@@ -93,61 +50,17 @@ def _members(data: Any, plan: Any, protocol: str) -> Truth:
             "members_pick": pick_in, "others_pick": pick_out}
 
 
-def _ring_nb(outcome: Any, data: Any) -> Truth:
-    from ppknn.protocols.ring_nb import steps as nb
-
-    lower = np.asarray(outcome.plan.public["bounds"]["lower"], dtype=np.float64)
-    upper = np.asarray(outcome.plan.public["bounds"]["upper"], dtype=np.float64)
-    truth = _members(data, outcome.plan, outcome.name)
-    for party, (X, y) in _owners_data(outcome, data).items():
-        stats = nb.local_statistics(X, y, data.n_classes, lower, upper)
-        truth[f"stats/{party}"] = nb.encode_signed(stats)
-    return truth
-
-
-def _dp_knn(outcome: Any, data: Any) -> Truth:
-    return {"queries": np.asarray(outcome.plan.queries, dtype=np.float64),
-            "nonprivate": np.asarray(outcome.baseline.predictions, dtype=np.int64),
-            "train_class_counts": np.bincount(np.asarray(data.train_y, dtype=np.int64),
-                                              minlength=int(data.n_classes))}
-
-
-def _dp_nb(outcome: Any, data: Any) -> Truth:
-    return _members(data, outcome.plan, outcome.name)
-
-
-def _pca(outcome: Any, data: Any) -> Truth:
-    from ppknn.protocols.pca_perturbation.sanitize import normalise
-
-    return {"records": normalise(data.train_X, data.bounds.lower, data.bounds.upper),
-            "instances": np.asarray(outcome.plan.queries, dtype=np.float64)}
-
-
-def _dptt(outcome: Any, data: Any) -> Truth:
-    truth: Truth = {"queries": np.asarray(outcome.plan.queries, dtype=np.float64)}
-    radius = getattr(outcome.config, "geo_radius", None)
-    if radius is None:
-        return truth
-    from ppknn.simulations.plugins.dptt import geo_draws
-
-    # the measurement's draws (once per run: in secure mode nothing can replay them)
-    mech, (slots, points) = geo_draws(outcome.config, outcome.result.detail, data)
-    truth.update({"geo/slot": slots, "geo/point": points,
-                  "geo/epsilon": np.asarray(mech.epsilon), "geo/radius": np.asarray(radius)})
-    return truth
-
-
-BUILDERS: dict[str, Callable[[Any, Any], Truth]] = {
-    "ppknn-ring": _ring, "ring-nb": _ring_nb, "dp-knn": _dp_knn, "dp-nb": _dp_nb,
-    "pca-perturbation": _pca, "dptt": _dptt,
-}
-"""Protocol name -> ground-truth builder (module docstring)."""
+def has_truth(protocol: str) -> bool:
+    """Whether ``protocol``'s plugin saves ground truth (its ``ground_truth`` hook)."""
+    plugin = registry.find(protocol)
+    return plugin is not None and plugin.has_ground_truth()
 
 
 def truth_of(outcome: Any, data: Any) -> Truth:
-    """The ground truth of one protocol's outcome (empty when none is registered)."""
-    build = BUILDERS.get(outcome.name)
-    return build(outcome, data) if build is not None else {}
+    """The ground truth of one protocol's outcome (empty when its plugin has none)."""
+    plugin = registry.find(outcome.name)
+    truth = plugin.ground_truth(outcome, data) if plugin is not None else None
+    return dict(truth) if truth is not None else {}
 
 
 def truth_path(transcript_dir: Path, protocol: str) -> Path:
@@ -216,4 +129,5 @@ def _read_truth(path: Path) -> Truth:
     return out
 
 
-__all__ = ["BUILDERS", "Truth", "load_truth", "save_truth", "truth_of", "truth_path"]
+__all__ = ["Truth", "has_truth", "load_truth", "members_truth", "owners_data", "save_truth",
+           "truth_of", "truth_path"]

@@ -39,7 +39,9 @@ from ppknn.parties.ring_owner import RingDataOwner
 from ppknn.protocols.ppknn import ring_from_start
 from ppknn.protocols.ring_nb import GROUPS, GUARANTEE, RingNBConfig, RingNBPlan, RingNBResult, drive
 from ppknn.protocols.ring_nb.steps import sensitivities
+from ppknn.simulations.leakage.truth import members_truth, owners_data
 from ppknn.simulations.plugins.ppknn_ring import check_ring_size, owner_specs, ring_of
+from ppknn.simulations.plugins.ring_nb import attacks as attacks  # registers its attacks
 from ppknn.simulations.prepare import PreparedData
 from ppknn.simulations.registry import (
     Baseline,
@@ -170,6 +172,26 @@ class RingNB(ProtocolPlugin):
             "trust": "the start node sees the exact summed statistics before noising",
         }
         return Measured(metrics=metrics)
+
+    def ground_truth(self, outcome: Any, data: PreparedData) -> dict[str, np.ndarray]:
+        """Membership truth (:func:`~simulations.leakage.truth.members_truth`) and statistics.
+
+        ``stats/<owner>``: each owner's encoded Naive Bayes statistics vector;
+        ``members_X``/``members_y`` (the union of the owners' rows) and
+        ``others_X``/``others_y`` (the held-out query rows); ``members_pick``
+        and ``others_pick``, the membership test's class-matched random
+        samples of them (positions, drawn from the run's seed:
+        :func:`~simulations.sampling.matched_sample`).
+        """
+        from ppknn.protocols.ring_nb import steps as nb
+
+        lower = np.asarray(outcome.plan.public["bounds"]["lower"], dtype=np.float64)
+        upper = np.asarray(outcome.plan.public["bounds"]["upper"], dtype=np.float64)
+        truth = members_truth(data, outcome.plan, outcome.name)
+        for party, (X, y) in owners_data(outcome).items():
+            stats = nb.local_statistics(X, y, data.n_classes, lower, upper)
+            truth[f"stats/{party}"] = nb.encode_signed(stats)
+        return truth
 
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """ε spent and its split; the released counts' error."""

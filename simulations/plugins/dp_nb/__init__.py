@@ -77,6 +77,8 @@ from ppknn.protocols.dp_nb.noise import APPROXIMATE, NOISES
 from ppknn.protocols.dp_nb.protocol import ModelRequest
 from ppknn.protocols.dp_nb.schema import FeatureSchema
 from ppknn.protocols.dp_nb.sensitivity import NEIGHBOURS, SENSITIVITIES
+from ppknn.simulations.leakage.truth import members_truth
+from ppknn.simulations.plugins.dp_nb import attacks as attacks  # registers its attacks
 from ppknn.simulations.plugins.ring_nb import gaussian_nb
 from ppknn.simulations.prepare import PreparedData, owner_names
 from ppknn.simulations.registry import (
@@ -437,6 +439,10 @@ class DPNaiveBayes(ProtocolPlugin):
                                   if answered.any() else None),
         }
         return Measured(metrics=metrics)
+
+    def ground_truth(self, outcome: Any, data: PreparedData) -> dict[str, np.ndarray]:
+        """Membership truth: :func:`~simulations.leakage.truth.members_truth`."""
+        return members_truth(data, outcome.plan, outcome.name)
 
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """ε per model and spent; models released and refused."""

@@ -65,6 +65,7 @@ from ppknn.protocols.dp_knn.driver import DPKNNRun, DPKNNSetup, drive, request_b
 from ppknn.protocols.dp_knn.knn import KNN_ALGORITHMS
 from ppknn.protocols.dp_knn.rn import DEFAULT_CLIQUE_TIME_S, RN_ALGORITHMS
 from ppknn.simulations.knn import sklearn_knn
+from ppknn.simulations.plugins.dp_knn import attacks as attacks  # registers its attacks
 from ppknn.simulations.prepare import PreparedData
 from ppknn.simulations.registry import (
     Baseline,
@@ -390,6 +391,16 @@ class DPKNN(ProtocolPlugin):
         per_party[OWNER] = {"epsilon_budget": detail.ledger.budget.epsilon,
                             "ledger_entries": len(detail.ledger.entries)}
         return Measured(metrics=metrics, per_party=per_party)
+
+    def ground_truth(self, outcome: Any, data: PreparedData) -> dict[str, np.ndarray]:
+        """``queries`` and ``nonprivate`` (the labels the union gives them without noise).
+
+        Also ``train_class_counts``, the union's class counts.
+        """
+        return {"queries": np.asarray(outcome.plan.queries, dtype=np.float64),
+                "nonprivate": np.asarray(outcome.baseline.predictions, dtype=np.int64),
+                "train_class_counts": np.bincount(np.asarray(data.train_y, dtype=np.int64),
+                                                  minlength=int(data.n_classes))}
 
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """ε spent against the budget; requests answered and refused."""

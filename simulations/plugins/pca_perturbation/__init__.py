@@ -53,6 +53,7 @@ from ppknn.protocols.pca_perturbation.knn import DEFAULT_KS
 from ppknn.protocols.pca_perturbation.protocol import PROTOCOL, MiningPlan
 from ppknn.protocols.pca_perturbation.sanitize import normalise
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
+from ppknn.simulations.plugins.pca_perturbation import attacks as attacks  # registers its attacks
 from ppknn.simulations.prepare import PreparedData
 from ppknn.simulations.registry import (
     Baseline,
@@ -363,6 +364,16 @@ class PCAPerturbation(ProtocolPlugin):
                 "released transform, correlation attack = PCA filtering with the attacker's "
                 "best s2 (oracle)")
         return Measured(metrics=metrics, leakage=outcome)
+
+    def ground_truth(self, outcome: Any, data: PreparedData) -> dict[str, np.ndarray]:
+        """``records`` (the sanitizer's rows in [0, 1] by the public bounds), ``instances``.
+
+        ``instances`` are the miner's instances (the query rows, as it holds them).
+        """
+        from ppknn.protocols.pca_perturbation.sanitize import normalise
+
+        return {"records": normalise(data.train_X, data.bounds.lower, data.bounds.upper),
+                "instances": np.asarray(outcome.plan.queries, dtype=np.float64)}
 
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """Amplification and the attacks' average privacy."""

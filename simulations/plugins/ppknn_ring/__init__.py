@@ -59,6 +59,7 @@ from ppknn.protocols.ppknn.pp_topk import TopKParams, euclidean_distances, publi
 from ppknn.protocols.ppknn.votes import voter_mask
 from ppknn.simulations.disclosure import measure_disclosure
 from ppknn.simulations.knn import sklearn_knn, union_topk_and_ties
+from ppknn.simulations.plugins.ppknn_ring import attacks as attacks  # registers its attacks
 from ppknn.simulations.prepare import PreparedData
 from ppknn.simulations.registry import (
     Baseline,
@@ -325,6 +326,30 @@ class PPKNNRing(ProtocolPlugin):
     def leakage(self, transcript: Transcript, public: Mapping[str, Any]) -> DisclosureReport:
         """Per-node disclosure recomputed from the transcript alone."""
         return measure_disclosure(transcript, public)
+
+    def ground_truth(self, outcome: Any, data: PreparedData) -> dict[str, np.ndarray]:
+        """``votes/<owner>``: each owner's encoded local vote vector ``(Q, C)``.
+
+        Computed by the owner's own code from the final broadcast vector.
+        """
+        from ppknn.core.errors import PpknnError
+        from ppknn.protocols.ppknn.config import RingSetup
+
+        detail = outcome.result.detail
+        plan = outcome.plan
+        truth: dict[str, np.ndarray] = {}
+        setup = RingSetup(ring=tuple(plan.public["ring"]), start=plan.public["start"],
+                          params=plan.config.params, weighting=plan.config.weighting)
+        for spec in plan.specs:
+            try:  # the owner's own code, from its construction arguments
+                owner = spec.factory(**spec.kwargs)
+                owner.configure(setup)
+                owner.load_queries(plan.queries)
+                owner._set_final(np.asarray(detail.final_vector))
+            except PpknnError:  # e.g. owners built for query blocks: no vote truth, no row
+                continue
+            truth[f"votes/{spec.party_id}"] = np.asarray(owner.last_votes, dtype=np.uint64)
+        return truth
 
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """Exact top-k against the paper's bound; mean disclosure with its interval."""

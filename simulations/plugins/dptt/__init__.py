@@ -95,6 +95,7 @@ from ppknn.protocols.dptt.tree import tree_height
 from ppknn.protocols.dptt.utility import Utility
 from ppknn.protocols.dptt.variants import DEFAULT_DELTA, Variant
 from ppknn.simulations.knn import sklearn_knn
+from ppknn.simulations.plugins.dptt import attacks as attacks  # registers its attacks
 from ppknn.simulations.prepare import PreparedData
 from ppknn.simulations.registry import (
     Baseline,
@@ -396,6 +397,26 @@ class DPTT(ProtocolPlugin):
         else:  # no GEO baseline asked for: its columns exist (every sweep row has them), NaN
             metrics.update({key: math.nan for key in self.metrics if key.startswith("geo_")})
         return Measured(metrics=metrics, per_query=per_query)
+
+    def ground_truth(self, outcome: Any, data: PreparedData) -> dict[str, np.ndarray]:
+        """``queries``: the client's private queries; with GEO, the GEO server's view.
+
+        GEO runs beside the protocol (in :meth:`measure`, not through the
+        runtime), so its noisy points are in no transcript: ``geo/slot`` and
+        ``geo/point`` are the perturbed copies of the queries the GEO server
+        answered (the same stream of ``[run].seed`` the measurement draws
+        from, so the very points it used), ``geo/epsilon``, ``geo/radius``:
+        its ε* and privacy radius.
+        """
+        truth = {"queries": np.asarray(outcome.plan.queries, dtype=np.float64)}
+        radius = getattr(outcome.config, "geo_radius", None)
+        if radius is None:
+            return truth
+        # the measurement's draws (once per run: in secure mode nothing can replay them)
+        mech, (slots, points) = geo_draws(outcome.config, outcome.result.detail, data)
+        truth.update({"geo/slot": slots, "geo/point": points,
+                      "geo/epsilon": np.asarray(mech.epsilon), "geo/radius": np.asarray(radius)})
+        return truth
 
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """Release accuracy, the final ε both ways, what the client received."""
