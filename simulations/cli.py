@@ -791,7 +791,9 @@ def _reproduce_in(where: Path, folder: Path, module: Any, name: str, docs: Path 
             if created:
                 shutil.rmtree(where, ignore_errors=True)
         else:
-            (where / FAILURE).write_text(json.dumps(failure_record(exc), indent=1))
+            from ppknn.simulations.reporting import jsonio
+
+            (where / FAILURE).write_text(jsonio.dumps(failure_record(exc)))
             try:
                 exc.kept_folder = where  # type: ignore[attr-defined]
             except AttributeError:

@@ -108,8 +108,10 @@ def _resolve(dataset: str, data_dir: str | None, env_dir: str | None, cache: str
         if label not in header:
             raise DataError(f"dataset {dataset!r}: label column {label!r} not in the file's "
                             f"columns {header}")
-        (folder / "manifest.json").write_text(json.dumps(
-            {stem: {"file": f"{stem}.csv", "label": label, "source": uri}}, indent=1))
+        from ppknn.simulations.reporting import jsonio
+
+        (folder / "manifest.json").write_text(jsonio.dumps(
+            {stem: {"file": f"{stem}.csv", "label": label, "source": uri}}))
         return stem, str(folder)
     directory = data_dir or env_dir
     if is_uri(directory):

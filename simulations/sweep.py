@@ -22,7 +22,8 @@ runtime, so all cores of the cluster are busy; results come back in grid
 order and the combined table is identical to a sequential run's (timings
 excepted).
 Output: ``sweep.csv`` and ``sweep.parquet`` (one row per run) and
-``sweep.png`` (accuracy and disclosure per grid point, mean over seeds).
+``sweep.png`` (accuracy and disclosure per grid point: mean and 95% interval over
+seeds, proportions on a 0-1 axis).
 """
 
 from __future__ import annotations
@@ -238,12 +239,23 @@ def write_table(rows: list[dict[str, Any]], folder: Path, *, grid: list[str],
     _plot(rows, folder / "sweep.png", grid, name)
 
 
+PROPORTIONS = ("accuracy", "disclosure_mean")
+"""Columns that are proportions: their axis runs from 0 to 1."""
+
+
 def _plot(rows: list[dict[str, Any]], path: Path, grid: list[str], sweep_name: str) -> None:
+    """Accuracy (with the baseline) and privacy per grid point: mean, 95% interval over seeds.
+
+    Proportions (accuracy, disclosure) are drawn on a 0-1 axis and ε from 0, so a
+    difference of a point is not blown up to fill the panel.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
+
+    from ppknn.simulations.reporting.intervals import t_interval
 
     points: dict[tuple, list[dict[str, Any]]] = {}
     for r in rows:
@@ -255,22 +267,34 @@ def _plot(rows: list[dict[str, Any]], path: Path, grid: list[str], sweep_name: s
     acc = "accuracy" if "accuracy" in first else next(k for k in first if k.endswith(":accuracy"))
     base = acc.replace("accuracy", "baseline_accuracy")
     privacy = next((k for k in ("disclosure_mean", "epsilon_spent") if k in first
-                    and all(isinstance(r[k], (int, float)) for r in rows)), None)
+                    and all(isinstance(r[k], (int, float)) for r in rows)
+                    and any(math.isfinite(r[k]) for r in rows)), None)
     panels = [(acc, "accuracy"), (privacy, "privacy: " + (privacy or "none"))]
+    seeds = max(len(g) for g in points.values())
     for ax, (key, title) in zip(axes, panels):
         if key is None:
             ax.set_axis_off()
             continue
-        means = [np.mean([r[key] for r in g]) for g in points.values()]
-        sds = [np.std([r[key] for r in g]) for g in points.values()]
-        ax.errorbar(x, means, yerr=sds, fmt="o", capsize=3, label=f"{key} (protocol)")
+        proportion = key.split(":")[-1] in PROPORTIONS
+        stats = [t_interval((r[key] for r in g), clip=(0.0, 1.0) if proportion else None)
+                 for g in points.values()]
+        means = np.array([m for m, _, _ in stats])
+        low = np.array([m - lo if math.isfinite(lo) else 0.0 for m, lo, _ in stats])
+        high = np.array([hi - m if math.isfinite(hi) else 0.0 for m, _, hi in stats])
+        ax.errorbar(x, means, yerr=[low, high], fmt="o", capsize=3, label=f"{key} (protocol)")
         if key == acc:
-            ax.plot(x, [np.mean([r[base] for r in g]) for g in points.values()],
+            ax.plot(x, [t_interval(r[base] for r in g)[0] for g in points.values()],
                     "s", color="grey", label="non-private baseline")
-        ax.legend(fontsize=8)
+        if proportion:
+            ax.set_ylim(0.0, 1.05)
+        else:
+            ax.set_ylim(bottom=0.0)
+        ax.legend(fontsize=8, loc="lower right" if proportion and key == acc else "best")
         ax.set_ylabel(key)
+        ax.set_xlabel("grid point")
         ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
-        ax.set_title(f"{sweep_name}: {title} (mean +/- sd over seeds)", fontsize=9)
+        how = ("mean, 95% interval over seeds" if seeds > 1 else "one seed: no interval")
+        ax.set_title(f"{sweep_name}: {title}\n({how})", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -318,25 +318,73 @@ def _print_sweep_file(folder: Path) -> None:
 
 
 def print_sweep(rows: list[dict[str, Any]], title: str) -> None:
-    """Mean accuracy (and baseline) per grid point over seeds."""
+    """Per grid point: accuracy and baseline (mean and 95% interval over seeds), privacy.
+
+    The privacy column gives the ε spent (its range when the seeds differ), or the
+    protocol's guarantee when it spends none (``no DP: ...``).
+    """
+    from ppknn.simulations.reporting.intervals import t_interval
+
     if not rows:
         out.print(f"{escape(title)}: no runs")
         return
-    acc = next(k for k in rows[0] if k == "accuracy" or k.endswith(":accuracy"))
-    base = acc.replace("accuracy", "baseline_accuracy")
+    accs = [k for k in rows[0] if k == "accuracy" or k.endswith(":accuracy")]
     grid = [k for k in rows[0] if "." in k and ":" not in k]
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault(tuple(r[k] for k in grid), []).append(r)
-    table = Table(title=escape(f"{title}: {count(len(rows), 'run')}, mean over seeds"))
-    for col in (*grid, "runs", acc, base):
-        table.add_column(escape(col), justify="right", overflow="fold")
+    table = Table(title=escape(f"{title}: {count(len(rows), 'run')}, mean over seeds "
+                               "[95% interval]"))
+    columns = [*grid, "runs"]
+    for acc in accs:
+        columns += [acc, acc.replace("accuracy", "baseline_accuracy"),
+                    acc.replace("accuracy", "privacy")]
+    for col in columns:
+        table.add_column(escape(col), justify="left" if col.endswith("privacy") else "right",
+                         overflow="fold")
     for point, group in groups.items():
-        mean = sum(float(g[acc]) for g in group) / len(group)
-        mean_b = sum(float(g[base]) for g in group) / len(group)
-        table.add_row(*(escape(str(v)) for v in point), str(len(group)), f"{mean:.4f}",
-                      f"{mean_b:.4f}")
+        cells = [str(v) for v in point] + [str(len(group))]
+        for acc in accs:
+            for key in (acc, acc.replace("accuracy", "baseline_accuracy")):
+                cells.append(_mean_interval(t_interval((g.get(key) for g in group),
+                                                       clip=(0.0, 1.0))))
+            cells.append(_privacy_cell(group, acc.replace("accuracy", "")))
+        table.add_row(*(escape(c) for c in cells))
     out.print(table)
+
+
+def _mean_interval(stats: tuple[float, float, float]) -> str:
+    """``0.9120 [0.8800, 0.9440]``; one seed: the mean alone, ``(1 seed)``."""
+    m, lo, hi = stats
+    if not math.isfinite(m):
+        return "—"
+    if not math.isfinite(lo):
+        return f"{m:.4f} (1 seed)"
+    return f"{m:.4f} [{lo:.4f}, {hi:.4f}]"
+
+
+def _privacy_cell(group: list[dict[str, Any]], prefix: str) -> str:
+    """The ε spent over the seeds of one grid point, or the guarantee when none is spent."""
+    spent = []
+    for g in group:
+        try:
+            spent.append(float(g.get(f"{prefix}epsilon_spent")))
+        except (TypeError, ValueError):
+            continue
+    spent = [e for e in spent if math.isfinite(e)]
+    if spent:
+        lo, hi = min(spent), max(spent)
+        return f"ε = {lo:.4g}" if lo == hi else f"ε = {lo:.4g} to {hi:.4g}"
+    protocol = str(group[0].get(f"{prefix}protocol") or "")
+    try:
+        from ppknn.simulations import registry
+
+        guarantee = registry.get(protocol).guarantee
+    except Exception:  # noqa: BLE001 - a protocol not installed here: say what is known
+        guarantee = ""
+    if guarantee.lower().startswith("no "):  # e.g. "no DP: per-node disclosure ..."
+        return guarantee.split(" (")[0]  # its reference in brackets: `ppknn protocols`
+    return f"no ε recorded ({guarantee})" if guarantee else "no DP: no ε spent"
 
 
 def _number(value: Any, spec: str = ".3g") -> str:

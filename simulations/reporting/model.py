@@ -434,8 +434,12 @@ class Figure:
         Split every series into one line per distinct value of this column.
     logx, logy
         Logarithmic axes.
+    categorical
+        The x values are categories (e.g. ordinal privacy levels): evenly spaced in
+        their sorted order and labelled with their values, not placed on a number line.
     ylim
-        Fixed y range.
+        Fixed y range. A range that does not start at 0 is a zoom: the plot's title
+        states it.
     hlines
         Reference lines, ``(label, y)`` pairs.
     csv, png
@@ -454,6 +458,7 @@ class Figure:
     group_by: str | None = None
     logx: bool = False
     logy: bool = False
+    categorical: bool = False
     ylim: tuple[float, float] | None = None
     hlines: tuple[tuple[str, float], ...] = ()
     csv: str = ""
@@ -470,6 +475,9 @@ class Figure:
             raise ConfigError(f"{who}: needs a title and both axis labels, got "
                               f"title={self.title!r}, xlabel={self.xlabel!r}, "
                               f"ylabel={self.ylabel!r}")
+        if self.categorical and self.logx:
+            raise ConfigError(f"{who}: a categorical x axis cannot be logarithmic "
+                              "(categorical=True, logx=True)")
         object.__setattr__(self, "series", tuple(self.series))
         if not self.series:
             raise ConfigError(f"{who}: needs at least one series")

@@ -147,13 +147,35 @@ def _draw(figure: Figure, table: Table, run: str, mpl_figure: MplFigure | None,
             ax.set_yscale("log")
         if figure.ylim is not None:
             ax.set_ylim(*figure.ylim)
+        if figure.categorical and figure.kind == "line":
+            cats = _categories(figure, lines)
+            ax.set_xticks(range(len(cats)), [_label(c) for c in cats])
         ax.grid(alpha=0.3)
         handles, labels = ax.get_legend_handles_labels()
         refs = {label for label, _ in figure.hlines}
         order = sorted(range(len(labels)), key=lambda i: labels[i] in refs)  # references last
         ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=7)
-    fig.suptitle(textwrap.fill(figure.title, 100) + f"\n{run}", fontsize=10)
+    title = figure.title
+    if figure.ylim is not None and figure.ylim[0] > 0:  # a zoom: say so, with its range
+        title += f" (y axis zoomed to {figure.ylim[0]:g}-{figure.ylim[1]:g})"
+    fig.suptitle(textwrap.fill(title, 100) + f"\n{run}", fontsize=10)
     return fig
+
+
+def _categories(figure: Figure, lines: Sequence[Line]) -> list[Any]:
+    """The x values of a categorical axis, sorted (in first-seen order if they do not sort)."""
+    cats = list(dict.fromkeys(r[figure.x] for _, _, rows in lines for r in rows))
+    try:
+        return sorted(cats)
+    except TypeError:
+        return cats
+
+
+def _label(value: Any) -> str:
+    """A category's tick label (``2`` for ``2.0``)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def _save(fig: MplFigure, figure: Figure, folder: Path | str) -> Path:
@@ -191,8 +213,10 @@ def line_plot(figure: Figure, table: Table, *, folder: Path | str, run: str,
         The table lacks a column the figure reads, no row matches, or ``run`` is empty.
     """
     def draw(ax: Axes, lines: list[Line], colours: dict[str, str]) -> None:
+        cats = _categories(figure, lines) if figure.categorical else None
         for label, s, rows in lines:
-            xs = [r[figure.x] for r in rows]
+            xs = [r[figure.x] for r in rows] if cats is None else \
+                [cats.index(r[figure.x]) for r in rows]
             ys = [float(r[s.y]) for r in rows]
             bounds = _bounds(s, rows)
             style: dict[str, Any] = {"color": colours[label], "ls": "--" if s.dashed else "-",
