@@ -761,6 +761,11 @@ class RayRuntime(Runtime):
         self.hosts.clear()
         self.host_members.clear()
         self._host_index.clear()
+        # an object reference still held after ray.shutdown ends the process from its
+        # destructor ("the core worker has already been shutdown"): drop them first
+        self._probe = None
+        self._pending.clear()
+        self._consumed.clear()
         if self.recorder is not None:
             try:
                 ray.kill(self.recorder, no_restart=True)
