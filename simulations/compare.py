@@ -828,8 +828,6 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
     then gets the ``--runtime`` option that does so). ``saved``: the rows are the ones
     saved in ``folder`` (:func:`render_saved`); they are not written again.
     """
-    import json
-
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -842,6 +840,7 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
         Table,
         fmt,
         interval,
+        jsonio,
         plot,
         write,
         write_rows,
@@ -858,9 +857,9 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
         names = columns_of(rows)  # every row's keys (a column some rows lack is null there)
         pq.write_table(pa.Table.from_pylist([{k: r.get(k) for k in names} for r in rows]),
                        folder / "compare.parquet")
-    (folder / "compare-run.json").write_text(json.dumps(
+    (folder / "compare-run.json").write_text(jsonio.dumps(  # strict: NaN/inf as null
         {"command": command, "seconds": seconds, "quick": quick, "parallel": mode,
-         "spec": spec.model_dump(mode="json")}, indent=1, ensure_ascii=False) + "\n")
+         "spec": spec.model_dump(mode="json")}) + "\n")
     agg = aggregate(rows)
     profiles = list(spec.profiles())
     columns = tuple(dict.fromkeys(k for r in agg for k in r))
@@ -873,14 +872,15 @@ def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Pa
     def accuracy_against(name: str, title: str, xlabel: str, x: str, **kw: Any) -> Figure:
         """One accuracy figure (a line per protocol, a panel per dataset)."""
         return Figure(name=name, title=title, xlabel=xlabel, x=x, panel_by="dataset",
-                      ylabel="accuracy (mean, 95% CI over seeds)", **kw,
+                      ylabel="accuracy (mean, 95% CI over seeds)", ylim=(0.0, 1.05), **kw,
                       series=tuple(Series(label=p, y="accuracy", low="accuracy_low",
                                           high="accuracy_high", where={"protocol": p})
                                    for p in protocols))
 
     figures = (
         accuracy_against("utility_vs_privacy_level", "Accuracy at each privacy level",
-                         "privacy level (1 = most private)", "level_rank"),
+                         "privacy level (ordinal: 1 = most private)", "level_rank",
+                         categorical=True),
         accuracy_against("utility_vs_leakage", "Accuracy against the measured leakage",
                          "attacks' leakage (mean point estimate)", "leak_value"),
         accuracy_against("utility_vs_cost", "Accuracy against predicted WAN time",
