@@ -444,10 +444,10 @@ def _audited(scenario: Any, settings: Mapping[str, Any] | None, name: str) -> di
 
     NaN when the cell is not audited or the audit mode does not cover the protocol.
     """
-    from ppknn.simulations.leakage.audit import AUDITED, audit_scenario
+    from ppknn.simulations.leakage.audit import audit_scenario, audited
 
     out = {"audit_epsilon_lb": math.nan, "audit_bound": math.nan, "audit_note": ""}
-    if settings is None or name not in AUDITED:
+    if settings is None or name not in audited():
         return out
     sc = scenario.model_copy(update={"audit": scenario.audit.model_copy(
         update={"trials": int(settings["trials"]), "confidence": float(settings["confidence"])})})
@@ -1176,9 +1176,10 @@ def _audit_table(spec: Comparison, agg: Sequence[Mapping[str, Any]],
     rows = [r for r in agg if r.get("audit_seeds")]
     if au is None or not rows:
         return []
-    from ppknn.simulations.leakage.audit import AUDITED
+    from ppknn.simulations.leakage.audit import audited
 
-    skipped = sorted({e.name for e in spec.protocol} - set(AUDITED))
+    covered = set(audited())
+    skipped = sorted({e.name for e in spec.protocol} - covered)
     body = [(r["dataset"], r["protocol"], f"{r['privacy_key']} = {r['level']:g}",
              fmt_num(r["audit_bound"]), fmt_num(r["empirical_epsilon_lb"]),
              fmt_num(r["audit_epsilon_lb"]), str(r["audit_seeds"]),
@@ -1191,7 +1192,7 @@ def _audit_table(spec: Comparison, agg: Sequence[Mapping[str, Any]],
         f"The audit mode (`ppknn audit`) reruns a cell's release on the original input and "
         f"on a neighbour (one training row removed, or the query reflected for DP-TT) and "
         f"lower-bounds the ε it spends ({where}). It covers the protocols that promise ε "
-        f"({', '.join(sorted(set(AUDITED) & {e.name for e in spec.protocol}))}); "
+        f"({', '.join(sorted(covered & {e.name for e in spec.protocol}))}); "
         + (f"{', '.join(skipped)} promise no ε (a disclosure probability, an "
            "amplification) and are measured by their attacks only. " if skipped else "")
         + "The promise column is the ε the audited unit is charged (per request, per "

@@ -213,6 +213,14 @@ class ProtocolPlugin(abc.ABC):
         """
         return None
 
+    def worst_case_references(self, epsilon: float, deviation: str) -> list[Any]:
+        """The protocol's worst-case cases at ``epsilon`` on hand-built pairs (calibration).
+
+        Used by :func:`simulations.leakage.worstcase.reference_cases` and the
+        calibration of the worst-case audit; default none.
+        """
+        return []
+
     def audited(self) -> bool:
         """Whether the audit covers this protocol (it overrides an audit hook)."""
         cls = type(self)

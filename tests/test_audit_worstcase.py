@@ -14,6 +14,7 @@ import pytest
 from ppknn.core.dp.audit import certifiable_epsilon, one_run_epsilon, trials_to_certify
 from ppknn.simulations.leakage import worstcase as wc
 from ppknn.simulations.leakage.calibrate import TARGET_RATIO, calibrate
+from ppknn.simulations.plugins.dp_knn import audit as dp_knn_audit
 
 
 def test_trials_to_certify_gives_a_ceiling_above_the_target():
@@ -37,7 +38,7 @@ def test_references_reach_most_of_the_event_maximum_and_never_exceed_the_claim(e
 
 
 def test_dp_knn_rn_pair_is_the_tied_region_at_eps_4_with_the_known_maximum():
-    case = wc.dp_knn_rn(4.0)
+    case = dp_knn_audit.dp_knn_rn(4.0)
     assert case.analytic == pytest.approx(4.0 - math.log(3.0), abs=1e-9)  # ε - ln(1 + ε/2)
 
 

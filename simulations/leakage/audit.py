@@ -13,34 +13,11 @@ turns the two samples into a lower confidence bound on ε: an event is
 selected on one half of the trials and tested on the other with one-sided
 Clopper-Pearson bounds (95% by default; ``[audit] confidence``).
 
-Neighbours and features (the promise compared with, in brackets):
-
-``dp-nb`` [ε of a model]
-    the owner's training rows without row ``[audit] record``; feature: the
-    first analyst's released noisy count of that row's class.
-``ring-nb`` [ε of the model]
-    the start node's successor's rows without its row ``record``; feature:
-    the noisy count of that row's class in the model a non-start owner received.
-``dp-knn`` [ε of a request]
-    the owner's rows without row ``record``. In each trial the first analyst
-    asks about one worst-case instance ``repeats`` times (default
-    :data:`DP_KNN_REPEATS`), one single-instance request each: every request is
-    a fresh ε-DP release (its own request id, so its own noise stream) that the
-    ledger charges, so a trial yields ``repeats`` independent draws of the same
-    release and the owner's budget is set to cover them. The instance: with a
-    public r-N radius, the point among the record and the owner's rows within
-    the radius of it whose region (holding the record) is closest to a tie
-    between the record's class and the best other class, where one record
-    moves the label most; otherwise the record itself. Feature: 1 when a
-    released label is the record's class, else 0, from the analyst's view.
-    An aggregate label is a lossy view of the noisy counts, so the bound is
-    below the ε spent even for the worst instance (for the Laplace release of
-    a region tied with the record, ε - ln(1 + ε/2) is the most this event can
-    show; with the noise halved, 2ε - ln(1 + ε), above ε by ε - ln(1 + ε), a
-    margin the auditor resolves from ε = 2 with a few thousand draws).
-``dptt`` [ε of one decision; the query's composed ε in the note]
-    query 0 reflected through the centre of the declared domain; feature: the
-    server's view of the first bit answered for it.
+Each protocol's plugin sets up its neighbours and feature (its
+``audit_setup`` hook, :class:`Setup`; documented in
+``simulations/plugins/<name>/audit.py``): a protocol without the hook is not
+replay-audited. :func:`drop_row`, :func:`class_index` and
+:func:`count_feature` are the helpers those set-ups share.
 
 Deviations in the scenario apply to every trial, so a broken party is
 audited the same way (e.g. ``weak-noise-nb``).
@@ -49,14 +26,11 @@ The above is the **replay** audit (``method="replay"``): faithful to the
 transcript, but one protocol run per draw. The default is the **worst-case**
 audit (:func:`audit_worst_case`, :mod:`simulations.leakage.worstcase`): each
 protocol's release drawn for all trials as one array through the protocol's
-own mechanism on the neighbouring pair that moves it most (dp-knn r-N: the
-scenario's regions and an empty one searched for the record that flips the
-label; k-NN baseline: the added record displacing the k-th neighbour;
-dp-nb and ring-nb: the class-count release; DP-TT: a decision with the query
-on either side; pca-perturbation's Laplace schemes: a score at either end of
-its column's range), with the trial count chosen for the power to certify
+own mechanism on the neighbouring pair that moves it most (its plugin's
+``worst_case`` hook), with the trial count chosen for the power to certify
 ``certify`` (default ε = 5) and the ceiling those trials could certify
-reported beside the bound.
+reported beside the bound. :func:`audited` lists the protocols either audit
+covers.
 """
 
 from __future__ import annotations
@@ -75,13 +49,18 @@ from ppknn.core.errors import ConfigError
 from ppknn.core.runtime import RunContext, make_runtime
 from ppknn.core.runtime.pool import fan_out
 from ppknn.core.transcript import Transcript
+from ppknn.simulations import registry
 from ppknn.simulations.leakage.table import LeakageRow, write_table
 from ppknn.simulations.reporting.jsonio import dumps
 
-AUDITED = ("dp-knn", "dp-nb", "dptt", "ring-nb", "pca-perturbation")
+REPEATS = 25
+"""Repeated requests per audit trial where a protocol's trial asks the same question again
+(each one draw of the release: :meth:`~simulations.registry.ProtocolPlugin.audit_setup`)."""
 
-DP_KNN_REPEATS = 25
-"""Single-instance requests per dp-knn audit trial (each one draw of the release)."""
+
+def audited() -> list[str]:
+    """The registered protocols the audit covers (their plugins have an audit hook)."""
+    return [p.name for p in registry.plugins() if p.audited()]
 
 
 @dataclass(frozen=True)
@@ -108,7 +87,8 @@ class Setup:
     promise allows the event's probability ratio to exceed e^ε by δ)."""
 
 
-def _drop_row(spec: Any, record: int) -> Any:
+def drop_row(spec: Any, record: int) -> Any:
+    """``spec`` with its training row ``record`` removed (the add/remove neighbour)."""
     X, y = np.asarray(spec.kwargs["X"]), np.asarray(spec.kwargs["y"])
     if not 0 <= record < len(X):
         raise ConfigError(f"[audit] record = {record}: party {spec.party_id!r} holds "
@@ -117,100 +97,32 @@ def _drop_row(spec: Any, record: int) -> Any:
     return dataclasses.replace(spec, kwargs={**spec.kwargs, "X": X[keep], "y": y[keep]})
 
 
-def _class_index(spec: Any, record: int, classes: list[str]) -> int:
+def class_index(spec: Any, record: int, classes: list[str]) -> int:
+    """The class index of ``spec``'s training row ``record`` (``classes``: the public names)."""
     value = np.asarray(spec.kwargs["y"])[record]
     if np.issubdtype(np.asarray(value).dtype, np.integer) and 0 <= int(value) < len(classes):
         return int(value)
     return classes.index(str(value))
 
 
-def _count_feature(transcript: Transcript, *, protocol: str, observer: str, kind: str,
+def count_feature(transcript: Transcript, *, protocol: str, observer: str, kind: str,
                    key: str, cls: int) -> float:
+    """The ``cls`` entry of ``key`` in the first ``kind`` message ``observer`` received."""
     for m in transcript.messages(protocol=protocol):
         if m.receiver == observer and m.kind == kind:
             return float(np.asarray(m.payload[key]).reshape(-1)[cls])
     raise ConfigError(f"audit: {observer!r} received no {kind!r} message")
 
 
-def _label_feature(transcript: Transcript, *, observer: str, cls: int,
-                   repeats: int) -> np.ndarray:
-    """1 for each label the observer received that is ``cls``, else 0 (``repeats`` draws)."""
-    from ppknn.protocols.dp_knn.adversary import answered_instances
-
-    _, labels = answered_instances(transcript.view(observer, protocol="dp-knn"))
-    if len(labels) != repeats:
-        raise ConfigError(f"audit: {observer!r} got {len(labels)} labels for its {repeats} "
-                          "requests (a refusal or an unanswered request)")
-    return (labels == cls).astype(np.float64)
 
 
-def _worst_instance(X: np.ndarray, y: np.ndarray, record: int, radius: float | None
-                    ) -> tuple[np.ndarray, str]:
-    """The instance where row ``record`` moves the r-N label most (module docstring)."""
-    row = X[record]
-    if radius is None:
-        return row, "the record's own location"
-    dist = np.linalg.norm(X - row, axis=1)
-    candidates = np.argsort(dist, kind="stable")[:64]
-    candidates = candidates[dist[candidates] <= radius]
-    n_classes = int(max(y.max(), y[record]) + 1)
-    best: tuple[int, int, np.ndarray] | None = None
-    for c in candidates:
-        inside = np.linalg.norm(X - X[c], axis=1) <= radius
-        counts = np.bincount(y[inside], minlength=n_classes)
-        own = int(counts[y[record]])
-        counts[y[record]] = -1
-        gap = int(counts.max()) - own  # best other class minus the record's (record counted)
-        if best is None or abs(2 * gap + 1) < best[0]:
-            best = (abs(2 * gap + 1), gap, X[c])
-    assert best is not None  # the record itself is a candidate
-    return best[2], (f"the point within radius {radius:g} of the record whose region is "
-                     f"closest to a tie (best other class minus the record's class: "
-                     f"{best[1]} with the record)")
 
 
-def _dp_knn_setup(common: dict[str, Any], p: Any, record: int, repeats: int) -> Setup:
-    """The dp-knn audit (module docstring): one analyst, one instance, ``repeats`` requests."""
-    plan, public = p.plan, p.plan.public
-    owner, analyst = plan.roles["owner"][0], plan.roles["analyst"][0]
-    by_id = {s.party_id: s for s in plan.specs}
-    spec = by_id[owner]
-    X = np.asarray(spec.kwargs["X"], dtype=np.float64)
-    y = np.asarray(spec.kwargs["y"])
-    if not 0 <= record < len(X):
-        raise ConfigError(f"[audit] record = {record}: party {owner!r} holds {len(X)} rows; "
-                          f"allowed: 0 <= record < {len(X)}")
-    classes = [str(c) for c in public.get("classes", [])]
-    cls = _class_index(spec, record, classes)
-    radius = public.get("radius")
-    point, how = _worst_instance(X, y.astype(np.int64), record,
-                                 float(radius) if public.get("task") == "rn"
-                                 and isinstance(radius, (int, float)) else None)
-    cost = float(public["epsilon_per_request"])
-    funded = dataclasses.replace(spec, kwargs={**spec.kwargs, "epsilon": cost * repeats,
-                                               "analyst_epsilon": None})
-    specs_a = (funded, by_id[analyst])
-    specs_b = (_drop_row(funded, record), by_id[analyst])
-    queries = np.repeat(point[None, :], repeats, axis=0)
-    feature = functools.partial(_label_feature, observer=analyst, cls=cls, repeats=repeats)
-    return Setup(**{**common, "specs_a": specs_a, "queries_a": queries,
-                    "roles": {"owner": (owner,), "analyst": (analyst,)},
-                    "config": dataclasses.replace(plan.config, batches=repeats)},
-                 specs_b=specs_b, queries_b=queries, observer=(analyst,), feature=feature,
-                 target=f"{owner} row {record} (add/remove); {repeats} single-instance "
-                        f"requests per run at {how}",
-                 bound=cost, bound_name="ε of a request")
 
 
-def _bit_feature(transcript: Transcript) -> float:
-    from ppknn.protocols.dptt.adversary import side_claims
-
-    claims = side_claims(transcript.view("server", protocol="dptt"))
-    first = np.flatnonzero(claims.slot == 0)
-    return float(claims.right[first[0]]) if first.size else -1.0
 
 
-def setups(scenario: Any, *, record: int, repeats: int = DP_KNN_REPEATS) -> list[Setup]:
+def setups(scenario: Any, *, record: int, repeats: int = REPEATS) -> list[Setup]:
     """The audit of every protocol of ``scenario`` that promises ε (module docstring)."""
     from ppknn.simulations.runner import prepare
 
@@ -218,58 +130,19 @@ def setups(scenario: Any, *, record: int, repeats: int = DP_KNN_REPEATS) -> list
     out = []
     deviations = tuple(d.model_dump() for d in scenario.deviation)
     for p in prepared.protocols:
-        plan, public = p.plan, p.plan.public
+        plan = p.plan
         specs = tuple(plan.specs)
         unknown = sorted({d["party"] for d in deviations} - {s.party_id for s in specs})
         if unknown and len(prepared.protocols) == 1:
             raise ConfigError(f"[[deviation]] party = {unknown[0]!r}: no such party in "
                               f"{p.name}; allowed: {[s.party_id for s in specs]}")
-        by_id = {s.party_id: s for s in specs}
-        classes = [str(c) for c in public.get("classes", [])]
         common: dict[str, Any] = dict(protocol=p.name, specs_a=specs, queries_a=plan.queries,
                                       roles=plan.roles, config=plan.config,
                                       run_id=prepared.run_id, deviations=deviations)
-        if p.name in ("dp-nb", "dp-knn"):
-            owner = plan.roles["owner"][0]
-            neighbour = tuple(_drop_row(s, record) if s.party_id == owner else s for s in specs)
-            target = f"{owner} row {record} (add/remove)"
-            if p.name == "dp-nb":
-                analyst = plan.roles["analyst"][0]
-                cls = _class_index(by_id[owner], record, classes)
-                feature = functools.partial(_count_feature, protocol=p.name, observer=analyst,
-                                            kind="model", key="class_count", cls=cls)
-                delta = float(public.get("delta_per_model", 0.0))
-                out.append(Setup(**common, specs_b=neighbour, queries_b=plan.queries,
-                                 observer=(analyst,), feature=feature, target=target,
-                                 bound=float(public["epsilon_per_model"]),
-                                 bound_name="ε of a model" + (f" (δ = {delta:g})" if delta
-                                                               else ""),
-                                 delta=delta))
-            else:
-                out.append(_dp_knn_setup(common, p, record, repeats))
-        elif p.name == "ring-nb":
-            ring, start = list(public["ring"]), public["start"]
-            holder = ring[(ring.index(start) + 1) % len(ring)]
-            observer = ring[(ring.index(start) + 2) % len(ring)]
-            neighbour = tuple(_drop_row(s, record) if s.party_id == holder else s
-                              for s in specs)
-            cls = _class_index(by_id[holder], record, classes)
-            feature = functools.partial(_count_feature, protocol=p.name, observer=observer,
-                                        kind="nb-model", key="counts", cls=cls)
-            out.append(Setup(**common, specs_b=neighbour, queries_b=plan.queries,
-                             observer=(observer,), feature=feature,
-                             target=f"{holder} row {record} (add/remove)",
-                             bound=float(public["epsilon"]),
-                             bound_name="ε of the released model"))
-        elif p.name == "dptt":
-            lo, hi = prepared.data.bounds.lower, prepared.data.bounds.upper
-            moved = np.array(plan.queries, dtype=np.float64, copy=True)
-            moved[0] = lo + hi - moved[0]
-            out.append(Setup(**common, specs_b=specs, queries_b=moved, observer=("server",),
-                             feature=_bit_feature, target="client query 0 (moved)",
-                             bound=float(public["per_decision_epsilon"]),
-                             bound_name=f"ε of one decision (a query: "
-                                        f"{float(public['final_epsilon_br']):.4g})"))
+        setup = registry.get(p.name).audit_setup(prepared, p, common, record=record,
+                                                 repeats=repeats)
+        if setup is not None:
+            out.append(setup)
     return out
 
 
@@ -357,7 +230,7 @@ def audit_scenario(scenario: Any, *, trials: int | None = None, use_ray: bool | 
     if not found:
         names = [c.name for c in scenario.protocols]
         raise ConfigError(f"nothing to audit: protocols {names} promise no ε; audit mode "
-                          f"covers {list(AUDITED)}")
+                          f"covers {audited()}")
     for s in found:
         def step(done: int, total: int, name: str = s.protocol) -> None:
             if progress:
@@ -394,7 +267,6 @@ def worst_cases(scenario: Any, *, certify: float = 5.0, confidence: float = 0.95
     promises ε and has a worst-case model (module docstring).
     """
     from ppknn.core.dp.audit import trials_to_certify
-    from ppknn.simulations.leakage import worstcase as wc
     from ppknn.simulations.runner import prepare
 
     prepared = prepare(scenario)
@@ -402,58 +274,13 @@ def worst_cases(scenario: Any, *, certify: float = 5.0, confidence: float = 0.95
     n_test = trials_to_certify(certify, confidence) // 2
     out: list[tuple[Any, str, str]] = []
     for p in prepared.protocols:
-        plan, public = p.plan, p.plan.public
+        plan = p.plan
         parties = {s.party_id for s in plan.specs}
         dev = _worst_deviation(deviations, parties)
-        if p.name == "dp-knn":
-            owner = plan.roles["owner"][0]
-            spec = {s.party_id: s for s in plan.specs}[owner]
-            eps = float(public["epsilon_per_request"])
-            radius = public.get("radius")
-            n_classes = max(2, len(public.get("classes", [])))
-            if public.get("task") == "rn" and public.get("algorithm") == "proposed" \
-                    and isinstance(radius, (int, float)):
-                from ppknn.protocols.dp_knn.index import LabelIndex
-
-                X = np.asarray(spec.kwargs["X"], dtype=np.float64)
-                y = np.asarray(spec.kwargs["y"]).astype(np.int64)
-                pick = np.random.default_rng(scenario.run.seed).choice(
-                    len(X), size=min(256, len(X)), replace=False)
-                idx = LabelIndex(X, y, n_classes=n_classes)
-                counts = idx.radius_counts(X[pick], np.full(len(pick), float(radius)))
-                cands = np.vstack([np.zeros((1, n_classes), np.int64), counts])
-                case = wc.dp_knn_rn(eps, candidates=cands, n_test=n_test, deviation=dev,
-                                    confidence=confidence)
-                target = (f"{owner}: one record added to a region of radius {radius:g} "
-                          f"(searched among 256 of its rows' regions and an empty one)")
-            elif public.get("task") == "knn" and public.get("algorithm") == "baseline":
-                case = wc.dp_knn_knn(eps, int(public["k"]), n_test=n_test, deviation=dev,
-                                     confidence=confidence)
-                target = f"{owner}: one record added among an instance's k nearest"
-            else:
-                continue  # the converted k-NN classifiers: the replay audit covers them
-            out.append((case, plan.roles["analyst"][0], target))
-        elif p.name == "dp-nb":
-            owner = plan.roles["owner"][0]
-            n_numeric = len(public["bounds"]["lower"]) - len(public.get("categorical", {}))
-            case = wc.dp_nb(float(public["epsilon_per_model"]), n_numeric, deviation=dev)
-            out.append((case, plan.roles["analyst"][0], f"{owner}: one record added"))
-        elif p.name == "ring-nb":
-            eps = float(public["epsilon"])
-            group = [float(g) for g in public["group_epsilons"]]
-            case = wc.ring_nb(eps, (group[0], group[1], group[2]), deviation=dev)
-            out.append((case, "every non-start owner", "one owner's record added"))
-        elif p.name == "dptt":
-            case = wc.dptt(0.0, setup=plan.config.setup, deviation=dev)
-            out.append((case, "server", "a client query moved across a split"))
-        elif p.name == "pca-perturbation" and public.get("scheme") in ("laplace",
-                                                                        "pca-laplace"):
-            request = getattr(plan.config, "request", plan.config)
-            b = float(getattr(request, "b", 0.0) or 0.0)
-            if b <= 0:
-                continue
-            out.append((wc.pca_laplace(b, deviation=dev), "miner",
-                        "one training row's released score moved across its column's range"))
+        found = registry.get(p.name).worst_case(scenario, p, n_test=n_test,
+                                                confidence=confidence, deviation=dev)
+        if found is not None:
+            out.append(found)
     return out
 
 
@@ -470,8 +297,8 @@ def audit_worst_case(scenario: Any, *, certify: float = 5.0, trials: int | None 
     if not found:
         names = [c.name for c in scenario.protocols]
         raise ConfigError(f"nothing to audit: protocols {names} have no worst-case model; "
-                          f"audit mode covers {list(AUDITED)} (the converted dp-knn k-NN "
-                          "classifiers with --replay)")
+                          f"audit mode covers {audited()} (some configurations only with "
+                          "--replay)")
     runs = []
     for i, (case, observer, target) in enumerate(found):
         n = int(trials) if trials else planned_trials(case, certify, confidence)
@@ -509,6 +336,6 @@ def write_audit(runs: list[AuditRun], out: Path) -> dict[str, Any]:
     return section
 
 
-__all__ = ["AUDITED", "DP_KNN_REPEATS", "AuditRun", "Setup", "audit_protocol",
-           "audit_scenario", "audit_worst_case", "setups", "trial", "worst_cases",
-           "write_audit"]
+__all__ = ["REPEATS", "AuditRun", "Setup", "audit_protocol", "audit_scenario",
+           "audit_worst_case", "audited", "class_index", "count_feature", "drop_row", "setups",
+           "trial", "worst_cases", "write_audit"]

@@ -66,6 +66,7 @@ from ppknn.protocols.dp_knn.knn import KNN_ALGORITHMS
 from ppknn.protocols.dp_knn.rn import DEFAULT_CLIQUE_TIME_S, RN_ALGORITHMS
 from ppknn.simulations.knn import sklearn_knn
 from ppknn.simulations.plugins.dp_knn import attacks as attacks  # registers its attacks
+from ppknn.simulations.plugins.dp_knn import audit as audit_cases
 from ppknn.simulations.prepare import PreparedData
 from ppknn.simulations.registry import (
     Baseline,
@@ -401,6 +402,21 @@ class DPKNN(ProtocolPlugin):
                 "nonprivate": np.asarray(outcome.baseline.predictions, dtype=np.int64),
                 "train_class_counts": np.bincount(np.asarray(data.train_y, dtype=np.int64),
                                                   minlength=int(data.n_classes))}
+
+    def audit_setup(self, prepared: Any, protocol: Any, common: Mapping[str, Any], *,
+                    record: int, repeats: int) -> Any:
+        """One analyst asks about one worst-case instance ``repeats`` times (its audit module)."""
+        return audit_cases.replay_setup(dict(common), protocol, record, repeats)
+
+    def worst_case(self, scenario: Scenario, protocol: Any, *, n_test: int,
+                   confidence: float, deviation: str) -> Any:
+        """The r-N release on a searched region, or the k-NN baseline's (its audit module)."""
+        return audit_cases.worst_case(scenario, protocol, n_test=n_test, confidence=confidence,
+                                      deviation=deviation)
+
+    def worst_case_references(self, epsilon: float, deviation: str) -> list[Any]:
+        """The r-N and k-NN cases on hand-built pairs."""
+        return audit_cases.references(epsilon, deviation)
 
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """ε spent against the budget; requests answered and refused."""

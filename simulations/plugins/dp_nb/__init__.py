@@ -79,6 +79,7 @@ from ppknn.protocols.dp_nb.schema import FeatureSchema
 from ppknn.protocols.dp_nb.sensitivity import NEIGHBOURS, SENSITIVITIES
 from ppknn.simulations.leakage.truth import members_truth
 from ppknn.simulations.plugins.dp_nb import attacks as attacks  # registers its attacks
+from ppknn.simulations.plugins.dp_nb import audit as audit_cases
 from ppknn.simulations.plugins.ring_nb import gaussian_nb
 from ppknn.simulations.prepare import PreparedData, owner_names
 from ppknn.simulations.registry import (
@@ -443,6 +444,20 @@ class DPNaiveBayes(ProtocolPlugin):
     def ground_truth(self, outcome: Any, data: PreparedData) -> dict[str, np.ndarray]:
         """Membership truth: :func:`~simulations.leakage.truth.members_truth`."""
         return members_truth(data, outcome.plan, outcome.name)
+
+    def audit_setup(self, prepared: Any, protocol: Any, common: Mapping[str, Any], *,
+                    record: int, repeats: int) -> Any:
+        """The owner without row ``record``; the analyst's noisy class count (audit module)."""
+        return audit_cases.replay_setup(dict(common), protocol, record)
+
+    def worst_case(self, scenario: Scenario, protocol: Any, *, n_test: int,
+                   confidence: float, deviation: str) -> Any:
+        """The class-count release at its budget share."""
+        return audit_cases.worst_case(protocol, deviation)
+
+    def worst_case_references(self, epsilon: float, deviation: str) -> list[Any]:
+        """The class-count case at ``epsilon``."""
+        return [audit_cases.dp_nb(epsilon, deviation=deviation)]
 
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """ε per model and spent; models released and refused."""

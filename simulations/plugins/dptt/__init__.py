@@ -96,6 +96,7 @@ from ppknn.protocols.dptt.utility import Utility
 from ppknn.protocols.dptt.variants import DEFAULT_DELTA, Variant
 from ppknn.simulations.knn import sklearn_knn
 from ppknn.simulations.plugins.dptt import attacks as attacks  # registers its attacks
+from ppknn.simulations.plugins.dptt import audit as audit_cases
 from ppknn.simulations.prepare import PreparedData
 from ppknn.simulations.registry import (
     Baseline,
@@ -417,6 +418,20 @@ class DPTT(ProtocolPlugin):
         truth.update({"geo/slot": slots, "geo/point": points,
                       "geo/epsilon": np.asarray(mech.epsilon), "geo/radius": np.asarray(radius)})
         return truth
+
+    def audit_setup(self, prepared: Any, protocol: Any, common: Mapping[str, Any], *,
+                    record: int, repeats: int) -> Any:
+        """Query 0 reflected through the domain's centre (its audit module)."""
+        return audit_cases.replay_setup(dict(common), protocol, prepared)
+
+    def worst_case(self, scenario: Scenario, protocol: Any, *, n_test: int,
+                   confidence: float, deviation: str) -> Any:
+        """One decision with the query on either side of the split."""
+        return audit_cases.worst_case(protocol, deviation)
+
+    def worst_case_references(self, epsilon: float, deviation: str) -> list[Any]:
+        """One decision whose ε is ``epsilon``."""
+        return [audit_cases.dptt(epsilon, deviation=deviation)]
 
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """Release accuracy, the final ε both ways, what the client received."""

@@ -54,6 +54,7 @@ from ppknn.protocols.pca_perturbation.protocol import PROTOCOL, MiningPlan
 from ppknn.protocols.pca_perturbation.sanitize import normalise
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
 from ppknn.simulations.plugins.pca_perturbation import attacks as attacks  # registers its attacks
+from ppknn.simulations.plugins.pca_perturbation import audit as audit_cases
 from ppknn.simulations.prepare import PreparedData
 from ppknn.simulations.registry import (
     Baseline,
@@ -374,6 +375,15 @@ class PCAPerturbation(ProtocolPlugin):
 
         return {"records": normalise(data.train_X, data.bounds.lower, data.bounds.upper),
                 "instances": np.asarray(outcome.plan.queries, dtype=np.float64)}
+
+    def worst_case(self, scenario: Scenario, protocol: Any, *, n_test: int,
+                   confidence: float, deviation: str) -> Any:
+        """One released score of the Laplace schemes moved across its column's range."""
+        return audit_cases.worst_case(protocol, deviation)
+
+    def worst_case_references(self, epsilon: float, deviation: str) -> list[Any]:
+        """One column's Laplace score at b = 1/ε."""
+        return [audit_cases.pca_laplace(1.0 / epsilon, deviation=deviation)]
 
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """Amplification and the attacks' average privacy."""

@@ -42,6 +42,7 @@ from ppknn.protocols.ring_nb.steps import sensitivities
 from ppknn.simulations.leakage.truth import members_truth, owners_data
 from ppknn.simulations.plugins.ppknn_ring import check_ring_size, owner_specs, ring_of
 from ppknn.simulations.plugins.ring_nb import attacks as attacks  # registers its attacks
+from ppknn.simulations.plugins.ring_nb import audit as audit_cases
 from ppknn.simulations.prepare import PreparedData
 from ppknn.simulations.registry import (
     Baseline,
@@ -192,6 +193,20 @@ class RingNB(ProtocolPlugin):
             stats = nb.local_statistics(X, y, data.n_classes, lower, upper)
             truth[f"stats/{party}"] = nb.encode_signed(stats)
         return truth
+
+    def audit_setup(self, prepared: Any, protocol: Any, common: Mapping[str, Any], *,
+                    record: int, repeats: int) -> Any:
+        """The start's successor without row ``record`` (its audit module)."""
+        return audit_cases.replay_setup(dict(common), protocol, record)
+
+    def worst_case(self, scenario: Scenario, protocol: Any, *, n_test: int,
+                   confidence: float, deviation: str) -> Any:
+        """The class-count release at its group's ε."""
+        return audit_cases.worst_case(protocol, deviation)
+
+    def worst_case_references(self, epsilon: float, deviation: str) -> list[Any]:
+        """The class-count case at ``epsilon``."""
+        return [audit_cases.ring_nb(epsilon, deviation=deviation)]
 
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """ε spent and its split; the released counts' error."""
