@@ -90,6 +90,7 @@ class _Endpoint:
         self._next_seq: dict[PartyId, int] = {}
         self._last_seen: dict[PartyId, int] = {}
         self._unordered: frozenset[PartyId] = frozenset()
+        self._used: dict[PartyId, set[int]] = {}
 
     def next_seq(self, receiver: PartyId) -> int:
         if self._forced is not None:
@@ -98,12 +99,27 @@ class _Endpoint:
         self._next_seq[receiver] = seq + 1
         return seq
 
+    def _claim(self, receiver: PartyId, seq: int) -> None:
+        """Record that ``seq`` to ``receiver`` is spent; refuse it if it already was.
+
+        A sequence number is the nonce of its pair's key: sealing twice with one would
+        reuse an AES-GCM nonce (and, without channels, replay a message).
+        """
+        used = self._used.setdefault(receiver, set())
+        if seq in used:
+            raise IntegrityError(
+                f"{self.party!r} already sealed sequence number {seq} to {receiver!r}: "
+                "a number is used once per pair (it is the channel's nonce)")
+        used.add(seq)
+
     def seal_as(self, seq: int, message: Message, plaintext: bytes | None = None) -> Any:
         """Seal ``message`` with sequence number ``seq`` instead of the next one.
 
         Used by parties that number their messages from call tickets (see
         :mod:`core.runtime.concurrency`) and by fault injection (a reordered
-        message); the counter of the ordinary numbering is not touched.
+        message); the counter of the ordinary numbering is not touched. A number
+        already used towards the same receiver, by either numbering, is refused
+        (:class:`~ppknn.core.errors.IntegrityError`): it would reuse the nonce.
         """
         self._forced = seq
         try:
@@ -171,7 +187,9 @@ class PlainEndpoint(_Endpoint):
 
         ``plaintext`` (the encoded payload, when the caller has it) is not needed here.
         """
-        return message.with_seq(self.next_seq(message.receiver))
+        seq = self.next_seq(message.receiver)
+        self._claim(message.receiver, seq)
+        return message.with_seq(seq)
 
     def open(self, wire: Message | Envelope) -> Message:
         """Check the receiver and sequence number and hand the message over."""
@@ -241,7 +259,9 @@ class SecureEndpoint(_Endpoint):
         already encoded it (the host does, for the transcript).
         """
         m = message
-        header = type(m)(m.run_id, m.protocol, m.round, int(self.next_seq(m.receiver)), m.sender,
+        seq = int(self.next_seq(m.receiver))
+        self._claim(m.receiver, seq)
+        header = type(m)(m.run_id, m.protocol, m.round, seq, m.sender,
                          m.receiver, m.kind, {}, {})
         if plaintext is None:
             plaintext = encode_arrays(message.payload)

@@ -267,3 +267,17 @@ def test_associated_data_is_the_headers_sorted_compact_json(run_id, protocol, se
                            "sender": sender, "receiver": receiver, "kind": kind},
                           sort_keys=True, separators=(",", ":")).encode()
     assert m.associated_data() == expected
+
+
+@pytest.mark.parametrize("secure", [True, False])
+def test_a_sequence_number_is_sealed_once_per_pair(secure):
+    """seal_as cannot reuse a number (the AES-GCM nonce of the pair's key), whether it was
+    used by seal_as or by the ordinary counter; another receiver's numbers are its own."""
+    a = _trio(secure)["a"]
+    a.seal_as(7, _msg())
+    with pytest.raises(IntegrityError, match="already sealed sequence number 7 to 'b'"):
+        a.seal_as(7, _msg(value=2.0))
+    a.seal(_msg())  # the counter's 0
+    with pytest.raises(IntegrityError, match="sequence number 0"):
+        a.seal_as(0, _msg())
+    a.seal_as(7, _msg(receiver="c"))  # another pair, another key
