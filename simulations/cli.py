@@ -976,8 +976,8 @@ def compare(
     import time
 
     from ppknn.simulations.compare import (
-        QUICK_SPEC,
         load_comparison,
+        quick_spec,
         run_comparison,
         write_report,
     )
@@ -989,7 +989,7 @@ def compare(
                               "embedded quick spec), not both")
         if spec is None and not quick:
             raise ConfigError("give a comparison spec file, or --quick for the embedded one")
-        comparison = (load_comparison(QUICK_SPEC) if spec is None
+        comparison = (load_comparison(quick_spec()) if spec is None
                       else _load(load_comparison, spec, "comparison spec"))
         folder = check_output(output or Path(comparison.compare.output), overwrite=overwrite)
         parallel = ("sequential" if runtime is RuntimeKind.inprocess

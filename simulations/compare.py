@@ -1287,8 +1287,7 @@ QUICK_SPEC: dict[str, Any] = {
     "compare": {"name": "compare-quick", "output": "results/compare-quick",
                 "datasets": ["sklearn:iris", "sklearn:wine"], "seeds": [0, 1],
                 "parallel": "ray",
-                "audit": {"seeds": [0], "datasets": ["sklearn:iris"],
-                          "protocols": ["dp-nb", "dptt"]}},
+                "audit": {"seeds": [0], "datasets": ["sklearn:iris"]}},
     "base": {"data": {"scale": "minmax", "max_queries": 40}},
     "dataset_settings": {  # public domain bounds (declared, not read from the data)
         "sklearn:iris": {"data": {"bounds": {"lower": [4.0, 2.0, 1.0, 0.0],
@@ -1298,25 +1297,41 @@ QUICK_SPEC: dict[str, Any] = {
             "upper": [15.0, 6.0, 3.5, 30.0, 170.0, 4.0, 5.5, 0.7, 3.6, 13.0, 1.8, 4.0,
                       1700.0]}}},
     },
-    "protocol": [
-        {"name": "ppknn-ring", "privacy_key": "p0", "levels": [1.0, 0.0],
-         "settings": {"k": 5}},
-        {"name": "dp-knn", "privacy_key": "epsilon", "levels": [0.5, 10.0],
-         "settings": {"task": "knn", "k": 5}},
-        {"name": "dptt", "privacy_key": "final_epsilon", "levels": [5.0, 50.0],
-         "settings": {"variant": "E2"}},
-        {"name": "pca-perturbation", "privacy_key": "b", "levels": [0.5, 0.05],
-         "settings": {"components": 2}},
-        {"name": "dp-nb", "privacy_key": "epsilon", "levels": [0.5, 10.0]},
-    ],
 }
-"""The spec of ``ppknn compare --quick``: every protocol, two levels, two small datasets."""
+"""The protocol-free part of the spec of ``ppknn compare --quick`` (:func:`quick_spec`)."""
+
+
+def quick_spec() -> dict[str, Any]:
+    """The spec of ``ppknn compare --quick``: every protocol, two levels, two small datasets.
+
+    Its protocols are those whose plugins give comparison defaults (the
+    ``compare_defaults`` hook: ``privacy_key``, ``quick_levels``, optional
+    ``settings`` and ``quick_audit``), in registry order; the audit covers
+    those with ``quick_audit``.
+    """
+    spec = copy.deepcopy(QUICK_SPEC)
+    entries, audited = [], []
+    for plugin in registry.plugins():
+        defaults = plugin.compare_defaults()
+        if defaults is None:
+            continue
+        entry = {"name": plugin.name, "privacy_key": defaults["privacy_key"],
+                 "levels": list(defaults["quick_levels"])}
+        if defaults.get("settings"):
+            entry["settings"] = dict(defaults["settings"])
+        entries.append(entry)
+        if defaults.get("quick_audit"):
+            audited.append(plugin.name)
+    spec["protocol"] = entries
+    spec["compare"]["audit"]["protocols"] = audited
+    return spec
+
 
 
 __all__ = ["PER_SEED_ALPHA", "PROFILES", "Comparison", "NetworkProfile", "QUICK_SPEC",
            "advice", "aggregate", "cell_bound", "leak_cell", "load_comparison", "load_rows",
-           "main", "predict_network", "ranking", "render_saved", "run_cell", "run_comparison",
-           "write_report"]
+           "main", "predict_network", "quick_spec", "ranking", "render_saved", "run_cell",
+           "run_comparison", "write_report"]
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -236,7 +236,12 @@ class ProtocolPlugin(abc.ABC):
         return {}
 
     def compare_defaults(self) -> Mapping[str, Any] | None:
-        """The comparison's default entry: ``privacy_key``, ``levels`` and ``settings``."""
+        """The protocol's entry in ``ppknn compare --quick`` (``None``, the default: none).
+
+        Keys: ``privacy_key`` (a key of the protocol's configuration),
+        ``quick_levels`` (from most to least private), optional ``settings``
+        (other configuration keys) and ``quick_audit`` (audit its cells).
+        """
         return None
 
     def driver_result(self, runtime: Any, plan: Plan) -> ProtocolResult:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import math
 import warnings
 
@@ -18,6 +17,7 @@ from ppknn.simulations.compare import (
     aggregate,
     load_comparison,
     predict_network,
+    quick_spec,
     ranking,
     run_comparison,
 )
@@ -177,7 +177,7 @@ def test_quick_cli_writes_the_report_and_refuses_to_overwrite(tmp_path):
 
 
 def test_quick_spec_is_a_valid_spec():
-    spec = load_comparison(copy.deepcopy(QUICK_SPEC))
+    spec = load_comparison(quick_spec())
     assert len(spec.jobs()) == 2 * 5 * 2 * 2
 
 

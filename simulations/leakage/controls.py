@@ -1,10 +1,11 @@
 """Control runs of the single-run membership test: how often an honest release is flagged.
 
 An honest ε-DP release must be called "above bound" in at most the test's 5%
-of runs. :func:`membership_control` runs a protocol (``dp-nb`` or ``ring-nb``)
-at a given ε over many seeds on one dataset, in-process, at the comparison's
-settings (``scale = "minmax"``, 100 queries, four owners, the declared bounds
-below), and counts the seeds in which any membership row of the run is above
+of runs. :func:`membership_control` runs a protocol (one whose attacks
+include the membership test: :func:`protocols`) at a given ε over many
+seeds on one dataset, in-process, at the comparison's settings
+(``scale = "minmax"``, 100 queries, four owners, the declared bounds below),
+and counts the seeds in which any membership row of the run is above
 its bound (the comparison's reading: a seed's figure is its largest bound).
 
 The four class-sorted files (``seeds``, ``banknote``, ``glass``, ``wine``) are
@@ -42,8 +43,15 @@ BOUNDS: dict[str, tuple[list[float], list[float]]] = {
 }
 """Declared public bounds per dataset (``lower``, ``upper``)."""
 
-PROTOCOLS = ("dp-nb", "ring-nb")
 ATTACK = "model-membership-inference"
+
+
+def protocols() -> list[str]:
+    """The registered protocols whose attacks include :data:`ATTACK` (the controls' choice)."""
+    from ppknn.simulations import registry
+    from ppknn.simulations.leakage import attacks
+
+    return [n for n in registry.names() if ATTACK in attacks.allowed(n)]
 
 
 @dataclass(frozen=True)
@@ -72,8 +80,9 @@ class ControlResult:
 
 def control_scenario(protocol: str, dataset: str, seed: int, epsilon: float) -> dict[str, Any]:
     """The scenario of one control run (module docstring)."""
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol {protocol!r}: allowed {list(PROTOCOLS)}")
+    allowed = protocols()
+    if protocol not in allowed:
+        raise ValueError(f"protocol {protocol!r}: allowed {allowed}")
     if dataset not in BOUNDS:
         raise ValueError(f"dataset {dataset!r}: allowed {list(BOUNDS)}")
     lower, upper = BOUNDS[dataset]
@@ -115,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--epsilon", type=float, default=0.1)
     parser.add_argument("--datasets", nargs="+", default=list(SORTED_FILES),
                         choices=sorted(BOUNDS))
-    parser.add_argument("--protocols", nargs="+", default=list(PROTOCOLS), choices=PROTOCOLS)
+    parser.add_argument("--protocols", nargs="+", default=protocols(), choices=protocols())
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error(f"--seeds {args.seeds}: allowed >= 1")

@@ -31,6 +31,7 @@ from ppknn.simulations.leakage.truth import (
     truth_of,
     truth_path,
 )
+from ppknn.simulations.scenario import DEFAULT_PROTOCOL
 
 
 def scripted(scenario_adversaries: Sequence[Mapping[str, Any]], protocols: Sequence[str]
@@ -154,7 +155,7 @@ def recompute(results_dir: Path) -> list[LeakageRow]:
     """The leakage table from a results folder alone (``ppknn leakage``)."""
     results_dir = Path(results_dir)
     public_all = json.loads((results_dir / "public.json").read_text())
-    per_protocol = public_all.get("protocols", {"ppknn-ring": public_all})
+    per_protocol = public_all.get("protocols", {DEFAULT_PROTOCOL: public_all})  # a flat one
     scenario_path = results_dir / "scenario.json"
     scenario = json.loads(scenario_path.read_text()) if scenario_path.is_file() else {}
     names = list(per_protocol)

@@ -418,6 +418,11 @@ class DPKNN(ProtocolPlugin):
         """The r-N and k-NN cases on hand-built pairs."""
         return audit_cases.references(epsilon, deviation)
 
+    def compare_defaults(self) -> Mapping[str, Any]:
+        """``ppknn compare --quick``: the privacy key, its two levels (most private first)."""
+        return {"privacy_key": "epsilon", "quick_levels": [0.5, 10.0],
+                "settings": {"task": "knn", "k": 5}}
+
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """ε spent against the budget; requests answered and refused."""
         lines = [(f"{summary['task']}:{summary['algorithm']} ε per request",

@@ -459,6 +459,10 @@ class DPNaiveBayes(ProtocolPlugin):
         """The class-count case at ``epsilon``."""
         return [audit_cases.dp_nb(epsilon, deviation=deviation)]
 
+    def compare_defaults(self) -> Mapping[str, Any]:
+        """``ppknn compare --quick``: the privacy key, its two levels (most private first)."""
+        return {"privacy_key": "epsilon", "quick_levels": [0.5, 10.0], "quick_audit": True}
+
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """ε per model and spent; models released and refused."""
         return [("ε per model / spent (owner's ledger) / budget",

@@ -433,6 +433,11 @@ class DPTT(ProtocolPlugin):
         """One decision whose ε is ``epsilon``."""
         return [audit_cases.dptt(epsilon, deviation=deviation)]
 
+    def compare_defaults(self) -> Mapping[str, Any]:
+        """``ppknn compare --quick``: the privacy key, its two levels (most private first)."""
+        return {"privacy_key": "final_epsilon", "quick_levels": [5.0, 50.0],
+                "settings": {"variant": "E2"}, "quick_audit": True}
+
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """Release accuracy, the final ε both ways, what the client received."""
         return [

@@ -385,6 +385,10 @@ class PCAPerturbation(ProtocolPlugin):
         """One column's Laplace score at b = 1/ε."""
         return [audit_cases.pca_laplace(1.0 / epsilon, deviation=deviation)]
 
+    def compare_defaults(self) -> Mapping[str, Any]:
+        """``ppknn compare --quick``: the privacy key, its two levels (most private first)."""
+        return {"privacy_key": "b", "quick_levels": [0.5, 0.05], "settings": {"components": 2}}
+
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """Amplification and the attacks' average privacy."""
         lines = []

@@ -351,6 +351,10 @@ class PPKNNRing(ProtocolPlugin):
             truth[f"votes/{spec.party_id}"] = np.asarray(owner.last_votes, dtype=np.uint64)
         return truth
 
+    def compare_defaults(self) -> Mapping[str, Any]:
+        """``ppknn compare --quick``: the privacy key, its two levels (most private first)."""
+        return {"privacy_key": "p0", "quick_levels": [1.0, 0.0], "settings": {"k": 5}}
+
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """Exact top-k against the paper's bound; mean disclosure with its interval."""
         lines = [("exact top-k fraction / paper bound",
