@@ -303,11 +303,26 @@ def names() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def deviation_kinds() -> dict[str, Any]:
+    """Every registered plugin's deviation kinds (its ``deviations`` hook), merged by name.
+
+    A kind offered by two plugins must be the same :class:`parties.deviations.Kind`.
+    """
+    out: dict[str, Any] = {}
+    for plugin in plugins():
+        for name, kind in plugin.deviations().items():
+            if out.get(name, kind) != kind:
+                raise ConfigError(f"deviation kind {name!r} is registered twice, differently "
+                                  f"(by {plugin.name!r})")
+            out[name] = kind
+    return out
+
+
 def plugins(selected: Sequence[str] | None = None) -> list[ProtocolPlugin]:
     """The plugins named (all, sorted by name, when ``None``)."""
     return [get(n) for n in (selected if selected is not None else names())]
 
 
 __all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "Baseline", "Measured", "Plan", "ProtocolConfig",
-           "ProtocolPlugin",
-           "Role", "find", "get", "names", "plugins", "register"]
+           "ProtocolPlugin", "Role", "deviation_kinds", "find", "get", "names", "plugins",
+           "register"]

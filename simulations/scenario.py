@@ -281,7 +281,8 @@ class AuditSection(_Section):
 class DeviationSection(_Section):
     """``[[deviation]]``: a party that deviates from the protocol (an active adversary).
 
-    ``kind`` is one of :data:`parties.deviations.KINDS` for the party's role;
+    ``kind`` is one of the deviation kinds the plugins offer for the party's role
+    (:func:`simulations.registry.deviation_kinds`);
     ``party`` the deviating party's name; ``params`` the deviation's parameters.
     """
 

@@ -73,12 +73,12 @@ def test_secure_mode_builds_no_seeded_generator_in_project_code(seeded_draws):
 def test_the_spy_sees_the_seeded_draws_of_a_reproducible_run(seeded_draws):
     """The same run in reproducible mode: the spy must see the seeded streams (power)."""
     run_with_deviations(_scenario("reproducible"))
-    assert any("/plugins/dptt.py" in s for s in seeded_draws)  # the GEO baseline
-    assert any("/parties/deviations.py" in s for s in seeded_draws)  # the lying client
+    assert any("/plugins/dptt/__init__.py" in s for s in seeded_draws)  # the GEO baseline
+    assert any("/plugins/dptt/deviations.py" in s for s in seeded_draws)  # the lying client
 
 
 def test_lying_client_draws_from_the_csprng_in_secure_mode():
-    from ppknn.parties.deviations import LyingClient
+    from ppknn.simulations.plugins.dptt.deviations import LyingClient
 
     secure = LyingClient(deviation={"probability": 0.5}, run_id="r", seed=3, mode="secure")
     seeded = LyingClient(deviation={"probability": 0.5}, run_id="r", seed=3)

@@ -149,14 +149,14 @@ def setups(scenario: Any, *, record: int, repeats: int = REPEATS) -> list[Setup]
 def trial(setup: Setup, item: tuple[str, int]) -> np.ndarray:
     """One run of ``setup`` on input ``"a"`` or ``"b"`` with noise seed ``seed``: its draws."""
     from ppknn.parties.deviations import deviant_spec
-    from ppknn.simulations import registry
 
     which, seed = item
     specs = setup.specs_a if which == "a" else setup.specs_b
     queries = setup.queries_a if which == "a" else setup.queries_b
     dev = {d["party"]: d for d in setup.deviations}
+    kinds = registry.deviation_kinds()
     specs = tuple(
-        deviant_spec(s, dev[s.party_id]["kind"], dev[s.party_id]["params"])
+        deviant_spec(s, dev[s.party_id]["kind"], dev[s.party_id]["params"], kinds)
         if s.party_id in dev else s for s in specs)
     specs = tuple(dataclasses.replace(s, kwargs={**s.kwargs, "seed": seed})
                   if "seed" in s.kwargs else s for s in specs)

@@ -18,6 +18,7 @@ from ppknn.core.errors import ConfigError
 def check_scenario(scenario: Any, *, source: str) -> None:
     """Attack and deviation names and parameters of ``scenario``."""
     from ppknn.parties.deviations import check_deviation
+    from ppknn.simulations import registry
     from ppknn.simulations.leakage.measure import scripted
 
     names = [c.name for c in scenario.protocols]
@@ -27,7 +28,7 @@ def check_scenario(scenario: Any, *, source: str) -> None:
         raise ConfigError(f"invalid scenario {source}:\n  {exc}") from None
     for i, d in enumerate(scenario.deviation):
         try:
-            check_deviation(d.kind, d.params)
+            check_deviation(d.kind, d.params, registry.deviation_kinds())
         except ConfigError as exc:
             raise ConfigError(f"invalid scenario {source}:\n  deviation[{i}].kind = "
                               f"{d.kind!r}: {exc}") from None

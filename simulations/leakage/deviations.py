@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ppknn.core.errors import ConfigError, PpknnError
+from ppknn.parties.deviations import deviant_spec
+from ppknn.simulations import registry
 from ppknn.simulations.leakage.checks import check_parties
 from ppknn.simulations.leakage.measure import run_table
 from ppknn.simulations.leakage.table import LeakageRow
@@ -47,11 +49,11 @@ class DeviatingRuntime:
 
     def start(self, specs: Any, context: Any) -> None:
         """Start the parties, the deviating ones built from their deviant class."""
-        from ppknn.parties.deviations import deviant_spec
-
         by_party = {d["party"]: d for d in self._deviations}
         check_parties([], self._deviations, {"run": [s.party_id for s in specs]})
-        out = [deviant_spec(s, by_party[s.party_id]["kind"], by_party[s.party_id]["params"])
+        kinds = registry.deviation_kinds()
+        out = [deviant_spec(s, by_party[s.party_id]["kind"], by_party[s.party_id]["params"],
+                            kinds)
                if s.party_id in by_party else s for s in specs]
         self._inner.start(out, context)
 
@@ -139,11 +141,10 @@ def run_with_deviations(scenario: Any, *, transcript_dir: Path | None = None,
     prepared = prepare(scenario)
     parties = {p.name: [s.party_id for s in p.plan.specs] for p in prepared.protocols}
     check_parties([a.model_dump() for a in scenario.adversary], deviations, parties)
-    from ppknn.parties.deviations import deviant_spec
-
     specs = {s.party_id: s for s in prepared.specs()}
+    kinds = registry.deviation_kinds()
     for d in deviations:  # the role must match, before any party starts
-        deviant_spec(specs[d["party"]], d["kind"], d["params"])
+        deviant_spec(specs[d["party"]], d["kind"], d["params"], kinds)
     honest_scenario = scenario.model_copy(update={"deviation": ()})
     rt = runtime_for(scenario, [s.party_id for s in prepared.specs()])
     deviant = failure = None

@@ -67,6 +67,7 @@ from ppknn.protocols.dp_knn.rn import DEFAULT_CLIQUE_TIME_S, RN_ALGORITHMS
 from ppknn.simulations.knn import sklearn_knn
 from ppknn.simulations.plugins.dp_knn import attacks as attacks  # registers its attacks
 from ppknn.simulations.plugins.dp_knn import audit as audit_cases
+from ppknn.simulations.plugins.dp_knn import deviations as deviating
 from ppknn.simulations.prepare import PreparedData
 from ppknn.simulations.registry import (
     Baseline,
@@ -422,6 +423,10 @@ class DPKNN(ProtocolPlugin):
         """``ppknn compare --quick``: the privacy key, its two levels (most private first)."""
         return {"privacy_key": "epsilon", "quick_levels": [0.5, 10.0],
                 "settings": {"task": "knn", "k": 5}}
+
+    def deviations(self) -> Mapping[str, Any]:
+        """Its deviating parties (:mod:`.deviations`)."""
+        return deviating.KINDS
 
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """ε spent against the budget; requests answered and refused."""

@@ -80,6 +80,7 @@ from ppknn.protocols.dp_nb.sensitivity import NEIGHBOURS, SENSITIVITIES
 from ppknn.simulations.leakage.truth import members_truth
 from ppknn.simulations.plugins.dp_nb import attacks as attacks  # registers its attacks
 from ppknn.simulations.plugins.dp_nb import audit as audit_cases
+from ppknn.simulations.plugins.dp_nb import deviations as deviating
 from ppknn.simulations.plugins.ring_nb import gaussian_nb
 from ppknn.simulations.prepare import PreparedData, owner_names
 from ppknn.simulations.registry import (
@@ -462,6 +463,10 @@ class DPNaiveBayes(ProtocolPlugin):
     def compare_defaults(self) -> Mapping[str, Any]:
         """``ppknn compare --quick``: the privacy key, its two levels (most private first)."""
         return {"privacy_key": "epsilon", "quick_levels": [0.5, 10.0], "quick_audit": True}
+
+    def deviations(self) -> Mapping[str, Any]:
+        """Its deviating parties (:mod:`.deviations`)."""
+        return deviating.KINDS
 
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """ε per model and spent; models released and refused."""

@@ -97,6 +97,7 @@ from ppknn.protocols.dptt.variants import DEFAULT_DELTA, Variant
 from ppknn.simulations.knn import sklearn_knn
 from ppknn.simulations.plugins.dptt import attacks as attacks  # registers its attacks
 from ppknn.simulations.plugins.dptt import audit as audit_cases
+from ppknn.simulations.plugins.dptt import deviations as deviating
 from ppknn.simulations.prepare import PreparedData
 from ppknn.simulations.registry import (
     Baseline,
@@ -437,6 +438,10 @@ class DPTT(ProtocolPlugin):
         """``ppknn compare --quick``: the privacy key, its two levels (most private first)."""
         return {"privacy_key": "final_epsilon", "quick_levels": [5.0, 50.0],
                 "settings": {"variant": "E2"}, "quick_audit": True}
+
+    def deviations(self) -> Mapping[str, Any]:
+        """Its deviating parties (:mod:`.deviations`)."""
+        return deviating.KINDS
 
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """Release accuracy, the final ε both ways, what the client received."""

@@ -55,6 +55,7 @@ from ppknn.protocols.pca_perturbation.sanitize import normalise
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
 from ppknn.simulations.plugins.pca_perturbation import attacks as attacks  # registers its attacks
 from ppknn.simulations.plugins.pca_perturbation import audit as audit_cases
+from ppknn.simulations.plugins.pca_perturbation import deviations as deviating
 from ppknn.simulations.prepare import PreparedData
 from ppknn.simulations.registry import (
     Baseline,
@@ -388,6 +389,10 @@ class PCAPerturbation(ProtocolPlugin):
     def compare_defaults(self) -> Mapping[str, Any]:
         """``ppknn compare --quick``: the privacy key, its two levels (most private first)."""
         return {"privacy_key": "b", "quick_levels": [0.5, 0.05], "settings": {"components": 2}}
+
+    def deviations(self) -> Mapping[str, Any]:
+        """Its deviating parties (:mod:`.deviations`)."""
+        return deviating.KINDS
 
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """Amplification and the attacks' average privacy."""

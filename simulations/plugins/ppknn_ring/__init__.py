@@ -60,6 +60,7 @@ from ppknn.protocols.ppknn.votes import voter_mask
 from ppknn.simulations.disclosure import measure_disclosure
 from ppknn.simulations.knn import sklearn_knn, union_topk_and_ties
 from ppknn.simulations.plugins.ppknn_ring import attacks as attacks  # registers its attacks
+from ppknn.simulations.plugins.ppknn_ring import deviations as deviating
 from ppknn.simulations.prepare import PreparedData
 from ppknn.simulations.registry import (
     Baseline,
@@ -354,6 +355,10 @@ class PPKNNRing(ProtocolPlugin):
     def compare_defaults(self) -> Mapping[str, Any]:
         """``ppknn compare --quick``: the privacy key, its two levels (most private first)."""
         return {"privacy_key": "p0", "quick_levels": [1.0, 0.0], "settings": {"k": 5}}
+
+    def deviations(self) -> Mapping[str, Any]:
+        """Its deviating parties (:mod:`.deviations`)."""
+        return deviating.KINDS
 
     def headline(self, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         """Exact top-k against the paper's bound; mean disclosure with its interval."""
