@@ -31,7 +31,6 @@ from ppknn.simulations.leakage.truth import (
     truth_of,
     truth_path,
 )
-from ppknn.simulations.scenario import DEFAULT_PROTOCOL
 
 
 def scripted(scenario_adversaries: Sequence[Mapping[str, Any]], protocols: Sequence[str]
@@ -155,9 +154,15 @@ def recompute(results_dir: Path) -> list[LeakageRow]:
     """The leakage table from a results folder alone (``ppknn leakage``)."""
     results_dir = Path(results_dir)
     public_all = json.loads((results_dir / "public.json").read_text())
-    per_protocol = public_all.get("protocols", {DEFAULT_PROTOCOL: public_all})  # a flat one
     scenario_path = results_dir / "scenario.json"
     scenario = json.loads(scenario_path.read_text()) if scenario_path.is_file() else {}
+    per_protocol = public_all.get("protocols")
+    if per_protocol is None:  # a one-protocol folder's flat facts: the scenario names it
+        name = (scenario.get("protocol") or {}).get("name")
+        if not name:
+            raise ConfigError(f"{str(results_dir)!r}: public.json lists no protocols and no "
+                              "scenario.json names the one it ran")
+        per_protocol = {name: public_all}
     names = list(per_protocol)
     advs = adversaries_for(names, _scenario_adversaries(scenario))
     transcript = Transcript(results_dir / "transcript")
