@@ -106,7 +106,7 @@ def class_index(spec: Any, record: int, classes: list[str]) -> int:
 
 
 def count_feature(transcript: Transcript, *, protocol: str, observer: str, kind: str,
-                   key: str, cls: int) -> float:
+                  key: str, cls: int) -> float:
     """The ``cls`` entry of ``key`` in the first ``kind`` message ``observer`` received."""
     for m in transcript.messages(protocol=protocol):
         if m.receiver == observer and m.kind == kind:

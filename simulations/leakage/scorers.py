@@ -34,7 +34,7 @@ def observer_name(parties: Sequence[str]) -> str:
 
 
 def ring_neighbours(ring: Sequence[str], party: str,
-                     position: Mapping[str, int]) -> tuple[str, str]:
+                    position: Mapping[str, int]) -> tuple[str, str]:
     """``party``'s predecessor and successor (``position``: :func:`positions` of ``ring``)."""
     i = position[party]
     return ring[(i - 1) % len(ring)], ring[(i + 1) % len(ring)]
@@ -55,10 +55,10 @@ def sum_rows(ctx: Context, adv: Adversary, *, protocol: str, truth_prefix: str,
         msgs = [m for p in {ring_protocol, shared_protocol} - {None}
                 for m in ctx.messages(protocol=p)]
         return sum_group(ctx, adv, msgs, targets, truth_prefix=truth_prefix,
-                          ring_protocol=ring_protocol, kind=kind, quantity=quantity,
-                          per_query=per_query,
-                          shared=any(m.kind == "share" for m in msgs),
-                          position=positions(ring))
+                         ring_protocol=ring_protocol, kind=kind, quantity=quantity,
+                         per_query=per_query,
+                         shared=any(m.kind == "share" for m in msgs),
+                         position=positions(ring))
     # each node's two neighbours: streamed, for groups of targets whose messages (the
     # target's partial sums in and out, or the shares it sent them) fit the state budget;
     # the transcript is read once and each group's messages scattered to it
@@ -96,16 +96,16 @@ def sum_rows(ctx: Context, adv: Adversary, *, protocol: str, truth_prefix: str,
                 for m in msgs]
         kept.sort(key=lambda m: (m.protocol, m.round, m.sender, m.receiver, m.seq))
         rows.extend(sum_group(ctx, adv, kept, targets[g * size:(g + 1) * size],
-                               truth_prefix=truth_prefix, ring_protocol=ring_protocol,
-                               kind=kind, quantity=quantity, per_query=per_query,
-                               shared=shared, position=position))
+                              truth_prefix=truth_prefix, ring_protocol=ring_protocol,
+                              kind=kind, quantity=quantity, per_query=per_query,
+                              shared=shared, position=position))
     return rows
 
 
 def sum_group(ctx: Context, adv: Adversary, msgs: Sequence[Any], targets: Sequence[str], *,
-               truth_prefix: str, ring_protocol: str, kind: str, quantity: str,
-               per_query: bool, shared: bool, position: Mapping[str, int]
-               ) -> list[LeakageRow]:
+              truth_prefix: str, ring_protocol: str, kind: str, quantity: str,
+              per_query: bool, shared: bool, position: Mapping[str, int]
+              ) -> list[LeakageRow]:
     """The secure-sum rows of ``targets``, from the messages their observers need."""
     ring = list(ctx.public["ring"])
     start = ctx.public["start"]
@@ -128,7 +128,7 @@ def sum_group(ctx: Context, adv: Adversary, msgs: Sequence[Any], targets: Sequen
             estimate = shared_estimate(view, target)
         else:
             estimate = ring_estimate(view, target=target, ring=ring, start=start, kind=kind,
-                                      protocol=ring_protocol, position=position)
+                                     protocol=ring_protocol, position=position)
         t2 = truth.reshape(len(truth), -1) if per_query else truth.reshape(1, -1)
         if estimate is None:
             hits = np.zeros(len(t2), dtype=bool)
@@ -193,7 +193,7 @@ def nothing_seen(row: LeakageRow) -> LeakageRow:
 
 
 def ring_estimate(view: View, *, target: str, ring: list[str], start: str, kind: str,
-                   protocol: str, position: Mapping[str, int]) -> np.ndarray | None:
+                  protocol: str, position: Mapping[str, int]) -> np.ndarray | None:
     """``target``'s vector as its two ring neighbours estimate it from ``view`` (or ``None``)."""
     from ppknn.protocols.ppknn import secure_sum as ss
     from ppknn.protocols.ppknn.secure_sum_attacks import _between
@@ -298,7 +298,7 @@ def membership_rows(ctx: Context, adv: Adversary, *, observers: Sequence[str],
 
 
 def membership_epsilon(s_in: np.ndarray, s_out: np.ndarray, *, delta: float, note: str,
-                        **fields: Any) -> LeakageRow:
+                       **fields: Any) -> LeakageRow:
     """Threshold, direction and event chosen on the even positions, ε bounded on the odd."""
     sel, test = slice(0, None, 2), slice(1, None, 2)
     threshold, direction, event = select_threshold(s_in[sel], s_out[sel], delta=delta)
@@ -314,7 +314,7 @@ def membership_epsilon(s_in: np.ndarray, s_out: np.ndarray, *, delta: float, not
 
 
 def select_threshold(s_in: np.ndarray, s_out: np.ndarray, *, delta: float = 0.0
-                      ) -> tuple[float, int, str]:
+                     ) -> tuple[float, int, str]:
     """The threshold, direction and event with the best ε lower bound on the selection half.
 
     ``(threshold, direction, event)``: "member" is claimed when ``direction * score >=

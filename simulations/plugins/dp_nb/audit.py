@@ -46,8 +46,8 @@ def dp_nb(epsilon: float, n_numeric: int = 2, *, budget: object = "equal",
 
     split = budget_split(NBConfig(epsilon=epsilon, budget=budget), n_numeric, 0)
     return count_case("dp-nb class count", "dp-nb", split.counts, split.counts,
-                       f"the counts' share ε_c = {split.counts:.4g} of the model's "
-                       f"ε = {epsilon:g} ({n_numeric} numeric features)", deviation)
+                      f"the counts' share ε_c = {split.counts:.4g} of the model's "
+                      f"ε = {epsilon:g} ({n_numeric} numeric features)", deviation)
 
 
 def replay_setup(common: dict[str, Any], p: Any, record: int) -> Setup:

@@ -223,9 +223,9 @@ def _ring_sum(ctx: Context, adv: Adversary) -> list[LeakageRow]:
     from ppknn.protocols.ppknn import secure_sum as ss
 
     return sum_rows(ctx, adv, protocol=RING, truth_prefix="votes/",
-                     ring_protocol=ss.RING_PROTOCOL, shared_protocol=ss.SHARED_PROTOCOL,
-                     kind="partial-sum", quantity="vote vector recovered exactly",
-                     per_query=True)
+                    ring_protocol=ss.RING_PROTOCOL, shared_protocol=ss.SHARED_PROTOCOL,
+                    kind="partial-sum", quantity="vote vector recovered exactly",
+                    per_query=True)
 
 
 @register(RING, "mask-reuse", default=False,

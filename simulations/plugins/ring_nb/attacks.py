@@ -34,8 +34,8 @@ RING_NB = "ring-nb"
           description="a node's two ring neighbours pool their secure-sum views")
 def _ring_nb_sum(ctx: Context, adv: Adversary) -> list[LeakageRow]:
     return sum_rows(ctx, adv, protocol=RING_NB, truth_prefix="stats/",
-                     ring_protocol=RING_NB, shared_protocol=None, kind="partial-sum",
-                     quantity="statistics vector recovered exactly", per_query=False)
+                    ring_protocol=RING_NB, shared_protocol=None, kind="partial-sum",
+                    quantity="statistics vector recovered exactly", per_query=False)
 
 
 @register(RING_NB, "start-node-aggregate", default=True, by_design=True,

@@ -44,8 +44,8 @@ def ring_nb(epsilon: float, split: tuple[float, float, float] = (1.0, 1.0, 1.0),
     """ring-nb's class-count release at its group's ε (module docstring)."""
     eps_c = epsilon * split[0] / sum(split)
     return count_case("ring-nb class count", "ring-nb", eps_c, eps_c,
-                       f"the counts' group ε_c = {eps_c:.4g} of the model's ε = {epsilon:g}",
-                       deviation)
+                      f"the counts' group ε_c = {eps_c:.4g} of the model's ε = {epsilon:g}",
+                      deviation)
 
 
 def replay_setup(common: dict[str, Any], p: Any, record: int) -> Setup:
