@@ -12,7 +12,7 @@ views of the batch's buffer), so the peak follows the largest message, once.
 
 :func:`round_messages` yields a protocol's messages round by round (sorted as
 the whole-transcript readers sort them), for scorers that need a round
-together. DP-TT's attacks are scored this way.
+together (DP-TT's side inference reads it so: its plugin's attacks).
 
 The ring's attacks keep a state per node (the last vector it sent, or the
 secure-sum messages around it). When that state for every node does not fit
@@ -615,38 +615,6 @@ def _ring_attribution(transcript: Transcript, index: dict[str, int], n_q: int, m
     return plain.report(adversary, order, n_q), informed.report(informed_name, order, n_q)
 
 
-@dataclass(frozen=True)
-class SideTally:
-    """DP-TT side inference over every decision: how many, how many right, the utility."""
-
-    decisions: int
-    correct: int
-    utility: str
-    right: int = 0
-    """Decisions whose true side is the right one (a constant guess's baseline)."""
-
-
-def dptt_side_inference(transcript: Transcript, queries: np.ndarray,
-                        observer: str = "server") -> SideTally:
-    """The server's side inference, streamed level by level (:mod:`protocols.dptt.adversary`)."""
-    from ppknn.core.transcript import View
-    from ppknn.protocols.dptt.adversary import side_claims, true_sides
-    from ppknn.protocols.dptt.config import PROTOCOL
-
-    total = correct = right = 0
-    utility = "cmp"
-    for _, msgs in round_messages(transcript, PROTOCOL, kinds=("nodes", "bits"),
-                                  with_provenance=False):
-        claims = side_claims(View.of(msgs, observer))
-        if claims.slot.size:
-            utility = claims.utility
-            total += int(claims.slot.size)
-            sides = true_sides(claims, queries)
-            correct += int(np.sum(claims.right == sides))
-            right += int(np.sum(sides))
-    return SideTally(total, correct, utility, right)
-
-
-__all__ = ["BYTE_BUDGET", "COMPARE_BUDGET", "SPILL_BUDGET", "STATE_BUDGET", "SideTally", "batches",
-           "decode_view", "dptt_side_inference", "iter_messages", "iter_rows",
+__all__ = ["BYTE_BUDGET", "COMPARE_BUDGET", "SPILL_BUDGET", "STATE_BUDGET", "batches",
+           "decode_view", "iter_messages", "iter_rows",
            "ring_attribution", "round_messages", "rounds_of", "scatter"]

@@ -19,17 +19,19 @@ hook saves (:mod:`simulations.leakage.attacks` holds the machinery).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ppknn.core.dp.audit import clopper_pearson
-from ppknn.core.transcript import View
+from ppknn.core.transcript import Transcript, View
 from ppknn.simulations.leakage.attacks import Adversary, Context, register
 from ppknn.simulations.leakage.scorers import (
     NOTHING_SEEN,
     observer_name,
 )
+from ppknn.simulations.leakage.stream import round_messages
 from ppknn.simulations.leakage.table import (
     LeakageRow,
     bound_baseline,
@@ -44,6 +46,37 @@ from ppknn.simulations.leakage.table import (
 DPTT = "dptt"
 
 
+@dataclass(frozen=True)
+class SideTally:
+    """DP-TT side inference over every decision: how many, how many right, the utility."""
+
+    decisions: int
+    correct: int
+    utility: str
+    right: int = 0
+    """Decisions whose true side is the right one (a constant guess's baseline)."""
+
+
+def dptt_side_inference(transcript: Transcript, queries: np.ndarray,
+                        observer: str = "server") -> SideTally:
+    """The server's side inference, streamed level by level (:mod:`protocols.dptt.adversary`)."""
+    from ppknn.protocols.dptt.adversary import side_claims, true_sides
+    from ppknn.protocols.dptt.config import PROTOCOL
+
+    total = correct = right = 0
+    utility = "cmp"
+    for _, msgs in round_messages(transcript, PROTOCOL, kinds=("nodes", "bits"),
+                                  with_provenance=False):
+        claims = side_claims(View.of(msgs, observer))
+        if claims.slot.size:
+            utility = claims.utility
+            total += int(claims.slot.size)
+            sides = true_sides(claims, queries)
+            correct += int(np.sum(claims.right == sides))
+            right += int(np.sum(sides))
+    return SideTally(total, correct, utility, right)
+
+
 @register(DPTT, "server-side-inference", default=True,
           description="the server claims the side each bit names")
 def _dptt_side(ctx: Context, adv: Adversary) -> list[LeakageRow]:
@@ -53,8 +86,6 @@ def _dptt_side(ctx: Context, adv: Adversary) -> list[LeakageRow]:
         return []
     observers = tuple(adv.observers or ("server",))
     if observers == ("server",):  # the default: streamed level by level
-        from ppknn.simulations.leakage.stream import dptt_side_inference
-
         tally = dptt_side_inference(ctx.transcript, np.asarray(ctx.truth["queries"]))
         n, correct, utility = tally.decisions, tally.correct, tally.utility
         right = tally.right
