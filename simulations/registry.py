@@ -9,8 +9,12 @@ metrics and default adversaries. ``ppknn run``, ``sweep``, ``leakage``,
 names a protocol.
 
 Adding a protocol means one package under ``protocols/`` (steps, driver)
-and one plugin module in :mod:`simulations.plugins` whose class is
-decorated with :func:`register` (every module of that package is loaded);
+and one plugin package in :mod:`simulations.plugins` whose class is
+decorated with :func:`register` (every module of that package is loaded).
+Its evaluation pieces (attacks, ground truth, audit, deviating parties,
+comparison defaults) sit beside it and reach the generic machinery through
+the plugin's optional hooks (:class:`ProtocolPlugin`), so no generic module
+names a protocol;
 other installed packages can register theirs through the
 ``ppknn.protocols`` entry-point group, each entry naming a plugin class.
 
