@@ -328,7 +328,7 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
     # on Ray the driver mostly waits (for the instance's processes to come up, then on the
     # parties): the baselines, which depend on the data and configs only, are computed then
     ahead = _Ahead(lambda: _baselines(prepared)) if rt.name != "inprocess" else None
-    from ppknn.simulations.faults import FiringWatch
+    from ppknn.simulations.firing import FiringWatch
 
     watch = FiringWatch(context, remote=scenario.runtime.address not in (None, "local"))
     context = watch.context  # with a mark the host writes when the fault fires
