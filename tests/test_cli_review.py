@@ -154,7 +154,7 @@ def test_audit_overwrite_replaces_the_folder_once_the_new_audit_is_written(tmp_p
 
     monkeypatch.setattr(audit, "audit_scenario", fake)
     result = invoke("audit", SCENARIOS / "dp-nb.toml", "--output", target, "--runtime",
-                    "inprocess", "--overwrite")
+                    "inprocess", "--overwrite", "--replay")  # the patched (replay) audit
     assert result.exit_code == 0, result.output
     assert not (target / "stale.txt").exists()
     assert json.loads((target / "audit.json").read_text())["rows"][0]["value"] == 0.5
