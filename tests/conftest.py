@@ -106,11 +106,28 @@ class QuickReproduction:
         return self.report.parent / self.report.stem
 
 
+SNAPSHOT_SKIP = {".git", ".venv", "results", "build", "__pycache__", ".pytest_cache",
+                 ".hypothesis", ".ruff_cache", ".mypy_cache"}
+"""Folders of a checkout that is not a git repository whose changes are not the project's."""
+
+
 def _tracked_changes(root: Path) -> str:
+    """``git status`` of the tracked files; outside git (a source tarball), every file's
+    path, size and modification time, so a run that changed one is seen either way."""
     import subprocess
 
-    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                          capture_output=True, text=True, check=True).stdout
+    if (root / ".git").exists():
+        return subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                              cwd=root, capture_output=True, text=True, check=True).stdout
+    lines = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SNAPSHOT_SKIP and not d.endswith(
+            ".egg-info"))
+        for name in sorted(files):
+            stat = (Path(folder) / name).stat()
+            lines.append(f"{Path(folder, name).relative_to(root)} {stat.st_size} "
+                         f"{stat.st_mtime_ns}")
+    return "\n".join(lines)
 
 
 @pytest.fixture(scope="session")
