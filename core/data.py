@@ -327,7 +327,11 @@ def _load_csv(name: str, path: Path, label: str, *,
             feature_names.append(col)
             numeric.append(True)
         else:  # categorical: one-hot, a missing value is its own category "?"
-            values = np.array(["?" if v is None else str(v) for v in arr.tolist()], dtype=str)
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            values = np.asarray(pc.fill_null(table[col].cast(pa.string()), "?")
+                                .to_numpy(zero_copy_only=False), dtype=str)
             if col not in categorical:
                 row = _first_non_numeric(values)
                 bad = str(values[row])
