@@ -112,6 +112,7 @@ class ProtocolResult:
             raise ProtocolError(f"{self.protocol}: predictions must be a 1-D array of class "
                                 f"indices, got shape {pred.shape}")
         object.__setattr__(self, "predictions", pred.astype(np.int64, copy=False))
+        check_metrics(self.metrics, self.protocol)
         for name, col in self.per_query.items():
             if len(col) != len(pred):
                 raise ProtocolError(f"{self.protocol}: per-query column {name!r} has "
@@ -123,6 +124,35 @@ class ProtocolResult:
         return self.predictions != NO_ANSWER
 
 
+def check_metrics(metrics: Mapping[str, Any], where: str) -> None:
+    """Refuse a metric that is not JSON, naming its key and type (``ProtocolError``).
+
+    >>> check_metrics({"k": 5, "note": "x", "by_position": [0.1, None]}, "measured")
+    >>> check_metrics({"scores": np.zeros(3)}, "measured")
+    Traceback (most recent call last):
+    ...
+    ppknn.core.errors.ProtocolError: measured metric 'scores' is a ndarray; a metric must be a \
+number, string, bool or None, or a list or dict of them (convert arrays with .tolist())
+    """
+    for key, value in metrics.items():
+        if not isinstance(key, str) or not _json(value):
+            raise ProtocolError(
+                f"{where} metric {key!r} is a {type(value).__name__}; a metric must be a "
+                "number, string, bool or None, or a list or dict of them (convert arrays "
+                "with .tolist())")
+
+
+def _json(value: Any) -> bool:
+    if value is None or isinstance(value, (str, bool, int, float, np.bool_, np.integer,
+                                           np.floating)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_json(v) for v in value)
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and _json(v) for k, v in value.items())
+    return False
+
+
 class Driver(Protocol):
     """The one driver signature (module docstring)."""
 
@@ -132,4 +162,4 @@ class Driver(Protocol):
         ...
 
 
-__all__ = ["NO_ANSWER", "Driver", "PrivacySpent", "ProtocolResult", "Roles"]
+__all__ = ["NO_ANSWER", "Driver", "PrivacySpent", "ProtocolResult", "Roles", "check_metrics"]

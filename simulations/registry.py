@@ -3,8 +3,11 @@
 A registry entry is a :class:`ProtocolPlugin`: the protocol's strict
 configuration model (the scenario's ``[protocol]`` table, a tagged union
 on ``name``), the roles it needs and the party class playing each, its
-driver (:class:`protocols.base.Driver`), its non-private baseline, its
-metrics and default adversaries. ``ppknn run``, ``sweep``, ``leakage``,
+driver (:class:`protocols.base.Driver`) and its non-private baseline --
+six required members (:data:`REQUIRED`) -- beside optional evaluation and
+presentation hooks. A protocol's metrics are what its ``measure`` (and its
+driver's :class:`~protocols.base.ProtocolResult`) return; nothing declares
+them a second time. ``ppknn run``, ``sweep``, ``leakage``,
 ``reproduce`` and the Python API go through the registry; none of them
 names a protocol.
 
@@ -24,6 +27,10 @@ Examples
 ['dp-knn', 'dp-nb', 'dptt', 'pca-perturbation', 'ppknn-ring', 'ring-nb']
 >>> get("ppknn-ring").roles[0].name
 'owner'
+>>> get("ppknn-ring").title
+'PP-kNN over a ring of data owners (Xiong, Chitti & Liu)'
+>>> REQUIRED
+('name', 'config_model', 'roles', 'driver', 'plan', 'baseline')
 >>> get("nope")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
@@ -45,7 +52,7 @@ from pydantic import BaseModel, ConfigDict
 from ppknn.core.errors import ConfigError
 from ppknn.core.runtime import PartySpec
 from ppknn.core.transcript import Transcript
-from ppknn.protocols.base import Driver, ProtocolResult, Roles
+from ppknn.protocols.base import Driver, ProtocolResult, Roles, check_metrics
 
 PreparedData = Any
 """The run's shared data, :class:`simulations.prepare.PreparedData` (which sits above)."""
@@ -78,6 +85,9 @@ class Role:
     count: str
     """How many, in words: ``"1"``, ``"[parties].n (>= 3)"``, ``"[parties].analysts"``."""
     description: str = ""
+    api: type | None = None
+    """The typed interface (a ``typing.Protocol`` of ``protocols/<name>/api.py``) through
+    which the driver calls this role's parties; ``party`` implements it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,7 +128,12 @@ class Baseline:
 
 @dataclass(frozen=True, kw_only=True)
 class Measured:
-    """What a plugin measures after a run (from outputs, ground truth and the transcript)."""
+    """What a plugin measures after a run (from outputs, ground truth and the transcript).
+
+    ``metrics`` go into the run's summary and, key by key, into a sweep's
+    table; each value must be JSON (a number, string, bool or ``None``, or a
+    list or dict of them): anything else is refused here, naming the key.
+    """
 
     metrics: Mapping[str, Any] = field(default_factory=dict)
     per_party: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -126,21 +141,31 @@ class Measured:
     leakage: Any = None
     """The protocol's leakage report (e.g. per-node disclosure), if it scores one."""
 
+    def __post_init__(self) -> None:
+        check_metrics(self.metrics, "measured")
+
 
 class ProtocolPlugin(abc.ABC):
-    """A registered protocol (module docstring)."""
+    """A registered protocol (module docstring).
+
+    What a protocol *is* -- the six members of :data:`REQUIRED` -- comes
+    first; every other member is optional, with a default.
+    """
 
     name: ClassVar[str]
-    title: ClassVar[str]
-    """One line: the protocol and its paper."""
     config_model: ClassVar[type[ProtocolConfig]]
     roles: ClassVar[tuple[Role, ...]]
-    metrics: ClassVar[tuple[str, ...]] = ()
-    """Protocol-specific summary keys that go into a sweep's table."""
+    title: ClassVar[str] = ""
+    """One line: the protocol and its paper (default: the class docstring's summary)."""
     guarantee: ClassVar[str] = "none"
     """The privacy unit of the protocol's guarantee, in words."""
     adversaries: ClassVar[tuple[str, ...]] = ()
     """The attacks scored by default after a run."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "title" not in cls.__dict__:
+            cls.title = _summary(cls.__doc__)
 
     @staticmethod
     @abc.abstractmethod
@@ -254,6 +279,23 @@ class ProtocolPlugin(abc.ABC):
         return driver(runtime, plan.roles, plan.config, plan.queries)
 
 
+def _summary(doc: str | None) -> str:
+    """A docstring's summary (its first paragraph on one line, without the final period)."""
+    first = (doc or "").strip().split("\n\n", 1)[0]
+    return " ".join(first.split()).removesuffix(".")
+
+
+def _required() -> tuple[str, ...]:
+    """The class attributes without a default, then the abstract methods (definition order)."""
+    attrs = [n for n in ProtocolPlugin.__annotations__ if not hasattr(ProtocolPlugin, n)]
+    methods = [n for n in vars(ProtocolPlugin)
+               if n in ProtocolPlugin.__abstractmethods__]
+    return (*attrs, *methods)
+
+
+REQUIRED = _required()
+"""What every plugin must define: what a protocol *is*. Everything else has a default."""
+
 _REGISTRY: dict[str, ProtocolPlugin] = {}
 _loaded = False
 
@@ -263,6 +305,11 @@ def register(plugin: type[ProtocolPlugin]) -> type[ProtocolPlugin]:
     name = getattr(plugin, "name", None)
     if not isinstance(name, str) or not name:
         raise ConfigError(f"plugin {plugin.__name__} needs a non-empty string name")
+    missing = [m for m in REQUIRED if not hasattr(plugin, m)
+               or m in getattr(plugin, "__abstractmethods__", ())]
+    if missing:
+        raise ConfigError(f"plugin {name!r} does not define {missing}; every plugin defines "
+                          f"{list(REQUIRED)}")
     if name in _REGISTRY and type(_REGISTRY[name]) is not plugin:
         raise ConfigError(f"protocol {name!r} is already registered "
                           f"(by {type(_REGISTRY[name]).__module__})")
@@ -327,6 +374,6 @@ def plugins(selected: Sequence[str] | None = None) -> list[ProtocolPlugin]:
     return [get(n) for n in (selected if selected is not None else names())]
 
 
-__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "Baseline", "Measured", "Plan", "ProtocolConfig",
-           "ProtocolPlugin", "Role", "deviation_kinds", "find", "get", "names", "plugins",
-           "register"]
+__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "REQUIRED", "Baseline", "Measured", "Plan",
+           "ProtocolConfig", "ProtocolPlugin", "Role", "deviation_kinds", "find",
+           "get", "names", "plugins", "register"]

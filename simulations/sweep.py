@@ -44,7 +44,9 @@ from ppknn.simulations.scenario import Scenario, parse_scenario, set_dotted, tom
 
 COMMON_KEYS = ("run_id", "protocol", "dataset", "parties", "queries", "accuracy",
                "baseline_accuracy", "agreement_with_baseline", "epsilon_spent")
-"""Columns every sweep row has; each protocol adds its registered ``metrics``."""
+"""Columns every sweep row has; each protocol adds the metrics its run returned."""
+OUTCOME_KEYS = ("protocol", "accuracy", "baseline", "agreement_with_baseline", "privacy", "hops")
+"""Keys of a protocol's summary that are not its own metrics (the common columns hold them)."""
 
 
 class SweepSection(BaseModel):
@@ -143,8 +145,6 @@ def table_row(summary: dict[str, Any]) -> dict[str, Any]:
     With several protocols in the scenario, protocol columns are prefixed
     ``<name>:``.
     """
-    from ppknn.simulations import registry
-
     results = summary["results"]
     several = len(results) > 1
     row: dict[str, Any] = {"run_id": summary["run_id"], "dataset": summary["dataset"],
@@ -158,8 +158,8 @@ def table_row(summary: dict[str, Any]) -> dict[str, Any]:
             f"{prefix}agreement_with_baseline": r["agreement_with_baseline"],
             f"{prefix}epsilon_spent": eps,
         })
-        for key in registry.get(name).metrics:
-            value = r.get(key, math.nan)
+        for key in (k for k in r if k not in OUTCOME_KEYS):  # what the protocol returned
+            value = r[key]
             row[f"{prefix}{key}"] = value if not isinstance(value, (list, dict)) else str(value)
     row["messages"] = summary["communication"]["messages"]
     row["bytes"] = summary["communication"]["bytes"]
@@ -230,7 +230,8 @@ def write_table(rows: list[dict[str, Any]], folder: Path, *, grid: list[str],
     folder.mkdir(parents=True, exist_ok=True)
     if not rows:
         return
-    columns = list(rows[0])
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    rows = [{c: row.get(c) for c in columns} for row in rows]  # a metric one run lacks: empty
     with (folder / "sweep.csv").open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=columns)
         w.writeheader()
@@ -296,7 +297,9 @@ def _plot(rows: list[dict[str, Any]], path: Path, grid: list[str], sweep_name: s
         how = ("mean, 95% interval over seeds" if seeds > 1 else "one seed: no interval")
         ax.set_title(f"{sweep_name}: {title}\n({how})", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    from ppknn.simulations.reporting.plots import save_png
+
+    save_png(fig, path)
     plt.close(fig)
 
 

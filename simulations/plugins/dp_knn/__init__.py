@@ -242,11 +242,12 @@ def region_counts(X: np.ndarray, queries: np.ndarray, radius: Any) -> np.ndarray
 
 @register
 class DPKNN(ProtocolPlugin):
-    """Analysts ask a central DP owner for ε-DP r-N / k-NN labels, under its ledger."""
+    """DP r-N and k-NN classification by a central owner (Gursoy, Inan, Nergiz & Saygin).
+
+    Analysts ask a central DP owner for ε-DP r-N / k-NN labels, under its ledger.
+    """
 
     name = NAME
-    title = ("Differentially private r-N and k-NN classification by a central owner (Gursoy, "
-             "Inan, Nergiz & Saygin)")
     config_model = DPKNNConfig
     roles = (
         Role("owner", DPOwner, "1",
@@ -255,10 +256,6 @@ class DPKNN(ProtocolPlugin):
         Role("analyst", Analyst, "[parties].analysts",
              "holds a contiguous block of the query rows; sends it as request batches"),
     )
-    metrics = ("task", "algorithm", "epsilon_per_request", "epsilon_budget", "epsilon_spent",
-               "requests", "refused_requests", "answered_fraction", "accuracy_answered",
-               "batches", "radius", "radius_epsilon", "baseline_radius", "k",
-               "mean_sensitivity", "clique_upper_bounds", "empty_regions", "avre", "rmse_k")
     guarantee = GUARANTEE
     adversaries = ("analyst-label-inference", "owner-sees-queries")
     driver = staticmethod(drive)

@@ -257,10 +257,12 @@ def _refuse(source: str | None, key: str, value: Any, why: str) -> ConfigError:
 
 @register
 class DPNaiveBayes(ProtocolPlugin):
-    """An NB owner releases ε-DP Naive Bayes models to analysts, charging its ledger."""
+    """DP Naive Bayes with smooth sensitivity, released to analysts (Zafarani & Clifton).
+
+    An NB owner releases ε-DP Naive Bayes models to analysts, charging its ledger.
+    """
 
     name = NAME
-    title = "DP Naive Bayes with smooth sensitivity, released to analysts (Zafarani & Clifton)"
     config_model = DPNBConfig
     roles = (
         Role("owner", NBOwner, "1",
@@ -268,8 +270,6 @@ class DPNaiveBayes(ProtocolPlugin):
         Role("analyst", NBRequester, "[parties].analysts",
              "requests one model; its share of the query rows is classified with it"),
     )
-    metrics = ("method", "noise", "epsilon_per_model", "delta_per_model", "epsilon_spent",
-               "delta_spent", "released_models", "refused_requests", "budget")
     guarantee = "ε-DP, add/remove one training record (released model)"
     adversaries = ("model-membership-inference", "owner-sees-requests")
     driver = staticmethod(drive)

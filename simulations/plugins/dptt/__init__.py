@@ -288,12 +288,19 @@ def setup_for(config: DPTTConfig, n_points: int) -> tuple[DPTTSetup, int]:
     return setup, height
 
 
+GEO_METRICS = ("geo_epsilon", "geo_radius", "geo_per_unit", "geo_nn_accuracy",
+               "geo_top5_accuracy", "geo_released_mean")
+"""The GEO baseline's metrics (NaN when no ``geo_radius`` asks for it)."""
+
+
 @register
 class DPTT(ProtocolPlugin):
-    """A client walks the server's kd-tree with one exponential-mechanism bit per level."""
+    """DP-TT: private nearest neighbours by DP kd-tree traversal (Lepert).
+
+    A client walks the server's kd-tree with one exponential-mechanism bit per level.
+    """
 
     name = NAME
-    title = "DP-TT: private nearest neighbours by DP kd-tree traversal (Lepert)"
     config_model = DPTTConfig
     roles = (
         Role("client", DPTTClient, "1",
@@ -301,12 +308,6 @@ class DPTT(ProtocolPlugin):
         Role("server", DPTTServer, "1",
              "holds the union of the training rows in the modified kd-tree; releases points"),
     )
-    metrics = ("variant", "utility", "radius", "predict", "calibration", "per_decision_epsilon",
-               "compositions", "final_epsilon_br", "final_epsilon_sum",
-               "stated_final_epsilon_br", "spent_final_epsilon", "delta_spent", "tree_height",
-               "n_points", "rounds", "messages", "nn_accuracy", "top5_accuracy", "released_mean",
-               "seen_fraction", "geo_epsilon", "geo_radius", "geo_per_unit", "geo_nn_accuracy",
-               "geo_top5_accuracy", "geo_released_mean")
     guarantee = GUARANTEE
     adversaries = ("client-sees-training-points",
                    "geo-server-location-inference",
@@ -397,7 +398,7 @@ class DPTT(ProtocolPlugin):
                                slots, len(data.queries)).mean()))
             per_query.update(geo_nn_hit=g_nn.astype(int), geo_top5_hit=g_top5.astype(int))
         else:  # no GEO baseline asked for: its columns exist (every sweep row has them), NaN
-            metrics.update({key: math.nan for key in self.metrics if key.startswith("geo_")})
+            metrics.update(dict.fromkeys(GEO_METRICS, math.nan))
         return Measured(metrics=metrics, per_query=per_query)
 
     def ground_truth(self, outcome: Any, data: PreparedData) -> dict[str, np.ndarray]:

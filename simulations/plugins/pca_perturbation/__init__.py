@@ -232,25 +232,18 @@ def _baseline_knn(X: np.ndarray, y: np.ndarray, queries: np.ndarray, k: int) -> 
 
 @register
 class PCAPerturbation(ProtocolPlugin):
-    """A sanitizer releases PCA + Laplace perturbed data; a miner classifies with it."""
+    """PCA + Laplace perturbation and the modified kNN (Mukherjee, Banerjee, Chen & Gangopadhyay).
+
+    A sanitizer releases PCA + Laplace perturbed data; a miner classifies with it.
+    """
 
     name = NAME
-    title = ("PCA + Laplace perturbation and the modified kNN (Mukherjee, Banerjee, Chen & "
-             "Gangopadhyay)")
     config_model = PCAPerturbationConfig
     roles = (
         Role("sanitizer", Sanitizer, "1",
              "holds the union of the training rows; publishes one sanitised release"),
         Role("miner", Miner, "1", "holds the query rows as its instances; classifies locally"),
     )
-    metrics = ("scheme", "components", "b", "sd", "method", "k", "amplification",
-               "amplification_min", "log_amplification", "domain_amplification",
-               "rho2_bound", "radius2", "mean_in_radius", "fallback_fraction", "best_k",
-               "accuracy_radius", "accuracy_best_k", "accuracy_fixed_k",
-               "privacy_transform_attack", "privacy_correlation_attack",
-               "correlation_attack_s2", "distortion_mean", "distortion_var",
-               "distortion_mean_measured", "distortion_var_measured",
-               "noise_to_signal_min", "noise_to_signal_median")
     guarantee = ("no ε-DP: per-column amplification e^(1/b) of the Laplace release (ρ1→ρ2 "
                  "bound) and average privacy under the transform and correlation attacks")
     adversaries = ("correlation-attack", "sanitizer-sees-instances", "transform-attack")

@@ -197,24 +197,18 @@ def check_ring_size(scenario: Scenario, source: str, name: str) -> None:
 
 @register
 class PPKNNRing(ProtocolPlugin):
-    """PP-kNN: PP-TopK over the ring, local votes, a secure sum."""
+    """PP-kNN over a ring of data owners (Xiong, Chitti & Liu).
+
+    PP-TopK over the ring, local votes, a secure sum.
+    """
 
     name = NAME
-    title = "PP-kNN over a ring of data owners (Xiong, Chitti & Liu)"
     config_model = PPKNNRingConfig
     roles = (
         Role("owner", RingDataOwner, "[parties].n (>= 3)",
              "a data owner on the ring, in ring order from the start node"),
         Role("start", RingDataOwner, "1 of the owners", "the random start node"),
     )
-    metrics = ("k", "p0", "d", "rounds", "weighting", "secure_sum", "vote", "schedule",
-               "start_step", "accuracy_ppknn", "accuracy_knn", "agreement_with_knn",
-               "queries_with_tie_at_kth", "topk_exact_fraction", "topk_correctness_bound",
-               "voters_mean", "queries_over_k_voters", "disclosure_mean",
-               "disclosure_ci_low", "disclosure_ci_high",
-               # exact-kNN check and per-figure detail (reproduction grids)
-               "agreement_with_knn_excluding_ties", "union_size", *DETAIL_METRICS,
-               "messages_topk", "bytes_topk", "messages_sum", "bytes_sum")
     guarantee = "no DP: per-node disclosure probability to the successor (paper §6.6)"
     adversaries = ("informed-successor", "secure-sum-neighbours", "successor-attribution")
     driver = staticmethod(drive)

@@ -90,11 +90,12 @@ def check_declared_bounds(scenario: Scenario, source: str, name: str) -> None:
 
 @register
 class RingNB(ProtocolPlugin):
-    """Secure sum of Naive Bayes statistics over the ring, noised once by the start node."""
+    """Ring Naive Bayes: a secure sum of NB statistics, noised once (no paper: a building block).
+
+    Secure sum of Naive Bayes statistics over the ring, noised once by the start node.
+    """
 
     name = NAME
-    title = ("Ring Naive Bayes: secure sum of Gaussian NB statistics, Laplace noise by the "
-             "start node (framework building block, not from the five papers)")
     config_model = RingNBPluginConfig
     roles = (
         Role("owner", RingDataOwner, "[parties].n (>= 3)",
@@ -102,8 +103,6 @@ class RingNB(ProtocolPlugin):
         Role("start", RingDataOwner, "1 of the owners",
              "the random start node: sees the exact sum, adds the noise, broadcasts the model"),
     )
-    metrics = ("epsilon", "epsilon_spent", "epsilon_class_counts", "epsilon_sums",
-               "epsilon_sums_of_squares", "secure_sum", "var_floor", "count_abs_error_mean")
     guarantee = GUARANTEE
     adversaries = ("model-membership-inference", "secure-sum-neighbours",
                    "start-node-aggregate")
