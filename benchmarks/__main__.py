@@ -611,7 +611,9 @@ def _plot(result: dict[str, Any], path: Path) -> None:
     # below the tick labels, never over a bar
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    from ppknn.simulations.reporting.plots import save_png
+
+    save_png(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -640,7 +642,9 @@ def _plot_scale(result: dict[str, Any], path: Path) -> None:
     ax.set_title(f"ppknn run, hosted layout, by phase ({result['machine']['cpus']} CPUs)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    from ppknn.simulations.reporting.plots import save_png
+
+    save_png(fig, path, dpi=120)
     plt.close(fig)
 
 

@@ -179,7 +179,9 @@ def plot(rows, epsilons, path: Path, title: str) -> None:
     ax.legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    from ppknn.simulations.reporting.plots import save_png
+
+    save_png(fig, path, dpi=110)
     plt.close(fig)
 
 

@@ -632,7 +632,9 @@ def plot(result: dict[str, Any], path: Path, title: str) -> None:
     ax.legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    from ppknn.simulations.reporting.plots import save_png
+
+    save_png(fig, path, dpi=120)
     plt.close(fig)
 
 

@@ -267,7 +267,9 @@ def write_results(results: dict, out: Path) -> None:
             ax.set_title(f"sweep of {r['runs']} runs: speed-up {r['speedup']:.2f}, "
                          f"busy {r['busy_cpus_ray']:.2f}/{r['cpus']} CPUs", fontsize=9)
     fig.tight_layout()
-    fig.savefig(out / "scale.png", dpi=100)
+    from ppknn.simulations.reporting.plots import save_png
+
+    save_png(fig, out / "scale.png", dpi=100)
     plt.close(fig)
 
 

@@ -55,6 +55,7 @@ from ppknn.simulations.reporting import (
     fmt,
     interval,
     line_plot,
+    save_png,
 )
 from ppknn.simulations.reporting import write as write_markdown
 from ppknn_reproductions.experiments.dptt_audit import AUDIT_POINTS, AUDIT_VARIANTS, audit_study
@@ -366,7 +367,7 @@ def draw(plot: Plot, folder: Path, run: str) -> Path:
     path = line_plot(plot.figure, _panels(plot), folder=folder, run=run, mpl_figure=canvas)
     for ax in canvas.axes:
         ax.invert_xaxis()
-    canvas.savefig(path, dpi=100)
+    save_png(canvas, path)
     return path
 
 
@@ -414,9 +415,7 @@ def custom_plot(plot: Plot, folder: Path, run: str) -> Path:
         ax.grid(alpha=0.3)
         ax.legend(handles=handles, fontsize=7)
     fig.suptitle(textwrap.fill(plot.figure.title, 100) + f"\n{run}", fontsize=10)
-    path = Path(folder) / plot.figure.png
-    fig.savefig(path, dpi=100)
-    return path
+    return save_png(fig, Path(folder) / plot.figure.png)
 
 
 # ------------------------------------------------------------------- report

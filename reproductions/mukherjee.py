@@ -50,6 +50,7 @@ from ppknn.simulations.reporting import (
     jsonio,
     pct,
     plot,
+    save_png,
     write,
     write_rows,
 )
@@ -230,9 +231,7 @@ def _canvas(width: float, height: float) -> MplFigure:
 
 def _save(fig: MplFigure, figure: Figure, run: str, out: Path) -> Path:
     fig.suptitle(f"{figure.title}\n{run}", fontsize=10)
-    path = out / figure.png
-    fig.savefig(path, dpi=100)
-    return path
+    return save_png(fig, out / figure.png)
 
 
 def plot_tradeoff(fig5: list[dict], out: Path, *, run: str) -> Path:

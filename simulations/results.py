@@ -45,6 +45,7 @@ from ppknn.core.leakage import DisclosureReport
 from ppknn.core.rng import describe as describe_randomness
 from ppknn.simulations.reporting import jsonio
 from ppknn.simulations.reporting.csvio import write_rows
+from ppknn.simulations.reporting.plots import save_png
 from ppknn.simulations.runner import ProtocolOutcome, RunResult, execute
 
 MAX_LABELLED_PARTIES = 40
@@ -385,7 +386,7 @@ def plot_summary(result: RunResult, path: Path) -> None:
         ax.set_ylim(top=top * (4.0 if ax.get_yscale() == "log" else 1.25))
     ax.legend(loc="upper center", ncol=2)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_png(fig, path, dpi=110)
     plt.close(fig)
 
 

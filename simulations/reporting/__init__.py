@@ -63,7 +63,7 @@ from ppknn.simulations.reporting.model import (
     Table,
     count_verdicts,
 )
-from ppknn.simulations.reporting.plots import bar_plot, line_plot, plot
+from ppknn.simulations.reporting.plots import bar_plot, compact_png, line_plot, plot, save_png
 
 __all__ = [
     "COMPARISONS",
@@ -76,6 +76,7 @@ __all__ = [
     "Series",
     "Table",
     "bar_plot",
+    "compact_png",
     "count_verdicts",
     "fmt",
     "interval",
@@ -84,6 +85,7 @@ __all__ = [
     "plot",
     "read_rows",
     "render",
+    "save_png",
     "summary",
     "write",
     "write_rows",

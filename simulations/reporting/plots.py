@@ -10,10 +10,17 @@ drawn.
 Pass ``mpl_figure`` (a blank :class:`matplotlib.figure.Figure`) to draw
 into a figure you keep, e.g. to inspect it; otherwise one is made and
 dropped after saving.
+
+Every PNG the project writes (runs, sweeps, reproductions, benchmarks) goes
+through :func:`save_png`: the figure is rendered, then stored with a
+256-colour palette (no dithering) and maximal zlib compression, about a
+third of matplotlib's RGBA file with no visible change; the same figure
+gives the same bytes. :func:`compact_png` does the same to a PNG's bytes.
 """
 
 from __future__ import annotations
 
+import io
 import textwrap
 from collections.abc import Sequence
 from numbers import Real
@@ -178,11 +185,59 @@ def _label(value: Any) -> str:
     return str(value)
 
 
-def _save(fig: MplFigure, figure: Figure, folder: Path | str) -> Path:
-    path = Path(folder) / figure.png
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
+PNG_COLOURS = 256
+"""Palette size of :func:`save_png` (the light 95% bands and grid lines need more than 32)."""
+
+
+def compact_png(data: bytes, path: Path | str) -> Path:
+    """Store the PNG (or any image Pillow reads) ``data`` at ``path`` as a compact PNG.
+
+    The image is flattened to RGB and mapped to a :data:`PNG_COLOURS`-colour
+    palette (fast octree, no dithering: flat areas stay flat, so the file
+    compresses well), then written with zlib's best compression. Pure
+    function of ``data``: the same input gives the same bytes.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        palette = image.convert("RGB").quantize(PNG_COLOURS, method=Image.Quantize.FASTOCTREE,
+                                                dither=Image.Dither.NONE)
+    path = Path(path)
+    palette.save(path, format="PNG", optimize=True)
     return path
+
+
+def save_png(fig: MplFigure, path: Path | str, *, dpi: int = 100) -> Path:
+    """Save the matplotlib figure ``fig`` as a compact PNG at ``path`` (see :func:`compact_png`).
+
+    Parameters
+    ----------
+    fig
+        The figure (the object API's or pyplot's).
+    path
+        The PNG to write; its folder is made if missing.
+    dpi
+        Pixels per inch of the rendering.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return compact_png(buffer.getvalue(), path)
+
+
+def _save(fig: MplFigure, figure: Figure, folder: Path | str) -> Path:
+    return save_png(fig, Path(folder) / figure.png)
 
 
 def line_plot(figure: Figure, table: Table, *, folder: Path | str, run: str,
