@@ -12,11 +12,39 @@ def sklearn_knn(X: np.ndarray, y: np.ndarray, queries: np.ndarray, *, k: int,
                 weighting: str = "uniform") -> np.ndarray:
     """scikit-learn's non-private brute-force kNN on ``(X, y)``, predicting ``queries``.
 
-    Runs on one BLAS/OpenMP thread: scikit-learn's distances (dot-product
+    With uniform weighting the prediction is computed here, exactly as
+    scikit-learn gives it, for every query whose k nearest points are certain:
+    its gap between the k-th and the (k+1)-th squared distance exceeds the
+    sum of both computations' rounding-error bounds (:func:`certain_knn`), so
+    scikit-learn's dot-product distances pick the same k points, and the
+    majority class (ties to the smallest class, as scikit-learn's ``argmax``)
+    follows from them. The other queries, and distance weighting, are
+    predicted by scikit-learn itself (imported only then: it costs a run
+    about a second).
+
+    scikit-learn runs on one BLAS/OpenMP thread: its distances (dot-product
     expansion) differ in the last bits with the thread count, which flips
     near-ties, so the baseline would differ between a sweep's Ray workers
     (one thread each) and a run here.
     """
+    X = np.asarray(X)
+    queries = np.asarray(queries)
+    y = np.asarray(y)
+    if weighting == "uniform" and X.dtype.kind == "f" and queries.dtype.kind == "f" \
+            and 0 < k <= len(X) and y.ndim == 1 and len(queries):
+        classes, codes = np.unique(y, return_inverse=True)
+        out, certain = certain_knn(X, codes.reshape(-1), queries, k, len(classes))
+        if certain.all():
+            return classes[out]
+        rest = ~certain
+        pred = classes[out]
+        pred[rest] = _sklearn_predict(X, y, queries[rest], k=k, weighting=weighting)
+        return pred
+    return _sklearn_predict(X, y, queries, k=k, weighting=weighting)
+
+
+def _sklearn_predict(X: np.ndarray, y: np.ndarray, queries: np.ndarray, *, k: int,
+                     weighting: str) -> np.ndarray:
     from sklearn.neighbors import KNeighborsClassifier
     from threadpoolctl import threadpool_limits
 
@@ -24,6 +52,49 @@ def sklearn_knn(X: np.ndarray, y: np.ndarray, queries: np.ndarray, *, k: int,
     knn.fit(X, y)
     with threadpool_limits(limits=1):
         return knn.predict(queries)
+
+
+def certain_knn(X: np.ndarray, codes: np.ndarray, queries: np.ndarray, k: int,
+                n_classes: int, *, block_bytes: int = 64 << 20
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Uniform kNN votes ``(Q,)`` (class codes) and whether each query's k nearest are certain.
+
+    Squared distances are summed pair by pair from differences (error at most
+    ``(d + 3) eps D²``); scikit-learn ranks by ``|y|² - 2 x.y`` (error at
+    most ``(2d + 2) eps (|x| + |y|)²``). A query is certain when its gap
+    between the k-th and (k+1)-th squared distance exceeds twice their sum,
+    bounded by ``8 (d + 2) eps (|x| + max |y|)²``: both then rank the same k
+    points first. Its vote is the most frequent class among them, ties to
+    the smallest code. Computed over blocks of queries so the distance
+    matrix held at once stays under ``block_bytes``.
+    """
+    from scipy.spatial.distance import cdist
+
+    X = np.asarray(X, dtype=np.float64)
+    queries = np.asarray(queries, dtype=np.float64)
+    n, d = X.shape
+    eps = np.finfo(np.float64).eps
+    reach = float(np.sqrt(np.einsum("ij,ij->i", X, X).max(initial=0.0)))
+    votes = np.empty(len(queries), dtype=np.intp)
+    certain = np.ones(len(queries), dtype=bool)
+    rows = max(1, block_bytes // (8 * max(1, n)))
+    for i in range(0, len(queries), rows):
+        q = queries[i : i + rows]
+        d2 = cdist(q, X, metric="sqeuclidean")
+        if k < n:
+            part = np.argpartition(d2, k, axis=1)
+            near = part[:, :k]
+            kth = np.take_along_axis(d2, near, axis=1).max(axis=1)
+            beyond = np.take_along_axis(d2, part[:, k:], axis=1).min(axis=1)
+            size = np.sqrt(np.einsum("ij,ij->i", q, q)) + reach
+            tol = 8.0 * (d + 2) * eps * size * size
+            certain[i : i + rows] = (beyond - kth) > tol
+        else:
+            near = np.broadcast_to(np.arange(n), (len(q), n))
+        cells = np.arange(len(q))[:, None] * n_classes + codes[near]
+        counts = np.bincount(cells.ravel(), minlength=len(q) * n_classes)
+        votes[i : i + rows] = counts.reshape(len(q), n_classes).argmax(axis=1)
+    return votes, certain
 
 
 def union_topk_and_ties(queries: np.ndarray, X: np.ndarray, k: int, *,
@@ -43,4 +114,4 @@ def union_topk_and_ties(queries: np.ndarray, X: np.ndarray, k: int, *,
     return topk, ties
 
 
-__all__ = ["sklearn_knn", "union_topk_and_ties"]
+__all__ = ["certain_knn", "sklearn_knn", "union_topk_and_ties"]

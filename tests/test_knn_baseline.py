@@ -1,0 +1,69 @@
+"""The non-private kNN baseline: computed here where certain, scikit-learn's answer exactly."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from ppknn.simulations.knn import _sklearn_predict, certain_knn, sklearn_knn
+from ppknn.simulations.prepare import prepare_data
+from ppknn.simulations.scenario import parse_scenario
+
+
+def _data(dataset: str, seed: int, scale: str):
+    sc = parse_scenario({"run": {"seed": seed},
+                         "data": {"dataset": dataset, "max_queries": 300, "scale": scale},
+                         "parties": {"n": 4}, "protocol": {"name": "ppknn-ring", "k": 5},
+                         "runtime": {"kind": "inprocess"}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return prepare_data(sc)
+
+
+@pytest.mark.parametrize("dataset,scale", [("pima", "minmax"), ("glass", "none"),
+                                           ("abalone", "none"), ("iris", "minmax")])
+def test_the_baseline_is_scikit_learns_prediction_exactly(dataset, scale):
+    for seed in (0, 1):
+        d = _data(dataset, seed, scale)
+        for k in (1, 3, 5, 10):
+            ours = sklearn_knn(d.union_X, d.union_y, d.queries, k=k)
+            theirs = _sklearn_predict(d.union_X, d.union_y, d.queries, k=k,
+                                      weighting="uniform")
+            assert ours.dtype == theirs.dtype
+            np.testing.assert_array_equal(ours, theirs)
+
+
+def test_a_tie_at_the_kth_distance_is_left_to_scikit_learn():
+    # query 0 has two points at the same distance, of different classes: with k = 1
+    # which one is nearest is scikit-learn's tie-break, not certain here
+    X = np.array([[1.0, 0.0], [-1.0, 0.0], [5.0, 5.0], [6.0, 5.0]])
+    y = np.array([1, 0, 1, 0])
+    q = np.array([[0.0, 0.0], [5.1, 5.0]])
+    votes, certain = certain_knn(X, y, q, 1, 2)
+    assert certain.tolist() == [False, True] and votes[1] == 1
+    np.testing.assert_array_equal(sklearn_knn(X, y, q, k=1),
+                                  _sklearn_predict(X, y, q, k=1, weighting="uniform"))
+    # a gap far below the rounding bound is not certain either
+    near = np.array([[1.0, 0.0], [-1.0 - 1e-15, 0.0]])
+    _, certain = certain_knn(near, np.array([1, 0]), q[:1], 1, 2)
+    assert not certain[0]
+
+
+def test_majority_ties_go_to_the_smallest_class_as_in_scikit_learn():
+    X = np.array([[0.0], [1.0], [10.0], [11.0]])
+    y = np.array([2, 0, 1, 1])
+    q = np.array([[0.4]])
+    assert sklearn_knn(X, y, q, k=2).tolist() == [0]
+    assert _sklearn_predict(X, y, q, k=2, weighting="uniform").tolist() == [0]
+
+
+def test_distance_weighting_and_labels_as_strings():
+    rng = np.random.default_rng(3)
+    X, q = rng.random((60, 3)), rng.random((20, 3))
+    y = np.array(["a", "b", "c"])[rng.integers(0, 3, 60)]
+    np.testing.assert_array_equal(sklearn_knn(X, y, q, k=4),
+                                  _sklearn_predict(X, y, q, k=4, weighting="uniform"))
+    np.testing.assert_array_equal(sklearn_knn(X, y, q, k=4, weighting="distance"),
+                                  _sklearn_predict(X, y, q, k=4, weighting="distance"))
