@@ -131,17 +131,33 @@ def test_label_inference_baseline_is_the_majority_label(runs):
         assert row["advantage"] == pytest.approx(row["value"] - expect)
 
 
-def test_secure_sum_baseline_is_the_best_constant_vector(runs):
+def _own_mode_rate(truth, prefix, row, per_query):
+    """The observers' most frequent own vector, named for every trial: its hit rate."""
+    def rows_of(party):
+        v = np.asarray(truth[f"{prefix}{party}"])
+        return v.reshape(len(v), -1) if per_query else v.reshape(1, -1)
+
+    own = [tuple(int(x) for x in r) for o in row["observer"].split("+") for r in rows_of(o)]
+    top = max(own.count(r) for r in set(own))
+    guess = min(r for r in set(own) if own.count(r) == top)  # first of the most frequent
+    target = [tuple(int(x) for x in r) for r in rows_of(row["target"])]
+    return sum(t == guess for t in target) / len(target)
+
+
+def test_secure_sum_baseline_is_the_observers_own_most_frequent_vector(runs):
+    """An attacker-realistic constant: the two neighbours' own vectors, not the target's."""
     from ppknn.simulations.leakage.truth import load_truth, truth_path
 
-    folder, _ = runs["ppknn-ring"]
-    truth = load_truth(truth_path(folder / "transcript", "ppknn-ring"))
-    for row in _rows(runs, "ppknn-ring", "secure-sum-neighbours"):
-        votes = truth[f"votes/{row['target']}"]
-        counts = {}
-        for v in votes.reshape(len(votes), -1):
-            counts[v.tobytes()] = counts.get(v.tobytes(), 0) + 1
-        assert row["baseline"] == pytest.approx(max(counts.values()) / len(votes))
+    for name, prefix, per_query in (("ppknn-ring", "votes/", True),
+                                    ("ring-nb", "stats/", False)):
+        folder, _ = runs[name]
+        truth = load_truth(truth_path(folder / "transcript", name))
+        rows = _rows(runs, name, "secure-sum-neighbours")
+        assert rows
+        for row in rows:
+            assert "observers' own" in row["baseline_name"]
+            assert row["baseline"] == pytest.approx(_own_mode_rate(truth, prefix, row,
+                                                                   per_query))
 
 
 def test_successor_baseline_is_the_random_claimer(runs):

@@ -135,11 +135,7 @@ def sum_group(ctx: Context, adv: Adversary, msgs: Sequence[Any], targets: Sequen
         else:
             e2 = np.asarray(estimate, dtype=np.uint64).reshape(t2.shape)
             hits = np.all(e2 == t2, axis=1)
-        if per_query:
-            pool, base_name = t2, BEST_CONSTANT
-        else:  # one vector per target: the most frequent vector over every target
-            pool, base_name = all_vectors(ctx, truth_prefix), BEST_CONSTANT_TARGETS
-        base = np.all(t2 == mode_row(pool), axis=1)
+        base, base_name = own_guess(ctx, truth_prefix, observers, t2)
         sum_kind = "secret-shared" if shared else "ring"
         if shared:
             why = "shares of honest nodes hide the target"
@@ -156,6 +152,26 @@ def sum_group(ctx: Context, adv: Adversary, msgs: Sequence[Any], targets: Sequen
             quantity=quantity, note=f"{sum_kind} secure sum; {why}"),
             hits=hits, base=base, name=base_name))
     return rows
+
+
+OWN_VECTORS = ("the observers' own data: the most frequent of their own vectors (over the "
+               "queries), named as the target's for every trial (no transcript)")
+
+
+def own_guess(ctx: Context, prefix: str, observers: Sequence[str], t2: np.ndarray
+              ) -> tuple[np.ndarray, str]:
+    """The secure-sum baseline: what the observers guess from their own vectors alone.
+
+    Each observer knows its own vector (per query, or one per run); the guess is the most
+    frequent row among them (the first of the most frequent, sorted), the same for every
+    trial. An observer without a saved vector adds nothing; none at all: the guess is the
+    most frequent true row of the target (an oracle constant, at least as strong).
+    """
+    own = [np.asarray(ctx.truth[f"{prefix}{o}"], dtype=np.uint64).reshape(t2.shape)
+           for o in observers if f"{prefix}{o}" in ctx.truth]
+    if not own:
+        return np.all(t2 == mode_row(t2), axis=1), BEST_CONSTANT
+    return np.all(t2 == mode_row(np.concatenate(own)), axis=1), OWN_VECTORS
 
 
 BEST_CONSTANT = ("the best constant guess: the target's most frequent true vector over "
@@ -371,8 +387,8 @@ def rows_carried(messages: Sequence[Any], rows: np.ndarray) -> np.ndarray:
     return found
 
 
-__all__ = ["BEST_CONSTANT", "BEST_CONSTANT_TARGETS", "NOTHING_SEEN", "all_vectors",
+__all__ = ["BEST_CONSTANT", "BEST_CONSTANT_TARGETS", "NOTHING_SEEN", "OWN_VECTORS", "all_vectors",
            "analyst_groups", "membership_epsilon", "membership_rows", "mode_row", "nothing_seen",
-           "observer_name",
+           "observer_name", "own_guess",
            "positions", "ring_estimate", "ring_neighbours", "rows_carried", "select_threshold",
            "shared_estimate", "sum_group", "sum_rows"]

@@ -85,7 +85,8 @@ def random_claim_baseline(row: LeakageRow, *, hits: np.ndarray, chance: np.ndarr
     approximation to the Poisson-binomial); the advantage is the mean of ``hits - chance``
     over the queries with its Student-t interval.
     """
-    p = np.asarray(chance, dtype=np.float64)
+    # 1 - exp(log miss) can leave [0, 1] by a rounding error (a log miss of +1e-17)
+    p = np.clip(np.asarray(chance, dtype=np.float64), 0.0, 1.0)
     n = int(p.size)
     if n == 0:
         return with_baseline(row, name=RANDOM_CLAIM, baseline=(math.nan,) * 3,
