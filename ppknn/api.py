@@ -192,18 +192,25 @@ class Result:
         """
         return {o.name: o.leakage for o in self.run.outcomes}
 
-    def write(self, output: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """Write the results folder (refuses an existing one unless ``overwrite``, a bool)."""
+    def write(self, output: str | os.PathLike[str], *, overwrite: bool = False,
+              plot: bool = False) -> Path:
+        """Write the results folder (refuses an existing one unless ``overwrite``, a bool).
+
+        ``plot``: also render ``summary.png`` and ``leakage.png`` (a bool).
+        """
         from ppknn.simulations.output import check_flag, staged
 
         check_flag("overwrite", overwrite)
-        from ppknn.simulations.results import ScenarioRun, write_extras, write_results
+        check_flag("plot", plot)
+        from ppknn.simulations.leakage import save_truths
+        from ppknn.simulations.results import ScenarioRun, write_extras, write_folder
 
         folder = Path(output)
         with staged(folder, overwrite=overwrite) as stage:
             if self.run.transcript is not None:  # first: the ground truth is saved beside it
                 _copy_transcript(self.run.transcript, stage / "transcript")
-            write_results(self.run, stage)
+                save_truths(self.run, stage / "transcript")
+            write_folder(self.run, stage, self._leakage_rows, plot=plot)
             write_extras(ScenarioRun(self.run, self.deviations, self.audit), stage)
         return folder
 
@@ -251,7 +258,7 @@ def _local_ray_auth(address: str | None) -> None:
 def run(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, *,
         output: str | os.PathLike[str] | None = None, overwrite: bool = False,
         overrides: Mapping[str, Any] | None = None,
-        progress: Callable[[str, int, int], None] | None = None) -> Result:
+        progress: Callable[[str, int, int], None] | None = None, plot: bool = False) -> Result:
     """Run a scenario (any registered protocol, or several) and measure it.
 
     Parameters
@@ -268,6 +275,9 @@ def run(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, *,
         Dotted keys, e.g. ``{"protocol.k": 3, "runtime.kind": "inprocess"}``.
     progress:
         Called with ``(phase, done, total)``.
+    plot:
+        With ``output``, also render ``summary.png`` and ``leakage.png`` (a bool; later
+        from the folder: ``ppknn show --plot``).
 
     Returns
     -------
@@ -285,9 +295,10 @@ def run(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, *,
     (['dp-knn'], 1.0)
     """
     from ppknn.simulations.output import check_flag, check_output, staged
-    from ppknn.simulations.results import run_scenario
+    from ppknn.simulations.pipeline import run_scenario
 
     check_flag("overwrite", overwrite)  # "no" is not False: only a bool is taken
+    check_flag("plot", plot)
     _check_progress(progress)
     sc = load_scenario(scenario, overrides=overrides)
     if sc.runtime.kind == "ray":
@@ -297,7 +308,7 @@ def run(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, *,
         return Result(whole.run, deviations=whole.deviations, audit=whole.audit)
     folder = check_output(Path(output), overwrite=overwrite)
     with staged(folder, overwrite=overwrite) as stage:
-        whole = run_scenario(sc, stage=stage, progress=progress)
+        whole = run_scenario(sc, stage=stage, progress=progress, plot=plot)
     # the run was recorded in the staging folder, now renamed: read it where it is
     run = dataclasses.replace(whole.run, transcript_dir=folder / "transcript",
                               transcript=Transcript(folder / "transcript"))
@@ -446,8 +457,8 @@ def _rows_table(rows: list[Any]) -> pa.Table:
 def protocol_names() -> list[str]:
     """The registered protocol names (``ppknn.registry.get(name)`` gives a plugin).
 
-    >>> protocol_names()
-    ['dp-knn', 'dp-nb', 'dptt', 'pca-perturbation', 'ppknn-ring', 'ring-nb']
+    >>> protocol_names()   # the built-in ones, and any a package installed beside them registers
+    [...'dp-knn', 'dp-nb', 'dptt', ...'pca-perturbation', 'ppknn-ring', 'ring-nb'...]
     """
     return registry.names()
 

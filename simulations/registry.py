@@ -23,8 +23,8 @@ other installed packages can register theirs through the
 
 Examples
 --------
->>> names()
-['dp-knn', 'dp-nb', 'dptt', 'pca-perturbation', 'ppknn-ring', 'ring-nb']
+>>> names()  # the built-in ones, and any a package installed beside them registers
+[...'dp-knn', 'dp-nb', 'dptt', ...'pca-perturbation', 'ppknn-ring', 'ring-nb'...]
 >>> get("ppknn-ring").roles[0].name
 'owner'
 >>> get("ppknn-ring").title
@@ -34,7 +34,7 @@ Examples
 >>> get("nope")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-ppknn.core.errors.ConfigError: unknown protocol 'nope'; registered: ['dp-knn', ...]
+ppknn.core.errors.ConfigError: unknown protocol 'nope'; registered: [...'dp-knn', ...]
 """
 
 from __future__ import annotations
