@@ -88,13 +88,44 @@ def certain_knn(X: np.ndarray, codes: np.ndarray, queries: np.ndarray, k: int,
             beyond = np.take_along_axis(d2, part[:, k:], axis=1).min(axis=1)
             size = np.sqrt(np.einsum("ij,ij->i", q, q)) + reach
             tol = 8.0 * (d + 2) * eps * size * size
-            certain[i : i + rows] = (beyond - kth) > tol
+            sure = (beyond - kth) > tol
         else:
             near = np.broadcast_to(np.arange(n), (len(q), n))
+            sure = np.ones(len(q), dtype=bool)
         cells = np.arange(len(q))[:, None] * n_classes + codes[near]
         counts = np.bincount(cells.ravel(), minlength=len(q) * n_classes)
-        votes[i : i + rows] = counts.reshape(len(q), n_classes).argmax(axis=1)
+        counts = counts.reshape(len(q), n_classes)
+        for r in np.flatnonzero(~sure):  # a near-tie at the k-th: settled if one class
+            settled = _one_class_band(d2[r], codes, k, tol[r], n_classes)
+            if settled is not None:
+                counts[r], sure[r] = settled, True
+        certain[i : i + rows] = sure
+        votes[i : i + rows] = counts.argmax(axis=1)
     return votes, certain
+
+
+def _one_class_band(d2: np.ndarray, codes: np.ndarray, k: int, tol: float,
+                    n_classes: int) -> np.ndarray | None:
+    """Class counts of one query's k nearest when its near-tie cannot change them.
+
+    The band is the run of sorted squared distances around the k-th linked
+    by gaps of at most ``tol``: every point below it is among the k nearest
+    for scikit-learn too, none above it is, and which of the band's points
+    scikit-learn takes cannot change the counts when they are all of one
+    class (e.g. duplicated rows). ``None`` otherwise.
+    """
+    order = np.argsort(d2, kind="stable")
+    gaps = np.diff(d2[order]) > tol  # gaps[j]: between sorted positions j and j + 1
+    below = np.flatnonzero(gaps[: k - 1])
+    lo = int(below[-1]) + 1 if len(below) else 0
+    above = np.flatnonzero(gaps[k - 1 :])
+    hi = k - 1 + int(above[0]) if len(above) else len(d2) - 1
+    band = codes[order[lo : hi + 1]]
+    if not (band == band[0]).all():
+        return None
+    counts = np.bincount(codes[order[:lo]], minlength=n_classes)
+    counts[band[0]] += k - lo
+    return counts
 
 
 def union_topk_and_ties(queries: np.ndarray, X: np.ndarray, k: int, *,

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import abc
 import importlib
+import importlib.util
 import pkgutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -335,8 +336,19 @@ def _load() -> None:
 
 
 def find(name: str) -> ProtocolPlugin | None:
-    """The plugin registered as ``name``, or ``None``."""
-    _load()
+    """The plugin registered as ``name``, or ``None``.
+
+    A built-in protocol's module is imported on its own first (``dp-knn``:
+    ``plugins.dp_knn``): a run of one protocol does not import the others
+    (their protocols' imports cost a run seconds); any other name loads
+    every plugin.
+    """
+    if name not in _REGISTRY and not _loaded:
+        module = f"{BUILTIN}.{name.replace('-', '_')}"
+        if name.replace("-", "_").isidentifier() and importlib.util.find_spec(module):
+            importlib.import_module(module)
+    if name not in _REGISTRY:
+        _load()
     return _REGISTRY.get(name)
 
 

@@ -67,3 +67,18 @@ def test_distance_weighting_and_labels_as_strings():
                                   _sklearn_predict(X, y, q, k=4, weighting="uniform"))
     np.testing.assert_array_equal(sklearn_knn(X, y, q, k=4, weighting="distance"),
                                   _sklearn_predict(X, y, q, k=4, weighting="distance"))
+
+
+def test_a_tie_among_points_of_one_class_is_settled_here():
+    # three duplicated points of class 1 straddle the k-th place (k = 2): whichever two
+    # scikit-learn takes, the vote is the same
+    X = np.array([[0.0], [2.0], [2.0], [2.0], [9.0]])
+    y = np.array([0, 1, 1, 1, 0])
+    q = np.array([[0.9]])
+    votes, certain = certain_knn(X, y, q, 3, 2)
+    assert certain.tolist() == [True] and votes.tolist() == [1]
+    y_mixed = np.array([0, 1, 0, 1, 0])  # the band holds both classes: left to scikit-learn
+    assert not certain_knn(X, y_mixed, q, 3, 2)[1][0]
+    for labels in (y, y_mixed):
+        np.testing.assert_array_equal(sklearn_knn(X, labels, q, k=3),
+                                      _sklearn_predict(X, labels, q, k=3, weighting="uniform"))
