@@ -2,7 +2,10 @@
 
 Honest runs keep every bounded row within its bound over several seeds; a
 broken variant (randomisation off, a tenth of the noise) puts the same
-attack's row above the bound it was promised.
+attack's row above the bound it was promised. The attack calibration
+(:mod:`simulations.leakage.calibrate_attacks`) covers every default attack
+with a control and a planted leak, and its control catches a broken attack
+(one that reads the true secret, or one whose baseline is 0).
 """
 
 from __future__ import annotations
@@ -65,3 +68,109 @@ def test_transform_attack_is_above_the_bound_when_the_noise_is_a_tenth():
     result, _ = run_with_deviations(parse_scenario(data))
     (row,) = rows_of(result, "transform-attack", "values")
     assert row.verdict == ABOVE  # its lower 95% end is above the promised ρ2
+
+
+# -- the attack calibration (simulations/leakage/calibrate_attacks.py) ----------------------
+
+def test_every_default_attack_has_a_control_and_a_planted_leak():
+    from ppknn.simulations import registry
+    from ppknn.simulations.leakage import attacks
+    from ppknn.simulations.leakage import calibrate_attacks as ca
+
+    for protocol in registry.names():
+        module = ca.calibration_module(protocol)
+        assert module is not None, protocol
+        kinds = {(c.attack, c.kind) for c in module.CHECKS}
+        for adv in attacks.defaults(protocol):
+            assert {(adv.attack, ca.CONTROL), (adv.attack, ca.PLANTED)} <= kinds, \
+                (protocol, adv.attack)
+
+
+def _label_rows(broken: str):
+    """``analyst-label-inference`` with a planted fault: it reads the true labels
+    (``"reads-truth"``) or reports a baseline of 0 (``"zero-baseline"``)."""
+    import numpy as np
+
+    from ppknn.simulations.leakage.table import paired_rate_baseline, proportion_row
+    from ppknn.simulations.plugins.dp_knn import attacks as dp_attacks
+
+    real = dp_attacks._dp_knn_labels
+
+    def scorer(ctx, adv):
+        rows = real(ctx, adv)
+        if broken == "zero-baseline":
+            out = []
+            for r in rows:
+                n = r.trials
+                hits = np.arange(n) < round(r.value * n)
+                out.append(paired_rate_baseline(r, hits=hits, base=np.zeros(n, bool),
+                                                name="broken: 0"))
+            return out
+        out = []
+        for r in rows:  # every claim right: the attack copies the true labels
+            out.append(paired_rate_baseline(
+                proportion_row(successes=r.trials, trials=r.trials, protocol=r.protocol,
+                               observer=r.observer, target=r.target, attack=r.attack,
+                               quantity=r.quantity),
+                hits=np.ones(r.trials, bool),
+                base=np.arange(r.trials) < round(r.baseline * r.trials), name="broken"))
+        return out
+    return scorer
+
+
+@pytest.mark.parametrize("broken", ["reads-truth", "zero-baseline"])
+def test_the_control_catches_a_broken_attack(monkeypatch, broken):
+    """The honest attack is flagged on 0 of 6 control seeds; a broken one on all 6."""
+    from ppknn.simulations.leakage import attacks
+    from ppknn.simulations.leakage import calibrate_attacks as ca
+
+    def control_rate() -> ca.Rate:
+        (rate,) = [r for r in ca.calibrate_protocol("dp-knn", seeds=6)
+                   if r.attack == "analyst-label-inference" and r.kind == ca.CONTROL]
+        return rate
+
+    module = ca.calibration_module("dp-knn")
+    monkeypatch.setattr(module, "CHECKS", tuple(c for c in module.CHECKS
+                                                if c.attack == "analyst-label-inference"
+                                                and c.kind == ca.CONTROL))
+    honest = control_rate()
+    assert (honest.flagged, honest.seeds, honest.passed) == (0, 6, True)
+    key = ("dp-knn", "analyst-label-inference")
+    monkeypatch.setitem(attacks._ATTACKS, key, attacks._ATTACKS[key].__class__(
+        **{**attacks._ATTACKS[key].__dict__, "scorer": _label_rows(broken)}))
+    bad = control_rate()
+    assert (bad.flagged, bad.seeds, bad.passed) == (6, 6, False)
+
+
+def test_pooled_rows_are_paired_trials_and_refuse_wider_rows():
+    import numpy as np
+
+    from ppknn.simulations.leakage import calibrate_attacks as ca
+    from ppknn.simulations.leakage.table import LeakageRow, newcombe_paired
+
+    def row(value, baseline, trials=1):
+        return LeakageRow(protocol="p", observer="o", target="t", attack="a", quantity="q",
+                          value=value, ci_low=0.0, ci_high=1.0, trials=trials,
+                          baseline=baseline)
+
+    out = ca.pooled([row(1.0, 0.0)] * 4 + [row(0.0, 0.0)])
+    d, lo, hi = newcombe_paired(np.array([1, 1, 1, 1, 0], bool), np.zeros(5, bool))
+    assert (out.value, out.trials, out.advantage, out.advantage_low) == (0.8, 5, d, lo)
+    assert lo > 0 and ca.flagged(out)
+    with pytest.raises(ValueError, match="one trial each"):
+        ca.pooled([row(1.0, 0.0, trials=3)])
+
+
+def test_held_out_as_members_names_two_disjoint_class_matched_halves():
+    import numpy as np
+
+    from ppknn.simulations.leakage import calibrate_attacks as ca
+
+    x = np.arange(40, dtype=float).reshape(20, 2)
+    y = np.repeat([0, 1], 10)
+    s = ca.Scoring(None, {}, {"others_X": x, "others_y": y, "members_X": x[:0]})
+    t = ca.held_out_as_members(s, np.random.default_rng(0)).truth
+    a, b = t["members_X"][t["members_pick"]], t["others_X"][t["others_pick"]]
+    assert not {r.tobytes() for r in a} & {r.tobytes() for r in b}
+    assert np.array_equal(t["members_y"][t["members_pick"]], t["others_y"][t["others_pick"]])
+
