@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ppknn.protocols.ppknn.driver import ties_at_kth
@@ -106,13 +108,15 @@ def certain_knn(X: np.ndarray, codes: np.ndarray, queries: np.ndarray, k: int,
 
 def _one_class_band(d2: np.ndarray, codes: np.ndarray, k: int, tol: float,
                     n_classes: int) -> np.ndarray | None:
-    """Class counts of one query's k nearest when its near-tie cannot change them.
+    """Class counts of one query's k nearest when its near-tie cannot change the vote.
 
     The band is the run of sorted squared distances around the k-th linked
     by gaps of at most ``tol``: every point below it is among the k nearest
-    for scikit-learn too, none above it is, and which of the band's points
-    scikit-learn takes cannot change the counts when they are all of one
-    class (e.g. duplicated rows). ``None`` otherwise.
+    for scikit-learn too, none above it is. scikit-learn takes ``k - below``
+    of the band's points; when every way of taking them (per class, up to
+    the band's count of it) gives the same majority class, that vote is
+    certain (e.g. duplicated rows of one class): counts giving it are
+    returned. ``None`` otherwise.
     """
     order = np.argsort(d2, kind="stable")
     gaps = np.diff(d2[order]) > tol  # gaps[j]: between sorted positions j and j + 1
@@ -120,12 +124,29 @@ def _one_class_band(d2: np.ndarray, codes: np.ndarray, k: int, tol: float,
     lo = int(below[-1]) + 1 if len(below) else 0
     above = np.flatnonzero(gaps[k - 1 :])
     hi = k - 1 + int(above[0]) if len(above) else len(d2) - 1
-    band = codes[order[lo : hi + 1]]
-    if not (band == band[0]).all():
-        return None
-    counts = np.bincount(codes[order[:lo]], minlength=n_classes)
-    counts[band[0]] += k - lo
-    return counts
+    base = np.bincount(codes[order[:lo]], minlength=n_classes)
+    present, available = np.unique(codes[order[lo : hi + 1]], return_counts=True)
+    votes = set()
+    first = None
+    for take in _compositions(k - lo, available.tolist()):
+        counts = base.copy()
+        counts[present] += take
+        votes.add(int(counts.argmax()))
+        first = counts if first is None else first
+        if len(votes) > 1:
+            return None
+    return first
+
+
+def _compositions(total: int, caps: list[int]) -> Any:
+    """Every way of writing ``total`` as a sum of parts ``0 <= part_i <= caps[i]``."""
+    if not caps:
+        if total == 0:
+            yield []
+        return
+    for part in range(min(total, caps[0]) + 1):
+        for rest in _compositions(total - part, caps[1:]):
+            yield [part, *rest]
 
 
 def union_topk_and_ties(queries: np.ndarray, X: np.ndarray, k: int, *,

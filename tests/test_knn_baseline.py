@@ -82,3 +82,22 @@ def test_a_tie_among_points_of_one_class_is_settled_here():
     for labels in (y, y_mixed):
         np.testing.assert_array_equal(sklearn_knn(X, labels, q, k=3),
                                       _sklearn_predict(X, labels, q, k=3, weighting="uniform"))
+
+
+def test_a_mixed_tie_that_cannot_change_the_majority_is_settled_here():
+    # two sure points of class 0 below, then a tie between a class-0 and a class-1 point
+    # for the third place: the majority is class 0 whichever scikit-learn takes
+    X = np.array([[0.0], [0.1], [1.0], [-0.8], [9.0]])
+    y = np.array([0, 0, 0, 1, 1])
+    q = np.array([[0.1]])
+    assert certain_knn(X, y, q, 3, 2)[1].tolist() == [True]
+    assert certain_knn(X, y, q, 3, 2)[0].tolist() == [0]
+    # one sure point of class 1, then the tie: class 0 ties the vote (to class 0), class 1
+    # wins it: left to scikit-learn
+    y_sure_1 = np.array([1, 0, 1, 1])
+    assert not certain_knn(X[1:], y_sure_1, q, 2, 2)[1][0]
+    assert certain_knn(X[1:], y[1:], q, 2, 2)[1][0]  # sure class 0: either way class 0
+    for labels in (y[1:], y_sure_1):
+        np.testing.assert_array_equal(sklearn_knn(X[1:], labels, q, k=2),
+                                      _sklearn_predict(X[1:], labels, q, k=2,
+                                                       weighting="uniform"))
