@@ -1022,7 +1022,7 @@ def compare(
     except PpknnError as exc:
         _fail(exc, 2)
     out.print(f"{count(len(rows), 'run')}; report [bold]{escape(str(folder))}/compare.md[/] (+ "
-              "compare.csv, compare.parquet, compare-aggregate.csv, plots)")
+              "compare.parquet, compare-aggregate.csv, plots)")
 
 
 def main() -> None:

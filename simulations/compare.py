@@ -45,7 +45,9 @@ rows either way). A row holds:
   row with the largest one-sided 95% lower bound (``empirical_epsilon_lb``), its point
   estimate (``leak_value``) and the ε it is compared with (``leak_bound``), else the
   attack with the largest advantage over baseline (while rows carry none, the largest
-  success rate; :data:`LEAK_RULE`), named; for the cells of ``[compare.audit]``, the
+  success rate; :data:`LEAK_RULE`), named, with its baseline (an attacker without the
+  transcript, on the same targets) and the advantage over it with its 95% interval
+  (:data:`ADVANTAGE`); for the cells of ``[compare.audit]``, the
   audit mode's empirical ε lower bound at the same settings; and ``empirical_epsilon``,
   the largest ε lower bound measured on the run;
 * **cost**: messages, bytes, hops on the critical path, protocol wall time in-process (and
@@ -53,13 +55,15 @@ rows either way). A row holds:
   and the **predicted time on a network** per profile: the run's transcript replayed over
   its messages' sizes and causal order (:func:`ppknn.simulations.network.replay`).
 
-The report (``compare.md``) aggregates over seeds with Student-t 95% intervals (a cell's ε
-lower bound from its seeds' bounds: :func:`cell_bound`; the per-seed bounds against the
-promise, counted against chance), draws a utility-privacy plot per dataset and a
-utility-cost plot, ranks the protocols per dataset (at empirical ε ≤ 1, with intervals) and
+The report (``compare.md``, :mod:`ppknn.simulations.compare_report`) aggregates over seeds
+with Student-t 95% intervals (a cell's ε lower bound from its seeds' bounds:
+:func:`cell_bound`; the per-seed bounds against the promise, counted against chance; a
+cell's advantage: :func:`advantage_cell`), draws utility-privacy and utility-cost plots
+with a panel per dataset, names each protocol's strongest leak by advantage over
+baseline, ranks the protocols per dataset (at empirical ε ≤ 1, with intervals) and
 states, per protocol, when to choose it and when not, from the measured rows. It can be
 written again from a finished run's saved rows without re-running anything
-(:func:`render_saved`; ``python -m ppknn.simulations.compare FOLDER``).
+(``render_saved``; ``python -m ppknn.simulations.compare FOLDER``).
 """
 
 from __future__ import annotations
@@ -299,6 +303,46 @@ def _leak_score(r: Any) -> float:
     return float(r.value)
 
 
+def _finite(v: Any) -> float:
+    """``v`` as a float when it is a finite number, else NaN."""
+    return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else math.nan
+
+
+ADVANTAGE = ("leak_baseline", "leak_advantage", "leak_advantage_low", "leak_advantage_high")
+"""A leak's baseline (an attacker without the transcript, on the same targets) and its
+advantage over it with the 95% interval, as the leakage row gives them (NaN when none)."""
+
+
+def _advantage(r: Any) -> list[float]:
+    """A leakage row's :data:`ADVANTAGE` figures, in that order."""
+    return [_finite(getattr(r, k, math.nan))
+            for k in ("baseline", "advantage", "advantage_low", "advantage_high")]
+
+
+def _ranked_pick(rows: Sequence[Any]) -> tuple[list[Any], dict[str, float], dict[str, list]]:
+    """The rows of the ranked attack with the largest figure (empty: none is ranked).
+
+    With every ranked attack's figure, and its point estimate and :func:`_advantage` from
+    the row that gives that figure.
+    """
+    rates = [r for r in rows if _rankable(r)]
+    if not rates:
+        return [], {}, {}
+    candidates: dict[str, float] = {}
+    details: dict[str, list] = {}
+    for r in rates:
+        name = f"{r.attack}: {r.quantity}"
+        score = _leak_score(r)
+        if math.isfinite(score) and score > candidates.get(name, -math.inf):
+            candidates[name] = score
+            details[name] = [_finite(r.value), *_advantage(r)]
+    if candidates:  # the largest figure; equal figures: the first name
+        first = min(candidates, key=lambda n: (-candidates[n], n))
+    else:
+        first = min(f"{r.attack}: {r.quantity}" for r in rates)
+    return [r for r in rates if f"{r.attack}: {r.quantity}" == first], candidates, details
+
+
 def _strongest_leak(rows: Sequence[Any]) -> dict[str, Any]:
     """One leakage figure per run, chosen by :data:`LEAK_RULE`.
 
@@ -309,31 +353,24 @@ def _strongest_leak(rows: Sequence[Any]) -> dict[str, Any]:
     Otherwise the ranked attack whose most exposed target has the largest advantage over
     baseline (or success rate, while rows carry no baseline), named in ``leak_quantity``;
     ``leak_candidates`` holds every ranked attack's figure (JSON), so a cell can name the
-    attack that is largest over its seeds (:func:`leak_cell`).
+    attack that is largest over its seeds (:func:`leak_cell`), and ``leak_details`` each
+    one's point estimate and :data:`ADVANTAGE` figures. The chosen row's baseline and
+    advantage with its interval are in the :data:`ADVANTAGE` columns.
     """
     import json
 
     empty = {"leak_quantity": "", "leak_value": math.nan, "leak_ci_low": math.nan,
              "leak_ci_high": math.nan, "empirical_epsilon_lb": math.nan,
-             "leak_bound": math.nan}
+             "leak_bound": math.nan, **dict.fromkeys(ADVANTAGE, math.nan)}
     eps = [r for r in rows if _is_epsilon(r.quantity)]
     candidates: dict[str, float] = {}
+    details: dict[str, list] = {}
     if eps:
         pick = eps
     else:
-        rates = [r for r in rows if _rankable(r)]
-        if not rates:
+        pick, candidates, details = _ranked_pick(rows)
+        if not pick:
             return empty
-        for r in rates:
-            name = f"{r.attack}: {r.quantity}"
-            score = _leak_score(r)
-            if math.isfinite(score):
-                candidates[name] = max(candidates.get(name, -math.inf), score)
-        if candidates:  # the largest figure; equal figures: the first name
-            first = min(candidates, key=lambda n: (-candidates[n], n))
-        else:
-            first = min(f"{r.attack}: {r.quantity}" for r in rates)
-        pick = [r for r in rates if f"{r.attack}: {r.quantity}" == first]
     usable = [r for r in pick if math.isfinite(r.value)
               or (eps and math.isfinite(r.ci_low))]
     if not usable:
@@ -346,14 +383,14 @@ def _strongest_leak(rows: Sequence[Any]) -> dict[str, Any]:
                 -math.inf if math.isnan(r.value) else r.value)
 
     best = max(usable, key=key)
-    bound = getattr(best, "bound", None)
     out = {"leak_quantity": f"{best.attack}: {best.quantity}", "leak_value": best.value,
            "leak_ci_low": best.ci_low, "leak_ci_high": best.ci_high,
            "empirical_epsilon_lb": best.ci_low if eps else math.nan,
-           "leak_bound": (float(bound) if isinstance(bound, (int, float))
-                          and math.isfinite(bound) else math.nan)}
+           "leak_bound": _finite(getattr(best, "bound", None)),
+           **dict(zip(ADVANTAGE, _advantage(best), strict=True))}
     if candidates:
         out["leak_candidates"] = json.dumps(candidates, sort_keys=True, ensure_ascii=False)
+        out["leak_details"] = json.dumps(details, sort_keys=True, ensure_ascii=False)
     return out
 
 
@@ -439,15 +476,25 @@ def _on_ray(data: dict[str, Any], layout: str, local: Any, local_s: float) -> di
             "ray_same_row": bool(same)}
 
 
+def replay_audited() -> list[str]:
+    """The protocols the replay audit covers: those whose plugins give an ``audit_setup``.
+
+    (They promise ε; a protocol with only a worst-case model is not audited here.)
+    """
+    return [p.name for p in registry.plugins()
+            if type(p).audit_setup is not registry.ProtocolPlugin.audit_setup]
+
+
 def _audited(scenario: Any, settings: Mapping[str, Any] | None, name: str) -> dict[str, Any]:
     """The audit's empirical ε lower bound for this cell.
 
-    NaN when the cell is not audited or the audit mode does not cover the protocol.
+    NaN when the cell is not audited or the replay audit does not cover the protocol
+    (:func:`replay_audited`).
     """
-    from ppknn.simulations.leakage.audit import audit_scenario, audited
+    from ppknn.simulations.leakage.audit import audit_scenario
 
     out = {"audit_epsilon_lb": math.nan, "audit_bound": math.nan, "audit_note": ""}
-    if settings is None or name not in audited():
+    if settings is None or name not in replay_audited():
         return out
     sc = scenario.model_copy(update={"audit": scenario.audit.model_copy(
         update={"trials": int(settings["trials"]), "confidence": float(settings["confidence"])})})
@@ -555,6 +602,53 @@ def _candidates(rs: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
     return dict(out)
 
 
+def _figures(r: Mapping[str, Any], quantity: str) -> list[float]:
+    """A run's point estimate and :data:`ADVANTAGE` figures for the attack ``quantity``.
+
+    From its ``leak_details`` where the run ranked that attack, else from its own columns
+    where it named it (NaN otherwise).
+    """
+    import json
+
+    text = r.get("leak_details")
+    if isinstance(text, str) and text:
+        got = json.loads(text).get(quantity)
+        if got is not None:
+            return [_number(v) for v in got]
+    if r.get("leak_quantity") == quantity:
+        return [_number(r.get(k)) for k in ("leak_value", *ADVANTAGE)]
+    return [math.nan] * (1 + len(ADVANTAGE))
+
+
+def advantage_cell(figures: Sequence[Sequence[float]], *, rate: bool = True
+                   ) -> dict[str, Any]:
+    """A cell's baseline and advantage from its seeds' ``(baseline, advantage, low, high)``.
+
+    ``leak_advantage`` is the mean over the ``leak_advantage_seeds`` seeds with a finite
+    advantage, with the Student-t 95% interval over them; when they all agree (or one
+    seed has one) that interval has no width, and the mean of the seeds' own 95% intervals
+    stands in. ``rate``: the advantage is a difference of proportions, so the interval is
+    clipped to [-1, 1]. ``leak_baseline``: the mean baseline.
+
+    >>> got = advantage_cell([(0.1, 0.9, 0.8, 0.95), (0.1, 0.9, 0.7, 0.97)])
+    >>> got["leak_advantage"], got["leak_advantage_low"], round(got["leak_advantage_high"], 3)
+    (0.9, 0.75, 0.96)
+    """
+    rows = [f for f in figures if math.isfinite(f[1])]
+    base = [f[0] for f in figures if math.isfinite(f[0])]
+    mean, low, high = _t_interval([f[1] for f in rows])
+    if rows and not high > low:
+        lows = [f[2] for f in rows if math.isfinite(f[2])]
+        highs = [f[3] for f in rows if math.isfinite(f[3])]
+        if len(lows) == len(highs) == len(rows):
+            low, high = statistics.fmean(lows), statistics.fmean(highs)
+    if rate and rows:
+        low, high = max(-1.0, low), min(1.0, high)
+    return {"leak_baseline": statistics.fmean(base) if base else math.nan,
+            "leak_advantage": mean, "leak_advantage_low": low, "leak_advantage_high": high,
+            "leak_advantage_seeds": len(rows)}
+
+
 def leak_cell(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The attacks' leakage of one cell (its seeds' rows).
 
@@ -566,7 +660,8 @@ def leak_cell(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     seed), the promise ``leak_promise`` (the attack's bound, else the audited cell's,
     which is in the same unit) and the seeds whose bound exceeds it (``seeds_above``,
     listed in ``above_promise``); ``seeds_undecided`` have a positive bound and no
-    recorded promise (the largest: ``undecided_max``).
+    recorded promise (the largest: ``undecided_max``). The named attack's baseline and
+    advantage over it: :func:`advantage_cell`.
     """
     quantity = next((str(r["leak_quantity"]) for r in rs if r.get("leak_quantity")), "")
     values = [_number(r.get("leak_value")) for r in rs]
@@ -575,11 +670,15 @@ def leak_cell(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         means = {name: statistics.fmean(vs) for name, vs in per_seed.items()}
         quantity = min(means, key=lambda n: (-means[n], n))
         values = [_number(c.get(quantity)) for c in (_parse(r) for r in rs)]
+        if any(r.get("leak_details") for r in rs):  # the point estimates, not the ranking
+            values = [_number(_figures(r, quantity)[0]) for r in rs]
     finite = [v for v in values if math.isfinite(v)]
     out: dict[str, Any] = {
         "leak_quantity": quantity, "leak_value": statistics.fmean(finite) if finite else math.nan,
         "leak_seeds": len(finite), "leak_infinite": sum(math.isinf(v) for v in values),
-        "leak_errors": sum(bool(r.get("leak_error")) for r in rs)}
+        "leak_errors": sum(bool(r.get("leak_error")) for r in rs),
+        **advantage_cell([_figures(r, quantity)[1:] for r in rs],
+                         rate=not _is_epsilon(quantity))}
     lbs = [(r.get("seed"), _number(r.get("empirical_epsilon_lb"))) for r in rs]
     lbs = [(seed, v) for seed, v in lbs if math.isfinite(v)]
     bound, k, confidence = cell_bound([v for _, v in lbs])
@@ -711,576 +810,27 @@ def _setting(r: Mapping[str, Any]) -> str:
     return f"{r['protocol']} ({r['privacy_key']} = {r['level']:g})"
 
 
-def advice(agg: Sequence[Mapping[str, Any]], profile: str = "wan") -> dict[str, str]:
-    """One sentence per protocol, from the measured rows: when to choose it, when not."""
-    out = {}
-    for protocol in sorted({r["protocol"] for r in agg}):
-        rows = [r for r in agg if r["protocol"] == protocol and r["seeds"]]
-        cannot = sorted({r["dataset"] for r in agg
-                         if r["protocol"] == protocol and not r["seeds"]})
-        note = (f" It could not run on {', '.join(cannot)} (see the table for why)."
-                if cannot else "")
-        if not rows:
-            out[protocol] = "It could not run on any dataset of this comparison." + note
-            continue
-        strong = [r for r in rows if r["level_rank"] == 1]
-        weak = [r for r in rows if r["level_rank"] == max(x["level_rank"] for x in rows)]
-        gap_strong = statistics.fmean(r["gap_to_reference"] for r in strong)
-        gap_weak = statistics.fmean(r["gap_to_reference"] for r in weak)
-        worst = min(strong, key=lambda r: r["gap_to_reference"])
-        net = statistics.fmean(r.get(f"network_{profile}_s", math.nan) for r in rows)
-        hops = statistics.fmean(r.get("critical_hops", r["hops"]) for r in rows)
-        audited = [r for r in strong if math.isfinite(r.get("audit_epsilon_lb", math.nan))]
-        audit_text = ""
-        if audited:
-            top = max(audited, key=operator.itemgetter("audit_epsilon_lb"))
-            audit_text = (f"; the largest ε lower bound its audit measured there is "
-                          f"{top['audit_epsilon_lb']:.2g} (on {top['dataset']}; promised "
-                          f"{top['audit_bound']:.3g} per audited unit)"
-                          if top["audit_epsilon_lb"] > 0 else
-                          f"; its audit detected no ε there on any of {len(audited)} "
-                          f"datasets (promised {top['audit_bound']:.3g} per audited unit)")
-        key = rows[0]["privacy_key"]
-        leak_text = _leak_sentence(strong)
-        heavy = _heavy_leak(strong)
-        choose = ("choose it when" if gap_strong > -0.05 and heavy is None
-                  else "consider it only when")
-        accept = (f", and only if its strongest attack recovering {heavy['leak_value']:.0%} "
-                  f"of its targets at its most private setting ({heavy['leak_quantity']}, "
-                  f"on {heavy['dataset']}) is acceptable to them" if heavy else "")
-        out[protocol] = (
-            f"At its most private setting ({key} = {strong[0]['level']:g}) it is "
-            f"{abs(gap_strong) * 100:.1f} points {'below' if gap_strong < 0 else 'above'} its "
-            f"non-private reference on average (worst {worst['gap_to_reference'] * 100:+.1f} on "
-            f"{worst['dataset']}), {abs(gap_weak) * 100:.1f} points "
-            f"{'below' if gap_weak < 0 else 'above'} at {key} = {weak[0]['level']:g}"
-            f"{leak_text}{audit_text}"
-            f"; it pays {hops:.0f} sequential hops on the critical path ({net:.2f} s predicted "
-            f"on the {profile.upper()} profile per batch by the transcript replay): {choose} "
-            "its guarantee "
-            f"({registry.get(protocol).guarantee}) is the one your parties need" + accept
-            + ("" if hops < 10 else ", and not when parties sit far apart on a slow network")
-            + "." + note)
-    return out
+REPORT = ("HEAVY_LEAK", "advice", "fmt_num", "load_rows", "render_saved", "write_report")
+"""Names of :mod:`ppknn.simulations.compare_report`, reachable from this module too."""
 
 
-HEAVY_LEAK = 0.9
-"""A success rate (or advantage) at least this large at a protocol's most private setting:
-nearly every target of the attack recovered. Its advice then says "consider it only
-when" and names the leak, whatever the accuracy."""
+def __getattr__(name: str) -> Any:
+    """The report's names (:data:`REPORT`), imported on first use.
 
-
-def _heavy_leak(strong: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    """The cell with the largest non-ε leakage at the most private setting, if heavy."""
-    rated = [r for r in strong if r.get("leak_quantity") and not _is_epsilon(r["leak_quantity"])
-             and math.isfinite(_number(r.get("leak_value")))]
-    if not rated:
-        return None
-    top = max(rated, key=lambda r: float(r["leak_value"]))
-    return top if float(top["leak_value"]) >= HEAVY_LEAK else None
-
-
-def _leak_sentence(strong: Sequence[Mapping[str, Any]]) -> str:
-    """What the attacks measured at a protocol's most private setting, for its advice."""
-    measured = [r for r in strong if r.get("leak_quantity") and math.isfinite(r["leak_value"])]
-    bounded = [r for r in strong if r.get("epsilon_lb_seeds")]
-    text = ""
-    if measured:
-        top = max(measured, key=operator.itemgetter("leak_value"))
-        over = (f"{top['leak_seeds']} of {top['seeds']} seeds with a finite value"
-                if top["leak_seeds"] < top["seeds"] else f"{top['seeds']} seeds")
-        if not _is_epsilon(top["leak_quantity"]):
-            return (f"; the strongest leakage its attacks measured there is "
-                    f"{top['leak_value']:.3g} ({top['leak_quantity']}, mean over {over}, on "
-                    f"{top['dataset']})")
-        text = (f"; the largest mean ε point estimate of its attacks there is "
-                f"{top['leak_value']:.3g} ({top['leak_quantity']}, on {top['dataset']}, over "
-                f"{over}; a point estimate, not a bound)")
-    if not bounded:
-        return text
-    cell = max(bounded, key=operator.itemgetter("empirical_epsilon_lb"))
-    seed = max(bounded, key=operator.itemgetter("epsilon_lb_max"))
-    tests = sum(r["epsilon_lb_seeds"] - r["seeds_undecided"] for r in bounded)
-    above = sum(r["seeds_above"] for r in bounded)
-    text += ("; as a lower bound, " + (
-        f"every cell's ε lower bound there is {cell['empirical_epsilon_lb']:.3g}"
-        if all(r["empirical_epsilon_lb"] == cell["empirical_epsilon_lb"] for r in bounded)
-        else f"the largest cell ε lower bound there is {cell['empirical_epsilon_lb']:.3g} "
-             f"(on {cell['dataset']})")
-        + f", the largest single-seed 95% bound {seed['epsilon_lb_max']:.3g} "
-          f"({seed['dataset']}, seed {seed['epsilon_lb_max_seed']})")
-    if tests:
-        text += (f", and {above} of {tests} per-seed bounds there exceed their promise "
-                 f"({PER_SEED_ALPHA * tests:.1f} expected by chance if every promise held)")
-    return text
-
-
-# --------------------------------------------------------------------------- report
-def write_report(spec: Comparison, rows: Sequence[Mapping[str, Any]], folder: Path, *,
-                 command: str, seconds: float | None = None, quick: bool = False,
-                 parallel: str | None = None, saved: bool = False) -> Path:
-    """Write the comparison's tables, figures and report into ``folder``.
-
-    ``compare.csv``/``.parquet`` (every run), ``compare-run.json`` (how the run was
-    made: command, seconds, runtime, spec), ``compare-aggregate.csv``, four figures (each
-    with its data as CSV) and ``compare.md``; returns the report's path. ``parallel``:
-    how the cells ran when it overrode the spec's ``[compare].parallel`` (the command
-    then gets the ``--runtime`` option that does so). ``saved``: the rows are the ones
-    saved in ``folder`` (:func:`render_saved`); they are not written again.
+    (The report module imports this one, so this one cannot import it at load time.)
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    if name in REPORT:
+        from ppknn.simulations import compare_report
 
-    from ppknn.simulations.reporting import (
-        Figure,
-        Report,
-        Run,
-        Section,
-        Series,
-        Table,
-        fmt,
-        interval,
-        jsonio,
-        plot,
-        write,
-        write_rows,
-    )
-    from ppknn.simulations.reporting.csvio import columns_of
-    from ppknn.simulations.reporting.markdown import table_lines
-
-    folder.mkdir(parents=True, exist_ok=True)
-    mode = parallel or spec.compare.parallel
-    if mode != spec.compare.parallel and "--runtime" not in command:
-        command += " --runtime " + ("ray" if mode == "ray" else "inprocess")
-    if not saved:
-        write_rows(folder / "compare.csv", rows)
-        names = columns_of(rows)  # every row's keys (a column some rows lack is null there)
-        pq.write_table(pa.Table.from_pylist([{k: r.get(k) for k in names} for r in rows]),
-                       folder / "compare.parquet")
-    (folder / "compare-run.json").write_text(jsonio.dumps(  # strict: NaN/inf as null
-        {"command": command, "seconds": seconds, "quick": quick, "parallel": mode,
-         "spec": spec.model_dump(mode="json")}) + "\n")
-    agg = aggregate(rows)
-    profiles = list(spec.profiles())
-    columns = tuple(dict.fromkeys(k for r in agg for k in r))
-    table = Table(name="compare-aggregate", columns=columns)
-    for r in agg:
-        table.add(**{c: r.get(c, math.nan) for c in columns})
-    write_rows(folder / "compare-aggregate.csv", table.rows)
-    run_name = spec.compare.name
-    protocols = sorted({r["protocol"] for r in agg})
-    def accuracy_against(name: str, title: str, xlabel: str, x: str, **kw: Any) -> Figure:
-        """One accuracy figure (a line per protocol, a panel per dataset)."""
-        return Figure(name=name, title=title, xlabel=xlabel, x=x, panel_by="dataset",
-                      ylabel="accuracy (mean, 95% CI over seeds)", ylim=(0.0, 1.05), **kw,
-                      series=tuple(Series(label=p, y="accuracy", low="accuracy_low",
-                                          high="accuracy_high", where={"protocol": p})
-                                   for p in protocols))
-
-    figures = (
-        accuracy_against("utility_vs_privacy_level", "Accuracy at each privacy level",
-                         "privacy level (ordinal: 1 = most private)", "level_rank",
-                         categorical=True),
-        accuracy_against("utility_vs_leakage", "Accuracy against the measured leakage",
-                         "attacks' leakage (mean point estimate)", "leak_value"),
-        accuracy_against("utility_vs_cost", "Accuracy against predicted WAN time",
-                         "predicted WAN time per batch (s, transcript replay)",
-                         "network_wan_s", logx=True),
-        accuracy_against("utility_vs_empirical_epsilon",
-                         "Accuracy against the measured empirical ε (attacks and audit)",
-                         "empirical ε lower bound (largest measured)", "empirical_epsilon"),
-    )
-    drawn = [r for r in table.rows if r["seeds"]]  # cells that ran
-    kept = []
-    for f in figures:  # a cell without a value on the figure's axis is left out of it
-        ordered = sorted((r for r in drawn if isinstance(r.get(f.x), (int, float))
-                          and math.isfinite(r[f.x])), key=operator.itemgetter("protocol", f.x))
-        if ordered:  # (a figure with nothing to draw is left out of the report)
-            drawn_table = Table(name=f.name, columns=columns, rows=ordered)
-            plot(f, drawn_table, folder=folder, run=run_name)
-            drawn_table.write_csv(folder / f.csv)  # the figure's data, as the report says
-            kept.append(f)
-    figures = tuple(kept)
-    head = ("dataset", "protocol", "privacy", "accuracy [95% CI]", "macro-F1", "reference",
-            "Gaussian NB", "ε spent", "attacks' leakage: mean point estimate (quantity)",
-            "attacks' ε lower bound: cell / largest seed", "audit ε", "messages", "hops",
-            "critical path", *(f"{p} s" for p in profiles), "Ray / in-process [95% CI]")
-    body = [(r["dataset"], r["protocol"], f"{r['privacy_key']} = {r['level']:g}",
-             f"{fmt(r['accuracy'])} {interval(r['accuracy_low'], r['accuracy_high'])}",
-             fmt(r["macro_f1"]), f"{r['reference']}: {fmt(r['reference_accuracy'])}",
-             fmt(r["gaussian_nb_accuracy"]), fmt(r["epsilon_spent"]),
-             _leak_text(r), _bound_text(r),
-             fmt(r["audit_epsilon_lb"]) if r["audit_seeds"] else "—",
-             fmt(r["messages"]), fmt(r["hops"]), fmt(r["critical_hops"]),
-             *(fmt(r[f"network_{p}_s"]) for p in profiles),
-             (f"{fmt(r['ray_over_inprocess'])} {interval(r['ray_low'], r['ray_high'])}"
-              if r["ray_cells"] else "—")) if r["seeds"] else
-            (r["dataset"], r["protocol"], f"{r['privacy_key']} = {r['level']:g}",
-             f"cannot run: {r['cannot_run']}", *("—",) * (12 + len(profiles)))
-            for r in agg]
-    ranks = ranking(agg)
-    rank_head = tuple(ranks[0]) if ranks else ()
-    runtime_lines = _runtime_table(spec, rows, table_lines)
-    audit_lines = _audit_table(spec, agg, table_lines)
-    promise_lines = _promise_section(agg, table_lines, recorded=any("leak_bound" in r
-                                                                    for r in rows))
-    advice_lines = [f"- **{p}**: {text}" for p, text in advice(agg).items()]
-    units = [f"- **{e.name}**: `{e.privacy_key}` ∈ {e.levels} — {registry.get(e.name).guarantee}"
-             for e in spec.protocol]
-    nets = [f"- **{k}**: {v.latency_ms:g} ms per link, {v.bandwidth_mbps:g} Mbit/s"
-            for k, v in spec.profiles().items()]
-    report = Report(
-        title=f"Comparison: {run_name}",
-        run=Run(command=command, quick=quick, seconds=seconds,
-                runtime="ray" if mode == "ray" else "inprocess"),
-        intro=(f"{len(rows)} runs: {len(spec.compare.datasets)} datasets × "
-               f"{len(spec.protocol)} protocols × their privacy levels × "
-               f"{len(spec.compare.seeds)} seeds, "
-               + ("fanned out over Ray tasks (each cell's parties in-process in its task)"
-                  if mode == "ray" else "run one by one in one process")
-               + (f"; the {sum(1 for r in rows if 'ray_over_inprocess' in r)} cells of "
-                  "`[compare.runtime_compare]` also ran with their parties on Ray"
-                  if any("ray_over_inprocess" in r for r in rows) else "")
-               + ". Intervals are Student-t 95% over seeds."
-               + (" This file was rendered from that run's saved rows (`compare.parquet`, "
-                  "with `compare.csv`'s columns) by `python -m ppknn.simulations.compare "
-                  f"{folder.as_posix()}`; the numbers are the run's." if saved else ""),),
-        settings={"datasets": ", ".join(spec.compare.datasets),
-                  "seeds": ", ".join(map(str, spec.compare.seeds)),
-                  "base scenario": spec.base or "defaults"},
-        sections=(
-            Section(heading="How the axes are made comparable", text=(
-                "**Utility**: accuracy and macro-F1 on the same split as the non-private "
-                "reference each protocol declares (scikit-learn kNN or radius-kNN for the "
-                "neighbour protocols, Gaussian NB for the NB models) and scikit-learn's "
-                "Gaussian NB. An unanswered query counts as wrong.",
-                "**Privacy**: each protocol's guarantee is in its own unit (below), so the levels "
-                "are not comparable across protocols; the measured axis is the strongest leakage "
-                "the run's default attacks found on its own transcript (`ppknn leakage`), named "
-                "per cell. **Which attack**: " + LEAK_RULE + " "
-                "Where an attack tests a distinguishing event (DP NB's membership inference, "
-                "DP-TT's side inference) each seed gives an empirical ε **point estimate** and a "
-                "one-sided 95% **lower bound**; otherwise the quantity is the attack's success "
-                "rate (a disclosure probability, a reconstruction or label inference rate). "
-                "*attacks' leakage* is the mean of the seeds' finite point estimates, with the "
-                "quantity's name as the attack gives it: for an ε it is an estimate, not a bound, "
-                "and can exceed the promised ε by chance. *attacks' ε lower bound* gives the "
-                "cell's lower bound from its seeds' bounds and the largest single seed's (next "
-                "section). A seed without a finite point estimate is left out of the mean, one "
-                "without a finite bound out of the cell's bound, and each is counted (*n/a*). "
-                "Attacks on a single run bound leakage from below, they guarantee nothing; the "
-                "audit mode measures ε on neighbouring inputs.",
-                *units,
-                "**Cost**: messages and bytes from the transcript; hops on the critical path "
-                "as the driver reports them; in-process protocol time (and, for the cells "
-                "of `[compare.runtime_compare]`, the same cell's protocol time with its "
-                "parties on Ray, measured in the same run); and the time predicted on a "
-                "network by **replaying the transcript**: every message carries the "
-                "messages its sender had received before sending it (and its sender's "
-                "previous send), so a message leaves when those have arrived, a directed "
-                "link carries one message at a time (bytes × 8 / bandwidth) and delivers "
-                "it one latency later; the run takes until its last arrival. *critical "
-                "path* counts the sequential hops (latencies) on the chain that sets that "
-                "time: a ring pays one per owner per round, a central owner one round "
-                "trip, independent exchanges overlap. Computation time is not modelled, "
-                "nor a party's links sharing one network interface.",
-                *nets)),
-            Section(heading="Results", figures=figures, text=(
-                "\n".join(table_lines(head, body)),)),
-            *((Section(heading="The attacks' ε lower bounds against the promise",
-                       text=tuple(promise_lines)),) if promise_lines else ()),
-            Section(heading="Ranking", text=(
-                "\n".join(table_lines(rank_head, ([fmt(v) if isinstance(v, float) else v
-                                                   for v in r.values()] for r in ranks))),
-                "Second column: among the settings whose measured empirical ε (the largest "
-                "lower bound measured on the cell: the attacks' cell bound, or the "
-                "audit's) is at most 1, the most accurate; accuracy with its 95% interval "
-                "over seeds; *tied_with* lists the settings whose interval overlaps the "
-                "winner's. An empirical ε is a lower bound: a setting enters because no "
-                "measurement found more than ε = 1, not because it guarantees it. Settings "
-                "without an empirical ε measurement (the ring's and the PCA release's "
-                "attacks report success rates, not ε) do not enter it, nor those whose "
-                "attacks left a seed without an ε bound (n/a: its most leaking seeds may "
-                "be the missing ones).")),
-            *((Section(heading="Audit: empirical ε at the same settings",
-                       text=tuple(audit_lines)),) if audit_lines else ()),
-            *((Section(heading="Wall time in-process and on Ray", text=tuple(runtime_lines)),)
-              if runtime_lines else ()),
-            Section(heading="When to choose which", text=tuple(advice_lines)),
-        ),
-    )
-    return write(report, folder / "compare.md")
-
-
-def _leak_text(r: Mapping[str, Any]) -> str:
-    """The attacks' leakage cell of the results table: mean point estimate, quantity, n/a."""
-    from ppknn.simulations.reporting.formatting import fmt
-
-    n, errors = r["seeds"], r.get("leak_errors", 0)
-    if not r.get("leak_quantity"):
-        return (f"n/a (the leakage scorer failed on {errors} of {n} seeds: `leak_error` in "
-                "compare.csv)" if errors else "—")
-    value = fmt(r["leak_value"]) if math.isfinite(r["leak_value"]) else "n/a"
-    missing = n - r["leak_seeds"]
-    na = ""
-    if missing:
-        na = f" [{missing} of {n} seeds n/a" + (
-            "" if not errors else ": the scorer failed]" if errors == missing
-            else f", {errors} of them: the scorer failed") + ("]" if errors != missing else "")
-    return f"{value}{na} ({r['leak_quantity']})"
-
-
-def _bound_text(r: Mapping[str, Any]) -> str:
-    """The attacks' ε lower bound cell: the cell's bound / the largest seed's, seeds above."""
-    from ppknn.simulations.reporting.formatting import fmt
-
-    if not _is_epsilon(r.get("leak_quantity", "")):
-        return "—"
-    m, n = r["epsilon_lb_seeds"], r["seeds"]
-    if not m:
-        return f"n/a (none of {n} seeds recorded a bound)"
-    text = f"{fmt(r['empirical_epsilon_lb'])} / {fmt(r['epsilon_lb_max'])}"
-    if r["seeds_above"]:
-        text += f" (**{r['seeds_above']} of {m} seeds above ε = {r['leak_promise']:.3g}**)"
-    return text + (f" [{n - m} of {n} seeds n/a]" if m < n else "")
-
-
-def _promise_section(agg: Sequence[Mapping[str, Any]], table_lines: Callable[..., list[str]],
-                     *, recorded: bool) -> list[str]:
-    """The attacks' per-seed ε lower bounds against each cell's promise, tested as a family."""
-    from scipy import stats
-
-    from ppknn.simulations.reporting.formatting import fmt
-
-    cells = [r for r in agg if r.get("seeds") and _is_epsilon(r.get("leak_quantity", ""))]
-    if not cells:
-        return []
-    alpha = PER_SEED_ALPHA
-    most = max(r["epsilon_lb_seeds"] for r in cells)
-    _, k, conf = cell_bound([0.0] * most, alpha)
-    intro = (
-        f"Each seed's attack gives a one-sided lower bound on ε (Clopper-Pearson on the "
-        f"test's hit rates: 95% for DP NB's membership test, 97.5% for DP-TT's side "
-        f"inference), so each exceeds the true ε with probability at most {alpha:.0%}. A "
-        f"cell's lower bound is the k-th largest of its m per-seed bounds, k the smallest "
-        f"count with P(Binomial(m, {alpha:g}) ≥ k) ≤ {alpha:g} (k = {k} for m = {most}): "
-        f"the true ε can lie below it only if at least k independent seeds' bounds exceeded "
-        f"it, so it is itself a lower bound at {1 - alpha:.0%} or more ({conf:.1%} for m = "
-        f"{most}). The largest single seed's bound is shown beside it but is no such bound: "
-        f"of {most} seeds' {1 - alpha:.0%} bounds the largest exceeds the truth with "
-        f"probability up to {1 - (1 - alpha) ** most:.0%}.")
-    na = ("A seed is n/a when its attack recorded no finite bound; it is left out of the "
-          "cell's bound and counted, and a cell with n/a seeds stays out of the ranking at "
-          "empirical ε ≤ 1." + (
-          " A seed whose point estimate is infinite (one arm of the test never fired) keeps "
-          "its finite bound but is left out of the mean point estimate, which then "
-          "understates the cell's leakage." if recorded else
-          " In this file a seed whose point estimate is infinite (one arm of the test never "
-          "fired: no member rejected by the membership test, or the server right on every "
-          "decision) was recorded without its bound, so the n/a seeds are the ones where "
-          "the attack did best: a cell with n/a seeds understates its leakage, in its mean "
-          "point estimate and in its bound."))
-    promise = ("A cell's promise is the ε its attack is compared with (per released model "
-               "for DP NB, per decision for DP-TT), as the attack records it" if recorded else
-               "This file records no promise with the attacks, so a cell's promise is its "
-               "audit's, which is in the same unit (ε per released model for DP NB, per "
-               "decision for DP-TT); a cell without an audit has none: a positive bound "
-               "there is *undecided*, a zero bound exceeds no promise")
-    tests_all = above_all = 0
-    body = []
-    for protocol, rank in sorted({(r["protocol"], r["level_rank"]) for r in cells}):
-        rs = [r for r in cells if (r["protocol"], r["level_rank"]) == (protocol, rank)]
-        bounds = sum(r["epsilon_lb_seeds"] for r in rs)
-        undecided = sum(r["seeds_undecided"] for r in rs)
-        tests, above = bounds - undecided, sum(r["seeds_above"] for r in rs)
-        tests_all, above_all = tests_all + tests, above_all + above
-        promises = sorted({r["leak_promise"] for r in rs if math.isfinite(r["leak_promise"])})
-        shown = ("not recorded" if not promises else f"{promises[0]:.3g}" if len(promises) == 1
-                 else f"{promises[0]:.3g} to {promises[-1]:.3g}")
-        tail = float(stats.binom.sf(above - 1, tests, alpha)) if above else 1.0
-        top = max((r["undecided_max"] for r in rs if math.isfinite(r["undecided_max"])),
-                  default=math.nan)
-        body.append((protocol, f"{rs[0]['privacy_key']} = {rs[0]['level']:g}", str(len(rs)),
-                     str(bounds), str(sum(r["seeds"] - r["epsilon_lb_seeds"] for r in rs)),
-                     shown, f"{undecided} (largest {top:.3g})" if undecided else "0",
-                     str(tests), str(above), f"{alpha * tests:.1f}",
-                     f"{tail:.2g}" if tests else "—"))
-    family = (
-        f"Comparing every per-seed bound with its promise makes many tests: if every promise "
-        f"held, each would exceed it with probability at most {alpha:.0%}, independently, so "
-        f"about {alpha:.0%} of them are expected above it by chance. The table counts them "
-        f"per setting, with that expectation and the probability of at least the observed "
-        f"count if every promise held (binomial tail; a small value points at a broken "
-        f"promise). In all, {above_all} of {tests_all} per-seed bounds exceed their promise, "
-        f"against {alpha * tests_all:.1f} expected by chance.")
-    lines = [intro, na + " " + promise + ".", family, "\n".join(table_lines(
-        ("protocol", "setting", "cells", "per-seed bounds", "n/a seeds", "promised ε",
-         "undecided: > 0, no promise", "bounds compared", "above the promise",
-         f"expected by chance ({alpha:.0%})", "P(at least this many | promises hold)"),
-        body))]
-    flagged = [r for r in cells if r["seeds_above"]]
-    if flagged:
-        lines.append("The cells with a seed's bound above the promise (each a single "
-                     f"{1 - alpha:.0%} bound among the family above; the cell's own bound "
-                     "is what the cell supports):")
-        lines.append("\n".join(table_lines(
-            ("dataset", "protocol", "setting", "promised ε", "seeds above (their bounds)",
-             "seeds with a bound", "median seed bound", "cell's ε lower bound"),
-            ((r["dataset"], r["protocol"], f"{r['privacy_key']} = {r['level']:g}",
-              f"{r['leak_promise']:.3g}", r["above_promise"], str(r["epsilon_lb_seeds"]),
-              fmt(r["epsilon_lb_median"]),
-              f"{fmt(r['empirical_epsilon_lb'])} ({_ordinal(r['epsilon_lb_rank'])} largest "
-              f"of {r['epsilon_lb_seeds']}, {r['epsilon_lb_confidence']:.1%})")
-             for r in flagged))))
-    return lines
-
-
-def _runtime_table(spec: Comparison, rows: Sequence[Mapping[str, Any]],
-                   table_lines: Callable[..., list[str]]) -> list[str]:
-    """Per protocol: the Ray / in-process ratio of protocol wall time over the compared cells."""
-    rc = spec.compare.runtime_compare
-    measured = [r for r in rows if "ray_over_inprocess" in r
-                and math.isfinite(r["ray_over_inprocess"])]
-    if rc is None or not measured:
-        return []
-    body = []
-    for protocol in sorted({r["protocol"] for r in measured}):
-        rs = [r for r in measured if r["protocol"] == protocol]
-        ratio, lo, hi = _t_interval([r["ray_over_inprocess"] for r in rs])
-        local = statistics.fmean(r["protocol_s"] for r in rs)
-        remote = statistics.fmean(r["ray_protocol_s"] for r in rs)
-        start = statistics.fmean(r["ray_startup_s"] for r in rs)
-        same = sum(bool(r["ray_same_row"]) for r in rs)
-        body.append((protocol, str(len(rs)), f"{local:.4f}", f"{remote:.4f}",
-                     f"{ratio:.2f} [{lo:.2f}, {hi:.2f}]", f"{start:.2f}",
-                     f"{same} of {len(rs)}"))
-    where = (f"seeds {rc.seeds}; datasets "
-             f"{', '.join(rc.datasets) if rc.datasets else 'all'}; protocols "
-             f"{', '.join(rc.protocols) if rc.protocols else 'all'}; layout {rc.layout}")
-    return [
-        f"Each of these cells ({where}) ran twice in this run: in-process, then with its "
-        "parties as Ray actors on this machine. The ratio is the protocol's wall time on "
-        "Ray over in-process in the same cell (95% t interval over the cells); actor "
-        "start-up is not in the protocol time and is shown apart. Small runs are dominated "
-        "by per-call overheads, so the ratio says what Ray costs at this size, not at "
-        "scale; the machine was shared, so times carry its load.",
-        "\n".join(table_lines(("protocol", "cells", "in-process s (mean)", "Ray s (mean)",
-                               "Ray / in-process [95% CI]", "Ray start-up s",
-                               "same row on Ray"), body))]
-
-
-def _audit_table(spec: Comparison, agg: Sequence[Mapping[str, Any]],
-                 table_lines: Callable[..., list[str]]) -> list[str]:
-    """The audited cells: the promise, the attacks' and the audit's ε lower bounds."""
-    au = spec.compare.audit
-    rows = [r for r in agg if r.get("audit_seeds")]
-    if au is None or not rows:
-        return []
-    from ppknn.simulations.leakage.audit import audited
-
-    covered = set(audited())
-    skipped = sorted({e.name for e in spec.protocol} - covered)
-    body = [(r["dataset"], r["protocol"], f"{r['privacy_key']} = {r['level']:g}",
-             fmt_num(r["audit_bound"]), fmt_num(r["empirical_epsilon_lb"]),
-             fmt_num(r["audit_epsilon_lb"]), str(r["audit_seeds"]),
-             "yes" if r["audit_epsilon_lb"] <= r["audit_bound"] + 1e-9 else "**no**")
-            for r in rows]
-    where = (f"seeds {au.seeds}; datasets {', '.join(au.datasets) if au.datasets else 'all'}"
-             f"; {au.trials} reruns per neighbouring input; {au.confidence:.0%} one-sided "
-             "Clopper-Pearson")
-    return [
-        f"The audit mode (`ppknn audit`) reruns a cell's release on the original input and "
-        f"on a neighbour (one training row removed, or the query reflected for DP-TT) and "
-        f"lower-bounds the ε it spends ({where}). It covers the protocols that promise ε "
-        f"({', '.join(sorted(covered & {e.name for e in spec.protocol}))}); "
-        + (f"{', '.join(skipped)} promise no ε (a disclosure probability, an "
-           "amplification) and are measured by their attacks only. " if skipped else "")
-        + "The promise column is the ε the audited unit is charged (per request, per "
-        "model, per decision); a lower bound above it would be a broken promise. An audit "
-        "is a lower bound with limited power: with n test draws per input (95% "
-        "Clopper-Pearson) it cannot certify more than about ln(n / 3) (2.8 at the 50 test "
-        "draws per input of 100 reruns, as for DP-TT and DP NB here; DP owner audits draw "
-        "25 releases per rerun), so a large promise is never shown to be "
-        "exceeded, and 0 means that no ε was detected, not that none is spent.",
-        "\n".join(table_lines(("dataset", "protocol", "setting", "promised ε (audited unit)",
-                               "attacks' ε lower bound (cell)", "audit ε lower bound",
-                               "audited seeds", "within the promise"), body))]
-
-
-def fmt_num(v: Any) -> str:
-    """A number for a table (— when missing)."""
-    return f"{v:.3g}" if isinstance(v, (int, float)) and math.isfinite(v) else "—"
-
-
-def load_rows(folder: Path) -> list[dict[str, Any]]:
-    """The per-run rows a comparison saved in ``folder``, as :func:`run_comparison` gave them.
-
-    From ``compare.parquet`` (full precision; a null is a key the row did not have), with
-    any column only ``compare.csv`` holds added from it (its floats have six digits).
-    """
-    import pyarrow.parquet as pq
-
-    from ppknn.simulations.reporting.csvio import read_rows
-
-    folder = Path(folder)
-    if not (folder / "compare.parquet").is_file():
-        raise ConfigError(f"{str(folder)!r} holds no compare.parquet: give the folder of a "
-                          "comparison run")
-    rows = [{k: v for k, v in r.items() if v is not None}
-            for r in pq.read_table(folder / "compare.parquet").to_pylist()]
-    if (folder / "compare.csv").is_file():
-        more = read_rows(folder / "compare.csv")
-        if [r.get("run_id") for r in more] != [r.get("run_id") for r in rows]:
-            raise DataError(f"{folder}: compare.csv and compare.parquet hold different runs")
-        for row, extra in zip(rows, more, strict=True):
-            row.update({k: v for k, v in extra.items() if k not in row and v is not None})
-    return rows
-
-
-def render_saved(folder: Path, spec: str | os.PathLike[str] | Mapping[str, Any] | None = None,
-                 *, command: str | None = None, seconds: float | None = None,
-                 parallel: str | None = None) -> Path:
-    """Write ``folder``'s report again from the rows its run saved (nothing is re-run).
-
-    The run's facts (command, seconds, runtime, spec) come from ``compare-run.json``;
-    arguments given here stand in for a fact the folder does not record (they are
-    recorded there with the report).
-    """
-    import json
-
-    folder = Path(folder)
-    facts_file = folder / "compare-run.json"
-    facts = json.loads(facts_file.read_text()) if facts_file.is_file() else {}
-    source = spec if spec is not None else facts.get("spec")
-    if source is None:
-        raise ConfigError(f"{str(folder)!r} records no spec (no compare-run.json): give it")
-    if command is None and "command" not in facts:
-        raise ConfigError(f"{str(folder)!r} records no command (no compare-run.json): give it")
-    return write_report(load_comparison(source), load_rows(folder), folder,
-                        command=command if command is not None else facts["command"],
-                        seconds=seconds if seconds is not None else facts.get("seconds"),
-                        quick=bool(facts.get("quick", False)),
-                        parallel=parallel or facts.get("parallel"), saved=True)
+        return getattr(compare_report, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: Sequence[str] | None = None) -> Path:
     """``python -m ppknn.simulations.compare FOLDER``: :func:`render_saved` from the shell."""
-    import argparse
+    from ppknn.simulations.compare_report import main as report_main
 
-    parser = argparse.ArgumentParser(
-        prog="python -m ppknn.simulations.compare",
-        description="Write a comparison folder's report again from its saved rows.")
-    parser.add_argument("folder", type=Path)
-    parser.add_argument("--spec", help="the comparison spec TOML, when the folder has no "
-                        "compare-run.json")
-    parser.add_argument("--command", help="the command that made the run")
-    parser.add_argument("--seconds", type=float, help="the run's wall time")
-    parser.add_argument("--runtime", choices=("inprocess", "ray"),
-                        help="how the cells ran, when the command's --runtime overrode the spec")
-    args = parser.parse_args(argv)
-    parallel = {"inprocess": "sequential", "ray": "ray", None: None}[args.runtime]
-    return render_saved(args.folder, args.spec, command=args.command, seconds=args.seconds,
-                        parallel=parallel)
+    return report_main(argv)
 
 
 QUICK_SPEC: dict[str, Any] = {
@@ -1328,10 +878,11 @@ def quick_spec() -> dict[str, Any]:
 
 
 
-__all__ = ["PER_SEED_ALPHA", "PROFILES", "Comparison", "NetworkProfile", "QUICK_SPEC",
-           "advice", "aggregate", "cell_bound", "leak_cell", "load_comparison", "load_rows",
-           "main", "predict_network", "quick_spec", "ranking", "render_saved", "run_cell",
-           "run_comparison", "write_report"]
+__all__ = ["ADVANTAGE", "PER_SEED_ALPHA", "PROFILES", "Comparison", "NetworkProfile",
+           "QUICK_SPEC", "advantage_cell", "aggregate", "cell_bound", "leak_cell",
+           "load_comparison", "main", "predict_network", "quick_spec", "ranking",
+           "replay_audited", "run_cell", "run_comparison"]
+# (and the report's names, :data:`REPORT`, through the module's ``__getattr__``)
 
 
 if __name__ == "__main__":  # pragma: no cover

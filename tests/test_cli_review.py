@@ -101,7 +101,7 @@ levels = [1.0]
     flat = " ".join(result.output.split())
     assert "1 cell of [compare.runtime_compare] is not rerun on Ray" in flat
     assert "starting Ray" not in result.output and ray_is_running() == before
-    assert (tmp_path / "out" / "compare.csv").is_file()
+    assert (tmp_path / "out" / "compare.parquet").is_file()
     shown = " ".join(invoke("show", tmp_path / "out").output.split())
     assert "sklearn:iris" in shown and "epsilon = 1" in shown
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 import warnings
 
 import numpy as np
@@ -165,11 +166,21 @@ def test_quick_cli_writes_the_report_and_refuses_to_overwrite(tmp_path):
         assert f"**{protocol}**" in text
     assert "When to choose which" in text and "[" in text  # intervals
     assert "## Audit: empirical ε at the same settings" in text  # the quick spec audits
-    for f in ("compare.csv", "compare.parquet", "compare-aggregate.csv",
-              "utility_vs_privacy_level.png", "utility_vs_leakage.png", "utility_vs_cost.png",
-              "utility_vs_empirical_epsilon.png", "utility_vs_empirical_epsilon.csv",
-              "utility_vs_cost.csv"):
-        assert (out / f).stat().st_size > 0
+    written = {"compare.parquet", "compare-aggregate.csv", "compare-run.json", "compare.md",
+               "utility_vs_privacy_level.png", "utility_vs_leakage.png", "utility_vs_cost.png",
+               "utility_vs_empirical_epsilon.png"}
+    # the per-run table once (no compare.csv), no figure CSV (the aggregate is their data)
+    assert {f.name for f in out.iterdir() if not f.name.startswith(".")} == written
+    assert all((out / f).stat().st_size > 0 for f in written)
+    assert "## Each protocol's strongest leak, by advantage over baseline" in text
+    assert "(data: `compare-aggregate.csv`)" in text
+    assert "| its baseline (no transcript) | its advantage over baseline [95% CI] |" in text
+    from PIL import Image
+
+    for f in written - {"compare.parquet", "compare-aggregate.csv", "compare-run.json",
+                        "compare.md"}:
+        with Image.open(out / f) as image:  # a palette PNG, at a readable size
+            assert image.mode == "P" and image.size[0] >= 600
     before = (out / "compare.md").read_text()
     again = runner.invoke(app, ["compare", "--quick", "--runtime", "inprocess",
                                 "--output", str(out)])
@@ -531,10 +542,114 @@ def test_the_report_renders_again_from_the_saved_rows(tmp_path):
     import pyarrow.parquet as pq
 
     assert "leak_error" in pq.read_table(out / "compare.parquet").column_names
-    csv_before = (out / "compare.csv").read_bytes()
+    saved_before = (out / "compare.parquet").read_bytes()
     again = render_saved(out).read_text()
-    assert (out / "compare.csv").read_bytes() == csv_before
+    assert (out / "compare.parquet").read_bytes() == saved_before
+    assert not (out / "compare.csv").exists()
     assert " This file was rendered from that run's saved rows" in again
     head, _, rest = again.partition(" This file was rendered")
     assert first.startswith(head) and rest.split("the numbers are the run's.", 1)[1] == \
         first.split("Intervals are Student-t 95% over seeds.", 1)[1]
+
+
+def test_a_runs_strongest_leak_carries_its_baseline_and_advantage_interval():
+    import json
+
+    from ppknn.simulations.compare import _strongest_leak
+
+    rows = [_leak("ppknn-ring", "secure-sum-neighbours", "vote vector recovered exactly", 1.0,
+                  baseline=0.14, advantage=0.86, advantage_low=0.72, advantage_high=0.93),
+            _leak("ppknn-ring", "informed-successor", "disclosure probability (informed)", 0.48,
+                  baseline=0.41, advantage=0.07, advantage_low=0.02, advantage_high=0.12)]
+    got = _strongest_leak(rows)
+    assert got["leak_quantity"] == "secure-sum-neighbours: vote vector recovered exactly"
+    assert (got["leak_baseline"], got["leak_advantage"], got["leak_advantage_low"],
+            got["leak_advantage_high"]) == (0.14, 0.86, 0.72, 0.93)
+    details = json.loads(got["leak_details"])
+    assert details["informed-successor: disclosure probability (informed)"] == \
+        [0.48, 0.41, 0.07, 0.02, 0.12]
+
+
+def test_a_cells_advantage_interval_is_over_seeds_or_the_seeds_own_when_they_agree():
+    from ppknn.simulations.compare import advantage_cell
+
+    seeds = [(0.1, 0.5, 0.4, 0.6), (0.2, 0.7, 0.6, 0.8), (0.3, 0.9, 0.8, 1.0)]
+    half = 4.302652729911275 * 0.2 / math.sqrt(3)  # t(0.975, 2) × sd / √n
+    got = advantage_cell(seeds)
+    assert got["leak_advantage"] == pytest.approx(0.7)
+    assert got["leak_advantage_low"] == pytest.approx(0.7 - half)
+    assert got["leak_advantage_high"] == 1.0  # a difference of rates: clipped to [-1, 1]
+    assert got["leak_baseline"] == pytest.approx(0.2) and got["leak_advantage_seeds"] == 3
+    assert advantage_cell(seeds, rate=False)["leak_advantage_high"] == pytest.approx(0.7 + half)
+    # every seed with a figure gives 0: no spread, so their own intervals stand in
+    same = advantage_cell([(0.0, 0.0, -0.1, 0.1), (0.0, 0.0, -0.2, 0.2), (math.nan,) * 4])
+    assert same["leak_advantage"] == 0.0 and same["leak_advantage_seeds"] == 2
+    assert (same["leak_advantage_low"], same["leak_advantage_high"]) == \
+        (pytest.approx(-0.15), pytest.approx(0.15))
+
+
+def test_a_cell_reports_the_named_attacks_point_estimate_baseline_and_advantage():
+    """The cell ranks attacks by advantage but reports the named attack's point estimate
+    (all targets recovered: 1.0), not its ranking figure (the advantage, 0.85)."""
+    import json
+
+    def seed(i, value, base):
+        adv = value - base
+        return {"dataset": "d", "protocol": "p", "level_rank": 1, "privacy_key": "k",
+                "level": 1.0, "seed": i, "accuracy": 0.5, "reference_accuracy": 0.6,
+                "reference": "r", "hops": 1, "messages": 1, "bytes": 1,
+                "leak_quantity": "a: q", "leak_value": value, "empirical_epsilon_lb": math.nan,
+                "leak_baseline": base, "leak_advantage": adv,
+                "leak_candidates": json.dumps({"a: q": adv, "b: q": -0.5}),
+                "leak_details": json.dumps({"a: q": [value, base, adv, adv - 0.1, adv + 0.1],
+                                            "b: q": [0.1, 0.6, -0.5, -0.6, -0.4]})}
+
+    (cell,) = aggregate([seed(0, 1.0, 0.2), seed(1, 1.0, 0.1)])
+    assert cell["leak_quantity"] == "a: q" and cell["leak_value"] == 1.0
+    assert cell["leak_baseline"] == pytest.approx(0.15)
+    assert cell["leak_advantage"] == pytest.approx(0.85)
+    half = 12.706204736174698 * statistics.stdev([0.8, 0.9]) / math.sqrt(2)
+    assert cell["leak_advantage_low"] == pytest.approx(0.85 - half)
+    assert cell["leak_advantage_high"] == 1.0
+
+
+def _ring_cell(dataset, value, adv, low, high):
+    return {"dataset": dataset, "protocol": "ppknn-ring", "level_rank": 1, "privacy_key": "p0",
+            "level": 1.0, "seeds": 10, "gap_to_reference": 0.0, "hops": 4,
+            "network_wan_s": 0.1, "leak_quantity": "x-attack: recovered", "leak_value": value,
+            "leak_seeds": 10, "epsilon_lb_seeds": 0, "leak_baseline": value - adv,
+            "leak_advantage": adv, "leak_advantage_low": low, "leak_advantage_high": high}
+
+
+def test_advice_names_the_leak_largest_by_advantage_and_heavy_means_beyond_the_baseline():
+    """d1: every target recovered, but a constant guess gets 95% of them (advantage 0.05,
+    its interval reaching below 0): not heavy, and not the strongest leak either, which is
+    d2's (60% recovered against 10%). Ranked by the point estimate (the old rule), d1 was
+    named and the advice said "consider it only when"."""
+    from ppknn.simulations.compare import advice
+
+    text = advice([_ring_cell("d1", 1.0, 0.05, -0.02, 0.12),
+                   _ring_cell("d2", 0.6, 0.5, 0.4, 0.6)])["ppknn-ring"]
+    assert "choose it when" in text and "consider" not in text
+    assert ("by advantage over baseline, is 0.6 (x-attack: recovered, mean over 10 seeds, on "
+            "d2; advantage +0.5 [+0.4, +0.6] over the baseline's 0.1)") in text
+    heavy = advice([_ring_cell("d1", 1.0, 0.86, 0.72, 0.93),
+                    _ring_cell("d2", 0.6, 0.5, 0.4, 0.6)])["ppknn-ring"]
+    assert "consider it only when" in heavy and "recovering 100% of its targets" in heavy
+    assert "on d1; advantage +0.86 [+0.72, +0.93] over the baseline's 0.14)" in heavy
+
+
+def test_a_protocol_with_only_a_worst_case_audit_is_run_without_a_replay_audit():
+    """The replay audit covers the protocols with a replay set-up; one with only a
+    worst-case model (the PCA sanitizer) in [compare.audit] gets no audit figure instead of
+    stopping the comparison ("nothing to audit")."""
+    from ppknn.simulations.compare import replay_audited
+    from ppknn.simulations.leakage.audit import audited
+
+    assert "pca-perturbation" in set(audited()) - set(replay_audited())
+    assert {"dp-knn", "dp-nb", "dptt"} <= set(replay_audited())
+    spec = small([{"name": "pca-perturbation", "privacy_key": "b", "levels": [0.2],
+                   "settings": {"components": 2}}]).model_dump()
+    spec["compare"]["audit"] = {"seeds": [0]}
+    (row,) = run_comparison(load_comparison(spec))
+    assert math.isnan(row["audit_epsilon_lb"]) and not row["cannot_run"]

@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 GENERIC = (
     *sorted((ROOT / "simulations" / "leakage").glob("*.py")),
     ROOT / "simulations" / "compare.py",
+    ROOT / "simulations" / "compare_report.py",
     ROOT / "simulations" / "results.py",
     ROOT / "simulations" / "registry.py",
     ROOT / "simulations" / "runner.py",
