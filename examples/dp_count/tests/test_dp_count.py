@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from dp_count.estimator import DPCountClassifier
 from dp_count.plugin import DPCount
+from dp_count.protocol import class_counts
 from sklearn.datasets import load_iris
 
 from ppknn.testing import ContractSuite, check_audit, registered, scenario_data
@@ -38,7 +39,9 @@ def test_the_estimator_spends_epsilon_per_query_row():
     with registered(DPCount):
         clf = DPCountClassifier(radius=1.0, epsilon=1e9, bounds=(0.0, 8.0), random_state=0)
         pred = clf.fit(X[::2], y[::2]).predict(X[1::2])
-        assert clf.privacy_.epsilon == pytest.approx(1e9 * 75)
-        exact = DPCountClassifier(radius=1.0, epsilon=1e9, bounds=(0.0, 8.0))
-        assert np.mean(pred == y[1::2]) > 0.9
-        assert exact.fit(X[::2], y[::2]).score(X[1::2], y[1::2]) == np.mean(pred == y[1::2])
+    assert clf.privacy_.epsilon == pytest.approx(1e9 * 75)
+    counts = class_counts(X[::2], y[::2], X[1::2], 1.0, 3)
+    top = counts.max(axis=1, keepdims=True)
+    untied = (counts == top).sum(axis=1) == 1  # a tie is broken by the (tiny) noise
+    assert untied.sum() > 60
+    np.testing.assert_array_equal(pred[untied], counts.argmax(axis=1)[untied])

@@ -67,14 +67,12 @@ def owner_budget(epsilon: float, queries: int) -> float:
 
 
 class DPCount(ProtocolPlugin):
-    """An owner answering Laplace class counts to analysts."""
+    """An owner answering Laplace class counts within a public radius to analysts."""
 
     name = NAME
-    title = "Laplace class counts within a public radius (tutorial protocol)"
     config_model = DPCountConfig
     roles = (Role("owner", CountOwner, "1", "holds the training rows and the ledger"),
              Role("analyst", CountAnalyst, "[parties].analysts", "asks for its query block"))
-    metrics = ("epsilon", "radius", "epsilon_spent")
     guarantee = GUARANTEE
     adversaries = ("count-rounding",)
     driver = staticmethod(drive)
