@@ -30,11 +30,12 @@ from __future__ import annotations
 import dataclasses
 
 from ppknn.core.messages import Message, PartyId
+from ppknn.protocols.dp_knn.api import AnalystAPI
 from ppknn.protocols.dp_knn.protocol import Answer, Query
 from ppknn.protocols.service import REFUSED, Refused, read_refusal
 
 
-class Analyst:
+class Analyst(AnalystAPI):
     """A querier of the DP owner.
 
     Parameters

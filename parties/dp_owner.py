@@ -69,6 +69,7 @@ from ppknn.core.dp.validation import check_real
 from ppknn.core.errors import ConfigError, ProtocolError
 from ppknn.core.messages import Message, PartyId
 from ppknn.core.rng import RandomnessMode, SeedPolicy
+from ppknn.protocols.dp_knn.api import DPOwnerAPI
 from ppknn.protocols.dp_knn.conversion import convert_interactive, convert_noninteractive
 from ppknn.protocols.dp_knn.index import LabelIndex
 from ppknn.protocols.dp_knn.knn import classify_knn
@@ -82,7 +83,7 @@ PLAN_CACHE = 32
 """Overlap-graph plans kept (least recently used dropped)."""
 
 
-class DPOwner:
+class DPOwner(DPOwnerAPI):
     """The data owner of Gursoy et al.: answers r-N / k-NN batches with ε-DP labels.
 
     Parameters

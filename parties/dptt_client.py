@@ -20,11 +20,12 @@ from ppknn.core.dp import ExponentialMechanism, PrivacyLedger
 from ppknn.core.errors import ConfigError, ProtocolError
 from ppknn.core.messages import Message, PartyId, uniform_provenance
 from ppknn.core.rng import RandomnessMode, SeedPolicy
+from ppknn.protocols.dptt.api import ClientAPI
 from ppknn.protocols.dptt.config import PROTOCOL, ClientOutcome, DPTTSetup, ServerInfo
 from ppknn.protocols.dptt.neighbours import counts_per_slot, dedupe_pairs
 
 
-class DPTTClient:
+class DPTTClient(ClientAPI):
     """The client party.
 
     Parameters

@@ -20,13 +20,14 @@ import numpy as np
 
 from ppknn.core.errors import ConfigError, ProtocolError
 from ppknn.core.messages import Message, PartyId, uniform_provenance
+from ppknn.protocols.dptt.api import ServerAPI
 from ppknn.protocols.dptt.config import PROTOCOL, DPTTSetup, ServerInfo
 from ppknn.protocols.dptt.neighbours import NeighbourIndex
 from ppknn.protocols.dptt.traversal import ServerTraversal
 from ppknn.protocols.dptt.tree import ModifiedKDTree
 
 
-class DPTTServer:
+class DPTTServer(ServerAPI):
     """The server party.
 
     Parameters

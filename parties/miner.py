@@ -34,13 +34,14 @@ from ppknn.core.data import check_finite
 from ppknn.core.errors import ConfigError, ProtocolError
 from ppknn.core.messages import Message, PartyId
 from ppknn.core.rng import RandomnessMode, SeedPolicy
+from ppknn.protocols.pca_perturbation.api import MinerAPI
 from ppknn.protocols.pca_perturbation.knn import nearest, radius_knn, select_k
 from ppknn.protocols.pca_perturbation.protocol import MinerOutput, MiningPlan
 from ppknn.protocols.pca_perturbation.sanitize import normalise
 from ppknn.protocols.pca_perturbation.schemes import miner_features
 
 
-class Miner:
+class Miner(MinerAPI):
     """The party that classifies its instances against sanitised releases.
 
     Parameters

@@ -53,13 +53,14 @@ from ppknn.core.dp import PrivacyCost, PrivacyLedger
 from ppknn.core.errors import ConfigError, ProtocolError
 from ppknn.core.messages import Message, PartyId
 from ppknn.core.rng import RandomnessMode, SeedPolicy
+from ppknn.protocols.dp_nb.api import NBOwnerAPI, RequesterAPI
 from ppknn.protocols.dp_nb.protocol import ModelRequest, ReleasedModel, model_message, read_model
 from ppknn.protocols.dp_nb.schema import FeatureSchema
 from ppknn.protocols.dp_nb.training import budget_split, check_trim, train
 from ppknn.protocols.service import REFUSED, Refused, answer_or_refuse, read_refusal
 
 
-class NBOwner:
+class NBOwner(NBOwnerAPI):
     """Holds training data and a ledger; publishes private Naive Bayes models.
 
     Parameters
@@ -163,7 +164,7 @@ class NBOwner:
         return len(self.ledger.entries)
 
 
-class NBRequester:
+class NBRequester(RequesterAPI):
     """An analyst asking the NB owner for models (request ids are consecutive)."""
 
     def __init__(self, *, party_id: PartyId, owner: PartyId, run_id: str, classes: Sequence[Any],

@@ -26,6 +26,7 @@ from ppknn.core.errors import ConfigError, ProtocolError
 from ppknn.core.messages import MASK, MIXED, PROVENANCE_DTYPE, Message, PartyId, uniform_provenance
 from ppknn.core.rng import RandomnessMode, RandomSource, SeedPolicy
 from ppknn.protocols.ppknn import secure_sum as ss
+from ppknn.protocols.ppknn.api import RingOwnerAPI
 from ppknn.protocols.ppknn.config import RingSetup
 from ppknn.protocols.ppknn.pp_topk import PROTOCOL as TOPK
 from ppknn.protocols.ppknn.pp_topk import (
@@ -38,6 +39,7 @@ from ppknn.protocols.ppknn.pp_topk import (
 )
 from ppknn.protocols.ppknn.votes import VOTE_RULES, combine_k_weighted, voter_mask
 from ppknn.protocols.ring_nb import steps as nb
+from ppknn.protocols.ring_nb.api import RingNBOwnerAPI
 from ppknn.protocols.ring_nb.config import GROUPS, RingNBSetup
 from ppknn.protocols.ring_nb.config import PROTOCOL as NB_PROTOCOL
 
@@ -58,7 +60,7 @@ def _ring_index(setup: RingSetup) -> dict[PartyId, int]:
     return index
 
 
-class RingDataOwner:
+class RingDataOwner(RingOwnerAPI, RingNBOwnerAPI):
     """A data owner on the PP-kNN ring.
 
     Parameters

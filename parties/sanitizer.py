@@ -35,6 +35,7 @@ from ppknn.core.data import DomainBounds
 from ppknn.core.errors import ConfigError, DataError
 from ppknn.core.messages import PUBLIC, Message, PartyId, uniform_provenance
 from ppknn.core.rng import RandomnessMode, SeedPolicy
+from ppknn.protocols.pca_perturbation.api import SanitizerAPI
 from ppknn.protocols.pca_perturbation.privacy import domain_amplification
 from ppknn.protocols.pca_perturbation.protocol import PROTOCOL
 from ppknn.protocols.pca_perturbation.sanitize import (
@@ -71,7 +72,7 @@ class Guarantee:
     domain_amplification: np.ndarray
 
 
-class Sanitizer:
+class Sanitizer(SanitizerAPI):
     """The data owner who publishes sanitised releases.
 
     Parameters

@@ -9,7 +9,10 @@ A *driver* runs one protocol over parties that a runtime already hosts::
 protocol uses them; ``config`` is the protocol's own public configuration;
 ``queries`` is the public (or the querier's private) query batch ``(Q, D)``.
 The driver addresses parties by role and name through the runtime only: it
-never imports a party class.
+never imports a party class. It calls each role through the role's typed
+interface (a ``typing.Protocol`` in ``protocols/<name>/api.py`` that the
+party class implements) with :func:`core.runtime.typed.typed`, whose
+methods are the runtime's calls underneath.
 
 Examples
 --------

@@ -39,13 +39,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from ppknn.core.errors import BudgetExhausted, ConfigError, ProtocolError
 from ppknn.core.messages import Message, PartyId
 from ppknn.core.runtime.base import Runtime
+from ppknn.core.runtime.typed import typed
 
 REFUSED = "refused"
 """Kind of the owner's reply to a request its ledger refused."""
@@ -106,13 +107,35 @@ def answer_or_refuse(answer: Callable[[Message], Message], request: Message) -> 
         return refusal(request, str(exc))
 
 
-def ask(runtime: Runtime, requests: Sequence[tuple[PartyId, PartyId, Any]], *, answer: str,
-        protocol: str, first_round: int = 1, refusals: str = "raise") -> list[Any]:
+class Requester(Protocol):
+    """What :func:`ask` calls on an analyst (each protocol's interface types it)."""
+
+    def request(self, request: Any, round: int) -> Message:
+        """The message asking the owner to answer ``request`` in ``round``."""
+        ...
+
+    def receive(self, reply: Message) -> Any:
+        """Keep the owner's reply (or its :func:`refusal`) and return it."""
+        ...
+
+
+class Server(Protocol):
+    """What :func:`ask` calls on an owner (each protocol's interface types it)."""
+
+    def reply(self, request: Message) -> Message:
+        """The reply to a request message, or a :func:`refusal`."""
+        ...
+
+
+def ask(runtime: Runtime, requests: Sequence[tuple[PartyId, PartyId, Any]], *,
+        analyst_api: type[Requester], owner_api: type[Server], protocol: str,
+        first_round: int = 1, refusals: str = "raise") -> list[Any]:
     """Send every ``(analyst, owner, request)``; return what the analysts received, in order.
 
     Request i travels in round ``first_round + i`` as the chain
-    ``analyst.request(request, round)`` → ``owner.<answer>(message)`` →
-    ``analyst.receive(reply)`` (module docstring).
+    ``analyst.request(request, round)`` → ``owner.reply(message)`` →
+    ``analyst.receive(reply)`` (module docstring), each called through the
+    role's interface (:meth:`~core.runtime.base.Runtime.typed`).
 
     Parameters
     ----------
@@ -121,9 +144,10 @@ def ask(runtime: Runtime, requests: Sequence[tuple[PartyId, PartyId, Any]], *, a
     requests:
         ``(analyst, owner, request)`` triples; ``request`` is the protocol's
         request object (a query batch, a model request).
-    answer:
-        The owner's method that answers a request message (returning the
-        reply or a :func:`refusal`).
+    analyst_api, owner_api:
+        The analysts' and the owners' interfaces (a :class:`Requester` and a
+        :class:`Server`, typed by the protocol: e.g.
+        :class:`~protocols.dp_knn.api.AnalystAPI`, :class:`~protocols.dp_knn.api.DPOwnerAPI`).
     protocol:
         The protocol name, for failure reports.
     first_round:
@@ -136,14 +160,14 @@ def ask(runtime: Runtime, requests: Sequence[tuple[PartyId, PartyId, Any]], *, a
     """
     if refusals not in REFUSALS:
         raise ConfigError(f"refusals must be one of {list(REFUSALS)}, got {refusals!r}")
-    if not answer:
-        raise ConfigError("answer must name the owner's method that answers a request")
+    analysts = typed(runtime, analyst_api, dict.fromkeys(a for a, _, _ in requests))
+    owners = typed(runtime, owner_api, dict.fromkeys(o for _, o, _ in requests))
     replies = []
     for i, (analyst, owner, request) in enumerate(requests):
         r = first_round + i
-        msg = runtime.call(analyst, "request", request, r, protocol=protocol, round=r)
-        reply = runtime.call(owner, answer, msg, protocol=protocol, round=r)
-        replies.append(runtime.call(analyst, "receive", reply, protocol=protocol, round=r))
+        msg = analysts.call(analyst, protocol=protocol, round=r).request(request, r)
+        reply = owners.call(owner, protocol=protocol, round=r).reply(msg)
+        replies.append(analysts.call(analyst, protocol=protocol, round=r).receive(reply))
     received = list(runtime.fetch(replies))
     if refusals == "raise":
         first = next((x for x in received if isinstance(x, Refused)), None)
@@ -152,5 +176,5 @@ def ask(runtime: Runtime, requests: Sequence[tuple[PartyId, PartyId, Any]], *, a
     return received
 
 
-__all__ = ["REFUSED", "REFUSALS", "Refused", "answer_or_refuse", "ask", "read_refusal",
-           "refusal"]
+__all__ = ["REFUSED", "REFUSALS", "Refused", "Requester", "Server", "answer_or_refuse", "ask",
+           "read_refusal", "refusal"]

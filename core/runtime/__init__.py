@@ -8,6 +8,7 @@ framework that imports Ray, and it does so lazily.
 from ppknn.core.runtime.base import Call, RunContext, Runtime, Step
 from ppknn.core.runtime.host import FaultPlan, PartyHost, PartySpec
 from ppknn.core.runtime.inprocess import InProcessRuntime
+from ppknn.core.runtime.typed import PREVIOUS, Parties, typed
 
 
 def make_runtime(kind: str, *, address: str | None = None, num_cpus: int | None = None,
@@ -28,10 +29,13 @@ __all__ = [
     "Call",
     "FaultPlan",
     "InProcessRuntime",
+    "PREVIOUS",
+    "Parties",
     "PartyHost",
     "PartySpec",
     "RunContext",
     "Runtime",
     "Step",
     "make_runtime",
+    "typed",
 ]

@@ -229,7 +229,8 @@ class Runtime(abc.ABC):
         return [self.call(c.party, c.method, *c.args, protocol=c.protocol, round=c.round)
                 for c in calls]
 
-    def scatter(self, source: Step, incoming: Any, targets: Sequence[Call]) -> list[Any]:
+    def scatter(self, source: Step, incoming: Any, targets: Sequence[Call | Step]
+                ) -> list[Any]:
         """One party sends a message to each of ``targets``; returns one reference per target.
 
         ``source.party.source.method(incoming, *source.args)`` returns a
@@ -237,7 +238,9 @@ class Runtime(abc.ABC):
         runs ``party.method(output_i, *args)``. Runtimes that host several
         parties per process deliver all outputs bound for one host in one
         call, and run the targets that share the sender's host in the
-        sender's call.
+        sender's call. A target is a :class:`Call` or (planned through a typed
+        handle with :data:`~core.runtime.typed.PREVIOUS`) a :class:`Step`;
+        either way its ``args`` follow the output it is handed.
         """
         if not targets:
             raise ConfigError(f"scatter from {source.party!r} needs at least one target")

@@ -492,7 +492,8 @@ class RayRuntime(Runtime):
         self._pending.append(CallRecord(outs, group[0].party, _describe(group),
                                         group[0].protocol, group[0].round))
 
-    def scatter(self, source: Step, incoming: Any, targets: Sequence[Call]) -> list[Any]:
+    def scatter(self, source: Step, incoming: Any, targets: Sequence[Call | Step]
+                ) -> list[Any]:
         """One actor call on the sender's host, then one per other host holding targets.
 
         The sender's call also runs the targets its host holds (see the class).

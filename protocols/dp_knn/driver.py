@@ -25,6 +25,7 @@ from ppknn.core.messages import PartyId
 from ppknn.core.runtime import Runtime
 from ppknn.protocols import service
 from ppknn.protocols.base import NO_ANSWER, PrivacySpent, ProtocolResult, Roles
+from ppknn.protocols.dp_knn.api import AnalystAPI, DPOwnerAPI
 from ppknn.protocols.dp_knn.cliques import METHODS
 from ppknn.protocols.dp_knn.protocol import PROTOCOL, Answer, Query
 from ppknn.protocols.service import Refused
@@ -39,7 +40,8 @@ def ask(runtime: Runtime, requests: Sequence[tuple[PartyId, PartyId, Query]], *,
     the refusal is a recorded ``"refused"`` message), or with ``refusals="return"``
     comes back as a :class:`~protocols.service.Refused`. See :func:`protocols.service.ask`.
     """
-    return service.ask(runtime, requests, answer="reply", protocol=PROTOCOL,
+    return service.ask(runtime, requests, analyst_api=AnalystAPI, owner_api=DPOwnerAPI,
+                       protocol=PROTOCOL,
                        first_round=first_round, refusals=refusals)
 
 
@@ -184,24 +186,7 @@ def drive(runtime: Runtime, parties: Roles, config: DPKNNSetup,
                 for b in blocks]
     replies = ask(runtime, requests, refusals="return")
     ledger: PrivacyLedger = runtime.state(owner, "ledger")
-    q = len(queries)
-    pred = np.full(q, NO_ANSWER, dtype=np.int64)
-    radius = np.full(q, np.nan)
-    sensitivity = np.full(q, np.nan)
-    method = np.full(q, "", dtype=object)
-    analyst_col = np.empty(q, dtype=np.int64)
-    request_col = np.empty(q, dtype=np.int64)
-    refused_col = np.zeros(q, dtype=np.int64)
-    for b, reply in zip(blocks, replies):
-        rows = slice(b.start, b.stop)
-        analyst_col[rows], request_col[rows] = b.analyst, b.batch
-        if isinstance(reply, Refused):
-            refused_col[rows] = 1
-            continue
-        pred[rows] = reply.labels
-        radius[rows] = reply.radius
-        sensitivity[rows] = reply.sensitivity
-        method[rows] = [METHODS[m] if m >= 0 else "" for m in reply.clique_method]
+    pred, per_query = _per_query(len(queries), blocks, replies)
     refused = sum(isinstance(r, Refused) for r in replies)
     spent = ledger.spent()
     budget = ledger.budget
@@ -220,8 +205,7 @@ def drive(runtime: Runtime, parties: Roles, config: DPKNNSetup,
                  "delta_spent": spent.delta, "epsilon_budget": budget.epsilon,
                  "epsilon_remaining": ledger.remaining().epsilon,
                  "refusals": [r.reason for r in replies if isinstance(r, Refused)]},
-        per_query={"analyst": analyst_col, "request": request_col, "refused": refused_col,
-                   "radius": radius, "sensitivity": sensitivity, "clique_method": method},
+        per_query=per_query,
         per_party={a: {"requests": sum(b.analyst == i for b in blocks),
                        "refused_requests": sum(isinstance(r, Refused) and b.analyst == i
                                                for b, r in zip(blocks, replies)),
@@ -231,6 +215,30 @@ def drive(runtime: Runtime, parties: Roles, config: DPKNNSetup,
                 "requests": [[analysts[b.analyst], b.batch, b.start, b.stop] for b in blocks]},
         detail=DPKNNRun(blocks=tuple(blocks), replies=tuple(replies), ledger=ledger,
                         peak_concurrency=int(runtime.state(owner, "peak_concurrency"))))
+
+
+def _per_query(q: int, blocks: Sequence[RequestBlock], replies: Sequence[Answer | Refused]
+               ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The predictions and the per-query columns of ``q`` queries, from the replies."""
+    pred = np.full(q, NO_ANSWER, dtype=np.int64)
+    radius = np.full(q, np.nan)
+    sensitivity = np.full(q, np.nan)
+    method = np.full(q, "", dtype=object)
+    analyst_col = np.empty(q, dtype=np.int64)
+    request_col = np.empty(q, dtype=np.int64)
+    refused_col = np.zeros(q, dtype=np.int64)
+    for b, reply in zip(blocks, replies):
+        rows = slice(b.start, b.stop)
+        analyst_col[rows], request_col[rows] = b.analyst, b.batch
+        if isinstance(reply, Refused):
+            refused_col[rows] = 1
+            continue
+        pred[rows] = reply.labels
+        radius[rows] = reply.radius
+        sensitivity[rows] = reply.sensitivity
+        method[rows] = [METHODS[m] if m >= 0 else "" for m in reply.clique_method]
+    return pred, {"analyst": analyst_col, "request": request_col, "refused": refused_col,
+                  "radius": radius, "sensitivity": sensitivity, "clique_method": method}
 
 
 __all__ = ["DPKNNRun", "DPKNNSetup", "RequestBlock", "ask", "drive", "request_blocks"]

@@ -21,6 +21,7 @@ from ppknn.core.messages import PartyId
 from ppknn.core.runtime import Runtime
 from ppknn.protocols import service
 from ppknn.protocols.base import NO_ANSWER, PrivacySpent, ProtocolResult, Roles
+from ppknn.protocols.dp_nb.api import NBOwnerAPI, RequesterAPI
 from ppknn.protocols.dp_nb.protocol import PROTOCOL, ModelRequest, ReleasedModel
 from ppknn.protocols.service import Refused
 
@@ -34,7 +35,8 @@ def ask(runtime: Runtime, requests: Sequence[tuple[PartyId, PartyId, ModelReques
     the refusal is a recorded ``"refused"`` message), or with ``refusals="return"``
     comes back as a :class:`~protocols.service.Refused`. See :func:`protocols.service.ask`.
     """
-    return service.ask(runtime, requests, answer="reply", protocol=PROTOCOL,
+    return service.ask(runtime, requests, analyst_api=RequesterAPI, owner_api=NBOwnerAPI,
+                       protocol=PROTOCOL,
                        first_round=first_round, refusals=refusals)
 
 

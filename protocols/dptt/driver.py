@@ -36,7 +36,9 @@ import numpy as np
 from ppknn.core.errors import ConfigError, ProtocolError
 from ppknn.core.messages import PartyId
 from ppknn.core.runtime.base import Progress, Runtime
+from ppknn.core.runtime.typed import typed
 from ppknn.protocols.base import NO_ANSWER, PrivacySpent, ProtocolResult, Roles
+from ppknn.protocols.dptt.api import ClientAPI, ServerAPI
 from ppknn.protocols.dptt.config import PROTOCOL, ClientOutcome, DPTTSetup, ServerInfo
 from ppknn.protocols.dptt.variants import PrivacyAccount
 
@@ -81,26 +83,28 @@ def run_dptt(runtime: Runtime, queries: Any, setup: DPTTSetup, *, client: PartyI
     """Run one batch of private queries ``(Q, k)`` on a started runtime (module docstring)."""
     if not isinstance(setup, DPTTSetup):
         raise ConfigError(f"setup must be a DPTTSetup, got {type(setup).__name__}")
-    info = runtime.fetch(runtime.call(server, "describe", protocol="setup"))
+    client_ = typed(runtime, ClientAPI, [client]).call
+    server_ = typed(runtime, ServerAPI, [server]).call
+    info = runtime.fetch(server_(server, protocol="setup").describe())
     q = np.asarray(queries, dtype=np.float64)
     if q.ndim == 1 and info.dim == 1:
         q = q[:, None]
     if q.ndim != 2 or q.shape[1] != info.dim or len(q) == 0:
         raise ConfigError(f"queries must have shape (Q, {info.dim}) with Q >= 1 to match the "
                           f"server's {info.dim}-D data, got shape {q.shape}")
-    rounds = runtime.fetch([runtime.call(server, "configure", setup, protocol="setup"),
-                            runtime.call(client, "configure", setup, info, protocol="setup")])
+    rounds = runtime.fetch([server_(server, protocol="setup").configure(setup),
+                            client_(client, protocol="setup").configure(setup, info)])
     if rounds[0] != rounds[1]:
         raise ProtocolError(f"client and server disagree on the rounds: {rounds}")
     n_rounds = int(rounds[0])
-    runtime.call(client, "load_queries", q, protocol="setup")
-    msg = runtime.call(client, "open", protocol=PROTOCOL, round=0)
-    msg = runtime.call(server, "begin", msg, protocol=PROTOCOL, round=1)
+    client_(client, protocol="setup").load_queries(q)
+    msg = client_(client, protocol=PROTOCOL, round=0).open()
+    msg = server_(server, protocol=PROTOCOL, round=1).begin(msg)
     for r in range(1, n_rounds + 1):
-        bits = runtime.call(client, "choose", msg, protocol=PROTOCOL, round=r)
-        msg = runtime.call(server, "advance", bits, protocol=PROTOCOL, round=r)
-    outcome = runtime.fetch(runtime.call(client, "receive", msg, protocol=PROTOCOL,
-                                         round=n_rounds + 1), progress=progress)
+        bits = client_(client, protocol=PROTOCOL, round=r).choose(msg)
+        msg = server_(server, protocol=PROTOCOL, round=r).advance(bits)
+    outcome = runtime.fetch(client_(client, protocol=PROTOCOL, round=n_rounds + 1)
+                            .receive(msg), progress=progress)
     return DPTTResult(outcome=outcome, account=setup.account(info.height), info=info,
                       setup=setup, rounds=n_rounds, messages=2 * n_rounds + 2)
 

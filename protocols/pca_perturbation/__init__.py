@@ -25,6 +25,7 @@ and :mod:`ppknn_reproductions.experiments.pca_timing`; the claims in
 """
 
 from ppknn.protocols.pca_perturbation.attacks import AttackOutcome, attack, pca_filter, reconstruct
+from ppknn.protocols.pca_perturbation.driver import run_releases
 from ppknn.protocols.pca_perturbation.knn import knn_predict, radius_knn, select_k
 from ppknn.protocols.pca_perturbation.privacy import (
     amplification_bound,
@@ -32,12 +33,7 @@ from ppknn.protocols.pca_perturbation.privacy import (
     breach_excluded,
     rho2_bound,
 )
-from ppknn.protocols.pca_perturbation.protocol import (
-    PROTOCOL,
-    MinerOutput,
-    MiningPlan,
-    run_releases,
-)
+from ppknn.protocols.pca_perturbation.protocol import PROTOCOL, MinerOutput, MiningPlan
 from ppknn.protocols.pca_perturbation.sanitize import (
     DistortionStats,
     distortion_statistics,

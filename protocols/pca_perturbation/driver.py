@@ -1,7 +1,7 @@
 """PCA + Laplace perturbation (Mukherjee et al. 2008): the registry's driver.
 
 :func:`drive` runs one release through the two parties the runtime hosts
-(:func:`~protocols.pca_perturbation.protocol.run_releases` does the calls):
+(:func:`run_releases` does the calls):
 
 1. the sanitizer sends the miner one release (round 1): for ``pca-laplace``
    the noisy scores of ``s`` principal components, the labels, the
@@ -33,21 +33,20 @@ Deviations from the paper (also in the plugin's README section):
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ppknn.core.errors import ConfigError, ProtocolError
+from ppknn.core.messages import PartyId
 from ppknn.core.runtime.base import Runtime
+from ppknn.core.runtime.typed import typed
 from ppknn.protocols.base import PrivacySpent, ProtocolResult, Roles
+from ppknn.protocols.pca_perturbation.api import MinerAPI, SanitizerAPI
 from ppknn.protocols.pca_perturbation.privacy import rho2_bound
-from ppknn.protocols.pca_perturbation.protocol import (
-    PROTOCOL,
-    MinerOutput,
-    MiningPlan,
-    run_releases,
-)
+from ppknn.protocols.pca_perturbation.protocol import PROTOCOL, MinerOutput, MiningPlan
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
 
 LAPLACE_SCHEMES = ("pca-laplace", "laplace")
@@ -61,6 +60,36 @@ GUARANTEE_NONE = {
     "rand-u": "no worst-case bound: uniform noise has unbounded amplification",
     "rand-n": "no worst-case bound: normal noise has unbounded amplification",
 }
+
+
+def run_releases(runtime: Runtime, jobs: Sequence[tuple[object, MiningPlan | None]], *,
+                 sanitizer: PartyId = "sanitizer", miner: PartyId = "miner"
+                 ) -> list[MinerOutput | None]:
+    """Run each ``(ReleaseRequest, MiningPlan)`` job: release, receive, classify.
+
+    The release travels sanitizer -> miner as a message (an ``ObjectRef`` on
+    Ray, never through the driver); the driver only fetches the miner's
+    outputs, one job at a time so that at most one release is in flight. A
+    job whose plan is ``None`` is released and received but not classified
+    (its output is ``None``).
+    """
+    outputs: list[MinerOutput | None] = []
+    rounds = [getattr(request, "round", None) for request, _ in jobs]
+    if len(set(rounds)) != len(rounds):
+        raise ConfigError(f"every release needs its own round, got rounds {rounds}")
+    sanitizers = typed(runtime, SanitizerAPI, [sanitizer])
+    miners = typed(runtime, MinerAPI, [miner])
+    for request, plan in jobs:
+        r = request.round  # type: ignore[attr-defined]
+        msg = sanitizers.call(sanitizer, protocol=PROTOCOL, round=r).release(request)
+        got = miners.call(miner, protocol=PROTOCOL, round=r).receive(msg)
+        if plan is None:
+            runtime.fetch(got)
+            outputs.append(None)
+            continue
+        out = miners.call(miner, protocol=PROTOCOL, round=r).classify(plan)
+        outputs.append(runtime.fetch(out))
+    return outputs
 
 
 def safe_exp(x: float) -> float:

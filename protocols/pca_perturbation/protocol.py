@@ -1,4 +1,6 @@
-"""Data release with PCA + Laplace perturbation (Mukherjee et al. 2008): the driver.
+"""Data release with PCA + Laplace perturbation (Mukherjee et al. 2008): the mining plan.
+
+The release loop is :func:`protocols.pca_perturbation.driver.run_releases`.
 
 Two parties: the *sanitizer* (:class:`parties.sanitizer.Sanitizer`) holds a
 labelled training table; the *miner* (:class:`parties.miner.Miner`) holds
@@ -20,14 +22,11 @@ Everything the miner learns is the release; the attacks of
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ppknn.core.errors import ConfigError
-from ppknn.core.messages import PartyId
-from ppknn.core.runtime.base import Runtime
 from ppknn.protocols.pca_perturbation.knn import DEFAULT_KS
 
 PROTOCOL = "pca-perturbation"
@@ -114,32 +113,4 @@ class MinerOutput:
     cv_accuracy: tuple[tuple[int, float], ...] = field(default_factory=tuple)
 
 
-def run_releases(runtime: Runtime, jobs: Sequence[tuple[object, MiningPlan | None]], *,
-                 sanitizer: PartyId = "sanitizer", miner: PartyId = "miner"
-                 ) -> list[MinerOutput | None]:
-    """Run each ``(ReleaseRequest, MiningPlan)`` job: release, receive, classify.
-
-    The release travels sanitizer -> miner as a message (an ``ObjectRef`` on
-    Ray, never through the driver); the driver only fetches the miner's
-    outputs, one job at a time so that at most one release is in flight. A
-    job whose plan is ``None`` is released and received but not classified
-    (its output is ``None``).
-    """
-    outputs: list[MinerOutput | None] = []
-    rounds = [getattr(request, "round", None) for request, _ in jobs]
-    if len(set(rounds)) != len(rounds):
-        raise ConfigError(f"every release needs its own round, got rounds {rounds}")
-    for request, plan in jobs:
-        r = request.round  # type: ignore[attr-defined]
-        msg = runtime.call(sanitizer, "release", request, protocol=PROTOCOL, round=r)
-        got = runtime.call(miner, "receive", msg, protocol=PROTOCOL, round=r)
-        if plan is None:
-            runtime.fetch(got)
-            outputs.append(None)
-            continue
-        out = runtime.call(miner, "classify", plan, protocol=PROTOCOL, round=r)
-        outputs.append(runtime.fetch(out))
-    return outputs
-
-
-__all__ = ["METHODS", "PROTOCOL", "MinerOutput", "MiningPlan", "run_releases"]
+__all__ = ["METHODS", "PROTOCOL", "MinerOutput", "MiningPlan"]

@@ -20,20 +20,24 @@ votes, so a query can have more than k voters; the simulation counts such querie
 (:func:`ties_at_kth`) and the scikit-learn equivalence check excludes them,
 because scikit-learn then picks an arbitrary subset of the tied points.
 
-The driver only builds the call chain; payloads flow party to party.
+The driver only builds the call chain, calling the owners through their interface
+(:class:`~protocols.ppknn.api.RingOwnerAPI`); payloads flow party to party.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ppknn.core.errors import ConfigError, ProtocolError
 from ppknn.core.messages import PartyId
-from ppknn.core.runtime.base import Call, Progress, Runtime, Step
+from ppknn.core.runtime.base import Progress, Runtime
+from ppknn.core.runtime.typed import PREVIOUS, Parties, typed
 from ppknn.protocols.base import PrivacySpent, ProtocolResult, Roles
+from ppknn.protocols.ppknn.api import RingOwnerAPI
 from ppknn.protocols.ppknn.config import MIN_PARTIES, PPKNNConfig, RingSetup
 from ppknn.protocols.ppknn.pp_topk import PROTOCOL as TOPK
 from ppknn.protocols.ppknn.secure_sum import RING_PROTOCOL, SHARED_PROTOCOL
@@ -97,9 +101,7 @@ def run_ppknn(runtime: Runtime, queries: np.ndarray, config: PPKNNConfig, *,
     ring = tuple(ring)
     if len(ring) < MIN_PARTIES:
         raise ConfigError(f"PP-kNN needs at least {MIN_PARTIES} parties, got {len(ring)}")
-    order = ring_from_start(ring, start)
-    others = order[1:]
-    n = len(order)
+    owners = typed(runtime, RingOwnerAPI, ring_from_start(ring, start))
     queries = np.asarray(queries, dtype=np.float64)
     if queries.ndim != 2:
         raise ConfigError(f"queries must be a 2-D array (Q, D), got shape {queries.shape}")
@@ -107,52 +109,85 @@ def run_ppknn(runtime: Runtime, queries: np.ndarray, config: PPKNNConfig, *,
                       vote=config.vote)
     # set-up and distances in one call per host; a party whose feature count differs from
     # the queries' raises ConfigError naming itself (no round trip through the driver)
-    runtime.map([Call(p, "configure", (setup,), "setup") for p in order]
-                + [Call(p, "load_queries", (queries, query_block), "setup") for p in order])
-
-    # PP-TopK: rounds x ring, then the start node sends the final vector to every other node
-    rounds = config.params.rounds
-    finals = [Call(p, "receive_final", (), TOPK, rounds) for p in others]
-    if config.params.start_step == "first":
-        msg = runtime.chain([Step(p, "topk_step", (r,), TOPK, r)
-                             for r in range(1, rounds + 1) for p in order])
-        runtime.scatter(Step(start, "topk_finish", (), TOPK, rounds), msg, finals)
-    else:  # the start node forwards the initial vector and closes every round
-        steps = [Step(start, "topk_initial", (), TOPK, 1)]
-        for r in range(1, rounds + 1):
-            steps += [Step(p, "topk_step", (r,), TOPK, r) for p in others]
-            if r < rounds:
-                steps.append(Step(start, "topk_close_round", (r,), TOPK, r + 1))
-        msg = runtime.chain(steps)
-        runtime.scatter(Step(start, "topk_close_last", (rounds,), TOPK, rounds), msg, finals)
-
-    # secure sum of the local vote vectors; the start node sends the total to every other node
-    receive = [Call(p, "receive_total", (), "result") for p in others]
+    runtime.map([owners.plan(p, protocol="setup").configure(setup) for p in owners]
+                + [owners.plan(p, protocol="setup").load_queries(queries, query_block)
+                   for p in owners])
+    _pp_topk(owners, config.params.rounds, config.params.start_step)
     if config.secure_sum == "ring":
-        s = runtime.chain([Step(start, "ring_sum_start", (), RING_PROTOCOL, 1)]
-                          + [Step(p, "ring_sum_step", (), RING_PROTOCOL, 1) for p in others])
-        preds = runtime.scatter(Step(start, "ring_sum_finish", (), RING_PROTOCOL, 2), s, receive)
+        preds = _ring_sum(owners)
     else:
-        outs = {p: runtime.call(p, "share_out", protocol=SHARED_PROTOCOL, round=1,
-                                num_returns=n - 1) for p in order}
-        shares_in = []
-        for j in order:
-            incoming = tuple(outs[i][ring_from_start(ring, i)[1:].index(j)]
-                             for i in order if i != j)
-            shares_in.append(Call(j, "share_in", incoming, SHARED_PROTOCOL, 2))
-        partials = dict(zip(order, runtime.map(shares_in)))
-        results = runtime.call(start, "aggregate", *[partials[j] for j in others],
-                               protocol=SHARED_PROTOCOL, round=3, num_returns=n - 1)
-        preds = runtime.map([Call(p, "receive_total", (res,), "result")
-                             for p, res in zip(others, results)])
-    start_out = runtime.call(start, "result", protocol="result")
+        preds = _shared_sum(owners, ring)
+    start_out = owners.call(start, protocol="result").result()
     values = runtime.fetch([start_out, *preds], progress=progress)
     (start_values, final_g, totals), node_preds = values[0], values[1:]
-    for p, pr in zip(others, node_preds):
+    for p, pr in zip(owners.names[1:], node_preds):
         if not np.array_equal(pr, start_values):
             raise ProtocolError(f"owner {p!r} predicted differently from the start node")
     return PPKNNResult(predictions=np.asarray(start_values), final_vector=np.asarray(final_g),
                        totals=np.asarray(totals), ring=ring, start=start)
+
+
+def _pp_topk(owners: Parties[RingOwnerAPI], rounds: int, start_step: str) -> None:
+    """PP-TopK: ``rounds`` times round the ring, then the final vector's broadcast.
+
+    ``owners`` run in ring order from the start node, which sends the final
+    vector to every other node.
+    """
+    runtime, (start, *others) = owners.runtime, owners.names
+    finals = [owners.plan(p, protocol=TOPK, round=rounds).receive_final(PREVIOUS)
+              for p in others]
+    if start_step == "first":
+        msg = runtime.chain([owners.plan(p, protocol=TOPK, round=r).topk_step(PREVIOUS, r)
+                             for r in range(1, rounds + 1) for p in owners])
+        runtime.scatter(owners.plan(start, protocol=TOPK, round=rounds).topk_finish(PREVIOUS),
+                        msg, finals)
+        return
+    # the start node forwards the initial vector and closes every round
+    steps = [owners.plan(start, protocol=TOPK, round=1).topk_initial(PREVIOUS)]
+    for r in range(1, rounds + 1):
+        steps += [owners.plan(p, protocol=TOPK, round=r).topk_step(PREVIOUS, r) for p in others]
+        if r < rounds:
+            steps.append(owners.plan(start, protocol=TOPK, round=r + 1)
+                         .topk_close_round(PREVIOUS, r))
+    msg = runtime.chain(steps)
+    runtime.scatter(owners.plan(start, protocol=TOPK, round=rounds)
+                    .topk_close_last(PREVIOUS, rounds), msg, finals)
+
+
+def _ring_sum(owners: Parties[RingOwnerAPI]) -> list[Any]:
+    """Ring secure sum of the vote vectors; the start node broadcasts the total.
+
+    Returns the references to the other nodes' predictions.
+    """
+    runtime, (start, *others) = owners.runtime, owners.names
+    s = runtime.chain([owners.plan(start, protocol=RING_PROTOCOL, round=1)
+                       .ring_sum_start(PREVIOUS)]
+                      + [owners.plan(p, protocol=RING_PROTOCOL, round=1)
+                         .ring_sum_step(PREVIOUS) for p in others])
+    receive = [owners.plan(p, protocol="result").receive_total(PREVIOUS) for p in others]
+    return runtime.scatter(owners.plan(start, protocol=RING_PROTOCOL, round=2)
+                           .ring_sum_finish(PREVIOUS), s, receive)
+
+
+def _shared_sum(owners: Parties[RingOwnerAPI], ring: tuple[PartyId, ...]) -> list[Any]:
+    """Secret-shared sum: share out, share in; the start node aggregates and broadcasts.
+
+    Returns the references to the other nodes' predictions.
+    """
+    runtime, (start, *others) = owners.runtime, owners.names
+    n = len(owners)
+    outs = {p: owners.call(p, protocol=SHARED_PROTOCOL, round=1, num_returns=n - 1)
+            .share_out() for p in owners}
+    shares_in = []
+    for j in owners:
+        incoming = tuple(outs[i][ring_from_start(ring, i)[1:].index(j)]
+                         for i in owners if i != j)
+        shares_in.append(owners.plan(j, protocol=SHARED_PROTOCOL, round=2).share_in(*incoming))
+    partials = dict(zip(owners, runtime.map(shares_in)))
+    results = owners.call(start, protocol=SHARED_PROTOCOL, round=3, num_returns=n - 1
+                          ).aggregate(*[partials[j] for j in others])
+    return runtime.map([owners.plan(p, protocol="result").receive_total(res)
+                        for p, res in zip(others, results)])
 
 
 def drive(runtime: Runtime, parties: Roles, config: PPKNNConfig,

@@ -20,14 +20,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ppknn.core.errors import ConfigError, ProtocolError
 from ppknn.core.messages import PartyId
-from ppknn.core.runtime.base import Call, Progress, Runtime, Step
+from ppknn.core.runtime.base import Progress, Runtime
+from ppknn.core.runtime.typed import PREVIOUS, Parties, typed
 from ppknn.protocols.base import PrivacySpent, ProtocolResult, Roles
 from ppknn.protocols.ppknn.driver import ring_from_start
+from ppknn.protocols.ring_nb.api import RingNBOwnerAPI
 from ppknn.protocols.ring_nb.config import GROUPS, MIN_PARTIES, PROTOCOL, RingNBConfig, RingNBSetup
 from ppknn.protocols.ring_nb.steps import GaussianModel
 
@@ -84,33 +87,28 @@ def run_ring_nb(runtime: Runtime, queries: np.ndarray, config: RingNBConfig, *,
                           "must agree on the feature count")
     if (upper < lower).any():
         raise ConfigError("every bound pair needs lower <= upper")
-    order = ring_from_start(ring, start)
-    others = order[1:]
+    owners = typed(runtime, RingNBOwnerAPI, ring_from_start(ring, start))
+    others = owners.names[1:]
     setup = RingNBSetup(ring=ring, start=start, lower=lower, upper=upper, queries=queries,
                         config=config, name=name)
-    runtime.map([Call(p, "nb_statistics", (setup,), PROTOCOL) for p in order])
+    runtime.map([owners.plan(p, protocol=PROTOCOL).nb_statistics(setup) for p in owners])
     if config.secure_sum == "ring":
-        s = runtime.chain([Step(start, "vector_ring_start", (name,), PROTOCOL, 1)]
-                          + [Step(p, "vector_ring_step", (name,), PROTOCOL, 1) for p in others]
-                          + [Step(start, "vector_ring_finish", (name,), PROTOCOL, 1)])
+        s = runtime.chain([owners.plan(start, protocol=PROTOCOL, round=1)
+                           .vector_ring_start(PREVIOUS, name)]
+                          + [owners.plan(p, protocol=PROTOCOL, round=1)
+                             .vector_ring_step(PREVIOUS, name) for p in others]
+                          + [owners.plan(start, protocol=PROTOCOL, round=1)
+                             .vector_ring_finish(PREVIOUS, name)])
         model_round = 2
     else:
-        n = len(order)
-        outs = {p: runtime.call(p, "vector_share_out", name, protocol=PROTOCOL, round=1,
-                                num_returns=n - 1) for p in order}
-        shares_in = []
-        for j in order:
-            incoming = tuple(outs[i][ring_from_start(ring, i)[1:].index(j)]
-                             for i in order if i != j)
-            shares_in.append(Call(j, "vector_share_in", (name, *incoming), PROTOCOL, 2))
-        partials = dict(zip(order, runtime.map(shares_in)))
-        s = runtime.call(start, "vector_aggregate", name, *[partials[j] for j in others],
-                         protocol=PROTOCOL, round=2)
+        s = _shared_sum(owners, ring, name)
         model_round = 3
     preds = runtime.scatter(
-        Step(start, "nb_release", (name, model_round), PROTOCOL, model_round), s,
-        [Call(p, "nb_receive_model", (name,), PROTOCOL, model_round) for p in others])
-    start_out = runtime.call(start, "nb_result", name, protocol=PROTOCOL)
+        owners.plan(start, protocol=PROTOCOL, round=model_round)
+        .nb_release(PREVIOUS, name, model_round), s,
+        [owners.plan(p, protocol=PROTOCOL, round=model_round).nb_receive_model(PREVIOUS, name)
+         for p in others])
+    start_out = owners.call(start, protocol=PROTOCOL).nb_result(name)
     values = runtime.fetch([start_out, *preds], progress=progress)
     (start_preds, params), node_preds = values[0], values[1:]
     for p, pr in zip(others, node_preds):
@@ -121,6 +119,26 @@ def run_ring_nb(runtime: Runtime, queries: np.ndarray, config: RingNBConfig, *,
         params["counts"], params["theta"], params["var"]), ring=ring, start=start,
         epsilon=ledger.spent().epsilon, group_epsilons=config.group_epsilons())
 
+
+
+def _shared_sum(owners: Parties[RingNBOwnerAPI], ring: tuple[PartyId, ...], name: str) -> Any:
+    """Secret-shared sum of ``name``: share out, share in, the start node aggregates.
+
+    Returns the reference to the start node's aggregate (it keeps the total).
+    """
+    runtime, (start, *others) = owners.runtime, owners.names
+    n = len(owners)
+    outs = {p: owners.call(p, protocol=PROTOCOL, round=1, num_returns=n - 1)
+            .vector_share_out(name) for p in owners}
+    shares_in = []
+    for j in owners:
+        incoming = tuple(outs[i][ring_from_start(ring, i)[1:].index(j)]
+                         for i in owners if i != j)
+        shares_in.append(owners.plan(j, protocol=PROTOCOL, round=2)
+                         .vector_share_in(name, *incoming))
+    partials = dict(zip(owners, runtime.map(shares_in)))
+    return owners.call(start, protocol=PROTOCOL, round=2).vector_aggregate(
+        name, *[partials[j] for j in others])
 
 @dataclass(frozen=True, kw_only=True)
 class RingNBPlan:

@@ -36,12 +36,8 @@ from ppknn.protocols.pca_perturbation.attacks import (
     measured_distortion,
     release_message,
 )
-from ppknn.protocols.pca_perturbation.protocol import (
-    PROTOCOL,
-    MinerOutput,
-    MiningPlan,
-    run_releases,
-)
+from ppknn.protocols.pca_perturbation.driver import run_releases
+from ppknn.protocols.pca_perturbation.protocol import PROTOCOL, MinerOutput, MiningPlan
 from ppknn.protocols.pca_perturbation.sanitize import normalise
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
 

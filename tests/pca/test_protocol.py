@@ -11,7 +11,8 @@ from ppknn.core.transcript import Transcript
 from ppknn.parties.miner import Miner
 from ppknn.parties.sanitizer import Sanitizer
 from ppknn.protocols.pca_perturbation.attacks import attack
-from ppknn.protocols.pca_perturbation.protocol import MiningPlan, run_releases
+from ppknn.protocols.pca_perturbation.driver import run_releases
+from ppknn.protocols.pca_perturbation.protocol import MiningPlan
 from ppknn.protocols.pca_perturbation.sanitize import normalise
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
 from ppknn_reproductions.experiments.pca_evaluation import Job, Split, miner_view, run_session

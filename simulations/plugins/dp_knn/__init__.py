@@ -60,6 +60,7 @@ from ppknn.core.transcript import Transcript
 from ppknn.parties.analyst import Analyst
 from ppknn.parties.dp_owner import DPOwner
 from ppknn.parties.specs import analyst_spec, dp_owner_spec
+from ppknn.protocols.dp_knn.api import AnalystAPI, DPOwnerAPI
 from ppknn.protocols.dp_knn.conversion import CONVERSIONS, avre, rmse_k
 from ppknn.protocols.dp_knn.driver import DPKNNRun, DPKNNSetup, drive, request_blocks
 from ppknn.protocols.dp_knn.knn import KNN_ALGORITHMS
@@ -252,9 +253,10 @@ class DPKNN(ProtocolPlugin):
     roles = (
         Role("owner", DPOwner, "1",
              "holds the union of the training rows and the privacy ledger; serves the "
-             "analysts concurrently"),
+             "analysts concurrently", api=DPOwnerAPI),
         Role("analyst", Analyst, "[parties].analysts",
-             "holds a contiguous block of the query rows; sends it as request batches"),
+             "holds a contiguous block of the query rows; sends it as request batches",
+             api=AnalystAPI),
     )
     guarantee = GUARANTEE
     adversaries = ("analyst-label-inference", "owner-sees-queries")

@@ -71,6 +71,7 @@ from ppknn.core.transcript import Transcript
 from ppknn.parties.nb_owner import NBOwner, NBRequester
 from ppknn.parties.specs import nb_owner_spec, nb_requester_spec
 from ppknn.protocols.dp_nb import METHODS
+from ppknn.protocols.dp_nb.api import NBOwnerAPI, RequesterAPI
 from ppknn.protocols.dp_nb.driver import drive
 from ppknn.protocols.dp_nb.model import DENSITIES
 from ppknn.protocols.dp_nb.noise import APPROXIMATE, NOISES
@@ -266,9 +267,11 @@ class DPNaiveBayes(ProtocolPlugin):
     config_model = DPNBConfig
     roles = (
         Role("owner", NBOwner, "1",
-             "holds the union of the training rows and the ledger; trains and releases"),
+             "holds the union of the training rows and the ledger; trains and releases",
+             api=NBOwnerAPI),
         Role("analyst", NBRequester, "[parties].analysts",
-             "requests one model; its share of the query rows is classified with it"),
+             "requests one model; its share of the query rows is classified with it",
+             api=RequesterAPI),
     )
     guarantee = "ε-DP, add/remove one training record (released model)"
     adversaries = ("model-membership-inference", "owner-sees-requests")

@@ -86,6 +86,7 @@ from ppknn.parties.dptt_client import DPTTClient
 from ppknn.parties.dptt_server import DPTTServer
 from ppknn.parties.specs import dptt_specs
 from ppknn.protocols.base import ProtocolResult
+from ppknn.protocols.dptt.api import ClientAPI, ServerAPI
 from ppknn.protocols.dptt.config import DPTTSetup
 from ppknn.protocols.dptt.driver import GUARANTEE, DPTTResult, DPTTRun, drive
 from ppknn.protocols.dptt.geo import Geo, geo_fairness
@@ -304,9 +305,11 @@ class DPTT(ProtocolPlugin):
     config_model = DPTTConfig
     roles = (
         Role("client", DPTTClient, "1",
-             "holds the query rows privately (one user per query slot); answers bits"),
+             "holds the query rows privately (one user per query slot); answers bits",
+             api=ClientAPI),
         Role("server", DPTTServer, "1",
-             "holds the union of the training rows in the modified kd-tree; releases points"),
+             "holds the union of the training rows in the modified kd-tree; releases points",
+             api=ServerAPI),
     )
     guarantee = GUARANTEE
     adversaries = ("client-sees-training-points",

@@ -36,6 +36,7 @@ from ppknn.core.runtime import PartySpec
 from ppknn.core.transcript import Transcript
 from ppknn.parties.miner import Miner
 from ppknn.parties.sanitizer import Sanitizer
+from ppknn.protocols.pca_perturbation.api import MinerAPI, SanitizerAPI
 from ppknn.protocols.pca_perturbation.attacks import (
     AttackOutcome,
     attack,
@@ -241,8 +242,10 @@ class PCAPerturbation(ProtocolPlugin):
     config_model = PCAPerturbationConfig
     roles = (
         Role("sanitizer", Sanitizer, "1",
-             "holds the union of the training rows; publishes one sanitised release"),
-        Role("miner", Miner, "1", "holds the query rows as its instances; classifies locally"),
+             "holds the union of the training rows; publishes one sanitised release",
+             api=SanitizerAPI),
+        Role("miner", Miner, "1", "holds the query rows as its instances; classifies locally",
+             api=MinerAPI),
     )
     guarantee = ("no ε-DP: per-column amplification e^(1/b) of the Laplace release (ρ1→ρ2 "
                  "bound) and average privacy under the transform and correlation attacks")

@@ -54,6 +54,7 @@ from ppknn.protocols.ppknn import (
     random_ring,
     ring_from_start,
 )
+from ppknn.protocols.ppknn.api import RingOwnerAPI
 from ppknn.protocols.ppknn.pp_topk import PROTOCOL as TOPK_PROTOCOL
 from ppknn.protocols.ppknn.pp_topk import TopKParams, euclidean_distances, public_max_distance
 from ppknn.protocols.ppknn.votes import voter_mask
@@ -206,8 +207,8 @@ class PPKNNRing(ProtocolPlugin):
     config_model = PPKNNRingConfig
     roles = (
         Role("owner", RingDataOwner, "[parties].n (>= 3)",
-             "a data owner on the ring, in ring order from the start node"),
-        Role("start", RingDataOwner, "1 of the owners", "the random start node"),
+             "a data owner on the ring, in ring order from the start node", api=RingOwnerAPI),
+        Role("start", RingDataOwner, "1 of the owners", "the random start node", api=RingOwnerAPI),
     )
     guarantee = "no DP: per-node disclosure probability to the successor (paper §6.6)"
     adversaries = ("informed-successor", "secure-sum-neighbours", "successor-attribution")

@@ -38,6 +38,7 @@ from ppknn.core.transcript import Transcript
 from ppknn.parties.ring_owner import RingDataOwner
 from ppknn.protocols.ppknn import ring_from_start
 from ppknn.protocols.ring_nb import GROUPS, GUARANTEE, RingNBConfig, RingNBPlan, RingNBResult, drive
+from ppknn.protocols.ring_nb.api import RingNBOwnerAPI
 from ppknn.protocols.ring_nb.steps import sensitivities
 from ppknn.simulations.leakage.truth import members_truth, owners_data
 from ppknn.simulations.plugins.ppknn_ring import check_ring_size, owner_specs, ring_of
@@ -99,9 +100,11 @@ class RingNB(ProtocolPlugin):
     config_model = RingNBPluginConfig
     roles = (
         Role("owner", RingDataOwner, "[parties].n (>= 3)",
-             "a ring data owner (shared with ppknn-ring), in ring order from the start node"),
+             "a ring data owner (shared with ppknn-ring), in ring order from the start node",
+             api=RingNBOwnerAPI),
         Role("start", RingDataOwner, "1 of the owners",
-             "the random start node: sees the exact sum, adds the noise, broadcasts the model"),
+             "the random start node: sees the exact sum, adds the noise, broadcasts the model",
+             api=RingNBOwnerAPI),
     )
     guarantee = GUARANTEE
     adversaries = ("model-membership-inference", "secure-sum-neighbours",
