@@ -290,6 +290,31 @@ def _describe(cells: np.ndarray, names: list[str], first: str) -> str:
     return f"output in {what}; more likely under input {first}"
 
 
+def _select_event(edges: np.ndarray, sel_a: np.ndarray, sel_b: np.ndarray, alpha: float,
+                  delta: float) -> tuple[float, np.ndarray, str]:
+    """The event with the best bound on the selection halves: ``(bound, cells, "a" or "b")``.
+
+    ``"a"``/``"b"``: the input whose probability of the event is the numerator.
+    """
+    n_cells = edges.size + 1
+    half = len(sel_a)
+    ca = np.bincount(np.searchsorted(edges, sel_a, side="right"), minlength=n_cells)
+    cb = np.bincount(np.searchsorted(edges, sel_b, side="right"), minlength=n_cells)
+    best = (-1.0, np.array([0]), "a")
+    up, down = np.arange(n_cells), np.arange(n_cells)[::-1]
+    for name, c_num, c_den in (("a", ca, cb), ("b", cb, ca)):
+        by_ratio = np.argsort(-(c_num + 0.5) / (c_den + 0.5), kind="stable")
+        # prefixes by estimated ratio (a Neyman-Pearson set) and the two tails (thresholds,
+        # the best events of a monotone likelihood ratio, less noisy when ε is small)
+        for order in (by_ratio, up, down):
+            hits_num, hits_den = np.cumsum(c_num[order]), np.cumsum(c_den[order])
+            for m in range(1, n_cells):  # the full set (ratio 1) is never useful
+                bound = _bound(int(hits_num[m - 1]), int(hits_den[m - 1]), half, alpha, delta)
+                if bound > best[0]:
+                    best = (bound, order[:m], name)
+    return best
+
+
 def audit(
     mechanism: Callable[..., Any],
     input_a: Any,
@@ -339,26 +364,7 @@ def audit(
     half = n // 2
     sel_a, test_a, sel_b, test_b = a[:half], a[half:], b[:half], b[half:]
     edges, names = _cells(np.concatenate([sel_a, sel_b]), bins)
-    n_cells = edges.size + 1
-    ia = np.searchsorted(edges, sel_a, side="right")
-    ib = np.searchsorted(edges, sel_b, side="right")
-    ca = np.bincount(ia, minlength=n_cells)
-    cb = np.bincount(ib, minlength=n_cells)
-
-    best = (-1.0, np.array([0]), "a")
-    up, down = np.arange(n_cells), np.arange(n_cells)[::-1]
-    for name, c_num, c_den in (("a", ca, cb), ("b", cb, ca)):
-        by_ratio = np.argsort(-(c_num + 0.5) / (c_den + 0.5), kind="stable")
-        # prefixes by estimated ratio (a Neyman-Pearson set) and the two tails (thresholds,
-        # the best events of a monotone likelihood ratio, less noisy when ε is small)
-        for order in (by_ratio, up, down):
-            hits_num, hits_den = np.cumsum(c_num[order]), np.cumsum(c_den[order])
-            for m in range(1, n_cells):  # the full set (ratio 1) is never useful
-                bound = _bound(int(hits_num[m - 1]), int(hits_den[m - 1]), half,
-                               alpha * SELECTION_STRICTNESS, delta)
-                if bound > best[0]:
-                    best = (bound, order[:m], name)
-
+    best = _select_event(edges, sel_a, sel_b, alpha * SELECTION_STRICTNESS, delta)
     _, cells, first = best
     ta = np.searchsorted(edges, test_a, side="right")
     tb = np.searchsorted(edges, test_b, side="right")
