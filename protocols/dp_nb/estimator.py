@@ -37,6 +37,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
 from typing import Any
@@ -87,6 +88,12 @@ def _number(value: Any) -> Any:
     if isinstance(value, numbers.Real) and not isinstance(value, float):
         return float(value)
     return value
+
+
+@functools.lru_cache(maxsize=64)
+def _spawn_key(path: tuple[str, ...]) -> tuple[int, ...]:
+    """The spawn key :class:`~core.rng.SeedPolicy` gives a stream path."""
+    return SeedPolicy(root=0).seed_sequence(*path).spawn_key
 
 
 def _random_state(value: Any) -> Any:
@@ -299,7 +306,9 @@ class DPNaiveBayes(EstimatorConventions, ClassifierMixin, BaseEstimator):
             return np.random.default_rng(int(rs.randint(0, 2 ** 63, dtype=np.int64)))
         if rs is None:
             return np.random.default_rng()
-        return SeedPolicy(root=rs).generator(*path)
+        # SeedPolicy(root=rs).generator(*path), the path's spawn key hashed once per process
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence(
+            rs, spawn_key=_spawn_key(path))))
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -320,6 +329,9 @@ class DPNaiveBayes(EstimatorConventions, ClassifierMixin, BaseEstimator):
         A refusal is a :class:`ConfigError` (a ``ValueError``) saying what was
         wrong in the project's words, then scikit-learn's own message.
         """
+        fast = self._plain(X, y, reset=reset)
+        if fast is not None:
+            return fast if y is None else (fast, y)
         dtype = None if self.categories else np.float64
         finite = not self.categories
         try:
@@ -332,6 +344,31 @@ class DPNaiveBayes(EstimatorConventions, ClassifierMixin, BaseEstimator):
             raise ConfigError(f"{_describe(X, y)}: {exc}") from None
         check_classification_targets(y)
         return X, y
+
+    def _plain(self, X: Any, y: Any, *, reset: bool) -> np.ndarray | None:
+        """``X`` itself when scikit-learn's checks would pass it unchanged, else ``None``.
+
+        A finite float64 2-D ``ndarray`` with a row and a column (and, when fitted,
+        as many columns as in the fit; no feature names involved), with ``y`` a 1-D
+        integer ``ndarray`` of as many labels (binary or multiclass by its type):
+        the per-call cost of :func:`validate_data` and
+        :func:`check_classification_targets` is skipped. Anything else takes their
+        route, with their messages.
+        """
+        if (self.categories or type(X) is not np.ndarray or X.dtype != np.float64
+                or X.ndim != 2 or not X.shape[0] or not X.shape[1]
+                or hasattr(self, "feature_names_in_")):
+            return None
+        if not reset and X.shape[1] != getattr(self, "n_features_in_", None):
+            return None
+        if y is not None and (type(y) is not np.ndarray or y.ndim != 1
+                              or y.dtype.kind not in "iu" or len(y) != X.shape[0]):
+            return None
+        if not np.isfinite(X).all():
+            return None
+        if reset:
+            self.n_features_in_ = X.shape[1]
+        return X
 
     def _labels(self, y: Any, private: bool) -> tuple[np.ndarray, np.ndarray]:
         y = np.asarray(y)

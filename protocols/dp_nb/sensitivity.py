@@ -760,6 +760,42 @@ def _memo_scores(ext: _Extended, m: int, w: int, factor: float
     return scores
 
 
+def _variance_branch_and_bound(ext: _Extended, m: int, w: int, factor: float, beta: float,
+                               best: float) -> tuple[float, int]:
+    """``max(best, max_k e^{-kβ} A_k)`` over distances ``1..n``; and the candidates evaluated.
+
+    Branch and bound over intervals of distances: ``A_k`` does not decrease with
+    ``k``, so ``max_{k1<=k<=k2} e^{-kβ} A_k <= e^{-k1 β} A_{k2}``. ``A_k`` does not
+    depend on β: the values are memoised per sample (``_A_MEMO``) and the intervals
+    are halvings of ``[1, n]`` whatever the largest useful distance is (an interval
+    past it is pruned at once: its bound is at most the local value), so the fits of
+    one sample at several ε, or by several calibrations, share their evaluations.
+    """
+    n = ext.n
+    a_k = _memo_scores(ext, m, w, factor)
+    f_end = float(a_k(np.array([n]))[0])
+    evaluated = n + 1
+    best = max(best, math.exp(-n * beta) * f_end)
+    todo = [(1, n, f_end)]
+    while todo:
+        todo = [(k1, k2, f2) for k1, k2, f2 in todo if math.exp(-k1 * beta) * f2 > best]
+        if not todo:
+            break
+        small = [(k1, k2) for k1, k2, _ in todo if k2 - k1 < 8]
+        big = [(k1, k2, f2) for k1, k2, f2 in todo if k2 - k1 >= 8]
+        ks = np.array([k for k1, k2 in small for k in range(k1, k2 + 1)]
+                      + [(k1 + k2) // 2 for k1, k2, _ in big], dtype=np.int64)
+        vals = a_k(ks)
+        evaluated += int(np.sum(ks + 1))
+        best = max(best, float(np.max(np.exp(-ks * beta) * vals)))
+        mids = vals[ks.size - len(big):]
+        todo = []
+        for (k1, k2, f2), f_mid in zip(big, mids, strict=True):
+            mid = (k1 + k2) // 2
+            todo += [(k1, mid - 1, float(f_mid)), (mid + 1, k2, f2)]
+    return best, evaluated
+
+
 def exact_variance(st: TrimmedStatistics, beta: float) -> tuple[float, float, int]:
     r"""Exact β-smooth sensitivity of the trimmed variance under replace.
 
@@ -837,34 +873,8 @@ def exact_variance(st: TrimmedStatistics, beta: float) -> tuple[float, float, in
         vals = _variance_scores(ext, m, w, ks) * factor
         best = max(best, float(np.max(np.exp(-ks * beta) * vals)))
         return best, local, evaluated + int(np.sum(ks + 1))
-    # branch and bound over intervals of distances: A_k does not decrease with k, so
-    # max_{k1<=k<=k2} e^{-kβ} A_k <= e^{-k1 β} A_{k2}. A_k does not depend on β: the
-    # values are memoised per sample (_A_MEMO) and the intervals are halvings of
-    # [1, n] whatever k_max is (an interval past k_max is pruned at once: its bound is at
-    # most e^{-k_max β} · cap <= the local value), so the fits of one sample at several
-    # ε, or by several calibrations, share their evaluations.
-    a_k = _memo_scores(ext, m, w, factor)
-    f_end = float(a_k(np.array([n]))[0])
-    evaluated += n + 1
-    best = max(best, math.exp(-n * beta) * f_end)
-    todo = [(1, n, f_end)]
-    while todo:
-        todo = [(k1, k2, f2) for k1, k2, f2 in todo if math.exp(-k1 * beta) * f2 > best]
-        if not todo:
-            break
-        small = [(k1, k2) for k1, k2, _ in todo if k2 - k1 < 8]
-        big = [(k1, k2, f2) for k1, k2, f2 in todo if k2 - k1 >= 8]
-        ks = np.array([k for k1, k2 in small for k in range(k1, k2 + 1)]
-                      + [(k1 + k2) // 2 for k1, k2, _ in big], dtype=np.int64)
-        vals = a_k(ks)
-        evaluated += int(np.sum(ks + 1))
-        best = max(best, float(np.max(np.exp(-ks * beta) * vals)))
-        mids = vals[ks.size - len(big):]
-        todo = []
-        for (k1, k2, f2), f_mid in zip(big, mids, strict=True):
-            mid = (k1 + k2) // 2
-            todo += [(k1, mid - 1, float(f_mid)), (mid + 1, k2, f2)]
-    return best, local, evaluated
+    found, more = _variance_branch_and_bound(ext, m, w, factor, beta, best)
+    return found, local, evaluated + more
 
 
 def smooth_sensitivity_direct(values, *, trim: int, lower: float, upper: float, beta: float,

@@ -91,7 +91,7 @@ from typing import Any
 import numpy as np
 
 from ppknn.core.dp import Laplace, PrivacyCost
-from ppknn.core.dp.validation import check_delta, check_mode
+from ppknn.core.dp.validation import check_delta, check_epsilon, check_mode
 from ppknn.core.errors import ConfigError
 from ppknn.core.rng import RandomnessMode
 from ppknn.protocols.dp_nb.model import DENSITIES, NBParams
@@ -346,69 +346,26 @@ def train(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray, *, n_clas
         ``(n,)`` class indices in ``0..n_classes-1``.
     rng:
         The noise's randomness (a numpy Generator in reproducible mode).
+
+    The global method under add/remove in reproducible mode (the estimator's
+    default) draws every statistic's noise in one call (:func:`_train_global`);
+    the draws, and so the model, are those of the release-by-release route.
     """
     y = np.asarray(y, dtype=np.int64)
     p, q = numeric.shape[1], categorical.shape[1]
     split = budget_split(config, p, q)
-    eps1 = split.per_release  # the means' (under "equal": every release's)
-    eps_t = (split.mean, split.variance)  # per released statistic
-    private = config.private
-    records: list[ReleaseRecord] = []
-    lower, upper = schema.lower, schema.upper
     counts = np.bincount(y, minlength=n_classes).astype(np.float64)
-
-    def laplace_counts(values: np.ndarray, label: str, eps: float) -> np.ndarray:
-        if not private:
-            return values
-        if config.noise == "paper" and label == "class counts":  # Algorithm 1 line 23
-            cal = SmoothCalibration(noise="paper", epsilon=eps, mode=config.randomness)
-            out = np.asarray(cal.randomise(values, 1.0, rng).value, dtype=np.float64)
-            records.append(ReleaseRecord(label, "cauchy-paper", eps, 0.0, "histogram"))
-            return out
-        rel = Laplace(epsilon=eps, sensitivity=1.0, mode=config.randomness).randomise(values, rng)
-        records.append(ReleaseRecord(label, "laplace", eps, 0.0, "histogram"))
-        return np.asarray(rel.value, dtype=np.float64)
-
-    class_count = laplace_counts(counts, "class counts", split.counts)
-    tables = []
-    for k, col in enumerate(schema.categorical):
-        table = np.zeros((n_classes, schema.n_categories[k]))
-        np.add.at(table, (y, categorical[:, k]), 1.0)
-        tables.append(laplace_counts(table, f"categorical {col}", split.categorical))
-
-    cal = config.calibration(eps1, split.smooth_delta) if private else None
-    cal_var = (cal if cal is None or split.variance == eps1
-               else config.calibration(split.variance, split.smooth_delta))
-    cals = (cal, cal_var)
-    beta = cal.beta if cal is not None else math.inf
-    beta_var = cal_var.beta if cal_var is not None else math.inf
-    smooth_method = config.method in ("smooth", "bun-steinke")
-    if smooth_method:
-        public_sizes = counts if config.neighbours == "replace" else class_count
-        trim = _trim_for(config, beta, public_sizes, counts)
-    else:
-        trim = np.zeros(n_classes, dtype=np.int64)
-    empty = np.zeros(n_classes, dtype=bool)  # replace model: no window, nothing to protect
-    # classes where the smooth release cannot beat global sensitivity (a public rule)
-    fallback = (global_classes(config, cal, eps1, class_count, counts, trim)
-                if private and config.method in ("smooth", "global")
-                else np.zeros(n_classes, dtype=bool))
-    replace = config.neighbours == "replace"
-
-    def smooth(st, c):
-        """Smooth sensitivities ``(of the mean, of the second statistic)`` at their β."""
-        if config.neighbours == "replace" and st.window <= 0:
-            empty[c] = True
-            ss = smooth_from_statistics(st, beta=beta)  # any positive scale; not used
-            return ss.mean, ss.variance
-        ss = smooth_from_statistics(st, beta=beta, neighbours=config.neighbours,
-                                    method=config.sensitivity)
-        if beta_var == beta:
-            return ss.mean, ss.variance
-        sv = smooth_from_statistics(st, beta=beta_var, neighbours=config.neighbours,
-                                    method=config.sensitivity)
-        return ss.mean, sv.variance
-
+    if (config.method == "global" and config.private and config.neighbours == "add-remove"
+            and config.randomness is RandomnessMode.REPRODUCIBLE and config.noise != "paper"
+            and isinstance(rng, np.random.Generator)):
+        return _train_global(numeric, categorical, y, counts, schema, config, split, rng)
+    records: list[ReleaseRecord] = []
+    class_count = _laplace_counts(counts, "class counts", split.counts, config, rng, records)
+    tables = tuple(_laplace_counts(_table(y, categorical[:, k], n_classes,
+                                          schema.n_categories[k]),
+                                   f"categorical {col}", split.categorical, config, rng, records)
+                   for k, col in enumerate(schema.categorical))
+    plan = _plan(config, split, class_count, counts)
     order = np.argsort(y, kind="stable")
     starts = np.concatenate([[0], np.cumsum(counts.astype(np.int64))])
     by_class = numeric[order]
@@ -416,122 +373,277 @@ def train(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray, *, n_clas
     var = np.empty((n_classes, p))
     sens = np.zeros((n_classes, p, 2))
     for j in range(p):
-        lo, hi = float(lower[j]), float(upper[j])
-        col = schema.numeric[j]
+        lo, hi = float(schema.lower[j]), float(schema.upper[j])
         stats_a = np.empty((n_classes, 2))  # the two released statistics per class
         s_a = np.ones((n_classes, 2))
         for c in range(n_classes):
             x = by_class[starts[c]:starts[c + 1], j]
-            if config.method == "bun-steinke":
-                st1 = trimmed_statistics(x, trim=int(trim[c]), lower=lo, upper=hi)
-                lo2, hi2 = _square_bounds(lo, hi)
-                st2 = trimmed_statistics(x * x, trim=int(trim[c]), lower=lo2, upper=hi2)
-                stats_a[c] = st1.mean, st2.mean
-                if private:
-                    s_a[c] = (smooth(st1, c)[0], smooth(st2, c)[0])
-            elif fallback[c]:  # global sensitivity (module docstring, "Fallback")
-                mid = (lo + hi) / 2.0
-                if replace:
-                    stats_a[c] = ((float(x.mean()), float(x.var())) if x.size
-                                  else (mid, 0.0))
-                    n_c = max(x.size, 1)
-                    s_a[c] = (hi - lo) / n_c, (hi - lo) ** 2 * (n_c - 1) / n_c**2
-                    if x.size == 0:  # no row: both statistics are constants
-                        empty[c] = True
-                    # one row: its mean is private (Laplace at (U - L) / 1); its variance is
-                    # the constant 0, at sensitivity 0, released as is below
-                else:  # sums centred on the middle: |x - mid| <= (U - L) / 2
-                    stats_a[c] = float(np.sum(x - mid)), float(np.sum((x - mid) ** 2))
-                    s_a[c] = (hi - lo) / 2.0, (hi - lo) ** 2 / 4.0
-            elif smooth_method:
-                st = trimmed_statistics(x, trim=int(trim[c]), lower=lo, upper=hi)
-                # Deviation from the paper: Algorithm 1 (lines 17-19) adds noise to the
-                # standard deviation σ, scaled to the smooth sensitivity of Theorem 7 --
-                # which is the *variance's*. We release the variance, the statistic that
-                # sensitivity bounds; σ moves by |Δvar| / (σ + σ'), more than the variance
-                # whenever σ + σ' < 1, so that noise would not cover σ. The model's σ is
-                # the square root of the released (clipped, floored) variance.
-                stats_a[c] = st.mean, st.variance
-                if private:
-                    s_a[c] = smooth(st, c)
-            else:  # vaidya / non-private: untrimmed; Vaidya releases the standard deviation
-                n_c = x.size
-                mu = float(x.mean()) if n_c else (lo + hi) / 2.0
-                sd = float(x.std()) if n_c else 0.0
-                stats_a[c] = mu, (sd if config.method == "vaidya" else sd * sd)
-                s_a[c] = ((hi - lo) / (n_c + 1), math.sqrt(max(n_c, 1)) * (hi - lo) / (n_c + 1))
+            stats_a[c], s_a[c] = _class_statistics(x, c, lo, hi, config, plan)
         sens[:, j, :] = s_a
         noisy = stats_a.copy()
-        if private:
-            names = {"smooth": ("mean", "variance"), "global": ("mean", "variance"),
-                     "bun-steinke": ("mean", "second moment"),
-                     "vaidya": ("mean", "standard deviation")}[config.method]
-            for t in range(2):
-                if config.method == "vaidya":
-                    noisy[:, t] = [Laplace(epsilon=eps_t[t], sensitivity=float(s),
-                                           mode=config.randomness).randomise(v, rng).value
-                                   for v, s in zip(stats_a[:, t], s_a[:, t])]
-                    mech, delta_r = "laplace", 0.0
-                else:
-                    cal_t = cals[t]
-                    assert cal_t is not None
-                    smooth_c = ~fallback
-                    if smooth_c.any():
-                        noisy[smooth_c, t] = cal_t.randomise(stats_a[smooth_c, t],
-                                                             s_a[smooth_c, t], rng).value
-                    glob = np.flatnonzero(fallback & (s_a[:, t] > 0))
-                    if (config.method == "global" and glob.size
-                            and np.all(s_a[glob, t] == s_a[glob[0], t])):  # one draw
-                        noisy[glob, t] = Laplace(epsilon=eps_t[t],
-                                                 sensitivity=float(s_a[glob[0], t]),
-                                                 mode=config.randomness).randomise(
-                            stats_a[glob, t], rng).value
-                        glob = glob[:0]
-                    for cg in glob.tolist():
-                        if s_a[cg, t] > 0:
-                            noisy[cg, t] = Laplace(epsilon=eps_t[t],
-                                                   sensitivity=float(s_a[cg, t]),
-                                                   mode=config.randomness).randomise(
-                                stats_a[cg, t], rng).value
-                    noisy[empty, t] = stats_a[empty, t]  # a constant: released as is
-                    mech, delta_r = f"smooth-{cal_t.noise}", cal_t.delta
-                    if config.method == "global":
-                        mech, delta_r = "laplace-global", 0.0
-                    elif fallback.any():
-                        mech = (f"{mech} / laplace-global (classes "
-                                f"{np.flatnonzero(fallback).tolist()})")
-                records.append(ReleaseRecord(f"{names[t]} {col}", mech, eps_t[t], delta_r,
-                                             "parallel over classes"))
-        vcap = (hi - lo) ** 2 / 4.0
-        if fallback.any() and not replace:  # noisy sums over the noisy class sizes
-            size = np.maximum(class_count[fallback], 1.0)
-            mean_f = (lo + hi) / 2.0 + noisy[fallback, 0] / size
-            noisy[fallback, 0] = mean_f
-            noisy[fallback, 1] = noisy[fallback, 1] / size - (np.clip(mean_f, lo, hi)
-                                                             - (lo + hi) / 2.0) ** 2
-        theta[:, j] = np.clip(noisy[:, 0], lo, hi)
-        if config.method == "vaidya":
-            var[:, j] = np.clip(noisy[:, 1], 0.0, (hi - lo) / 2.0) ** 2
-        elif config.method == "bun-steinke":
-            lo2, hi2 = _square_bounds(lo, hi)
-            var[:, j] = np.clip(np.clip(noisy[:, 1], lo2, hi2) - theta[:, j] ** 2, 0.0, vcap)
-        else:
-            var[:, j] = np.clip(noisy[:, 1], 0.0, vcap)
-        # the floor applies to every model, private or not, so the non-private line is
-        # the same model without noise (the paper clips at zero only: a deviation)
-        var[:, j] = np.maximum(var[:, j], config.var_floor * (hi - lo) ** 2)
-        if config.noise_floor and private and fallback.any():
-            # the variance release's own noise scale (public: sensitivity, ε', noisy size)
-            scale = s_a[fallback, 1] / eps_t[1]
-            if not replace:
-                scale = scale / np.maximum(class_count[fallback], 1.0)
-            var[fallback, j] = np.maximum(var[fallback, j],
-                                          np.minimum(config.noise_floor * scale, vcap))
+        if config.private:
+            records += _add_noise(noisy, stats_a, s_a, schema.numeric[j], config, plan, rng)
+        theta[:, j], var[:, j] = _finish_feature(noisy, s_a, lo, hi, class_count, config, plan)
     if p:
-        var = var + config.var_smoothing * float(np.max((upper - lower) ** 2))
+        var = var + config.var_smoothing * float(np.max((schema.upper - schema.lower) ** 2))
+    params = NBParams(class_count, theta, var, tables, schema.lower.copy(),
+                      schema.upper.copy(), config.density)
+    return TrainResult(params, tuple(records), split, plan.trim, sens)
+
+
+def _laplace_counts(values: np.ndarray, label: str, eps: float, config: NBConfig, rng: Any,
+                    records: list[ReleaseRecord]) -> np.ndarray:
+    """Counts with Laplace noise of sensitivity 1 (the paper's Cauchy noise for the classes)."""
+    if not config.private:
+        return values
+    if config.noise == "paper" and label == "class counts":  # Algorithm 1 line 23
+        cal = SmoothCalibration(noise="paper", epsilon=eps, mode=config.randomness)
+        out = np.asarray(cal.randomise(values, 1.0, rng).value, dtype=np.float64)
+        records.append(ReleaseRecord(label, "cauchy-paper", eps, 0.0, "histogram"))
+        return out
+    rel = Laplace(epsilon=eps, sensitivity=1.0, mode=config.randomness).randomise(values, rng)
+    records.append(ReleaseRecord(label, "laplace", eps, 0.0, "histogram"))
+    return np.asarray(rel.value, dtype=np.float64)
+
+
+def _table(y: np.ndarray, column: np.ndarray, n_classes: int, n_categories: int) -> np.ndarray:
+    """``(C, K)`` counts of each category in each class."""
+    table = np.zeros((n_classes, n_categories))
+    np.add.at(table, (y, column), 1.0)
+    return table
+
+
+@dataclass
+class _Plan:
+    """What the numeric releases share: noise calibrations, trimming, fallback classes."""
+
+    cals: tuple[Any, Any]
+    beta: float
+    beta_var: float
+    trim: np.ndarray
+    fallback: np.ndarray
+    empty: np.ndarray
+    eps_t: tuple[float, float]
+
+
+def _plan(config: NBConfig, split: BudgetSplit, class_count: np.ndarray, counts: np.ndarray
+          ) -> _Plan:
+    eps1 = split.per_release  # the means' (under "equal": every release's)
+    n_classes = len(counts)
+    cal = config.calibration(eps1, split.smooth_delta) if config.private else None
+    cal_var = (cal if cal is None or split.variance == eps1
+               else config.calibration(split.variance, split.smooth_delta))
+    beta = cal.beta if cal is not None else math.inf
+    if config.method in ("smooth", "bun-steinke"):
+        public_sizes = counts if config.neighbours == "replace" else class_count
+        trim = _trim_for(config, beta, public_sizes, counts)
+    else:
+        trim = np.zeros(n_classes, dtype=np.int64)
+    # classes where the smooth release cannot beat global sensitivity (a public rule)
+    fallback = (global_classes(config, cal, eps1, class_count, counts, trim)
+                if config.private and config.method in ("smooth", "global")
+                else np.zeros(n_classes, dtype=bool))
+    return _Plan((cal, cal_var), beta, cal_var.beta if cal_var is not None else math.inf,
+                 trim, fallback, np.zeros(n_classes, dtype=bool),  # empty: replace, no window
+                 (split.mean, split.variance))
+
+
+def _smooth(st: Any, c: int, config: NBConfig, plan: _Plan) -> tuple[float, float]:
+    """Smooth sensitivities ``(of the mean, of the second statistic)`` at their β."""
+    if config.neighbours == "replace" and st.window <= 0:
+        plan.empty[c] = True
+        ss = smooth_from_statistics(st, beta=plan.beta)  # any positive scale; not used
+        return ss.mean, ss.variance
+    ss = smooth_from_statistics(st, beta=plan.beta, neighbours=config.neighbours,
+                                method=config.sensitivity)
+    if plan.beta_var == plan.beta:
+        return ss.mean, ss.variance
+    sv = smooth_from_statistics(st, beta=plan.beta_var, neighbours=config.neighbours,
+                                method=config.sensitivity)
+    return ss.mean, sv.variance
+
+
+def _class_statistics(x: np.ndarray, c: int, lo: float, hi: float, config: NBConfig,
+                      plan: _Plan) -> tuple[tuple[float, float], tuple[float, float]]:
+    """One class's two released statistics of a feature and their sensitivities."""
+    trim, private, replace = int(plan.trim[c]), config.private, config.neighbours == "replace"
+    if config.method == "bun-steinke":
+        st1 = trimmed_statistics(x, trim=trim, lower=lo, upper=hi)
+        lo2, hi2 = _square_bounds(lo, hi)
+        st2 = trimmed_statistics(x * x, trim=trim, lower=lo2, upper=hi2)
+        s = ((_smooth(st1, c, config, plan)[0], _smooth(st2, c, config, plan)[0]) if private
+             else (1.0, 1.0))
+        return (st1.mean, st2.mean), s
+    if plan.fallback[c]:  # global sensitivity (module docstring, "Fallback")
+        mid = (lo + hi) / 2.0
+        if not replace:  # sums centred on the middle: |x - mid| <= (U - L) / 2
+            return ((float(np.sum(x - mid)), float(np.sum((x - mid) ** 2))),
+                    ((hi - lo) / 2.0, (hi - lo) ** 2 / 4.0))
+        n_c = max(x.size, 1)
+        if x.size == 0:  # no row: both statistics are constants
+            plan.empty[c] = True
+        # one row: its mean is private (Laplace at (U - L) / 1); its variance is
+        # the constant 0, at sensitivity 0, released as is
+        return (((float(x.mean()), float(x.var())) if x.size else (mid, 0.0)),
+                ((hi - lo) / n_c, (hi - lo) ** 2 * (n_c - 1) / n_c**2))
+    if config.method in ("smooth", "bun-steinke"):
+        st = trimmed_statistics(x, trim=trim, lower=lo, upper=hi)
+        # Deviation from the paper: Algorithm 1 (lines 17-19) adds noise to the
+        # standard deviation σ, scaled to the smooth sensitivity of Theorem 7 --
+        # which is the *variance's*. We release the variance, the statistic that
+        # sensitivity bounds; σ moves by |Δvar| / (σ + σ'), more than the variance
+        # whenever σ + σ' < 1, so that noise would not cover σ. The model's σ is
+        # the square root of the released (clipped, floored) variance.
+        return (st.mean, st.variance), (_smooth(st, c, config, plan) if private else (1.0, 1.0))
+    # vaidya / non-private: untrimmed; Vaidya releases the standard deviation
+    n_c = x.size
+    mu = float(x.mean()) if n_c else (lo + hi) / 2.0
+    sd = float(x.std()) if n_c else 0.0
+    return ((mu, (sd if config.method == "vaidya" else sd * sd)),
+            ((hi - lo) / (n_c + 1), math.sqrt(max(n_c, 1)) * (hi - lo) / (n_c + 1)))
+
+
+_NAMES = {"smooth": ("mean", "variance"), "global": ("mean", "variance"),
+          "bun-steinke": ("mean", "second moment"), "vaidya": ("mean", "standard deviation")}
+
+
+def _laplace(eps: float, sensitivity: float, values: Any, config: NBConfig, rng: Any) -> Any:
+    return Laplace(epsilon=eps, sensitivity=float(sensitivity),
+                   mode=config.randomness).randomise(values, rng).value
+
+
+def _add_noise(noisy: np.ndarray, stats_a: np.ndarray, s_a: np.ndarray, col: Any,
+               config: NBConfig, plan: _Plan, rng: Any) -> list[ReleaseRecord]:
+    """Noise on one feature's two statistics (in place, in ``noisy``); their records."""
+    records = []
+    fallback, eps_t = plan.fallback, plan.eps_t
+    for t in range(2):
+        if config.method == "vaidya":
+            noisy[:, t] = [_laplace(eps_t[t], s, v, config, rng)
+                           for v, s in zip(stats_a[:, t], s_a[:, t])]
+            mech, delta_r = "laplace", 0.0
+        else:
+            cal_t = plan.cals[t]
+            assert cal_t is not None
+            smooth_c = ~fallback
+            if smooth_c.any():
+                noisy[smooth_c, t] = cal_t.randomise(stats_a[smooth_c, t],
+                                                     s_a[smooth_c, t], rng).value
+            glob = np.flatnonzero(fallback & (s_a[:, t] > 0))
+            if (config.method == "global" and glob.size
+                    and np.all(s_a[glob, t] == s_a[glob[0], t])):  # one draw
+                noisy[glob, t] = _laplace(eps_t[t], s_a[glob[0], t], stats_a[glob, t], config,
+                                          rng)
+                glob = glob[:0]
+            for cg in glob.tolist():
+                noisy[cg, t] = _laplace(eps_t[t], s_a[cg, t], stats_a[cg, t], config, rng)
+            noisy[plan.empty, t] = stats_a[plan.empty, t]  # a constant: released as is
+            mech, delta_r = f"smooth-{cal_t.noise}", cal_t.delta
+            if config.method == "global":
+                mech, delta_r = "laplace-global", 0.0
+            elif fallback.any():
+                mech = (f"{mech} / laplace-global (classes "
+                        f"{np.flatnonzero(fallback).tolist()})")
+        records.append(ReleaseRecord(f"{_NAMES[config.method][t]} {col}", mech, eps_t[t],
+                                     delta_r, "parallel over classes"))
+    return records
+
+
+def _finish_feature(noisy: np.ndarray, s_a: np.ndarray, lo: float, hi: float,
+                    class_count: np.ndarray, config: NBConfig, plan: _Plan
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Post-processing of one feature's noisy statistics: its means and variances."""
+    fallback, replace = plan.fallback, config.neighbours == "replace"
+    vcap = (hi - lo) ** 2 / 4.0
+    if fallback.any() and not replace:  # noisy sums over the noisy class sizes
+        size = np.maximum(class_count[fallback], 1.0)
+        mean_f = (lo + hi) / 2.0 + noisy[fallback, 0] / size
+        noisy[fallback, 0] = mean_f
+        noisy[fallback, 1] = noisy[fallback, 1] / size - (np.clip(mean_f, lo, hi)
+                                                         - (lo + hi) / 2.0) ** 2
+    theta = np.clip(noisy[:, 0], lo, hi)
+    if config.method == "vaidya":
+        var = np.clip(noisy[:, 1], 0.0, (hi - lo) / 2.0) ** 2
+    elif config.method == "bun-steinke":
+        lo2, hi2 = _square_bounds(lo, hi)
+        var = np.clip(np.clip(noisy[:, 1], lo2, hi2) - theta ** 2, 0.0, vcap)
+    else:
+        var = np.clip(noisy[:, 1], 0.0, vcap)
+    # the floor applies to every model, private or not, so the non-private line is
+    # the same model without noise (the paper clips at zero only: a deviation)
+    var = np.maximum(var, config.var_floor * (hi - lo) ** 2)
+    if config.noise_floor and config.private and fallback.any():
+        # the variance release's own noise scale (public: sensitivity, ε', noisy size)
+        scale = s_a[fallback, 1] / plan.eps_t[1]
+        if not replace:
+            scale = scale / np.maximum(class_count[fallback], 1.0)
+        var[fallback] = np.maximum(var[fallback], np.minimum(config.noise_floor * scale, vcap))
+    return theta, var
+
+
+def _train_global(numeric: np.ndarray, categorical: np.ndarray, y: np.ndarray,
+                  counts: np.ndarray, schema: FeatureSchema, config: NBConfig,
+                  split: BudgetSplit, rng: np.random.Generator) -> TrainResult:
+    """The global method under add/remove, vectorised: one Laplace draw for every release.
+
+    The draw order is the release order of :func:`train`'s general route (class
+    counts, each category table, then per feature its means and its variances,
+    classes in order), so a seeded generator gives the same model.
+    """
+    n_classes, p = len(counts), numeric.shape[1]
+    lower, upper = schema.lower, schema.upper
+    eps_c, eps_k = split.counts, split.categorical
+    eps_m, eps_v = split.mean, split.variance
+    config.calibration(split.per_release, split.smooth_delta)  # refuses noise and gamma
+    for e in (eps_c, eps_m, eps_v) + ((eps_k,) if categorical.shape[1] else ()):
+        check_epsilon(e)  # as the Laplace mechanism of each release would
+    tables = [_table(y, categorical[:, k], n_classes, schema.n_categories[k])
+              for k in range(categorical.shape[1])]
+    span = upper - lower
+    mid = (lower + upper) / 2.0
+    # per class the sums of x - mid and (x - mid)^2, each column summed on its own
+    centred = np.asfortranarray(numeric[np.argsort(y, kind="stable")] - mid)
+    starts = np.concatenate([[0], np.cumsum(counts.astype(np.int64))])
+    sums = np.zeros((n_classes, 2, p))
+    for c in np.flatnonzero(counts).tolist():
+        block = centred[starts[c]:starts[c + 1]]
+        sums[c, 0] = np.sum(block, axis=0)
+        sums[c, 1] = np.sum(block ** 2, axis=0)
+    sens = np.empty((2, p))
+    sens[0], sens[1] = span / 2.0, span ** 2 / 4.0
+    eps_t = np.array([eps_m, eps_v])
+    scales = np.concatenate([np.full(n_classes, 1.0 / eps_c)]
+                            + [np.full(t.size, 1.0 / eps_k) for t in tables]
+                            + [np.repeat((sens / eps_t[:, None]).T.ravel(), n_classes)])
+    noise = rng.laplace(0.0, scales)
+    class_count = counts + noise[:n_classes]
+    at = n_classes
+    for k, t in enumerate(tables):
+        tables[k] = t + noise[at:at + t.size].reshape(t.shape)
+        at += t.size
+    noisy = sums + noise[at:].reshape(p, 2, n_classes).transpose(2, 1, 0)
+    size = np.maximum(class_count, 1.0)[:, None]
+    mean = mid + noisy[:, 0] / size
+    second = noisy[:, 1] / size - (np.clip(mean, lower, upper) - mid) ** 2
+    theta = np.clip(mean, lower, upper)
+    vcap = span ** 2 / 4.0
+    var = np.maximum(np.clip(second, 0.0, vcap), config.var_floor * span ** 2)
+    if config.noise_floor:
+        var = np.maximum(var, np.minimum(config.noise_floor * (sens[1] / eps_v) / size, vcap))
+    if p:
+        var = var + config.var_smoothing * float(np.max(span ** 2))
+    records = [ReleaseRecord("class counts", "laplace", eps_c, 0.0, "histogram")]
+    records += [ReleaseRecord(f"categorical {col}", "laplace", eps_k, 0.0, "histogram")
+                for col in schema.categorical]
+    for col in schema.numeric:
+        records += [ReleaseRecord(f"{name} {col}", "laplace-global", e, 0.0,
+                                  "parallel over classes")
+                    for name, e in (("mean", eps_m), ("variance", eps_v))]
     params = NBParams(class_count, theta, var, tuple(tables), lower.copy(), upper.copy(),
                       config.density)
-    return TrainResult(params, tuple(records), split, trim, sens)
+    diag = np.broadcast_to(sens.T, (n_classes, p, 2)).copy()
+    return TrainResult(params, tuple(records), split, np.zeros(n_classes, dtype=np.int64),
+                       diag)
 
 
 def global_classes(config: NBConfig, cal: SmoothCalibration | None, eps1: float,
