@@ -246,8 +246,9 @@ def check_repeatable(protocol: PluginLike, scenario: ScenarioLike) -> None:
     runs = [execute(s) for s in (sc, sc, sc.with_overrides(run={"seed": sc.run.seed + 1}))]
     rows = [r.transcript.canonical_rows() for r in runs]
     preds = [r.outcome_of(name).result.predictions for r in runs]
-    assert rows[0] and rows[0] == rows[1]
-    np.testing.assert_array_equal(preds[0], preds[1])
+    assert rows[0], "the run recorded no message"
+    assert rows[0] == rows[1], "one seed gave two different transcripts"
+    np.testing.assert_array_equal(preds[0], preds[1], err_msg="one seed, two predictions")
     assert rows[2] != rows[0], "another seed gave the very same transcript"
 
 

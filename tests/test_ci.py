@@ -38,6 +38,20 @@ def test_ci_runs_line_one_non_editable_from_the_root_of_a_copy_with_nothing_besi
     assert "mktemp -d" in script and "unset PPKNN_DATA_DIR" in script
 
 
+def test_ci_runs_the_suite_again_with_the_tutorial_protocol_installed():
+    """After line 2, in its venv: examples/dp_count installed, its tests, the whole suite."""
+    script = (ROOT / ".ci" / "run").read_text()
+    tail = script.split('bash -euo pipefail -c "$LINE2"', 1)[1].splitlines()
+    steps = [line.strip() for line in tail if line.strip() and not line.startswith("echo")]
+    assert steps == [". .venv/bin/activate", "pip install -q ./examples/dp_count",
+                     steps[2], "python -m pytest -q -p no:cacheprovider examples/dp_count/tests",
+                     "python -m pytest -q -p no:cacheprovider"]
+    assert '"dp-count" in ppknn.protocol_names()' in steps[2]
+    entry = tomllib.loads((ROOT / "examples" / "dp_count" / "pyproject.toml").read_text())
+    assert entry["project"]["entry-points"]["ppknn.protocols"] == {
+        "dp-count": "dp_count.plugin:DPCount"}
+
+
 def test_nothing_in_the_project_reads_the_shared_folder():
     """No code, test, scenario or CI file names ../shared (the folder may disappear)."""
     pattern = re.compile(r"""\.\./shared|["']shared["']\s*/|/\s*["']shared["']""")

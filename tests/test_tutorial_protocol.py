@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,8 @@ PACKAGE = ROOT / "examples" / "dp_count"
 SRC = PACKAGE / "src"
 SCENARIO = PACKAGE / "scenarios" / "dp-count.toml"
 NAME = "dp-count"
+INSTALLED = any(ep.name == NAME for ep in entry_points(group=registry.ENTRY_POINT_GROUP))
+"""Whether the package is installed (CI runs the suite again with it installed)."""
 
 
 def page_files() -> dict[str, str]:
@@ -236,4 +239,13 @@ def test_a_fresh_interpreter_finds_it_through_its_entry_point(tmp_path):
     assert done.returncode == 0, done.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["results"][NAME]["privacy"]["epsilon"] == 30.0
-    assert NAME not in registry.names()  # this process is untouched
+    if not INSTALLED:
+        assert NAME not in registry.names()  # this process is untouched
+
+
+def test_its_attack_is_calibrated_control_quiet_planted_leak_flagged(dp_count):
+    from ppknn.simulations.leakage import calibrate_attacks as ca
+
+    rates = {r.kind: r for r in ca.calibrate_protocol(NAME, seeds=4)}
+    assert (rates[ca.CONTROL].flagged, rates[ca.PLANTED].flagged) == (0, 4)
+    assert rates[ca.CONTROL].passed and rates[ca.PLANTED].passed
