@@ -381,7 +381,7 @@ def write_csv(rates: Sequence[Rate], path: Any) -> None:
 
 
 def _label(r: Rate) -> str:
-    q = f" ({r.quantity.split(' (')[0][:28]})" if r.quantity else ""
+    q = f" ({r.quantity.split(' (')[0][:40]})" if r.quantity else ""
     return f"{r.protocol}: {r.attack}{q}"
 
 
@@ -393,7 +393,7 @@ def write_plot(rates: Sequence[Rate], path: Any, *, title: str) -> None:
     import matplotlib.pyplot as plt
 
     labels = list(dict.fromkeys(_label(r) for r in rates))
-    fig, ax = plt.subplots(figsize=(9, 0.32 * len(labels) + 1.6))
+    fig, ax = plt.subplots(figsize=(11, 0.32 * len(labels) + 1.8))
     for i, (kind, colour) in enumerate(((CONTROL, "tab:blue"), (PLANTED, "tab:red"))):
         sub = {_label(r): r for r in rates if r.kind == kind and r.seeds}
         ys = [j + 0.2 * (2 * i - 1) for j, lab in enumerate(labels) if lab in sub]
@@ -412,8 +412,21 @@ def write_plot(rates: Sequence[Rate], path: Any, *, title: str) -> None:
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=72)
+    save_small(fig, path, dpi=72)
     plt.close(fig)
+
+
+def save_small(fig: Any, path: Any, *, dpi: int) -> None:
+    """Save ``fig`` as a PNG of at most 64 colours (a third of the size of a full-colour one)."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=dpi, format="png")
+    buf.seek(0)
+    with Image.open(buf) as im:
+        im.convert("RGB").quantize(colors=64).save(path, format="PNG", optimize=True)
 
 
 def markdown_lines(rates: Sequence[Rate], *, seconds: float) -> list[str]:
@@ -447,4 +460,4 @@ def markdown_lines(rates: Sequence[Rate], *, seconds: float) -> list[str]:
 __all__ = ["CONTROL", "HONEST", "PLANTED", "Check", "Rate", "Scoring", "Variant",
            "calibrate_attacks", "calibrate_protocol", "calibration_module", "copy_rows",
            "flagged", "held_out_as_members", "markdown_lines", "merged", "permute", "pooled",
-           "run_scoring", "score_check", "uniform_rows", "write_csv", "write_plot"]
+           "run_scoring", "save_small", "score_check", "uniform_rows", "write_csv", "write_plot"]

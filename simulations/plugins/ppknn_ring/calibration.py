@@ -33,16 +33,17 @@ ALWAYS_WHAT = ("every node randomises in every round (p0 = 1, d = 1): what a nod
                "is its random fill, never its values")
 LONE_WHAT = ("the target (owner-01) never randomises and every other node always does: the "
              "only real values that enter the vector are the target's")
-SAME_CLAIMS = ("the §6.6 attack claims every value that is new in the vector it receives; a "
-               "random claimer making as many claims in the same rows then claims the same "
-               "values, so its baseline equals the attack's rate whatever leaks (advantage 0 "
-               "by construction: the paper's disclosure is reported, its advantage carries no "
-               "information); the informed successor, which keeps fewer claims, is the one "
-               "with power")
-INFORMED = ("the informed successor's claims are the target's values and some random fills "
+SAME_CLAIMS = ("the §6.6 attack claims every value that is new against the vector the "
+               "successor sent itself; in round 1 that is every value of the row (the "
+               "reference is the public initial vector), so a random claimer of as many values "
+               "claims the same ones and its baseline matches the attack hit for hit (the "
+               "advantage is 0 on every planted seed): the paper's disclosure is reported, its "
+               "advantage over a random claimer says nothing; the informed successor, which "
+               "keeps fewer claims, is the one with power")
+INFORMED = ("the informed successor's claims are the target's values and those random fills "
             "of the other nodes that survive into the final vector; over a random claimer "
-            "its advantage is about 0.07 on average and near 0 on some seeds (how many fills "
-            "survive varies), so the power at this leak is about 0.8, not 0.95")
+            "its advantage is small (a median of about 0.07) and near 0 on some seeds (how "
+            "many fills survive varies), so its power at this leak stays below 0.95")
 
 CHECKS = (
     Check("successor-attribution", CONTROL, ALWAYS_WHAT, variant=ALWAYS, target="owner-01"),
