@@ -314,36 +314,15 @@ def run(
                                   "data.dataset=pima (protocol[1].k with several protocols)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing results "
                                    "folder (only once the new run is complete)."),
+    plot: Optional[bool] = typer.Option(
+        None, "--plot/--no-plot", help="Render summary.png and leakage.png (default: when "
+        "the output is a terminal; later from the folder: ppknn show --plot)."),
 ) -> None:
     """Run a scenario (any registered protocol, or several) and write its results folder."""
-    from ppknn.simulations.output import check_output, staged
-    from ppknn.simulations.results import run_scenario, summary_of
-
     try:
-        sc = _load_scenario(scenario) if scenario else embedded_quickstart()
-        overrides: dict[str, dict] = {}
-        if runtime:
-            overrides.setdefault("runtime", {})["kind"] = runtime.value
-        if address:
-            overrides.setdefault("runtime", {})["address"] = address
-        if seed is not None:
-            overrides.setdefault("run", {})["seed"] = seed
-        if overrides:
-            sc = sc.with_overrides(**overrides)
-        sc = _apply_sets(sc, sets)
-        folder = check_output(Path(output or sc.run.output), overwrite=overwrite)
-        if sc.runtime.kind == "ray":
-            _starting_ray(sc.runtime.address)
-        with warnings.catch_warnings(record=True) as caught, \
-                staged(folder, overwrite=overwrite) as stage:
-            warnings.simplefilter("always", PrivacyLeakWarning)
-            with _bar() as bar:
-                # Ray stops in the background while the run is measured and written
-                whole = run_scenario(sc, stage=stage, progress=_progress_bar(bar),
-                                     wait_for_shutdown=False)
-                outcome, deviations = whole.run, whole.deviations
-        for message in dict.fromkeys(str(w.message) for w in caught):  # each once
-            console.print(f"[yellow]warning:[/] {escape(message)}")
+        sc = _run_scenario_of(scenario, runtime, address, seed, sets)
+        folder, whole = _run_into_folder(sc, output, overwrite,
+                                         out.is_terminal if plot is None else plot)
     except (PartyFailure, IntegrityError) as exc:  # the run failed (not its input): 3
         _fail(exc, 3)
     except PpknnError as exc:
@@ -352,14 +331,88 @@ def run(
         if getattr(exc, "kept_folder", None) is None:  # recorded: an internal error (1),
             raise  # an interrupt (130)
         _fail(exc, 130 if isinstance(exc, KeyboardInterrupt) else 1)
+    _print_run(whole, folder)
+
+
+def _run_scenario_of(scenario: Optional[Path], runtime: Optional[RuntimeKind],
+                     address: Optional[str], seed: Optional[int], sets: list[str]) -> Any:
+    """The scenario ``ppknn run`` runs: the file (or the quickstart) with the options applied."""
+    sc = _load_scenario(scenario) if scenario else embedded_quickstart()
+    overrides: dict[str, dict] = {}
+    if runtime:
+        overrides.setdefault("runtime", {})["kind"] = runtime.value
+    if address:
+        overrides.setdefault("runtime", {})["address"] = address
+    if seed is not None:
+        overrides.setdefault("run", {})["seed"] = seed
+    if overrides:
+        sc = sc.with_overrides(**overrides)
+    return _apply_sets(sc, sets)
+
+
+def _run_into_folder(sc: Any, output: Optional[Path], overwrite: bool, plot: bool
+                     ) -> tuple[Path, Any]:
+    """Run ``sc`` through the pipeline into its results folder; print its warnings once."""
+    from ppknn.simulations.output import check_output, staged
+    from ppknn.simulations.pipeline import run_scenario
+
+    folder = check_output(Path(output or sc.run.output), overwrite=overwrite)
+    if sc.runtime.kind == "ray":
+        _starting_ray(sc.runtime.address)
+    with warnings.catch_warnings(record=True) as caught, \
+            staged(folder, overwrite=overwrite) as stage:
+        warnings.simplefilter("always", PrivacyLeakWarning)
+        with _bar() as bar:
+            # Ray stops in the background while the run is measured and written
+            whole = run_scenario(sc, stage=stage, progress=_progress_bar(bar),
+                                 wait_for_shutdown=False, plot=plot)
+    for message in dict.fromkeys(str(w.message) for w in caught):  # each once
+        console.print(f"[yellow]warning:[/] {escape(message)}")
+    return folder, whole
+
+
+PHASES = (("prepare_s", "prepare"), ("startup_s", "start-up"), ("protocol_s", "protocol"),
+          ("recorded_s", "recorded"), ("measure_s", "measure"), ("leakage_s", "leakage"),
+          ("write_s", "write"), ("plots_s", "plots"))
+"""The phases of a run, in order, as ``summary.json``'s ``timings_s`` names them."""
+
+
+def phases_line(timings: dict[str, Any]) -> str:
+    """``prepare 0.02 s · start-up 0.01 s · ...``: the phases a run timed, in order."""
+    return " · ".join(f"{label} {float(timings[key]):.2f} s" for key, label in PHASES
+                      if timings.get(key) is not None)
+
+
+def _print_run(whole: Any, folder: Path) -> None:
+    """The terminal summary of a run written to ``folder``."""
+    from ppknn.simulations.results import summary_of
+
+    outcome, deviations = whole.run, whole.deviations
     s = summary_of(outcome)
+    out.print(_run_table(outcome, s))
+    leak_path = folder / "summary.json"
+    written = json.loads(leak_path.read_text()) if leak_path.is_file() else {}
+    if written.get("leakage"):
+        print_leakage_counts(written["leakage"], verbose=True)
+    if deviations is not None:
+        print_deviations(deviations.as_dict())
+    out.print(escape(f"phases: {phases_line(written.get('timings_s') or s['timings_s'])}"))
+    plots = "summary.png, " if (folder / "summary.png").is_file() else ""
+    out.print(f"results written to [bold]{escape(str(folder))}[/] ({plots}summary.json, "
+              "...)")
+    if not plots:
+        out.print(escape(f"plots: ppknn show --plot {folder}"))
+    _print_notes(folder)
+
+
+def _run_table(outcome: Any, s: dict[str, Any]) -> Table:
+    from ppknn.simulations import registry
+
     table = Table(title=escape(f"{', '.join(s['protocols'])} on {s['dataset']} - "
                                f"{s['parties']} parties, {s['queries']} queries "
                                f"({s['runtime']} runtime)"))
     table.add_column("measure")
     table.add_column("value", justify="right")
-    from ppknn.simulations import registry
-
     for o in outcome.outcomes:
         r = s["results"][o.name]
         table.add_row(f"[bold]{escape(o.name)}[/] accuracy", f"{r['accuracy']:.4f}")
@@ -373,16 +426,10 @@ def run(
                                       f"{s['communication']['bytes']:,}")
     table.add_row("randomness / channels",
                   escape(f"{s['randomness_mode']} / {s['channels']}"))
-    out.print(table)
-    leak_path = folder / "summary.json"
-    if leak_path.is_file():
-        leak = json.loads(leak_path.read_text()).get("leakage")
-        if leak:
-            print_leakage_counts(leak, verbose=True)
-    if deviations is not None:
-        print_deviations(deviations.as_dict())
-    out.print(f"results written to [bold]{escape(str(folder))}[/] (summary.png, summary.json, "
-              "...)")
+    return table
+
+
+def _print_notes(folder: Path) -> None:
     from ppknn.simulations.output import leftover_notes
 
     for note in leftover_notes(folder):  # what killed runs of this output left beside it
@@ -526,12 +573,29 @@ def audit(
 
 @app.command()
 def show(results_dir: Path = typer.Argument(..., help="A folder written by `ppknn run`, "
-                                            "`sweep`, `audit`, `chaos` or `compare`.")) -> None:
+                                            "`sweep`, `audit`, `chaos` or `compare`."),
+         plot: bool = typer.Option(False, "--plot", help="Also render a run's summary.png "
+                                   "and leakage.png from the folder's files.")) -> None:
     """Print a run's (or a sweep's, audit's, chaos run's, comparison's) summary."""
     try:
         show_folder(results_dir)
+        if plot:
+            _plot_folder(results_dir)
     except PpknnError as exc:
         _fail(exc, 2)
+
+
+def _plot_folder(folder: Path) -> None:
+    """``ppknn show --plot``: a run folder's plots, each replacing its namesake (no link)."""
+    from ppknn.simulations.output import rewriting
+    from ppknn.simulations.results import plot_folder
+
+    if not (folder / "summary.json").is_file() or not (folder / "public.json").is_file():
+        raise ConfigError(f"{str(folder)!r}: --plot renders a run's folder (summary.json and "
+                          "public.json); this is not one")
+    with rewriting(folder) as scratch:
+        written = plot_folder(folder, scratch)
+    out.print(escape(f"plots: {', '.join(str(folder / p.name) for p in written)}"))
 
 
 @app.command()
@@ -592,7 +656,6 @@ def reproduce(
     """
     from ppknn.simulations import reproduce as registry
     from ppknn.simulations.output import output_lock, swap_in
-    from ppknn.simulations.scenario import parse_value
 
     folder = Path(output or Path("results") / "reproduce" / name)
     again = ""  # the command that resumes this run (once its settings are known)
@@ -601,19 +664,7 @@ def reproduce(
         kind = (_with_alias(runtime, ray_runtime, "--ray", RuntimeKind.ray)
                 or RuntimeKind.inprocess)
         params = inspect.signature(module.run).parameters
-        fixed = ("output", "quick", "runtime", "report", "log")
-        settings = [p for p in params if p not in fixed]
-        kwargs: dict[str, object] = {}
-        for item in option:
-            key, eq, value = item.partition("=")
-            key = key.strip()
-            if not eq or not key:
-                raise ConfigError(f"--set {item!r}: write KEY=VALUE; the settings of "
-                                  f"reproduction {name!r}: {settings or 'none'}")
-            if key not in settings:
-                raise ConfigError(f"--set {item!r}: reproduction {name!r} has no setting "
-                                  f"{key!r}; its settings: {settings or 'none'}")
-            kwargs[key] = parse_value(value.strip())
+        kwargs = _reproduce_settings(name, params, option)
         if docs is not None and not docs.is_dir():
             raise ConfigError(f"--docs {str(docs)!r} is not a folder; give the checkout's "
                               "root (e.g. --docs .)")
@@ -639,6 +690,26 @@ def reproduce(
               _resume_hint(exc, name, folder, again))
     out.print(f"tables and plots in [bold]{escape(str(folder))}[/]; report "
               f"[bold]{escape(str(report))}[/]")
+
+
+def _reproduce_settings(name: str, params: Any, option: list[str]) -> dict[str, object]:
+    """The ``--set KEY=VALUE`` settings of reproduction ``name`` (``params``: its run's)."""
+    from ppknn.simulations.scenario import parse_value
+
+    fixed = ("output", "quick", "runtime", "report", "log")
+    settings = [p for p in params if p not in fixed]
+    kwargs: dict[str, object] = {}
+    for item in option:
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise ConfigError(f"--set {item!r}: write KEY=VALUE; the settings of "
+                              f"reproduction {name!r}: {settings or 'none'}")
+        if key not in settings:
+            raise ConfigError(f"--set {item!r}: reproduction {name!r} has no setting "
+                              f"{key!r}; its settings: {settings or 'none'}")
+        kwargs[key] = parse_value(value.strip())
+    return kwargs
 
 
 def _reproduce_command(name: str, folder: Path, facts: dict[str, Any], docs: Path | None, *,
@@ -685,69 +756,92 @@ def _reproduce_where(folder: Path, name: str, facts: dict[str, Any], docs: Path 
                                                         registry.SETTINGS}, docs,
                                          overwrite=True)
     if not overwrite:
-        if state.kind == "finished":
-            also = (f"; the unfinished --overwrite run kept in {str(stage)!r} resumes with "
-                    f"`{resume_kept}`" if ours else "")
-            raise ConfigError(f"output {str(folder)!r} already holds {state.detail}; pass "
-                              "--overwrite to run it again (the old folder is replaced only "
-                              "once the new run is complete) or choose another --output"
-                              f"{also}")
-        if state.kind == "other":  # a file, another reproduction, ...
-            if registry.read_marker(folder) is None:
-                check_output(folder, overwrite=False)
-            raise ConfigError(f"output {str(folder)!r} holds {state.detail}, not a "
-                              f"reproduction of {name!r}; choose another --output (or pass "
-                              "--overwrite to replace it)")
-        if state.kind == "empty":
-            check_output(folder, overwrite=False)
-        elif state.kind == "resumable":  # in place: even a killed run keeps its finished runs
-            console.print(f"[yellow]note:[/] {escape(str(folder))} holds "
-                          f"{escape(state.detail)}: resuming it, reusing its "
-                          f"{count(state.runs, 'finished run')} in "
-                          f"{escape(str(folder / registry.ROWS))} (--overwrite starts "
-                          "afresh)")
-        else:
-            console.print(f"[yellow]note:[/] {escape(str(folder))} holds "
-                          f"{escape(state.detail)} that kept no finished runs: running it "
-                          "again there (--overwrite starts afresh)")
-        if ours:
-            console.print(f"[yellow]note:[/] {escape(str(stage))} keeps an unfinished "
-                          "--overwrite run that this run does not use; "
-                          f"{escape(resume_kept)} resumes it")
-        return folder
+        return _reproduce_in_place(folder, name, state, stage, resume_kept if ours else "")
     check_output(folder, overwrite=True)
     if kept.kind != "empty":
-        if not ours:
-            raise ConfigError(f"{str(stage)!r}, the staging folder of output {str(folder)!r}, "
-                              f"holds {kept.detail}, not a run of reproduction {name!r} that "
-                              "ppknn left there; it is never touched: move or delete it")
-        assert record is not None
-        differ = registry.differing_settings(record, facts)
-        if differ:
-            what = "; ".join(f"{key} {was!r} there, {now!r} here"
-                             for key, (was, now) in differ.items())
-            raise ConfigError(f"{str(stage)!r} keeps an unfinished --overwrite run of output "
-                              f"{str(folder)!r} with other settings ({what}); runs of other "
-                              f"settings are never mixed: `{resume_kept}` resumes it, or "
-                              "delete that folder to start afresh with these settings")
-        if kept.kind == "finished":  # stopped between its last write and the swap
-            what = ("completing the --overwrite run kept in {}, which finished but did not "
-                    "replace the output yet (its finished runs are reused)")
-        elif kept.kind == "resumable":
-            what = ("resuming the unfinished --overwrite run kept in {}, reusing its "
-                    f"{count(kept.runs, 'finished run')}")
-        else:
-            what = "resuming the unfinished --overwrite run kept in {}, which kept no finished run"
-        console.print(f"[yellow]note:[/] {what.format(escape(str(stage)))}; "
-                      f"{escape(str(folder))} stays as it is until the run is complete "
-                      "(delete the staging folder to start afresh)")
-        return stage
+        return _resume_stage(folder, name, facts, stage, kept, record, resume_kept)
     if state.kind == "empty":
         return folder
     console.print(f"[yellow]note:[/] running in {escape(str(stage))}; {escape(str(folder))} is "
                   "replaced only once the run is complete. If the run stops, its finished runs "
                   f"stay there and the same command resumes from them: "
                   f"{escape(_reproduce_command(name, folder, facts, docs, overwrite=True))}")
+    return stage
+
+
+def _reproduce_in_place(folder: Path, name: str, state: Any, stage: Path,
+                        resume_kept: str) -> Path:
+    """``folder`` itself, when a run without ``--overwrite`` may write there (else refused).
+
+    ``resume_kept``: the command resuming an unfinished ``--overwrite`` run kept in
+    ``stage`` (empty when none is).
+    """
+    from ppknn.simulations import reproduce as registry
+    from ppknn.simulations.output import check_output
+
+    ours = bool(resume_kept)
+    if state.kind == "finished":
+        also = (f"; the unfinished --overwrite run kept in {str(stage)!r} resumes with "
+                f"`{resume_kept}`" if ours else "")
+        raise ConfigError(f"output {str(folder)!r} already holds {state.detail}; pass "
+                          "--overwrite to run it again (the old folder is replaced only "
+                          "once the new run is complete) or choose another --output"
+                          f"{also}")
+    if state.kind == "other":  # a file, another reproduction, ...
+        if registry.read_marker(folder) is None:
+            check_output(folder, overwrite=False)
+        raise ConfigError(f"output {str(folder)!r} holds {state.detail}, not a "
+                          f"reproduction of {name!r}; choose another --output (or pass "
+                          "--overwrite to replace it)")
+    if state.kind == "empty":
+        check_output(folder, overwrite=False)
+    elif state.kind == "resumable":  # in place: even a killed run keeps its finished runs
+        console.print(f"[yellow]note:[/] {escape(str(folder))} holds "
+                      f"{escape(state.detail)}: resuming it, reusing its "
+                      f"{count(state.runs, 'finished run')} in "
+                      f"{escape(str(folder / registry.ROWS))} (--overwrite starts "
+                      "afresh)")
+    else:
+        console.print(f"[yellow]note:[/] {escape(str(folder))} holds "
+                      f"{escape(state.detail)} that kept no finished runs: running it "
+                      "again there (--overwrite starts afresh)")
+    if ours:
+        console.print(f"[yellow]note:[/] {escape(str(stage))} keeps an unfinished "
+                      "--overwrite run that this run does not use; "
+                      f"{escape(resume_kept)} resumes it")
+    return folder
+
+
+def _resume_stage(folder: Path, name: str, facts: dict[str, Any], stage: Path, kept: Any,
+                  record: dict[str, Any] | None, resume_kept: str) -> Path:
+    """The staging folder of an ``--overwrite`` run that ``stage`` keeps (else refused)."""
+    from ppknn.simulations import reproduce as registry
+
+    ours = record is not None and kept.kind != "other"
+    if not ours:
+        raise ConfigError(f"{str(stage)!r}, the staging folder of output {str(folder)!r}, "
+                          f"holds {kept.detail}, not a run of reproduction {name!r} that "
+                          "ppknn left there; it is never touched: move or delete it")
+    assert record is not None
+    differ = registry.differing_settings(record, facts)
+    if differ:
+        what = "; ".join(f"{key} {was!r} there, {now!r} here"
+                         for key, (was, now) in differ.items())
+        raise ConfigError(f"{str(stage)!r} keeps an unfinished --overwrite run of output "
+                          f"{str(folder)!r} with other settings ({what}); runs of other "
+                          f"settings are never mixed: `{resume_kept}` resumes it, or "
+                          "delete that folder to start afresh with these settings")
+    if kept.kind == "finished":  # stopped between its last write and the swap
+        what = ("completing the --overwrite run kept in {}, which finished but did not "
+                "replace the output yet (its finished runs are reused)")
+    elif kept.kind == "resumable":
+        what = ("resuming the unfinished --overwrite run kept in {}, reusing its "
+                f"{count(kept.runs, 'finished run')}")
+    else:
+        what = "resuming the unfinished --overwrite run kept in {}, which kept no finished run"
+    console.print(f"[yellow]note:[/] {what.format(escape(str(stage)))}; "
+                  f"{escape(str(folder))} stays as it is until the run is complete "
+                  "(delete the staging folder to start afresh)")
     return stage
 
 

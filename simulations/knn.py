@@ -84,18 +84,17 @@ def certain_knn(X: np.ndarray, codes: np.ndarray, queries: np.ndarray, k: int,
         q = queries[i : i + rows]
         d2 = cdist(q, X, metric="sqeuclidean")
         if k < n:
-            part = np.argpartition(d2, k, axis=1)
-            near = part[:, :k]
-            kth = np.take_along_axis(d2, near, axis=1).max(axis=1)
-            beyond = np.take_along_axis(d2, part[:, k:], axis=1).min(axis=1)
+            part = np.partition(d2, (k - 1, k), axis=1)  # the k-th and (k+1)-th smallest
+            kth = part[:, k - 1]
             size = np.sqrt(np.einsum("ij,ij->i", q, q)) + reach
             tol = 8.0 * (d + 2) * eps * size * size
-            sure = (beyond - kth) > tol
+            sure = (part[:, k] - kth) > tol
         else:
-            near = np.broadcast_to(np.arange(n), (len(q), n))
+            kth = d2.max(axis=1)
             sure = np.ones(len(q), dtype=bool)
-        cells = np.arange(len(q))[:, None] * n_classes + codes[near]
-        counts = np.bincount(cells.ravel(), minlength=len(q) * n_classes)
+        # a sure query has exactly k points at or below its k-th distance
+        row, col = np.nonzero(d2 <= kth[:, None])
+        counts = np.bincount(row * n_classes + codes[col], minlength=len(q) * n_classes)
         counts = counts.reshape(len(q), n_classes)
         for r in np.flatnonzero(~sure):  # a near-tie at the k-th: settled if one class
             settled = _one_class_band(d2[r], codes, k, tol[r], n_classes)

@@ -198,29 +198,8 @@ def replay_messages(messages: Sequence[Mapping[str, Any]], profile: NetworkProfi
     """
     latency = profile.latency_ms / 1e3
     per_byte = 8 / (profile.bandwidth_mbps * 1e6)
-    keys: list[Key] = []
-    deps: list[list[int]] = []
-    index: dict[Key, int] = {}
-    for m in messages:
-        key = (str(m["sender"]), str(m["receiver"]), int(m["seq"]))
-        if key in index:
-            raise ValueError(f"message {key} appears twice in the transcript")
-        index[key] = len(keys)
-        keys.append(key)
+    keys, deps, dependents, waiting = _causal_graph(messages)
     n = len(keys)
-    waiting = [0] * n
-    dependents: list[list[int]] = [[] for _ in range(n)]
-    for i, m in enumerate(messages):
-        own: list[int] = []
-        for d in m.get("after") or ():
-            dk = ((d["sender"], d["receiver"], int(d["seq"])) if isinstance(d, Mapping)
-                  else (str(d[0]), str(d[1]), int(d[2])))
-            j = index.get(dk)
-            if j is not None and j != i:
-                own.append(j)
-                dependents[j].append(i)
-        deps.append(own)
-        waiting[i] = len(own)
     size = [int(m["wire_bytes"]) * per_byte for m in messages]
     send = [0.0] * n
     arrive = [0.0] * n
@@ -261,6 +240,35 @@ def replay_messages(messages: Sequence[Mapping[str, Any]], profile: NetworkProfi
         i = cause[i]
     return Replayed(seconds=arrive[last_i], critical_hops=hops, messages=n,
                     sum_of_hops=sum(size) + n * latency)
+
+
+def _causal_graph(messages: Sequence[Mapping[str, Any]]
+                  ) -> tuple[list[Key], list[list[int]], list[list[int]], list[int]]:
+    """Each message's key, the messages it follows, those following it, and their count."""
+    keys: list[Key] = []
+    deps: list[list[int]] = []
+    index: dict[Key, int] = {}
+    for m in messages:
+        key = (str(m["sender"]), str(m["receiver"]), int(m["seq"]))
+        if key in index:
+            raise ValueError(f"message {key} appears twice in the transcript")
+        index[key] = len(keys)
+        keys.append(key)
+    n = len(keys)
+    waiting = [0] * n
+    dependents: list[list[int]] = [[] for _ in range(n)]
+    for i, m in enumerate(messages):
+        own: list[int] = []
+        for d in m.get("after") or ():
+            dk = ((d["sender"], d["receiver"], int(d["seq"])) if isinstance(d, Mapping)
+                  else (str(d[0]), str(d[1]), int(d[2])))
+            j = index.get(dk)
+            if j is not None and j != i:
+                own.append(j)
+                dependents[j].append(i)
+        deps.append(own)
+        waiting[i] = len(own)
+    return keys, deps, dependents, waiting
 
 
 def _send_time(i: int, deps: list[int], keys: list[Key], send: list[float],

@@ -10,16 +10,22 @@ Layout::
       parties.csv        per party: role, messages and bytes sent/received, privacy
                          spent, the protocol's per-party measures (e.g. disclosure)
       summary.json       per protocol: accuracy, baseline, privacy spent, metrics;
-                         communication, timings (start-up, protocol, recorded:
-                         writing the public facts and ground truth, measure,
-                         leakage scoring), randomness mode
-      summary.png        accuracy vs baseline, the protocol's own panel, bytes per party
+                         communication, the phases' timings (``timings_s``: prepare,
+                         start-up, protocol, recorded: writing the public facts and
+                         ground truth, measure, leakage scoring, write, plots),
+                         randomness mode
+      summary.png        (when plotted) accuracy vs baseline, the protocol's own panel,
+                         bytes per party
       transcript/        every message (Parquet parts) and totals.json; each protocol's
                          ground truth for the scorers (truth-PROTOCOL.npz)
       disclosure.csv     (ppknn-ring) per node: disclosure probability, 95% interval
       leakage.csv        every protocol: one row per (observer, target, attack): measured
-                         quantity, 95% interval, promised bound, verdict (also leakage.png
-                         and the ``leakage`` section of summary.json)
+                         quantity, 95% interval, promised bound, verdict (also the
+                         ``leakage`` section of summary.json, and leakage.png when plotted)
+
+Plots are rendered where a person will look (``ppknn run`` on a terminal,
+``--plot``, ``write_results``' default) or later from the folder
+(``ppknn show --plot``); sweeps and the Python API render none unless asked.
 
 With one protocol, its figures are also at the top level of ``summary.json``
 (``accuracy_ppknn``, ``topk_exact_fraction``, ...).
@@ -34,7 +40,6 @@ is measured: a run that fails while measuring or scoring keeps a folder
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +51,7 @@ from ppknn.core.rng import describe as describe_randomness
 from ppknn.simulations.reporting import jsonio
 from ppknn.simulations.reporting.csvio import write_rows
 from ppknn.simulations.reporting.plots import save_png
-from ppknn.simulations.runner import ProtocolOutcome, RunResult, execute
+from ppknn.simulations.runner import RunResult
 
 MAX_LABELLED_PARTIES = 40
 """Up to this many parties the summary plot labels each one; beyond, it plots sorted curves."""
@@ -180,8 +185,32 @@ def _write_facts(result: RunResult, out: Path) -> None:
     (out / "public.json").write_text(jsonio.dumps(p.public()))
 
 
-def write_results(result: RunResult, output: str | Path) -> Path:
-    """Write the results folder (see module docstring); returns its path."""
+def write_results(result: RunResult, output: str | Path, *, plot: bool = True) -> Path:
+    """Score the run's leakage table and write its results folder; returns its path.
+
+    For a run measured outside :func:`simulations.pipeline.run_scenario`
+    (e.g. :func:`~simulations.runner.execute`); ``plot``: also ``summary.png``
+    and ``leakage.png``.
+    """
+    from ppknn.simulations.pipeline import score_leakage
+
+    out = Path(output)
+    out.mkdir(parents=True, exist_ok=True)
+    return write_folder(result, out, score_leakage(result, out), plot=plot)
+
+
+def write_folder(result: RunResult, output: str | Path, leakage_rows: list[Any], *,
+                 plot: bool = False) -> Path:
+    """Write the results folder of a measured, scored run (see module docstring).
+
+    Only writes: the leakage table ``leakage_rows`` was scored beforehand
+    (:func:`simulations.pipeline.score_leakage`). ``summary.json`` is written
+    last, with the time the other files took (``write_s``) and, with
+    ``plot``, the time ``summary.png`` and ``leakage.png`` took (``plots_s``).
+    """
+    from ppknn.simulations import leakage
+
+    t0 = time.perf_counter()
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     _write_facts(result, out)
@@ -190,13 +219,17 @@ def write_results(result: RunResult, output: str | Path) -> Path:
     for o in result.outcomes:
         if isinstance(o.leakage, DisclosureReport):
             write_disclosure_csv(o.leakage, out / "disclosure.csv")
+    leakage.write_table(leakage_rows, out / "leakage.csv")
     summary = summary_of(result)
-    t0 = time.perf_counter()
-    summary["leakage"] = write_leakage(result, out)
-    # scoring every adversary is part of what a run costs: timed beside the run's phases
-    summary["timings_s"]["leakage_s"] = time.perf_counter() - t0
+    summary["leakage"] = leakage.summary(leakage_rows)
+    timings = summary["timings_s"]
+    timings["write_s"] = time.perf_counter() - t0
+    if plot:
+        t0 = time.perf_counter()
+        plot_summary(result, out / "summary.png")
+        leakage.plot_table(leakage_rows, out / "leakage.png", title=result.prepared.run_id)
+        timings["plots_s"] = time.perf_counter() - t0
     (out / "summary.json").write_text(jsonio.dumps(summary, default=float))
-    plot_summary(result, out / "summary.png")
     return out
 
 
@@ -222,38 +255,11 @@ class ScenarioRun:
     audit: list[Any] | None = None
 
 
-def run_scenario(scenario: Any, *, stage: Path | None = None,
-                 progress: Callable[[str, int, int], None] | None = None,
-                 wait_for_shutdown: bool = True) -> ScenarioRun:
-    """Everything a scenario asks for, as ``ppknn run`` and ``ppknn.run`` do it.
+def run_scenario(scenario: Any, **kwargs: Any) -> ScenarioRun:
+    """:func:`simulations.pipeline.run_scenario` (the one pipeline), under its older name."""
+    from ppknn.simulations.pipeline import run_scenario as run
 
-    With ``stage``, the results folder is written there: what scoring needs
-    as soon as the protocols complete (:func:`write_recorded`), then the
-    results, the audit and the deviation report (:func:`write_extras`).
-    Without, nothing is written and the transcript stays in memory.
-    """
-    recorded = None if stage is None else (lambda run: write_recorded(run, stage))
-    transcript_dir = None if stage is None else stage / "transcript"
-    deviations = None
-    if scenario.deviation:  # the deviant run beside its honest twin
-        from ppknn.simulations.leakage.deviations import run_with_deviations
-
-        run, deviations = run_with_deviations(scenario, transcript_dir=transcript_dir,
-                                              progress=progress, recorded=recorded)
-    else:
-        run = execute(scenario, transcript_dir=transcript_dir, progress=progress,
-                      wait_for_shutdown=wait_for_shutdown, recorded=recorded)
-    if stage is not None:
-        write_results(run, stage)
-    audit = None
-    if scenario.audit.trials:
-        from ppknn.simulations.leakage.audit import audit_scenario
-
-        audit = audit_scenario(scenario, progress=progress)
-    done = ScenarioRun(run, deviations, audit)
-    if stage is not None:
-        write_extras(done, stage)
-    return done
+    return run(scenario, **kwargs)
 
 
 def write_extras(done: ScenarioRun, out: Path) -> None:
@@ -266,23 +272,6 @@ def write_extras(done: ScenarioRun, out: Path) -> None:
         from ppknn.simulations.leakage.deviations import write_report
 
         write_report(done.deviations, out)
-
-
-def write_leakage(result: RunResult, out: Path) -> dict[str, Any]:
-    """``leakage.csv`` and ``leakage.png`` of a run; returns the summary's ``leakage`` section.
-
-    The ground truth the scorers need is read from ``OUT/transcript`` when
-    :func:`write_recorded` saved it there, else computed and saved there
-    first, so ``ppknn leakage OUT`` recomputes the same table from the folder
-    alone.
-    """
-    from ppknn.simulations import leakage
-
-    folder = out / "transcript"
-    rows = leakage.run_table(result, truth_dir=folder if folder.is_dir() else None)
-    leakage.write_table(rows, out / "leakage.csv")
-    leakage.plot_table(rows, out / "leakage.png", title=result.prepared.run_id)
-    return leakage.summary(rows)
 
 
 def write_disclosure_csv(report: DisclosureReport, path: Path) -> None:
@@ -316,9 +305,8 @@ def plot_disclosure(ax: Any, report: DisclosureReport) -> None:
     ax.legend()
 
 
-def _plot_privacy(ax: Any, outcomes: tuple[ProtocolOutcome, ...]) -> bool:
-    spent = [(f"{o.name}:{p}", e) for o in outcomes
-             for p, (e, _) in o.result.privacy.per_party.items()]
+def _plot_privacy(ax: Any, spent: list[tuple[str, float]]) -> bool:
+    """ε spent per ledger (``protocol:party``); False when no party spent any."""
     if not spent:
         return False
     x = np.arange(len(spent))
@@ -332,18 +320,110 @@ def _plot_privacy(ax: Any, outcomes: tuple[ProtocolOutcome, ...]) -> bool:
 
 def plot_summary(result: RunResult, path: Path) -> None:
     """Accuracy vs baseline, the protocol's own panel, communication per party."""
+    p = result.prepared
+    fig, axes, plt = _figure()
+    _plot_accuracy(axes[0], [(o.name, o.accuracy, o.baseline.name, o.baseline_accuracy)
+                             for o in result.outcomes], p.run_id, p.data.dataset.name)
+    ax = axes[1]
+    drawn = any(o_plugin.plot(ax, o) for o in result.outcomes
+                for o_plugin in [_plugin(o.name)])
+    if not drawn and not _plot_privacy(ax, [(f"{o.name}:{party}", e) for o in result.outcomes
+                                            for party, (e, _) in
+                                            o.result.privacy.per_party.items()]):
+        _nothing(ax)
+    per = result.communication.get("per_party", {})
+    _plot_communication(axes[2], {n: (per[n]["sent_bytes"], per[n]["received_bytes"])
+                                  for n in per}, result.communication.get("messages"))
+    _save(fig, plt, path)
+
+
+def plot_folder(folder: Path, into: Path | None = None) -> list[Path]:
+    """``summary.png`` and ``leakage.png`` of a run drawn from its folder's files.
+
+    The same panels as a run renders, read from ``summary.json``,
+    ``parties.csv``, ``disclosure.csv`` and ``leakage.csv``; the protocol's
+    own panel is the per-node disclosure when the folder has
+    ``disclosure.csv``, else the privacy spent per ledger. Written to
+    ``into`` (default: the folder); returns the paths written.
+    """
+    import json
+
+    from ppknn.simulations.leakage.table import plot_table, rows_from_csv
+    from ppknn.simulations.reporting.csvio import read_rows
+
+    into = folder if into is None else into
+    summary = json.loads((folder / "summary.json").read_text())
+    parties = read_rows(folder / "parties.csv") if (folder / "parties.csv").is_file() else []
+    fig, axes, plt = _figure()
+    results = summary.get("results", {})
+    _plot_accuracy(axes[0], [(name, r["accuracy"], r["baseline"]["name"],
+                              r["baseline"]["accuracy"]) for name, r in results.items()],
+                   summary["run_id"], summary["dataset"])
+    if (folder / "disclosure.csv").is_file():
+        plot_disclosure(axes[1], _disclosure_of(read_rows(folder / "disclosure.csv")))
+    elif not _plot_privacy(axes[1], _spent_of(parties, list(results))):
+        _nothing(axes[1])
+    _plot_communication(axes[2], {r["party"]: (r.get("sent_bytes", 0), r.get("received_bytes", 0))
+                                  for r in parties}, summary["communication"]["messages"])
+    written = [into / "summary.png"]
+    _save(fig, plt, written[0])
+    if (folder / "leakage.csv").is_file():
+        rows = rows_from_csv(folder / "leakage.csv")
+        written.append(plot_table(rows, into / "leakage.png", title=summary["run_id"]))
+    return written
+
+
+def _disclosure_of(rows: list[dict[str, Any]]) -> DisclosureReport:
+    from ppknn.core.leakage import Disclosure
+
+    return DisclosureReport(
+        adversary=str(rows[0]["adversary"]) if rows else "",
+        parties=tuple(Disclosure(str(r["party"]), int(r["disclosed"]), int(r["trials"]),
+                                 int(r["claimed_elements"]), int(r["correct_elements"]))
+                      for r in rows))
+
+
+def _spent_of(parties: list[dict[str, Any]], protocols: list[str]) -> list[tuple[str, float]]:
+    """(``protocol:party``, ε spent) of every party with a ledger, from ``parties.csv``."""
+    out = []
+    for r in parties:
+        for name in protocols:
+            for key in (f"{name}:epsilon_spent", "epsilon_spent"):
+                value = r.get(key)
+                if value not in (None, "") and not (len(protocols) > 1 and ":" not in key):
+                    out.append((f"{name}:{r['party']}", float(value)))
+                    break
+    return out
+
+
+def _figure() -> tuple[Any, Any, Any]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    p = result.prepared
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    ax = axes[0]
+    return fig, axes, plt
+
+
+def _save(fig: Any, plt: Any, path: Path) -> None:
+    fig.tight_layout()
+    save_png(fig, path, dpi=110)
+    plt.close(fig)
+
+
+def _nothing(ax: Any) -> None:
+    ax.text(0.5, 0.5, "no per-party privacy measure", ha="center", va="center")
+    ax.set_axis_off()
+
+
+def _plot_accuracy(ax: Any, entries: list[tuple[str, float, str, float]], run_id: str,
+                   dataset: str) -> None:
+    """Each protocol's accuracy beside its baseline's."""
     labels, values, colours = [], [], []
-    for o in result.outcomes:
-        labels += [o.name, f"{o.baseline.name}"]
-        values += [o.accuracy, o.baseline_accuracy]
+    for name, accuracy, baseline, baseline_accuracy in entries:
+        labels += [name, baseline]
+        values += [accuracy, baseline_accuracy]
         colours += ["tab:blue", "tab:gray"]
     bars = ax.bar(np.arange(len(values)), values, color=colours)
     ax.set_xticks(np.arange(len(values)), [lb.replace(" (", "\n(") for lb in labels],
@@ -351,23 +431,15 @@ def plot_summary(result: RunResult, path: Path) -> None:
     ax.bar_label(bars, fmt="%.3f")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("accuracy")
-    name = p.data.dataset.name if len(p.data.dataset.name) <= 48 else \
-        p.data.dataset.name[:47] + "…"
-    ax.set_title(f"{p.run_id}: {name}\n{', '.join(o.name for o in result.outcomes)}",
-                 fontsize=10)
+    name = dataset if len(dataset) <= 48 else dataset[:47] + "…"
+    ax.set_title(f"{run_id}: {name}\n{', '.join(e[0] for e in entries)}", fontsize=10)
 
-    ax = axes[1]
-    drawn = any(o_plugin.plot(ax, o) for o in result.outcomes
-                for o_plugin in [_plugin(o.name)])
-    if not drawn and not _plot_privacy(ax, result.outcomes):
-        ax.text(0.5, 0.5, "no per-party privacy measure", ha="center", va="center")
-        ax.set_axis_off()
 
-    ax = axes[2]
-    per = result.communication.get("per_party", {})
+def _plot_communication(ax: Any, per: dict[str, tuple[float, float]], count: Any) -> None:
+    """KiB sent and received per party (sorted curves beyond 40 parties)."""
     names = list(per)
-    sent = np.array([per[n]["sent_bytes"] / 1024 for n in names])
-    recv = np.array([per[n]["received_bytes"] / 1024 for n in names])
+    sent = np.array([per[n][0] / 1024 for n in names], dtype=np.float64)
+    recv = np.array([per[n][1] / 1024 for n in names], dtype=np.float64)
     x = np.arange(len(names))
     if len(names) <= MAX_LABELLED_PARTIES:
         ax.bar(x - 0.2, sent, 0.4, label="sent")
@@ -379,15 +451,11 @@ def plot_summary(result: RunResult, path: Path) -> None:
         ax.set_yscale("log")
         ax.set_xlabel(f"{len(names):,} parties, each curve sorted")
     ax.set_ylabel("KiB on the wire")
-    count = result.communication.get("messages")
     ax.set_title(f"communication: {count} message{'' if count == 1 else 's'}")
     top = max(float(sent.max(initial=0.0)), float(recv.max(initial=0.0)))
     if top > 0:  # room above the bars for the legend
         ax.set_ylim(top=top * (4.0 if ax.get_yscale() == "log" else 1.25))
     ax.legend(loc="upper center", ncol=2)
-    fig.tight_layout()
-    save_png(fig, path, dpi=110)
-    plt.close(fig)
 
 
 def _plugin(name: str) -> Any:
@@ -396,6 +464,7 @@ def _plugin(name: str) -> Any:
     return registry.get(name)
 
 
-__all__ = ["RECORDED", "ScenarioRun", "plot_disclosure", "plot_summary", "prediction_rows",
-           "party_rows", "run_scenario", "summary_of", "write_disclosure_csv", "write_extras",
-           "write_leakage", "write_recorded", "write_results"]
+__all__ = ["RECORDED", "ScenarioRun", "plot_disclosure", "plot_folder", "plot_summary",
+           "prediction_rows", "party_rows", "run_scenario", "summary_of",
+           "write_disclosure_csv", "write_extras", "write_folder", "write_recorded",
+           "write_results"]

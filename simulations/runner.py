@@ -11,6 +11,7 @@ It returns a :class:`RunResult`; :mod:`simulations.results` writes it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -312,6 +313,7 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
     time, with ``totals.json``), ``failure.json`` beside it says who failed,
     where and why (with the cause's traceback), and the error propagates.
     """
+    t0 = time.perf_counter()
     prepared = prepare(scenario)
     specs = prepared.specs()
     if scenario.faults is not None and scenario.faults.party not in {s.party_id for s in specs}:
@@ -321,40 +323,20 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
     if transcript_dir is not None:
         check_fresh(transcript_dir)
     context = context_for(scenario, prepared.run_id, transcript_dir)
+    timings: dict[str, float] = {"prepare_s": time.perf_counter() - t0}
     own_runtime = runtime is None
     rt = runtime if runtime is not None else runtime_for(scenario, [s.party_id for s in specs])
-    timings: dict[str, float] = {}
-    results: list[tuple[PlannedProtocol, ProtocolResult, float]] = []
     # on Ray the driver mostly waits (for the instance's processes to come up, then on the
     # parties): the baselines, which depend on the data and configs only, are computed then
     ahead = _Ahead(lambda: _baselines(prepared)) if rt.name != "inprocess" else None
     from ppknn.simulations.firing import FiringWatch
 
     watch = FiringWatch(context, remote=scenario.runtime.address not in (None, "local"))
-    context = watch.context  # with a mark the host writes when the fault fires
     try:
-        t0 = time.perf_counter()
-        rt.start(specs, context)
-        timings["startup_s"] = time.perf_counter() - t0
-        for p in prepared.protocols:
-            if progress:
-                progress(f"protocol {p.name}", 0, 1)
-            t0 = time.perf_counter()
-            result = p.plugin.driver_result(rt, p.plan)
-            results.append((p, result, time.perf_counter() - t0))
-            if progress:
-                progress(f"protocol {p.name}", 1, 1)
-        rt.check_delivery()  # a message lost on its way to a concurrent party
-        timings["protocol_s"] = sum(sec for _, _, sec in results)
-        communication = rt.close_transcript()
-        table = None if transcript_dir is not None else rt.transcript_table()
+        results, communication, table = _drive(rt, prepared, specs, watch.context, timings,
+                                                progress)
     except BaseException as exc:
-        watch.discard()
-        _keep_what_was_recorded(rt, exc, transcript_dir)
-        if own_runtime:
-            rt.shutdown()
-        if ahead is not None:
-            ahead.discard()
+        _failed(exc, rt, watch, ahead, transcript_dir, own_runtime)
         raise
     if own_runtime:
         rt.shutdown(wait=wait_for_shutdown)
@@ -363,34 +345,85 @@ def execute(scenario: Scenario, *, transcript_dir: Path | None = None,
     t0 = time.perf_counter()
     baselines = ahead.result() if ahead is not None else _baselines(prepared)
     baseline_s = time.perf_counter() - t0  # part of measuring (the wait, when computed ahead)
+    run = RunResult(prepared=prepared, runtime=rt.name, communication=communication,
+                    timings=timings, transcript_dir=transcript_dir, transcript=transcript,
+                    outcomes=tuple(ProtocolOutcome(p.name, p.config, p.plan, result, baseline,
+                                                   None, seconds)
+                                   for (p, result, seconds), baseline in zip(results,
+                                                                             baselines)))
     if recorded is not None:
+        _call_recorded(recorded, run, progress)
+    return _measure(run, baseline_s, progress)
+
+
+def _failed(exc: BaseException, rt: Runtime, watch: Any, ahead: _Ahead | None,
+            transcript_dir: Path | None, own_runtime: bool) -> None:
+    """Keep what a failed run recorded and stop what it started (its error then propagates)."""
+    watch.discard()
+    _keep_what_was_recorded(rt, exc, transcript_dir)
+    if own_runtime:
+        rt.shutdown()
+    if ahead is not None:
+        ahead.discard()
+
+
+_Driven = tuple[PlannedProtocol, ProtocolResult, float]
+
+
+def _drive(rt: Runtime, prepared: PreparedRun, specs: list[PartySpec], context: RunContext,
+           timings: dict[str, float], progress: PhaseProgress | None
+           ) -> tuple[list[_Driven], dict[str, Any], Any]:
+    """Start the parties, run each protocol's driver, close the transcript.
+
+    Returns each protocol with its result and seconds, the communication
+    totals, and the in-memory transcript table (``None`` when it is on disk).
+    """
+    t0 = time.perf_counter()
+    rt.start(specs, context)
+    timings["startup_s"] = time.perf_counter() - t0
+    results: list[_Driven] = []
+    for p in prepared.protocols:
+        if progress:
+            progress(f"protocol {p.name}", 0, 1)
         t0 = time.perf_counter()
+        result = p.plugin.driver_result(rt, p.plan)
+        results.append((p, result, time.perf_counter() - t0))
         if progress:
-            progress("save public facts and ground truth", 0, 1)
-        recorded(RunResult(
-            prepared=prepared, runtime=rt.name, communication=communication,
-            timings=dict(timings), transcript_dir=transcript_dir, transcript=transcript,
-            outcomes=tuple(ProtocolOutcome(p.name, p.config, p.plan, result, baseline, None,
-                                           seconds)
-                           for (p, result, seconds), baseline in zip(results, baselines))))
-        if progress:
-            progress("save public facts and ground truth", 1, 1)
-        timings["recorded_s"] = time.perf_counter() - t0
+            progress(f"protocol {p.name}", 1, 1)
+    rt.check_delivery()  # a message lost on its way to a concurrent party
+    timings["protocol_s"] = sum(sec for _, _, sec in results)
+    communication = rt.close_transcript()
+    table = None if context.transcript_dir is not None else rt.transcript_table()
+    return results, communication, table
+
+
+def _call_recorded(recorded: Callable[[RunResult], None], run: RunResult,
+                   progress: PhaseProgress | None) -> None:
+    """Hand the run as recorded (``measured=None``) to ``recorded``; timed as ``recorded_s``."""
+    t0 = time.perf_counter()
+    if progress:
+        progress("save public facts and ground truth", 0, 1)
+    recorded(dataclasses.replace(run, timings=dict(run.timings)))
+    if progress:
+        progress("save public facts and ground truth", 1, 1)
+    run.timings["recorded_s"] = time.perf_counter() - t0
+
+
+def _measure(run: RunResult, baseline_s: float, progress: PhaseProgress | None) -> RunResult:
+    """Each protocol measured against its baseline; ``measure_s`` includes the baselines."""
+    prepared = run.prepared
     outcomes = []
     t0 = time.perf_counter()
-    for (p, result, seconds), baseline in zip(results, baselines):
+    for p, o in zip(prepared.protocols, run.outcomes):
         if progress:
-            progress(f"measure {p.name}", 0, 1)
-        measured = p.plugin.measure(p.config, prepared.data, p.plan, result, baseline,
-                                    transcript)
-        outcomes.append(ProtocolOutcome(p.name, p.config, p.plan, result, baseline, measured,
-                                        seconds))
+            progress(f"measure {o.name}", 0, 1)
+        measured = p.plugin.measure(o.config, prepared.data, o.plan, o.result, o.baseline,
+                                  run.transcript)
+        outcomes.append(dataclasses.replace(o, measured=measured))
         if progress:
-            progress(f"measure {p.name}", 1, 1)
-    timings["measure_s"] = baseline_s + time.perf_counter() - t0
-    return RunResult(prepared=prepared, runtime=rt.name, outcomes=tuple(outcomes),
-                     communication=communication, timings=timings,
-                     transcript_dir=transcript_dir, transcript=transcript)
+            progress(f"measure {o.name}", 1, 1)
+    run.timings["measure_s"] = baseline_s + time.perf_counter() - t0
+    return dataclasses.replace(run, outcomes=tuple(outcomes))
 
 
 def _baselines(prepared: PreparedRun) -> list[Baseline]:

@@ -170,13 +170,14 @@ def table_row(summary: dict[str, Any]) -> dict[str, Any]:
 def run_one(job: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
     """One sweep run (module level so Ray can ship it): returns its table row.
 
-    The run is what ``ppknn run`` performs (:func:`~simulations.results.run_scenario`):
+    The run is what ``ppknn run`` performs (:func:`~simulations.pipeline.run_scenario`):
     a base scenario's ``[[deviation]]`` runs the deviant party beside its honest
     twin (the row adds ``deviation_detected`` and ``deviation_detected_by``) and
     ``[audit] trials`` audits the release (``PROTOCOL:audit_epsilon_lb``). The
     transcript stays in memory: nothing is written per run.
     """
-    from ppknn.simulations.results import run_scenario, summary_of
+    from ppknn.simulations.pipeline import run_scenario
+    from ppknn.simulations.results import summary_of
 
     point, scenario_data = job
     scenario = parse_scenario(scenario_data, source=f"sweep point {point}")

@@ -39,12 +39,17 @@ def test_run_writes_results_and_leakage_recomputes(tmp_path):
     out = tmp_path / "res"
     scen = tmp_path / "s.toml"
     scen.write_text(SMALL.format(out=out))
-    result = runner.invoke(app, ["run", str(scen)])
+    result = runner.invoke(app, ["run", str(scen), "--plot"])
     assert result.exit_code == 0, result.output
     for name in ("scenario.json", "public.json", "predictions.csv", "disclosure.csv",
-                 "summary.json", "summary.png", "transcript/totals.json"):
+                 "summary.json", "summary.png", "leakage.png", "transcript/totals.json"):
         assert (out / name).is_file(), name
     summary = json.loads((out / "summary.json").read_text())
+    phases = summary["timings_s"]
+    assert list(phases) == ["prepare_s", "startup_s", "protocol_s", "recorded_s", "measure_s",
+                            "leakage_s", "write_s", "plots_s"]
+    assert all(v >= 0 for v in phases.values())
+    assert "phases: prepare" in result.output and " plots " in result.output
     assert summary["parties"] == 4 and summary["runtime"] == "inprocess"
     assert summary["communication"]["messages"] == 4 * 2 + 3 + 4 + 3
     before = (out / "disclosure.csv").read_text()
@@ -335,3 +340,26 @@ def test_a_warning_is_printed_once_per_run(tmp_path):
                                  "--set", 'data.bounds="data"'])
     assert result.exit_code == 0, result.output
     assert result.output.count("warning:") == 1, result.output
+
+
+def test_run_renders_no_plot_unless_asked_and_show_plots_from_the_folder(tmp_path):
+    out = tmp_path / "res"
+    scen = tmp_path / "s.toml"
+    scen.write_text(SMALL.format(out=out))
+    result = runner.invoke(app, ["run", str(scen)])  # not a terminal: no plot
+    assert result.exit_code == 0, result.output
+    assert not (out / "summary.png").exists() and not (out / "leakage.png").exists()
+    summary = json.loads((out / "summary.json").read_text())
+    assert "plots_s" not in summary["timings_s"] and summary["timings_s"]["leakage_s"] >= 0
+    assert f"ppknn show --plot {out}" in _flat_output(result)
+    shown = runner.invoke(app, ["show", str(out), "--plot"])
+    assert shown.exit_code == 0, shown.output
+    assert (out / "summary.png").stat().st_size > 10_000
+    assert (out / "leakage.png").stat().st_size > 10_000
+    assert json.loads((out / "summary.json").read_text()) == summary  # nothing else changed
+    refused = runner.invoke(app, ["show", str(out / "transcript"), "--plot"])
+    assert refused.exit_code == 2 and "not a results folder" in _flat_output(refused)
+
+
+def _flat_output(result) -> str:
+    return " ".join(result.output.split())

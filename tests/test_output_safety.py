@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 import ppknn
 from ppknn.core.errors import ConfigError
-from ppknn.simulations import results as results_module
+from ppknn.simulations import pipeline as results_module
 from ppknn.simulations.cli import app
 from ppknn.simulations.output import (
     MARKER,

@@ -107,20 +107,28 @@ def register(protocol: str, name: str, *, default: bool, params: tuple[str, ...]
     return wrap
 
 
-def _loaded() -> dict[tuple[str, str], Attack]:
-    """The attack registry, once every registered plugin (and so its attacks) is loaded."""
+def _loaded(protocol: str | None = None) -> dict[tuple[str, str], Attack]:
+    """The attack registry, once the plugins (and so their attacks) are loaded.
+
+    With ``protocol``: once its plugin is (a plugin registers its protocol's attacks
+    as it is imported); every plugin when it registered none, or without ``protocol``.
+    """
+    if protocol is not None:
+        registry.find(protocol)
+        if any(p == protocol for p, _ in _ATTACKS):
+            return _ATTACKS
     registry.names()
     return _ATTACKS
 
 
 def allowed(protocol: str) -> list[str]:
     """The attack names a protocol accepts."""
-    return sorted(n for p, n in _loaded() if p == protocol)
+    return sorted(n for p, n in _loaded(protocol) if p == protocol)
 
 
 def get(protocol: str, name: str) -> Attack:
     """The attack ``name`` of ``protocol``; ``ConfigError`` listing the allowed ones."""
-    attack = _loaded().get((protocol, name))
+    attack = _loaded(protocol).get((protocol, name))
     if attack is None:
         raise ConfigError(f"unknown attack {name!r} for protocol {protocol!r}; allowed: "
                           f"{allowed(protocol)}")
@@ -134,7 +142,7 @@ def defaults(protocol: str) -> list[Adversary]:
     scores the attacks registered here as defaults for it, if any.
     """
     plugin = registry.find(protocol)
-    found = _loaded()
+    found = _loaded(protocol)
     names = [n for n in (plugin.adversaries if plugin is not None else ())
              if (protocol, n) in found]
     if not names:

@@ -184,9 +184,18 @@ NOTHING_SEEN = ("no transcript: nothing seen (an exact real-valued row or total 
 
 def mode_row(rows: np.ndarray) -> np.ndarray:
     """The most frequent row of ``rows`` (the first of the most frequent, sorted)."""
-    uniq, counts = np.unique(np.asarray(rows).reshape(len(rows), -1), axis=0,
-                             return_counts=True)
-    return uniq[int(np.argmax(counts))]
+    flat = np.asarray(rows).reshape(len(rows), -1)
+    if flat.dtype.kind not in "biu" or not flat.size:  # floats: NaN and -0.0 as np.unique
+        uniq, counts = np.unique(flat, axis=0, return_counts=True)
+        return uniq[int(np.argmax(counts))]
+    # integers: equal rows are equal bytes, so rows are counted as opaque byte strings
+    # (one 1-D sort, ~20x faster than np.unique's structured sort); of the most frequent,
+    # the first in np.unique's (numeric, lexicographic) order is taken
+    packed = np.ascontiguousarray(flat)
+    keys = packed.view(np.dtype((np.void, packed.dtype.itemsize * packed.shape[1]))).ravel()
+    _, first, counts = np.unique(keys, return_index=True, return_counts=True)
+    tied = packed[first[counts == counts.max()]]
+    return tied[np.lexsort(tied.T[::-1])[0]]
 
 
 def all_vectors(ctx: Context, prefix: str) -> np.ndarray:

@@ -540,7 +540,7 @@ def _ring_attribution(transcript: Transcript, index: dict[str, int], n_q: int, m
         starts.add(m.sender)
         if final is None:
             final = np.array(m.payload["g"])  # a copy: a view would hold its whole batch
-    plain, informed = _Tally.new(order, n_q), _Tally.new(order, n_q)
+    scorer = _Attribution(index, final, _Tally.new(order, n_q), _Tally.new(order, n_q))
     vector = final.nbytes if final is not None else 8 * n_q * 64
     size = max(1, int(state_budget // (2 * max(vector, 1))))
     group_of = {p: i // size for i, p in enumerate(order)}
@@ -549,13 +549,69 @@ def _ring_attribution(transcript: Transcript, index: dict[str, int], n_q: int, m
     def groups_of(sender: str, receiver: str, kind: str) -> set[int]:
         return {g for g in (group_of.get(sender), group_of.get(receiver)) if g is not None}
 
-    # comparisons are made for many messages at once (the rows of their vectors stacked:
-    # multiset_new works row by row), up to COMPARE_BUDGET of vectors
-    pending: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
-    pending_bytes = 0
+    for first, msgs in scatter(transcript, protocol, n_groups, groups_of,
+                               kinds=("topk-vector",)):
+        _score_group(scorer, msgs, set(order[first * size:(first + 1) * size]), starts, max_d)
+    scorer.flush()
+    return (scorer.plain.report(adversary, order, n_q),
+            scorer.informed.report(informed_name, order, n_q))
 
-    def flush() -> None:
-        nonlocal pending_bytes
+
+def _score_group(scorer: _Attribution, msgs: Iterable[Any], members: set[str],
+                 starts: set[str], max_d: float) -> None:
+    """Score the vectors the ``members`` of one group received, round by round."""
+    last_sent: dict[str, np.ndarray] = {}  # each member's latest vector
+    for _, in_round in itertools.groupby(msgs, key=lambda m: m.round):
+        sent_now: dict[str, np.ndarray] = {}
+        to_start = []  # the start node compares with what it sends in this round too
+        for m in in_round:
+            if m.sender in members:
+                sent_now[m.sender] = np.array(m.payload["g"])
+            me = m.receiver
+            if me not in members:
+                continue
+            g = np.asarray(m.payload["g"])
+            prov = np.asarray(m.provenance["g"])
+            if me in starts:
+                to_start.append((m.sender, me, np.array(g), np.array(prov)))
+            else:
+                scorer.score(m.sender, g, last_sent.get(me, np.full(g.shape, max_d)), prov)
+        for sender, me, g, prov in to_start:
+            reference = sent_now.get(me)
+            if reference is None:
+                reference = last_sent.get(me, np.full(g.shape, max_d))
+            scorer.score(sender, g, reference, prov)
+        last_sent.update(sent_now)
+
+
+class _Attribution:
+    """Both successor adversaries' tallies, scored for many messages at once.
+
+    The rows of the messages' vectors are stacked (``multiset_new`` works row by
+    row), up to :data:`COMPARE_BUDGET` of vectors, then compared in one call.
+    """
+
+    def __init__(self, index: dict[str, int], final: np.ndarray | None, plain: _Tally,
+                 informed: _Tally) -> None:
+        self.index, self.final, self.plain, self.informed = index, final, plain, informed
+        self.pending: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.pending_bytes = 0
+
+    def score(self, sender: str, g: np.ndarray, reference: np.ndarray,
+              prov: np.ndarray) -> None:
+        """Queue the vector ``g`` ``sender`` sent, compared with ``reference``."""
+        pending = self.pending
+        if pending and (g.shape[1:] != pending[0][1].shape[1:]
+                        or reference.shape[1:] != pending[0][2].shape[1:]):
+            self.flush()  # vectors of another width: not stacked with these
+        pending.append((sender, g, reference, prov))
+        self.pending_bytes += g.nbytes + reference.nbytes
+        if self.pending_bytes >= COMPARE_BUDGET:
+            self.flush()
+
+    def flush(self) -> None:
+        """Compare every queued vector and add the outcomes to both tallies."""
+        pending, final = self.pending, self.final
         if not pending:
             return
         received = np.concatenate([p[1] for p in pending])
@@ -566,53 +622,15 @@ def _ring_attribution(transcript: Transcript, index: dict[str, int], n_q: int, m
         sizes = [len(p[1]) for p in pending]
         # a value is truly the sender's when its provenance is the sender's index
         mine = (np.concatenate([np.broadcast_to(p[3], p[1].shape) for p in pending])
-                == np.repeat([index[s] for s in senders], sizes)[:, None])
-        plain.add(senders, sizes, mask, mask & mine)
-        plain.add_chance(senders, sizes, mask, mine)
+                == np.repeat([self.index[s] for s in senders], sizes)[:, None])
+        self.plain.add(senders, sizes, mask, mask & mine)
+        self.plain.add_chance(senders, sizes, mask, mine)
         if final is not None:
             claims = mask & ~beyond
-            informed.add(senders, sizes, claims, claims & mine)
-            informed.add_chance(senders, sizes, claims, mine)
+            self.informed.add(senders, sizes, claims, claims & mine)
+            self.informed.add_chance(senders, sizes, claims, mine)
         pending.clear()
-        pending_bytes = 0
-
-    def score(sender: str, g: np.ndarray, reference: np.ndarray, prov: np.ndarray) -> None:
-        nonlocal pending_bytes
-        if pending and (g.shape[1:] != pending[0][1].shape[1:]
-                        or reference.shape[1:] != pending[0][2].shape[1:]):
-            flush()  # vectors of another width: not stacked with these
-        pending.append((sender, g, reference, prov))
-        pending_bytes += g.nbytes + reference.nbytes
-        if pending_bytes >= COMPARE_BUDGET:
-            flush()
-
-    for first, msgs in scatter(transcript, protocol, n_groups, groups_of,
-                               kinds=("topk-vector",)):
-        members = set(order[first * size:(first + 1) * size])
-        last_sent: dict[str, np.ndarray] = {}  # each member's latest vector
-        for _, in_round in itertools.groupby(msgs, key=lambda m: m.round):
-            sent_now: dict[str, np.ndarray] = {}
-            to_start = []  # the start node compares with what it sends in this round too
-            for m in in_round:
-                if m.sender in members:
-                    sent_now[m.sender] = np.array(m.payload["g"])
-                me = m.receiver
-                if me not in members:
-                    continue
-                g = np.asarray(m.payload["g"])
-                prov = np.asarray(m.provenance["g"])
-                if me in starts:
-                    to_start.append((m.sender, me, np.array(g), np.array(prov)))
-                else:
-                    score(m.sender, g, last_sent.get(me, np.full(g.shape, max_d)), prov)
-            for sender, me, g, prov in to_start:
-                reference = sent_now.get(me)
-                if reference is None:
-                    reference = last_sent.get(me, np.full(g.shape, max_d))
-                score(sender, g, reference, prov)
-            last_sent.update(sent_now)
-    flush()
-    return plain.report(adversary, order, n_q), informed.report(informed_name, order, n_q)
+        self.pending_bytes = 0
 
 
 __all__ = ["BYTE_BUDGET", "COMPARE_BUDGET", "SPILL_BUDGET", "STATE_BUDGET", "batches",

@@ -52,7 +52,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -334,6 +334,30 @@ def write_table(rows: Sequence[LeakageRow], path: Path) -> Path:
 def read_table(path: Path) -> list[dict[str, Any]]:
     """Rows of a ``leakage.csv`` (cells parsed)."""
     return read_rows(path)
+
+
+_FLOATS = ("value", "ci_low", "ci_high", "baseline", "baseline_low", "baseline_high",
+           "advantage", "advantage_low", "advantage_high")
+
+
+def rows_from_csv(path: Path) -> list[LeakageRow]:
+    """The rows of a ``leakage.csv`` as written (for plotting a folder's table again)."""
+    rows = []
+    for cells in read_table(path):
+        kw: dict[str, Any] = {}
+        for f in fields(LeakageRow):
+            value = cells.get(f.name)
+            empty = value is None or value == ""
+            if f.name == "bound":
+                kw["bound"] = None if empty or math.isnan(float(value)) else float(value)
+            elif f.name in _FLOATS:
+                kw[f.name] = math.nan if empty else float(value)
+            elif f.name == "trials":
+                kw["trials"] = 0 if empty else int(value)
+            else:
+                kw[f.name] = "" if empty else str(value)
+        rows.append(LeakageRow(**kw))
+    return rows
 
 
 SUMMARY_ROWS = 200
