@@ -188,9 +188,9 @@ def write_plot(rows: Sequence[Row], path: Path) -> None:
     right.legend(fontsize=7)
     fig.suptitle("ppknn audit calibration: python -m ppknn.simulations.leakage.calibrate")
     fig.tight_layout()
-    from ppknn.simulations.leakage.calibrate_attacks import save_small
+    from ppknn.simulations.reporting.plots import save_png
 
-    save_small(fig, path, dpi=80)
+    save_png(fig, path, dpi=80)
     plt.close(fig)
 
 

@@ -412,21 +412,10 @@ def write_plot(rates: Sequence[Rate], path: Any, *, title: str) -> None:
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    save_small(fig, path, dpi=72)
+    from ppknn.simulations.reporting.plots import save_png
+
+    save_png(fig, path, dpi=72)
     plt.close(fig)
-
-
-def save_small(fig: Any, path: Any, *, dpi: int) -> None:
-    """Save ``fig`` as a PNG of at most 64 colours (a third of the size of a full-colour one)."""
-    import io
-
-    from PIL import Image
-
-    buf = io.BytesIO()
-    fig.savefig(buf, dpi=dpi, format="png")
-    buf.seek(0)
-    with Image.open(buf) as im:
-        im.convert("RGB").quantize(colors=64).save(path, format="PNG", optimize=True)
 
 
 def markdown_lines(rates: Sequence[Rate], *, seconds: float) -> list[str]:
@@ -460,4 +449,4 @@ def markdown_lines(rates: Sequence[Rate], *, seconds: float) -> list[str]:
 __all__ = ["CONTROL", "HONEST", "PLANTED", "Check", "Rate", "Scoring", "Variant",
            "calibrate_attacks", "calibrate_protocol", "calibration_module", "copy_rows",
            "flagged", "held_out_as_members", "markdown_lines", "merged", "permute", "pooled",
-           "run_scoring", "save_small", "score_check", "uniform_rows", "write_csv", "write_plot"]
+           "run_scoring", "score_check", "uniform_rows", "write_csv", "write_plot"]
