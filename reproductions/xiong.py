@@ -658,13 +658,13 @@ def recorded_runs(grid) -> list[tuple[dict, Any]]:
     import warnings
 
     from ppknn.core.errors import PrivacyLeakWarning
-    from ppknn.simulations.runner import execute
+    from ppknn.simulations.pipeline import run_scenario
 
     out = []
     for point, scenario in grid.scenarios():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyLeakWarning)
-            out.append((point, execute(scenario)))
+            out.append((point, run_scenario(scenario).run))
     return out
 
 

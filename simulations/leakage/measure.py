@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ppknn.core.errors import ConfigError
 from ppknn.core.transcript import Transcript
 from ppknn.simulations.leakage import attacks
@@ -96,23 +98,46 @@ def _scenario_adversaries(scenario_dump: Mapping[str, Any]) -> list[Mapping[str,
     return list(scenario_dump.get("adversary") or ())
 
 
+_SAVED: dict[Path, tuple[tuple[int, int], dict[str, Any]]] = {}
+"""The truths the latest :func:`save_truths` wrote, by path, with the file's size and
+modification time: the run's scoring takes them from here instead of reading the file
+back (each entry once)."""
+
+
 def save_truths(result: Any, transcript_dir: Path) -> None:
     """Save each protocol's ground truth in ``transcript_dir``.
 
     An empty truth is saved too: a missing file then always means a folder
-    that cannot be scored (:func:`recompute` refuses it).
+    that cannot be scored (:func:`recompute` refuses it). What is saved is
+    kept until the run's leakage table is scored (:func:`run_table`).
     """
+    _SAVED.clear()
     for o in result.outcomes:
         if has_truth(o.name):
-            _truth_at(o, result.prepared.data, truth_path(transcript_dir, o.name))
+            path = truth_path(transcript_dir, o.name)
+            if path.is_file():
+                continue
+            truth = {k: np.asarray(v) for k, v in truth_of(o, result.prepared.data).items()}
+            save_truth(truth, path)
+            _SAVED[path] = (_stamp(path), truth)
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
 
 
 def _truth_at(outcome: Any, data: Any, path: Path | None) -> dict[str, Any]:
     """The outcome's ground truth: read from ``path`` if saved there, else computed.
 
     A computed truth is saved at ``path`` for a protocol that has ground truth.
+    A truth :func:`save_truths` just wrote there is taken as kept, once, when the
+    file is unchanged since (same size and modification time).
     """
     if path is not None and path.is_file():
+        kept = _SAVED.pop(path, None)
+        if kept is not None and kept[0] == _stamp(path):
+            return kept[1]
         return load_truth(path)
     truth = truth_of(outcome, data)
     if path is not None and has_truth(outcome.name):
