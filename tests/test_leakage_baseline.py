@@ -95,10 +95,13 @@ def test_every_row_has_a_baseline_and_an_advantage(runs, name):
         assert math.isfinite(r["baseline"]), (r["attack"], r["quantity"])
         assert math.isfinite(r["advantage"]), (r["attack"], r["quantity"])
         assert r["baseline_name"]
-        if math.isfinite(r["baseline_low"]):
-            assert r["baseline_low"] <= r["baseline"] + 1e-12 <= r["baseline_high"] + 2e-12
-            assert r["advantage_low"] <= r["advantage"] + 1e-12
-            assert r["advantage"] <= r["advantage_high"] + 1e-12
+        # every row states both intervals (an upper end may be +inf: an ε of a perfect test)
+        assert math.isfinite(r["baseline_low"]) and math.isfinite(r["advantage_low"]), \
+            (r["attack"], r["quantity"])
+        assert not (math.isnan(r["baseline_high"]) or math.isnan(r["advantage_high"]))
+        assert r["baseline_low"] <= r["baseline"] + 1e-12 <= r["baseline_high"] + 2e-12
+        assert r["advantage_low"] <= r["advantage"] + 1e-12
+        assert r["advantage"] <= r["advantage_high"] + 1e-12
 
 
 def test_summary_and_recompute_carry_the_baseline(runs):
