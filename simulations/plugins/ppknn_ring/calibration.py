@@ -36,8 +36,8 @@ LONE_WHAT = ("the target (owner-01) never randomises and every other node always
 SAME_CLAIMS = ("the §6.6 attack claims every value that is new against the vector the "
                "successor sent itself; in round 1 that is every value of the row (the "
                "reference is the public initial vector), so a random claimer of as many values "
-               "claims the same ones and its baseline matches the attack hit for hit (the "
-               "advantage is 0 on every planted seed): the paper's disclosure is reported, its "
+               "claims the same ones and its baseline all but equals the attack's rate (median "
+               "advantage 0, no planted seed flagged): the paper's disclosure is reported, its "
                "advantage over a random claimer says nothing; the informed successor, which "
                "keeps fewer claims, is the one with power")
 INFORMED = ("the informed successor's claims are the target's values and those random fills "
