@@ -174,3 +174,17 @@ def test_held_out_as_members_names_two_disjoint_class_matched_halves():
     assert not {r.tobytes() for r in a} & {r.tobytes() for r in b}
     assert np.array_equal(t["members_y"][t["members_pick"]], t["others_y"][t["others_pick"]])
 
+
+
+def test_a_protocol_without_checks_is_listed_as_not_calibrated(monkeypatch):
+    from ppknn.simulations.leakage import calibrate_attacks as ca
+
+    monkeypatch.setattr(ca, "calibration_module", lambda protocol: None)
+    rates = ca.calibrate_protocol("dp-knn", seeds=3)
+    assert {(r.attack, r.kind) for r in rates} == {
+        (a, k) for a in ("analyst-label-inference", "owner-sees-queries")
+        for k in (ca.CONTROL, ca.PLANTED)}
+    assert all(r.seeds == 0 and not r.passed and "not calibrated" in r.what for r in rates)
+    lines = ca.markdown_lines(rates, seconds=0.0)
+    assert sum("not calibrated" in line for line in lines) == 4
+    assert sum("declares no such check" in line for line in lines) == 4

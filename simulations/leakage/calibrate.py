@@ -28,7 +28,7 @@ section of the report) and ``attacks.csv`` and ``attacks.png`` into
 report is then left out)::
 
     python -m ppknn.simulations.leakage.calibrate --out docs/calibration
-    python -m ppknn.simulations.leakage.calibrate --only attacks --out /tmp/cal   # ~1 min
+    python -m ppknn.simulations.leakage.calibrate --only attacks --out /tmp/cal   # ~6 min
     python -m ppknn.simulations.leakage.calibrate --seeds 10 --out /tmp/cal   # quick
 """
 

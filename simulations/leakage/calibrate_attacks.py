@@ -344,7 +344,10 @@ def calibrate_protocol(protocol: str, *, seeds: int) -> list[Rate]:
         for kind in (CONTROL, PLANTED):
             if (name, kind) not in covered:
                 out.append(Rate(protocol, name, "", kind, "not calibrated: no check "
-                                "(or no row) for this attack", 0, 0, 0, math.nan, 0.0))
+                                "(or no row) for this attack", 0, 0, 0, math.nan, 0.0,
+                                "the protocol's plugin declares no such check (a "
+                                "`calibration` module beside its attacks), or its runs "
+                                "scored no row of the attack"))
     return out
 
 
