@@ -545,6 +545,8 @@ def test_the_report_renders_again_from_the_saved_rows(tmp_path):
     import pyarrow.parquet as pq
 
     assert "leak_error" in pq.read_table(out / "compare.parquet").column_names
+    assert pq.ParquetFile(out / "compare.parquet").metadata.row_group(0).column(0) \
+        .compression == "ZSTD"
     saved_before = (out / "compare.parquet").read_bytes()
     again = render_saved(out).read_text()
     assert (out / "compare.parquet").read_bytes() == saved_before
