@@ -15,6 +15,7 @@ import pytest
 from ppknn.core.dp import pld
 from ppknn.core.dp.mechanisms import Gaussian, Geometric, Laplace
 from ppknn.core.dp.pld import (
+    BoundedRangeLoss,
     Composite,
     DiscreteLaplaceLoss,
     GaussianLoss,
@@ -148,7 +149,7 @@ def test_loss_models_of_the_core_mechanisms() -> None:
     g = Gaussian(epsilon=1.0, delta=1e-5)
     assert loss_model(g).law == GaussianLoss.from_sigma(g.scale)
     assert loss_model(g).cost == g.cost
-    assert loss_model(ExponentialMechanism(epsilon=1.0)).law == RandomisedResponseLoss(1.0)
+    assert loss_model(ExponentialMechanism(epsilon=1.0)).law == BoundedRangeLoss(1.0)
     assert loss_model(Gaussian(epsilon=1.0, delta=1e-5, mode="secure")) is None
     from ppknn.core.dp.accounting import PrivacyCost
     from ppknn.core.dp.smooth import Cauchy
