@@ -7,7 +7,8 @@ computed :attr:`~Claim.verdict` and :attr:`~Claim.gap`), :class:`Table`,
 :class:`Figure` and :class:`Series`, :class:`Section`, :class:`Run` and
 :class:`Report` -- and renders them with :func:`render` / :func:`write`
 (Markdown), :func:`write_rows` / :func:`read_rows` (CSV) and
-:func:`line_plot` / :func:`bar_plot` (PNG). Numbers read the same
+:func:`line_plot` / :func:`bar_plot` (PNG, stored by :func:`save_png` with a
+256-colour palette). Numbers read the same
 everywhere through :func:`fmt`, :func:`pct` and :func:`interval`.
 
 Examples

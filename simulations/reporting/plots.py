@@ -11,8 +11,8 @@ Pass ``mpl_figure`` (a blank :class:`matplotlib.figure.Figure`) to draw
 into a figure you keep, e.g. to inspect it; otherwise one is made and
 dropped after saving.
 
-Every PNG the project writes (runs, sweeps, reproductions, benchmarks) goes
-through :func:`save_png`: the figure is rendered, then stored with a
+The PNGs of runs, sweeps, reproductions and benchmarks go through
+:func:`save_png`: the figure is rendered, then stored with a
 256-colour palette (no dithering) and maximal zlib compression, about a
 third of matplotlib's RGBA file with no visible change; the same figure
 gives the same bytes. :func:`compact_png` does the same to a PNG's bytes.
