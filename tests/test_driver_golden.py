@@ -29,7 +29,7 @@ CASES = {
 GOLDEN = {
     "dptt": "687678cacf76db036af4e078ea53c238ac8755640e7a71aaa281ba52a1a6f34c",
     "pca-perturbation": "2b1af7cd95acacc21d920380399360b2166a941cae3eaf76f36cf789833ee727",
-    "dp-nb": "cb7458dc35f0654f7196f487654d78a9dd53df8acbc8de0dac65dceffff5d7c5",
+    "dp-nb": "c988cd6b1ef910b68813d990fb50f4a83cad6dd0db839e07e266a218181a6d80",
     "ring-nb": "f724f2d9d1abed626defbd4e921395ffbc31b7a6aaf450cfbdc4c5097b2a8c82",
     "ring-nb-shared": "69267586309044c579c713ef5b9839e9a7f01415e54b9c40f61bc9353391c9f7",
     "ppknn-last": "1742202f2316458d4496584517b02e73a81427c8f02efdafc47bd0c4a3a8118c",

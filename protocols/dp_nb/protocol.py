@@ -59,6 +59,10 @@ class ModelRequest:
     density: str = "gaussian"
     sensitivity: str | None = None
     global_fallback: bool = True
+    budget: Any = "equal"
+    """``"equal"`` (the paper's split) or ``(counts, means, variances)`` weights."""
+    noise_floor: float = 0.0
+    """Globally released variances at least this multiple of their noise scale (0: off)."""
 
     def __post_init__(self) -> None:
         if not math.isfinite(float(self.epsilon)):
@@ -70,7 +74,8 @@ class ModelRequest:
         return NBConfig(method=self.method, epsilon=self.epsilon, delta=self.delta,
                         noise=self.noise, gamma=self.gamma, trim=self.trim,
                         neighbours=self.neighbours, density=self.density, mode=mode,
-                        sensitivity=self.sensitivity, global_fallback=self.global_fallback)
+                        sensitivity=self.sensitivity, global_fallback=self.global_fallback,
+                        budget=self.budget, noise_floor=self.noise_floor)
 
     def to_message(self, *, run_id: str, sender: PartyId, receiver: PartyId, request: int,
                    round: int = 1, provenance: int = 1) -> Message:
@@ -88,7 +93,11 @@ class ModelRequest:
                    "trim": np.asarray(trim), "trim_is_fraction": np.asarray(fraction),
                    "sensitivity": np.asarray(-1 if self.sensitivity is None
                                              else SENSITIVITIES.index(self.sensitivity)),
-                   "global_fallback": np.asarray(bool(self.global_fallback))}
+                   "global_fallback": np.asarray(bool(self.global_fallback)),
+                   # the budget weights, or (0, 0, 0) for the paper's equal split
+                   "budget": np.asarray((0.0, 0.0, 0.0) if self.budget == "equal"
+                                        else tuple(float(w) for w in self.budget)),
+                   "noise_floor": np.asarray(float(self.noise_floor))}
         return Message(run_id=run_id, protocol=PROTOCOL, round=round, seq=-1, sender=sender,
                        receiver=receiver, kind=TRAIN, payload=payload,
                        provenance={k: uniform_provenance(provenance) for k in payload})
@@ -111,10 +120,20 @@ class ModelRequest:
                       density=DENSITIES[int(p["density"])],
                       sensitivity=(None if int(p.get("sensitivity", -1)) < 0
                                    else SENSITIVITIES[int(p["sensitivity"])]),
-                      global_fallback=bool(p.get("global_fallback", True)))
+                      global_fallback=bool(p.get("global_fallback", True)),
+                      budget=_budget(p.get("budget")),
+                      noise_floor=float(p.get("noise_floor", 0.0)))
             return req, int(p["request"])
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise ProtocolError(f"malformed {PROTOCOL!r} request: {exc}") from exc
+
+
+def _budget(value: Any) -> Any:
+    """A request's budget split from its message: ``"equal"`` (absent or all zero) or weights."""
+    if value is None:
+        return "equal"
+    weights = tuple(float(w) for w in np.asarray(value, dtype=np.float64).ravel())
+    return "equal" if weights == (0.0, 0.0, 0.0) else weights
 
 
 @dataclass(frozen=True)

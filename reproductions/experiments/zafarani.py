@@ -181,7 +181,7 @@ def accuracy_grids(s: Settings, names: tuple[str, ...] = PAPER_DATASETS,
                         # one fit at ε = 0.01 on adult's continuous fnlwgt can take
                         # over a minute on a busy machine (the exact variance search)
                         "runtime": {"party_timeout_s": FIT_TIMEOUT_S},
-                        "protocol": {"name": "dp-nb"}}
+                        "protocol": {"name": "dp-nb", "paper": True}}
                 grids.append(Grid(
                     f"accuracy-{name}-r{rep}-f{fold}", base=base,
                     axes={METHOD_KEYS: [*labels, NON_PRIVATE],
@@ -398,7 +398,7 @@ def peer_grid(s: Settings) -> Grid:
     base = {"data": {"dataset": PEER_DATASET, "folds": PEER_FOLDS, "shuffle": False,
                      "bounds": {"lower": lower, "upper": upper}},
             "parties": {"n": 1, "analysts": 1},
-            "protocol": {"name": "dp-nb"}}
+            "protocol": {"name": "dp-nb", "paper": True}}
     return Grid("breast_cancer", base=base, axes={
         "data.fold": list(range(PEER_FOLDS)),
         "protocol.epsilon": list(s.peer_epsilons),

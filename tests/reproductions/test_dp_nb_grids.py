@@ -110,7 +110,7 @@ def halves(root: Path, **protocol) -> dict:
             "data": {"dataset": "halves", "data_dir": str(root), "folds": 2, "fold": 0,
                      "shuffle": False, "bounds": "data"},
             "parties": {"n": 1, "analysts": 1}, "runtime": {"kind": "inprocess"},
-            "protocol": {"name": "dp-nb", "neighbours": "replace", **protocol}}
+            "protocol": {"name": "dp-nb", "paper": True, "neighbours": "replace", **protocol}}
 
 
 def test_training_row_bounds_ignore_the_held_out_rows_and_clip_queries(tmp_path):
