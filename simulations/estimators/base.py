@@ -149,7 +149,8 @@ class ProtocolClassifier(EstimatorConventions, ClassifierMixin, BaseEstimator):
         probe = self._plan(params, X, codes, X[:1], n_classes=len(classes), bounds=bounds,
                            seed=0)
         spending = Spending(type(self).__name__, guarantee=self._guarantee(),
-                            budget=params.get("budget"), budget_delta=params.get("budget_delta"))
+                            budget=params.get("budget"), budget_delta=params.get("budget_delta"),
+                            accountant=params.get("accountant", "basic"))
         spending.check_first(*self._call_cost(probe),
                              what="the cheapest predict call (one query row)")
         self._params = params

@@ -65,7 +65,8 @@ class _DPOwnerClassifier(ProtocolClassifier):
                 "n_analysts": P.integer(who, "n_analysts", self.n_analysts, low=1),
                 "utility_folds": P.integer(who, "utility_folds", self.utility_folds, low=0,
                                            allowed="an int >= 0 (0: no check)"),
-                **P.budgets(who, self.budget, self.budget_delta)}
+                **(caps := P.budgets(who, self.budget, self.budget_delta)),
+                "accountant": P.accountant(who, self.accountant, caps["budget_delta"])}
 
     def _parties(self, p: dict[str, Any]) -> tuple[int, int]:
         return 1, p["n_analysts"]
@@ -97,6 +98,15 @@ class DPRadiusNeighborsClassifier(_DPOwnerClassifier):
         The most δ all ``predict`` calls since ``fit`` may spend together (``None``:
         no cap; else a finite number >= 0), refused as ``budget``. The owner's answers
         are pure ε-DP (δ = 0 per call), so every value is met.
+    accountant:
+        How the calls since ``fit`` compose, as a scenario's ledger
+        (:mod:`~ppknn.core.dp.accountant`): ``"auto"`` (default: ``"pld"`` when
+        ``budget_delta > 0``, else ``"basic"``), ``"basic"`` (ε and δ add up; valid
+        whatever the caller chooses after seeing earlier answers), ``"pld"`` (the
+        calls' privacy-loss distributions composed -- each call as randomised
+        response at its (ε, δ) -- read at ``budget_delta``) or ``"advanced"``; the
+        last two need ``budget_delta > 0``, assume the calls' costs are set in advance,
+        and are kept only where they beat the sum. ``privacy_`` is the composed (ε, δ).
     algorithm:
         ``"proposed"`` (region overlap graph, noise scaled by the maximum clique
         size of each component), ``"baseline-laplace"`` or ``"baseline-exponential"``
@@ -144,7 +154,8 @@ class DPRadiusNeighborsClassifier(_DPOwnerClassifier):
     """
 
     def __init__(self, radius: float = 1.0, *, epsilon: float = 1.0, budget: float | None = None,
-                 budget_delta: float | None = None, algorithm: str = "proposed",
+                 budget_delta: float | None = None, accountant: str = "auto",
+                 algorithm: str = "proposed",
                  n_analysts: int = 1, bounds: Any = "data", runtime: str = "inprocess",
                  channels: bool = False, random_state: Any = None,
                  utility_folds: int = 3) -> None:
@@ -152,6 +163,7 @@ class DPRadiusNeighborsClassifier(_DPOwnerClassifier):
         self.epsilon = epsilon
         self.budget = budget
         self.budget_delta = budget_delta
+        self.accountant = accountant
         self.algorithm = algorithm
         self.n_analysts = n_analysts
         self.bounds = bounds
@@ -180,7 +192,7 @@ class DPKNeighborsClassifier(_DPOwnerClassifier):
     epsilon:
         ε of each request batch (one per analyst), charged on the owner's ledger; a
         ``predict`` of ``Q`` rows costs ``min(n_analysts, Q) * epsilon``.
-    budget, budget_delta:
+    budget, budget_delta, accountant:
         As :class:`DPRadiusNeighborsClassifier`.
     algorithm:
         ``"interactive"`` (k-NN to r-N conversion by the exponential mechanism, then
@@ -210,13 +222,15 @@ class DPKNeighborsClassifier(_DPOwnerClassifier):
 
     def __init__(self, n_neighbors: int = 5, *, epsilon: float = 1.0,
                  budget: float | None = None, budget_delta: float | None = None,
-                 algorithm: str = "interactive", weight: float = 0.5, n_analysts: int = 1,
+                 accountant: str = "auto", algorithm: str = "interactive", weight: float = 0.5,
+                 n_analysts: int = 1,
                  bounds: Any = "data", runtime: str = "inprocess", channels: bool = False,
                  random_state: Any = None, utility_folds: int = 3) -> None:
         self.n_neighbors = n_neighbors
         self.epsilon = epsilon
         self.budget = budget
         self.budget_delta = budget_delta
+        self.accountant = accountant
         self.algorithm = algorithm
         self.weight = weight
         self.n_analysts = n_analysts

@@ -82,6 +82,15 @@ class DPTTClassifier(ProtocolClassifier):
         ``budget``. A call spends ``delta`` (``privacy_last_.delta``) when the
         bounded-range bound gives its ε, else 0; ``budget_delta=0`` admits only
         calls whose ε is the plain sum (pure ε-DP).
+    accountant:
+        How the calls since ``fit`` compose, as a scenario's ledger
+        (:mod:`~ppknn.core.dp.accountant`): ``"auto"`` (default: ``"pld"`` when
+        ``budget_delta > 0``, else ``"basic"``), ``"basic"`` (ε and δ add up; valid
+        whatever the caller chooses after seeing earlier answers), ``"pld"`` (the
+        calls' privacy-loss distributions composed -- each call as randomised
+        response at its (ε, δ) -- read at ``budget_delta``) or ``"advanced"``; the
+        last two need ``budget_delta > 0``, assume the calls' costs are set in advance,
+        and are kept only where they beat the sum. ``privacy_`` is the composed (ε, δ).
     bounds, runtime, channels:
         As :class:`~ppknn.simulations.estimators.PPKNNClassifier`.
     random_state:
@@ -129,7 +138,8 @@ class DPTTClassifier(ProtocolClassifier):
                  final_epsilon: float | None = None, epsilon: float | None = None,
                  delta: float = 1e-7, radius: float | None = None,
                  predict_rule: str = "nearest", budget: float | None = None,
-                 budget_delta: float | None = None, bounds: Any = "data",
+                 budget_delta: float | None = None, accountant: str = "auto",
+                 bounds: Any = "data",
                  runtime: str = "inprocess", channels: bool = False,
                  random_state: Any = None, utility_folds: int = 3) -> None:
         self.variant = variant
@@ -141,6 +151,7 @@ class DPTTClassifier(ProtocolClassifier):
         self.predict_rule = predict_rule
         self.budget = budget
         self.budget_delta = budget_delta
+        self.accountant = accountant
         self.bounds = bounds
         self.runtime = runtime
         self.channels = channels
@@ -168,7 +179,8 @@ class DPTTClassifier(ProtocolClassifier):
                                          allowed="None or a finite number > 0"),
                "predict_rule": P.choice(who, "predict_rule", self.predict_rule,
                                         ("nearest", "majority")),
-               **P.budgets(who, self.budget, self.budget_delta),
+               **(caps := P.budgets(who, self.budget, self.budget_delta)),
+               "accountant": P.accountant(who, self.accountant, caps["budget_delta"]),
                "utility_folds": P.integer(who, "utility_folds", self.utility_folds, low=0,
                                           allowed="an int >= 0 (0: no check)")}
         if out["epsilon"] is not None and out["final_epsilon"] is not None:

@@ -116,6 +116,36 @@ def budgets(who: str, budget: Any, budget_delta: Any) -> dict[str, float | None]
                                           low_open=False, allowed=BUDGET_DELTA_ALLOWED)}
 
 
+ACCOUNTANT_OPTIONS = ("auto", "basic", "advanced", "pld")
+
+
+def accountant(who: str, value: Any, budget_delta: float | None) -> str:
+    """The composition of a DP estimator's calls: ``"basic"``, ``"advanced"`` or ``"pld"``.
+
+    As a scenario's ledger (:mod:`core.dp.accountant`): ``"auto"`` is ``"pld"`` with a
+    ``budget_delta`` in (0, 1) and ``"basic"`` otherwise; ``"advanced"`` and ``"pld"``
+    need one (the δ they read the composition at).
+
+    >>> accountant("Est", "auto", 1e-6), accountant("Est", "auto", None)
+    ('pld', 'basic')
+    >>> accountant("Est", "pld", None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ppknn.core.errors.ConfigError: Est: accountant = 'pld' needs budget_delta > 0 (got None)...
+    """
+    if not isinstance(value, str) or value not in ACCOUNTANT_OPTIONS:
+        raise _refuse(who, "accountant", value, f"one of {list(ACCOUNTANT_OPTIONS)}")
+    usable = budget_delta is not None and 0 < budget_delta < 1
+    if value == "auto":
+        return "pld" if usable else "basic"
+    if value != "basic" and not usable:
+        raise ConfigError(f"{who}: accountant = {value!r} needs budget_delta > 0 (and < 1; "
+                          f"got {budget_delta!r}), the δ it reads the composition at; "
+                          "allowed with this budget_delta: 'basic' or 'auto' (a pure ε "
+                          "budget composes tightly by summation)")
+    return value
+
+
 def choice(who: str, name: str, value: Any, options: Sequence[str]) -> str:
     """One of ``options`` (strings)."""
     if not isinstance(value, str) or value not in options:
@@ -177,6 +207,6 @@ def generator_of(who: str, value: Any, *path: str, name: str = "random_state"
     return np.random.default_rng(seed_of(who, value, name))
 
 
-__all__ = ["BUDGET_ALLOWED", "BUDGET_DELTA_ALLOWED", "RANDOM_STATE_ALLOWED", "SEED_LIMIT",
-           "budgets", "choice", "flag", "generator_of", "integer", "optional_real",
-           "random_state", "real", "seed_of", "seeded"]
+__all__ = ["ACCOUNTANT_OPTIONS", "BUDGET_ALLOWED", "BUDGET_DELTA_ALLOWED", "RANDOM_STATE_ALLOWED",
+           "SEED_LIMIT", "accountant", "budgets", "choice", "flag", "generator_of", "integer",
+           "optional_real", "random_state", "real", "seed_of", "seeded"]

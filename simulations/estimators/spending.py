@@ -10,6 +10,17 @@ estimator's ``budget``, or the total δ above its ``budget_delta``, *before*
 anything runs (:class:`BudgetRefused`): three calls at δ = 1e-6 fit a
 ``budget_delta`` of 3e-6 exactly, a fourth is refused.
 
+Accountant (``accountant``, as a scenario's ledger, :mod:`core.dp.accountant`):
+``"basic"`` adds the calls' ε and δ (valid whatever a caller chooses after
+seeing earlier answers); ``"pld"`` composes their privacy-loss distributions
+and ``"advanced"`` the advanced composition theorem, both read at
+``budget_delta`` (the δ they spend) and kept only where they beat the sum. A
+call's loss law is the one its estimator declares, else randomised response
+at its (ε, δ), which dominates every (ε, δ)-DP release (Kairouz, Oh &
+Viswanath 2015). Like the ledger's, these two assume the calls' costs are set
+in advance (the same settings and batch sizes whatever the answers were); a
+caller who adapts the next call's cost to earlier answers needs ``"basic"``.
+
 Calls may come from several threads at once: a call *reserves* its cost
 (:meth:`Spending.reserve`: the check and the booking are one step under a
 lock, so what is reserved counts against the caps before the call runs),
@@ -54,10 +65,11 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
+from ppknn.core.dp.accountant import Tally
 from ppknn.core.dp.ledger import exact
 from ppknn.core.errors import BudgetExhausted, ConfigError
 from ppknn.protocols.base import PrivacySpent
@@ -79,6 +91,11 @@ def _amount(value: float) -> Amount:
     return math.inf if math.isinf(value) else exact(value)
 
 
+def _fraction(value: Amount | None) -> Fraction:
+    assert value is not None and not isinstance(value, float)
+    return value
+
+
 def _fmt(value: Amount) -> str:
     return f"{float(value):.6g}"
 
@@ -89,6 +106,7 @@ class Reservation:
 
     epsilon: Amount | None
     delta: Amount
+    law: Any = None
 
 
 class Spending:
@@ -104,14 +122,22 @@ class Spending:
         The most ε all calls since ``fit`` may spend together (``None``: no cap).
     budget_delta:
         The most δ all calls since ``fit`` may spend together (``None``: no cap).
+    accountant:
+        ``"basic"``, ``"advanced"`` or ``"pld"`` (module docstring; the last two need
+        ``budget_delta > 0``).
     """
 
     def __init__(self, who: str, *, guarantee: str, budget: float | None = None,
-                 budget_delta: float | None = None) -> None:
+                 budget_delta: float | None = None, accountant: str = "basic") -> None:
         self.who = who
         self.guarantee = guarantee
         self.budget = budget
         self.budget_delta = budget_delta
+        if accountant != "basic" and not budget_delta:
+            raise ConfigError(f"{who}: accountant = {accountant!r} needs budget_delta > 0, "
+                              f"got {budget_delta!r}")
+        self.accountant = accountant
+        self._tally = Tally.empty(accountant)
         self.calls = 0
         self._eps: Amount | None = Fraction(0)
         self._delta: Amount | None = Fraction(0)
@@ -153,17 +179,37 @@ class Spending:
                 for name, cap, word, cost, before in caps
                 if cap is not None and before + _amount(cost) > exact(cap)]
 
-    def check(self, epsilon: float | None, delta: float | None = 0.0) -> None:
+    def _composed(self, extra: tuple[Reservation, ...] = ()) -> Tally:
+        """The spent calls' tally with the held reservations and ``extra`` added (lock held)."""
+        tally = self._tally
+        for r in (*self._held, *extra):
+            if r.epsilon is not None:
+                tally = tally.add(r.law, _fraction(r.epsilon), _fraction(r.delta))
+        return tally
+
+    def _route_fits(self, call: Reservation) -> bool:
+        """Whether the accountant's composition with ``call`` stays within both caps."""
+        if self.budget is None or not math.isfinite(float(call.epsilon or 0.0)):
+            return False
+        assert self.budget_delta is not None
+        return self._composed((call,)).fits((exact(self.budget), exact(self.budget_delta)))
+
+    def check(self, epsilon: float | None, delta: float | None = 0.0, law: Any = None) -> None:
         """Raise :class:`BudgetRefused` unless a call costing ``(epsilon, delta)`` fits.
 
         It fits when the totals since ``fit`` with it stay at most ``budget`` (ε) and
-        ``budget_delta`` (δ); a call without an ε (no DP) is never capped.
+        ``budget_delta`` (δ), or (``"advanced"``, ``"pld"``) their composition with
+        ``law`` (the call's loss law; ``None``: randomised response at its cost) does;
+        a call without an ε (no DP) is never capped.
         """
         with self._lock:
             if epsilon is None or self._eps is None or self._delta is None:
                 return
             booked = self._booked()
             over = self._over(epsilon, delta, booked)
+            if over and self.accountant != "basic" and self._route_fits(
+                    self._booking(epsilon, delta, law)):
+                over = []
             held = bool(self._held)
         if over:
             spent = "spent or reserved" if held else "spent"
@@ -175,16 +221,27 @@ class Spending:
                 "Batch the rows into fewer calls; a refit starts a new account, which only a "
                 "new budget from the data owner justifies")
 
-    def reserve(self, epsilon: float | None, delta: float | None = 0.0) -> Reservation:
+    def _booking(self, epsilon: float | None, delta: float | None, law: Any) -> Reservation:
+        """A call's reservation, its loss law resolved (randomised response by default)."""
+        eps, d = (None if epsilon is None else _amount(epsilon)), _amount(delta or 0.0)
+        if law is None and eps is not None and math.isfinite(float(eps)) and eps > 0:
+            from ppknn.core.dp.pld import RandomisedResponseLoss
+
+            law = RandomisedResponseLoss(float(eps), float(d))
+        return Reservation(eps, d, law)
+
+    def reserve(self, epsilon: float | None, delta: float | None = 0.0, law: Any = None
+                ) -> Reservation:
         """Check a call costing ``(epsilon, delta)`` and book it, as one step (thread-safe).
 
         Raises :class:`BudgetRefused` as :meth:`check` does, counting what calls still
         running have reserved; else the cost counts against the caps until the call
-        :meth:`settle` s or :meth:`release` s the returned reservation.
+        :meth:`settle` s or :meth:`release` s the returned reservation. ``law``: the
+        call's loss law for the ``"advanced"``/``"pld"`` accountants (:meth:`check`).
         """
         with self._lock:
-            self.check(epsilon, delta)
-            r = Reservation(None if epsilon is None else _amount(epsilon), _amount(delta or 0.0))
+            self.check(epsilon, delta, law)
+            r = self._booking(epsilon, delta, law)
             self._held.append(r)
             return r
 
@@ -201,7 +258,9 @@ class Spending:
         """Replace ``reservation`` with what the call spent (:meth:`spend`), as one step."""
         with self._lock:
             self._drop(reservation)
-            self.spend(epsilon, delta, per_party)
+            same = (reservation.epsilon == (None if epsilon is None else _amount(epsilon))
+                    and reservation.delta == _amount(delta or 0.0))
+            self.spend(epsilon, delta, per_party, law=reservation.law if same else None)
 
     def release(self, reservation: Reservation) -> None:
         """Give ``reservation`` back: its call released nothing."""
@@ -224,7 +283,8 @@ class Spending:
                               f"allowed: >= {_fmt(amount)} or None")
 
     def spend(self, epsilon: float | None, delta: float | None = 0.0,
-              per_party: Mapping[str, tuple[float, float]] | None = None) -> None:
+              per_party: Mapping[str, tuple[float, float]] | None = None, *,
+              law: Any = None) -> None:
         """Add one call's cost (``epsilon None``: a protocol without an ε, nothing to add)."""
         with self._lock:
             self.calls += 1
@@ -233,6 +293,13 @@ class Spending:
                 return
             self._eps = self._eps + _amount(epsilon)
             self._delta = self._delta + _amount(delta or 0.0)
+            if self.accountant != "basic":
+                call = self._booking(epsilon, delta, law)
+                if call.law is None:  # no finite ε: nothing the route can compose
+                    self._tally = replace(self._tally, accountant="basic")
+                else:
+                    self._tally = self._tally.add(call.law, _fraction(call.epsilon),
+                                                  _fraction(call.delta))
             for party, (e, d) in (per_party or {}).items():
                 acc = self._per_party.setdefault(party, [Fraction(0), Fraction(0)])
                 acc[0] += _amount(e)
@@ -246,8 +313,14 @@ class Spending:
             if self._eps is None or self._delta is None:
                 return PrivacySpent(guarantee=f"{self.guarantee}; {self.calls} call(s) since "
                                     "fit")
-            return PrivacySpent(guarantee=guarantee, epsilon=float(self._eps),
-                                delta=float(self._delta),
+            eps, delta = self._eps, self._delta
+            if self.accountant != "basic" and self._tally.accountant != "basic":
+                assert self.budget_delta is not None
+                eps, delta = self._tally.guarantee(exact(self.budget_delta))
+                if (eps, delta) != (self._eps, self._delta):
+                    guarantee = (f"{self.guarantee}; {self.accountant} composition of "
+                                 f"{self.calls} call(s) since fit at the budget's δ")
+            return PrivacySpent(guarantee=guarantee, epsilon=float(eps), delta=float(delta),
                                 per_party={p: (float(e), float(d))
                                            for p, (e, d) in self._per_party.items()})
 
