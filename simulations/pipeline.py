@@ -76,10 +76,16 @@ def run_scenario(scenario: Any, *, stage: Path | None = None,
     """
     recorded = None if stage is None else (lambda run: write_recorded(run, stage))
     transcript_dir = None if stage is None else stage / "transcript"
-    run, deviations = _run(scenario, transcript_dir, progress, wait_for_shutdown, recorded)
-    if stage is not None:
-        rows = score_leakage(run, stage)
-        write_folder(run, stage, rows, plot=plot)
+    from ppknn.simulations.leakage import stream
+
+    try:
+        run, deviations = _run(scenario, transcript_dir, progress, wait_for_shutdown,
+                               recorded)
+        if stage is not None:
+            rows = score_leakage(run, stage)
+            write_folder(run, stage, rows, plot=plot)
+    finally:
+        stream.release()  # the transcript parts measuring and scoring read once
     audit = None
     if scenario.audit.trials:
         from ppknn.simulations.leakage.audit import audit_scenario

@@ -80,3 +80,17 @@ def test_a_sweep_run_writes_nothing_and_scores_no_table(tmp_path, monkeypatch):
     done = _run()
     assert list(tmp_path.iterdir()) == []
     assert "leakage_s" not in done.run.timings and done.run.timings["measure_s"] >= 0
+
+
+def test_scoring_from_held_parts_equals_streaming_them(tmp_path, monkeypatch):
+    from ppknn.simulations.leakage import stream
+
+    _run(tmp_path / "a")
+    held = measure.recompute(tmp_path / "a")
+    assert stream._HELD  # read whole once, held for every attack
+    stream.release()
+    monkeypatch.setattr(stream, "HOLD_BUDGET", 0)  # row group by row group, as before
+    stream._ATTRIBUTION.clear()
+    streamed = measure.recompute(tmp_path / "a")
+    assert not stream._HELD
+    assert [r.as_dict() for r in held] == [r.as_dict() for r in streamed]

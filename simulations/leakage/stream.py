@@ -130,6 +130,14 @@ def batches(transcript: Transcript, filters: list[tuple[str, str, Any]],
             yield batch.select(keep) if keep else batch
         return
     for part in transcript.parts():
+        table = _held_part(part)
+        if table is not None:  # read once for every attack of the run
+            mask = _mask(table, filters)
+            out = table.filter(mask) if mask is not None else table
+            rows = max(1, int(budget // max(out.nbytes / max(out.num_rows, 1), 1.0)))
+            for batch in out.to_batches(max_chunksize=rows):
+                yield batch.select(keep) if keep else batch
+            continue
         pf = pq.ParquetFile(part, pre_buffer=False, buffer_size=1 << 20)
         names = pf.schema_arrow.names
         for g in range(pf.num_row_groups):
@@ -147,6 +155,38 @@ def batches(transcript: Transcript, filters: list[tuple[str, str, Any]],
                     if hits < batch.num_rows:  # a copy of the kept rows; none when all match
                         batch = batch.filter(mask)
                 yield batch.select(keep) if keep else batch
+
+
+HOLD_BUDGET = 256 * 2**20
+"""Uncompressed bytes of transcript parts :func:`batches` reads whole and holds, so a
+run's attacks (which each filter the same parts) decode them once; a larger part is
+streamed row group by row group, as every part was."""
+
+_HELD: dict[tuple[str, int, int], pa.Table] = {}
+
+
+def _held_part(part: Path) -> pa.Table | None:
+    """``part`` read whole and held (``None`` when it, with what is held, exceeds the budget).
+
+    Keyed by path, size and modification time: a part written again is read again.
+    """
+    st = part.stat()
+    key = (str(part), st.st_size, st.st_mtime_ns)
+    if key in _HELD:
+        return _HELD[key]
+    pf = pq.ParquetFile(part)
+    size = sum(pf.metadata.row_group(g).total_byte_size for g in range(pf.num_row_groups))
+    held = sum(t.nbytes for t in _HELD.values())
+    if held + size > HOLD_BUDGET:
+        return None
+    table = pf.read(use_threads=False)
+    _HELD[key] = table
+    return table
+
+
+def release() -> None:
+    """Drop the transcript parts :func:`batches` holds (called once a run is scored)."""
+    _HELD.clear()
 
 
 def rounds_of(transcript: Transcript, protocol: str) -> list[int]:
@@ -633,6 +673,6 @@ class _Attribution:
         self.pending_bytes = 0
 
 
-__all__ = ["BYTE_BUDGET", "COMPARE_BUDGET", "SPILL_BUDGET", "STATE_BUDGET", "batches",
-           "decode_view", "iter_messages", "iter_rows",
+__all__ = ["BYTE_BUDGET", "COMPARE_BUDGET", "HOLD_BUDGET", "SPILL_BUDGET", "STATE_BUDGET",
+           "batches", "decode_view", "iter_messages", "iter_rows", "release",
            "ring_attribution", "round_messages", "rounds_of", "scatter"]
