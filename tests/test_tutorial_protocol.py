@@ -88,6 +88,21 @@ def test_it_passes_the_contract_battery(dp_count, tmp_path):
     check_plugin(dp_count, SCENARIO, tmp_path)
 
 
+@pytest.mark.parametrize("key, value, why", [
+    ("epsilon", 0, "protocol.epsilon = 0: Input should be greater than 0"),
+    ("epsilon", "1", "protocol.epsilon = '1': Input should be a valid number"),
+    ("radius", -1.0, "protocol.radius = -1.0: Input should be greater than 0"),
+    ("k", 5, "unknown key 'protocol.k'")])
+def test_its_table_refuses_bad_values_naming_the_key(dp_count, key, value, why):
+    from ppknn.simulations.scenario import parse_scenario
+
+    data = scenario_data(SCENARIO)
+    data["protocol"][key] = value
+    with pytest.raises(ppknn.ConfigError) as err:
+        parse_scenario(data)
+    assert why in str(err.value)
+
+
 def test_the_python_api_runs_sweeps_and_scores_it(dp_count, tmp_path):
     result = ppknn.run(SCENARIO, output=tmp_path / "run")
     privacy = result.summary["results"][NAME]["privacy"]
