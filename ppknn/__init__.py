@@ -15,6 +15,8 @@ The few names a notebook needs:
 - :func:`ppknn.load_scenario` -- validate a scenario (precise ``ConfigError`` messages).
 - :data:`ppknn.registry` -- the protocol registry (``registry.names()``,
   ``registry.get(name).roles``); :func:`ppknn.protocol_names` lists the names.
+- :mod:`ppknn.testing` -- the protocol contract kit: the checks every registered protocol
+  passes, for a protocol's own tests (imported on its own: ``from ppknn.testing import ...``).
 - scikit-learn estimators: :class:`ppknn.PPKNNClassifier`,
   :class:`ppknn.DPRadiusNeighborsClassifier`, :class:`ppknn.DPKNeighborsClassifier`,
   :class:`ppknn.PCALaplaceSanitizer`, :class:`ppknn.DPTTClassifier`,
