@@ -150,9 +150,12 @@ class Result:
 
     @functools.cached_property
     def _leakage_rows(self) -> list[Any]:
-        from ppknn.simulations.leakage import run_table
+        from ppknn.simulations.leakage import run_table, stream
 
-        return run_table(self.run)
+        try:
+            return run_table(self.run)
+        finally:
+            stream.release()  # the transcript parts scoring held
 
     @property
     def leakage_table(self) -> pa.Table:
