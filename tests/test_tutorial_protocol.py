@@ -146,10 +146,13 @@ def test_every_command_runs_it(dp_count, tmp_path):
     _cli("audit", str(SCENARIO), "--output", str(tmp_path / "audit"))
     audit = list(csv.DictReader((tmp_path / "audit" / "audit.csv").open()))
     assert [(r["protocol"], r["verdict"]) for r in audit] == [(NAME, "within bound")]
-    _cli("chaos", str(SCENARIO), "--kind", "raise", "--output", str(tmp_path / "chaos"))
+    kinds = ("kill", "raise", "memory", "drop", "duplicate", "reorder", "tamper")
+    _cli("chaos", str(SCENARIO), "--party", "owner", *(f"--kind={k}" for k in kinds),
+         "--output", str(tmp_path / "chaos"))
     chaos = json.loads((tmp_path / "chaos" / "chaos.json").read_text())
-    assert [(c["kind"], c["error"], c["fired"], c["ok"]) for c in chaos] == [
-        ("raise", "PartyFailure", True, True)]
+    assert [(c["kind"], c["party"], c["fired"], c["names_party"], c["ok"]) for c in chaos] \
+        == [(k, "owner", True, True, True) for k in kinds]
+    assert {c["error"] for c in chaos} == {"PartyFailure", "IntegrityError"}
 
 
 def test_sweep_and_compare_take_it(dp_count, tmp_path):
