@@ -64,7 +64,8 @@ SIGNATURE = "written by ppknn; --overwrite may replace this folder\n"
 """What :data:`MARKER` says (a file holding anything else is not ppknn's marker)."""
 
 MARKERS = (MARKER, "scenario.json", "summary.json", "public.json", FAILURE, "sweep.csv",
-           "audit.json", "chaos.json", "compare.csv", "deviations.json", "reproduction.json")
+           "audit.json", "chaos.json", "compare.csv", "compare-run.json", "deviations.json",
+           "reproduction.json")
 """ppknn's records: one of them (besides results files only) marks a folder written
 before :data:`MARKER` (:func:`legacy_output`)."""
 

@@ -658,3 +658,18 @@ def test_a_protocol_with_only_a_worst_case_audit_is_run_without_a_replay_audit()
     spec["compare"]["audit"] = {"seeds": [0]}
     (row,) = run_comparison(load_comparison(spec))
     assert math.isnan(row["audit_epsilon_lb"]) and not row["cannot_run"]
+
+
+def test_a_comparison_folder_without_its_marker_is_still_taken_for_ppknns(tmp_path):
+    """A committed comparison (docs/comparison) keeps no .ppknn-output: its compare-run.json
+    marks it, so --overwrite can replace it (compare.csv, the old mark, is no longer
+    written)."""
+    from ppknn.simulations.output import MARKER, legacy_output
+
+    folder = tmp_path / "comparison"
+    folder.mkdir()
+    for name in ("compare.md", "compare.parquet", "compare-aggregate.csv", "a.png"):
+        (folder / name).write_text("x")
+    assert not legacy_output(folder)
+    (folder / "compare-run.json").write_text("{}")
+    assert legacy_output(folder) and not (folder / MARKER).exists()
