@@ -453,7 +453,10 @@ def _results_table(agg: Sequence[Mapping[str, Any]], profiles: Sequence[str]
 
 
 def _advantage_cell_text(r: Mapping[str, Any]) -> str:
-    """The advantage cell of the results table: mean [95% CI] (seeds without one: n/a)."""
+    """The advantage cell of the results table: mean [95% CI]; seeds without one: n/a.
+
+    (Never ``[...] [...]``: Markdown reads two bracketed texts as a reference link.)
+    """
     from ppknn.simulations.reporting import fmt, interval
 
     adv = _number(r.get("leak_advantage"))
@@ -461,7 +464,7 @@ def _advantage_cell_text(r: Mapping[str, Any]) -> str:
         return "—"
     missing = r["seeds"] - int(r.get("leak_advantage_seeds", r["seeds"]))
     return (f"{fmt(adv)} {interval(r['leak_advantage_low'], r['leak_advantage_high'])}"
-            + (f" [{missing} of {r['seeds']} seeds n/a]" if missing else ""))
+            + (f"; {missing} of {r['seeds']} seeds n/a" if missing else ""))
 
 
 def _strongest_text(agg: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:

@@ -673,3 +673,13 @@ def test_a_comparison_folder_without_its_marker_is_still_taken_for_ppknns(tmp_pa
     assert not legacy_output(folder)
     (folder / "compare-run.json").write_text("{}")
     assert legacy_output(folder) and not (folder / MARKER).exists()
+
+
+def test_the_advantage_cell_counts_seeds_without_one_and_makes_no_markdown_link():
+    from ppknn.simulations.compare_report import _advantage_cell_text
+
+    cell = {"seeds": 10, "leak_advantage": 6.29, "leak_advantage_low": 5.77,
+            "leak_advantage_high": 6.81, "leak_advantage_seeds": 4}
+    assert _advantage_cell_text(cell) == "6.29 [5.77, 6.81]; 6 of 10 seeds n/a"
+    assert _advantage_cell_text({**cell, "leak_advantage_seeds": 10}) == "6.29 [5.77, 6.81]"
+    assert _advantage_cell_text({"seeds": 10, "leak_advantage": math.nan}) == "—"
