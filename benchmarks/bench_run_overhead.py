@@ -109,7 +109,7 @@ def child_warm(args: list[str], side: str) -> dict:
     from ppknn.api import load_scenario
 
     if side == "old":
-        from ppknn.simulations.results import run_scenario
+        from ppknn.simulations.pipeline import run_scenario
     else:
         from ppknn.simulations.pipeline import run_scenario
     path = args[1] if args[1] != "--runtime" else None
@@ -134,7 +134,7 @@ def child_sweep(runs: int, side: str) -> dict:
     from ppknn.api import load_scenario
 
     if side == "old":
-        from ppknn.simulations.results import run_scenario
+        from ppknn.simulations.pipeline import run_scenario
     else:
         from ppknn.simulations.pipeline import run_scenario
     base = str(ROOT / "simulations" / "quickstart.toml")

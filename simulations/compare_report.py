@@ -3,7 +3,7 @@
 :func:`write_report` writes what a run of :mod:`ppknn.simulations.compare` measured;
 :func:`render_saved` writes it again from a finished run's saved rows (``python -m
 ppknn.simulations.compare FOLDER``). The module docstring of
-:mod:`ppknn.simulations.compare` says what a row holds.
+:mod:`ppknn.simulations.compare_runs` says what a row holds.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from ppknn.core.errors import ConfigError, DataError
 from ppknn.simulations import registry
-from ppknn.simulations.compare import (
+from ppknn.simulations.compare_runs import (
     LEAK_RULE,
     PER_SEED_ALPHA,
     Comparison,

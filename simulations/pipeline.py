@@ -97,4 +97,18 @@ def run_scenario(scenario: Any, *, stage: Path | None = None,
     return done
 
 
-__all__ = ["run_scenario", "score_leakage"]
+
+
+def write_results(result: RunResult, output: str | Path, *, plot: bool = True) -> Path:
+    """Score the run's leakage table and write its results folder; returns its path.
+
+    For a run measured outside :func:`run_scenario`
+    (e.g. :func:`~simulations.runner.execute`); ``plot``: also ``summary.png``
+    and ``leakage.png``.
+    """
+    out = Path(output)
+    out.mkdir(parents=True, exist_ok=True)
+    return write_folder(result, out, score_leakage(result, out), plot=plot)
+
+
+__all__ = ["run_scenario", "score_leakage", "write_results"]

@@ -24,7 +24,7 @@ Layout::
                          ``leakage`` section of summary.json, and leakage.png when plotted)
 
 Plots are rendered where a person will look (``ppknn run`` on a terminal,
-``--plot``, ``write_results``' default) or later from the folder
+``--plot``, :func:`simulations.pipeline.write_results`' default) or later from the folder
 (``ppknn show --plot``); sweeps and the Python API render none unless asked.
 
 With one protocol, its figures are also at the top level of ``summary.json``
@@ -165,7 +165,7 @@ def write_recorded(result: RunResult, output: str | Path) -> None:
     ``predictions.csv`` (every protocol's predictions and baseline),
     ``parties.csv`` (roles, communication, privacy spent) and ``summary.json``
     (accuracy, baseline, privacy, communication, the timings so far), marked
-    ``incomplete`` (:data:`RECORDED`). :func:`write_results` writes all three
+    ``incomplete`` (:data:`RECORDED`). :func:`simulations.pipeline.write_results` writes all three
     again, complete.
     """
     from ppknn.simulations.leakage import save_truths
@@ -183,20 +183,6 @@ def _write_facts(result: RunResult, out: Path) -> None:
     p = result.prepared
     (out / "scenario.json").write_text(jsonio.dumps(p.scenario.model_dump()))
     (out / "public.json").write_text(jsonio.dumps(p.public()))
-
-
-def write_results(result: RunResult, output: str | Path, *, plot: bool = True) -> Path:
-    """Score the run's leakage table and write its results folder; returns its path.
-
-    For a run measured outside :func:`simulations.pipeline.run_scenario`
-    (e.g. :func:`~simulations.runner.execute`); ``plot``: also ``summary.png``
-    and ``leakage.png``.
-    """
-    from ppknn.simulations.pipeline import score_leakage
-
-    out = Path(output)
-    out.mkdir(parents=True, exist_ok=True)
-    return write_folder(result, out, score_leakage(result, out), plot=plot)
 
 
 def write_folder(result: RunResult, output: str | Path, leakage_rows: list[Any], *,
@@ -253,13 +239,6 @@ class ScenarioRun:
     run: RunResult
     deviations: Any | None = None
     audit: list[Any] | None = None
-
-
-def run_scenario(scenario: Any, **kwargs: Any) -> ScenarioRun:
-    """:func:`simulations.pipeline.run_scenario` (the one pipeline), under its older name."""
-    from ppknn.simulations.pipeline import run_scenario as run
-
-    return run(scenario, **kwargs)
 
 
 def write_extras(done: ScenarioRun, out: Path) -> None:
@@ -465,6 +444,5 @@ def _plugin(name: str) -> Any:
 
 
 __all__ = ["RECORDED", "ScenarioRun", "plot_disclosure", "plot_folder", "plot_summary",
-           "prediction_rows", "party_rows", "run_scenario", "summary_of",
-           "write_disclosure_csv", "write_extras", "write_folder", "write_recorded",
-           "write_results"]
+           "prediction_rows", "party_rows", "summary_of",
+           "write_disclosure_csv", "write_extras", "write_folder", "write_recorded"]

@@ -6,9 +6,8 @@ scenario (a TOML path, a mapping or a ``Scenario``); the scenario is cut to a
 small in-process run (at most 60 queries) first. ppknn's own contract test runs
 the battery on the built-in protocols; a third party runs it on theirs from
 their own pytest, either check by check, all at once with :func:`check_plugin`,
-or as a test class::
-
-    from ppknn.testing import ContractSuite
+or as a test class, a subclass of ``ppknn.testing.ContractSuite`` (imported from the
+public facade)::
 
     class TestMyProtocol(ContractSuite):
         protocol = "my-protocol"                  # registered (entry point) or a plugin class
@@ -137,9 +136,14 @@ def scenario_data(scenario: ScenarioLike) -> dict[str, Any]:
 
 def example(scenario: ScenarioLike, *, queries: int = MAX_QUERIES, **runtime: Any) -> Scenario:
     """The scenario, small (at most ``queries`` queries), on the runtime asked for."""
-    from ppknn.api import load_scenario
+    from ppknn.simulations.scenario import Scenario, load_scenario, parse_scenario
 
-    sc = load_scenario(scenario)
+    if isinstance(scenario, Scenario):
+        sc = scenario
+    elif isinstance(scenario, Mapping):
+        sc = parse_scenario(dict(scenario))
+    else:
+        sc = load_scenario(scenario)
     n = min(sc.data.max_queries or queries, queries)
     return sc.with_overrides(data={"max_queries": n},
                              runtime={"kind": "inprocess", **runtime})
@@ -192,7 +196,7 @@ def check_plan(protocol: PluginLike, scenario: ScenarioLike) -> None:
 
 def run_folder(protocol: PluginLike, scenario: ScenarioLike, folder: Path) -> Path:
     """Run the small scenario in-process and write its results folder (returned)."""
-    from ppknn.simulations.results import write_results
+    from ppknn.simulations.pipeline import write_results
     from ppknn.simulations.runner import execute
 
     plugin_of(protocol)

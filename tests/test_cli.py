@@ -271,7 +271,8 @@ def test_quickstart_runs_on_ray(ray_local, tmp_path):
 def test_summary_plot_for_few_and_many_parties(tmp_path, n):
     """Up to 40 parties each is labelled; beyond, sorted curves (a 10,000-party run's
     plot stays readable and quick)."""
-    from ppknn.simulations.results import MAX_LABELLED_PARTIES, write_results
+    from ppknn.simulations.pipeline import write_results
+    from ppknn.simulations.results import MAX_LABELLED_PARTIES
     from ppknn.simulations.runner import execute
     from ppknn.simulations.scenario import parse_scenario
 

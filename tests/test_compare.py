@@ -238,7 +238,7 @@ def test_a_cell_the_protocol_cannot_serve_is_reported_not_a_hole(tmp_path):
 def test_leak_figure_keeps_one_quantity_and_prefers_epsilon():
     from types import SimpleNamespace as Row
 
-    from ppknn.simulations.compare import _strongest_leak
+    from ppknn.simulations.compare_runs import _strongest_leak
 
     rates = [Row(attack="transform", quantity="reconstruction RMS error", value=0.9,
                  ci_low=0.8, ci_high=1.0),
@@ -268,7 +268,7 @@ def test_the_strongest_leak_is_the_largest_not_the_first_by_name():
     first name) is at 0.5. PCA's sanitizer sees nothing (0, the first name) while the
     transform attack reconstructs 30% of values. The first-by-name rule picked the
     smaller figure in both."""
-    from ppknn.simulations.compare import _strongest_leak
+    from ppknn.simulations.compare_runs import _strongest_leak
 
     ring = [_leak("ppknn-ring", "informed-successor", "disclosure probability (informed)", v)
             for v in (0.4, 0.5)]
@@ -290,7 +290,7 @@ def test_the_strongest_leak_is_the_largest_not_the_first_by_name():
 
 
 def test_a_leak_handed_over_by_design_is_reported_not_ranked():
-    from ppknn.simulations.compare import _strongest_leak
+    from ppknn.simulations.compare_runs import _strongest_leak
 
     rows = [_leak("dp-knn", "owner-sees-queries", "analyst's instances seen exactly", 1.0),
             _leak("dp-knn", "analyst-label-inference", "labels inferred correctly", 0.6)]
@@ -299,7 +299,7 @@ def test_a_leak_handed_over_by_design_is_reported_not_ranked():
 
 
 def test_the_strongest_leak_ranks_by_advantage_where_rows_carry_one():
-    from ppknn.simulations.compare import _strongest_leak
+    from ppknn.simulations.compare_runs import _strongest_leak
 
     rows = [_leak("dp-knn", "analyst-label-inference", "labels inferred correctly", 0.8,
                   advantage=0.02),
@@ -463,7 +463,7 @@ def _eps_row(value, ci_low, bound=0.1):
 def test_an_infinite_point_estimate_keeps_its_finite_lower_bound_and_promise():
     """One arm of the test never fired (29/29 vs 21/29): the point estimate is infinite, the
     95% lower bound is not; the row keeps the bound and the promise it is compared with."""
-    from ppknn.simulations.compare import _strongest_leak
+    from ppknn.simulations.compare_runs import _strongest_leak
 
     got = _strongest_leak([_eps_row(math.inf, 0.064), _eps_row(0.4, 0.01)])
     assert got["leak_value"] == math.inf and got["empirical_epsilon_lb"] == 0.064
@@ -560,7 +560,7 @@ def test_the_report_renders_again_from_the_saved_rows(tmp_path):
 def test_a_runs_strongest_leak_carries_its_baseline_and_advantage_interval():
     import json
 
-    from ppknn.simulations.compare import _strongest_leak
+    from ppknn.simulations.compare_runs import _strongest_leak
 
     rows = [_leak("ppknn-ring", "secure-sum-neighbours", "vote vector recovered exactly", 1.0,
                   baseline=0.14, advantage=0.86, advantage_low=0.72, advantage_high=0.93),

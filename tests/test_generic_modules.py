@@ -22,6 +22,7 @@ GENERIC = (
     *sorted((ROOT / "simulations" / "leakage").glob("*.py")),
     ROOT / "simulations" / "compare.py",
     ROOT / "simulations" / "compare_report.py",
+    ROOT / "simulations" / "compare_runs.py",
     ROOT / "simulations" / "results.py",
     ROOT / "simulations" / "registry.py",
     ROOT / "simulations" / "runner.py",

@@ -20,7 +20,7 @@ from ppknn.simulations.leakage.table import (
     rows_equal,
     write_table,
 )
-from ppknn.simulations.results import write_results
+from ppknn.simulations.pipeline import write_results
 from ppknn.simulations.runner import execute
 from ppknn.simulations.scenario import parse_scenario
 

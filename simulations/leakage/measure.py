@@ -7,7 +7,7 @@ views of the transcript; scorers read provenance and the ground truth saved
 beside the transcript (:mod:`simulations.leakage.truth`).
 
 :func:`run_table` does it for a :class:`~simulations.runner.RunResult`
-(called by :func:`simulations.results.write_results`); :func:`recompute`
+(called by :func:`simulations.pipeline.write_results`); :func:`recompute`
 does it from a results folder (``ppknn leakage``): ``public.json``,
 ``scenario.json`` and ``transcript/`` are all it reads, and it gives the
 same rows.

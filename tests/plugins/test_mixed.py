@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ppknn.core.transcript import Transcript
-from ppknn.simulations.results import write_results
+from ppknn.simulations.pipeline import write_results
 from ppknn.simulations.runner import execute, prepare
 from ppknn.simulations.scenario import parse_scenario, tomllib
 from tests.plugins.equivalence import assert_ray_equals_inprocess

@@ -11,7 +11,7 @@ import pytest
 
 from ppknn.protocols.pca_perturbation.sanitize import fit_pca, normalise
 from ppknn.simulations.knn import union_topk_and_ties
-from ppknn.simulations.results import write_results
+from ppknn.simulations.pipeline import write_results
 from ppknn.simulations.runner import execute
 from ppknn.simulations.scenario import load_scenario, parse_scenario, tomllib
 from tests.plugins.equivalence import assert_ray_equals_inprocess, assert_refused

@@ -19,7 +19,7 @@ from ppknn.core.transcript import Transcript
 from ppknn.protocols.ppknn.secure_sum import add
 from ppknn.protocols.ring_nb import GUARANTEE, RingNBConfig
 from ppknn.protocols.ring_nb import steps as nb
-from ppknn.simulations.results import write_results
+from ppknn.simulations.pipeline import write_results
 from ppknn.simulations.runner import execute, prepare
 from ppknn.simulations.scenario import load_scenario, parse_scenario, tomllib
 from tests.plugins.equivalence import assert_ray_equals_inprocess, assert_refused
