@@ -55,9 +55,16 @@ def test_the_committed_report_names_each_protocols_strongest_leak_by_advantage()
 
 
 def test_no_committed_cells_macro_f1_contradicts_its_accuracy():
-    """Banknote's macro-F1 tracks its accuracy (near-balanced classes), and no cell is
-    nearly always right with a macro-F1 far below (one class never answered)."""
+    """Banknote's queries hold both classes (near-balanced): its non-private reference's
+    macro-F1 tracks its accuracy in every cell, and so does every cell that is nearly always
+    right (a one-class query set shows there as accuracy 0.999 beside macro-F1 0.500). A DP
+    model at a small ε may lean to one class (dp-nb at ε = 0.1: 0.635 against 0.539), which
+    lowers its macro-F1 honestly; no cell is nearly always right with a macro-F1 far below."""
     cells = [r for r in read_rows(FOLDER / "compare-aggregate.csv") if r["seeds"]]
     banknote = [r for r in cells if r["dataset"] == "banknote"]
-    assert banknote and all(abs(r["macro_f1"] - r["accuracy"]) < 0.05 for r in banknote)
+    assert banknote and all(abs(r["reference_macro_f1"] - r["reference_accuracy"]) < 0.05
+                            for r in banknote)
+    assert all(abs(r["macro_f1"] - r["accuracy"]) < 0.05
+               for r in banknote if r["accuracy"] >= 0.9)
+    assert all(r["macro_f1"] >= 0.5 * r["accuracy"] for r in banknote)
     assert all(r["macro_f1"] >= 0.8 for r in cells if r["accuracy"] >= 0.95)
