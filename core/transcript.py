@@ -436,7 +436,8 @@ class TranscriptRecorder:
         except OSError as exc:
             raise _naming(exc, path) from exc
 
-    def _drop_journal(self) -> None:
+    def _release_journal(self) -> None:
+        """Close the journal's file; the file stays (what it holds is kept on disk)."""
         if self._journal is None:
             return
         sink, writer = self._journal
@@ -445,6 +446,11 @@ class TranscriptRecorder:
             writer.close()
         finally:
             sink.close()
+
+    def _drop_journal(self) -> None:
+        if self._journal is None:
+            return
+        self._release_journal()
         assert self.directory is not None
         (self.directory / _journal_name(self._parts)).unlink(missing_ok=True)
 
@@ -477,7 +483,14 @@ class TranscriptRecorder:
         :meth:`Transcript.check` compares: a part changed at rest is found by name.
         """
         if not self._closed:
-            self.flush()
+            try:
+                self.flush()
+            except BaseException:  # e.g. a full disk: the journal keeps the records, and
+                try:               # its file is not left open in this process
+                    self._release_journal()
+                except OSError:
+                    pass
+                raise
             self._closed = True
             if self.directory is not None:
                 _write_totals(self.directory, {**self.totals.as_dict(),

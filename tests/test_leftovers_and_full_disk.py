@@ -96,6 +96,20 @@ def _check_full_disk_run(disk: Path, result) -> None:
     hidden = [p.name for p in disk.iterdir() if p.name.startswith(".")]
     assert not hidden, hidden  # nothing hidden: the run's record is the output itself
     assert (disk / "out").is_dir()
+    assert not _open_under(disk), _open_under(disk)  # nothing left open (it could not unmount)
+
+
+def _open_under(folder: Path) -> list[str]:
+    """Files under ``folder`` this process still holds open."""
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # the descriptor listdir itself used
+            continue
+        if target.startswith(str(folder) + os.sep):
+            out.append(target)
+    return out
 
 
 def test_a_full_disk_is_exit_2_naming_the_path_nothing_hidden(tmp_path, monkeypatch):
