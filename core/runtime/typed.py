@@ -118,19 +118,44 @@ class _Proxy:
             raise AttributeError(f"{self._api.__name__} has no method {name!r}; its methods: "
                                  f"{sorted(self._methods)}")
 
+        low, high = _arities(self._api)[name]
+        make = self._make
+
         def method(*args: Any, **kwargs: Any) -> Any:
-            where = f"{self._api.__name__}.{name}({', '.join(sig.parameters)})"
-            if kwargs:
-                raise ConfigError(f"{where}: pass arguments by position (a runtime call "
-                                  f"carries positional arguments), got {sorted(kwargs)}")
-            try:
-                sig.bind(*args)
-            except TypeError as exc:
-                raise ConfigError(f"{where}: {exc}") from None
-            return self._make(name, args)
+            if kwargs or not low <= len(args) <= high:  # the check runs on every call: a count
+                self._refuse(name, sig, args, kwargs)
+            return make(name, args)
 
         method.__name__ = name
         return method
+
+    def _refuse(self, name: str, sig: inspect.Signature, args: tuple, kwargs: dict) -> None:
+        where = f"{self._api.__name__}.{name}({', '.join(sig.parameters)})"
+        if kwargs:
+            raise ConfigError(f"{where}: pass arguments by position (a runtime call "
+                              f"carries positional arguments), got {sorted(kwargs)}")
+        try:
+            sig.bind(*args)
+        except TypeError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+
+
+@functools.cache
+def _arities(api: type) -> dict[str, tuple[int, float]]:
+    """Each interface method's :func:`_arity`, computed once per interface."""
+    return {name: _arity(sig) for name, sig in interface_methods(api).items()}
+
+
+def _arity(sig: inspect.Signature) -> tuple[int, float]:
+    """How many positional arguments a call may pass: (fewest, most)."""
+    params = list(sig.parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    low = sum(p.default is p.empty for p in positional)
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return low, float("inf")
+    if any(p.kind is p.KEYWORD_ONLY and p.default is p.empty for p in params):
+        return low, -1  # a required keyword-only argument: no positional call is whole
+    return low, len(positional)
 
 
 class Parties(Generic[API]):
