@@ -30,9 +30,9 @@ from __future__ import annotations
 import dataclasses
 
 from ppknn.core.messages import Message, PartyId
+from ppknn.core.service import REFUSED, Refused, read_refusal
 from ppknn.protocols.dp_knn.api import AnalystAPI
 from ppknn.protocols.dp_knn.protocol import Answer, Query
-from ppknn.protocols.service import REFUSED, Refused, read_refusal
 
 
 class Analyst(AnalystAPI):

@@ -32,7 +32,7 @@ the ledger refuses when the budget runs out does (first come, first served).
 :meth:`DPOwner.answer` raises :class:`~core.errors.BudgetExhausted` on a
 refused request; :meth:`DPOwner.reply` -- the step the driver calls --
 returns a ``"refused"`` message to the analyst instead (see
-:mod:`protocols.service`), so the refusal is in the transcript.
+:mod:`core.service`), so the refusal is in the transcript.
 
 Neighbouring datasets: add or remove one training record.
 
@@ -69,6 +69,7 @@ from ppknn.core.dp.validation import check_real
 from ppknn.core.errors import ConfigError, ProtocolError
 from ppknn.core.messages import Message, PartyId
 from ppknn.core.rng import RandomnessMode, SeedPolicy
+from ppknn.core.service import answer_or_refuse
 from ppknn.protocols.dp_knn.api import DPOwnerAPI
 from ppknn.protocols.dp_knn.conversion import convert_interactive, convert_noninteractive
 from ppknn.protocols.dp_knn.index import LabelIndex
@@ -77,7 +78,6 @@ from ppknn.protocols.dp_knn.protocol import Answer, Query
 from ppknn.protocols.dp_knn.radius import choose_radius
 from ppknn.protocols.dp_knn.rn import DEFAULT_CLIQUE_TIME_S, RNPlan, classify_rn, plan_rn
 from ppknn.protocols.dp_knn.validation import encode_labels
-from ppknn.protocols.service import answer_or_refuse
 
 PLAN_CACHE = 32
 """Overlap-graph plans kept (least recently used dropped)."""

@@ -19,7 +19,7 @@ clipped). :class:`NBRequester` is the analyst's side.
 
 :meth:`NBOwner.train` raises :class:`~core.errors.BudgetExhausted` on a
 refused request; :meth:`NBOwner.reply` -- the step the driver calls --
-returns a ``"refused"`` message instead (see :mod:`protocols.service`). The
+returns a ``"refused"`` message instead (see :mod:`core.service`). The
 ledger and the request-id check are thread-safe, so the owner can serve
 analysts concurrently (``max_concurrency > 1`` in its
 :class:`~core.runtime.PartySpec`); a model depends only on (analyst, request
@@ -53,11 +53,11 @@ from ppknn.core.dp import PrivacyCost, PrivacyLedger
 from ppknn.core.errors import ConfigError, ProtocolError
 from ppknn.core.messages import Message, PartyId
 from ppknn.core.rng import RandomnessMode, SeedPolicy
+from ppknn.core.service import REFUSED, Refused, answer_or_refuse, read_refusal
 from ppknn.protocols.dp_nb.api import NBOwnerAPI, RequesterAPI
 from ppknn.protocols.dp_nb.protocol import ModelRequest, ReleasedModel, model_message, read_model
 from ppknn.protocols.dp_nb.schema import FeatureSchema
 from ppknn.protocols.dp_nb.training import budget_split, check_trim, train
-from ppknn.protocols.service import REFUSED, Refused, answer_or_refuse, read_refusal
 
 
 class NBOwner(NBOwnerAPI):

@@ -3,10 +3,10 @@
 A registry entry is a :class:`ProtocolPlugin`: the protocol's strict
 configuration model (the scenario's ``[protocol]`` table, a tagged union
 on ``name``), the roles it needs and the party class playing each, its
-driver (:class:`protocols.base.Driver`) and its non-private baseline --
+driver (:class:`core.protocol.Driver`) and its non-private baseline --
 six required members (:data:`REQUIRED`) -- beside optional evaluation and
 presentation hooks. A protocol's metrics are what its ``measure`` (and its
-driver's :class:`~protocols.base.ProtocolResult`) return; nothing declares
+driver's :class:`~core.protocol.ProtocolResult`) return; nothing declares
 them a second time. ``ppknn run``, ``sweep``, ``leakage``,
 ``reproduce`` and the Python API go through the registry; none of them
 names a protocol.
@@ -51,9 +51,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ppknn.core.errors import ConfigError
+from ppknn.core.protocol import Driver, ProtocolResult, Roles, check_metrics
 from ppknn.core.runtime import PartySpec
 from ppknn.core.transcript import Transcript
-from ppknn.protocols.base import Driver, ProtocolResult, Roles, check_metrics
 
 PreparedData = Any
 """The run's shared data, :class:`simulations.prepare.PreparedData` (which sits above)."""
@@ -172,7 +172,7 @@ class ProtocolPlugin(abc.ABC):
     @abc.abstractmethod
     def driver(runtime: Any, parties: Roles, config: Any, queries: np.ndarray
                ) -> ProtocolResult:
-        """The protocol's driver (:class:`protocols.base.Driver`)."""
+        """The protocol's driver (:class:`core.protocol.Driver`)."""
 
     def check_scenario(self, config: ProtocolConfig, scenario: Scenario, *, source: str) -> None:
         """Refuse shared settings this protocol cannot run with (raise ``ConfigError``).

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from ppknn.core.errors import ConfigError
+from ppknn.core.protocol import ProtocolResult
 from ppknn.core.runtime import FaultPlan, PartySpec, RunContext, Runtime, make_runtime
 from ppknn.core.transcript import RECORDER_NAME, Transcript, check_fresh, recover_transcript
-from ppknn.protocols.base import ProtocolResult
 from ppknn.simulations import registry
 from ppknn.simulations.output import FAILURE, failure_record, write_file
 from ppknn.simulations.prepare import PreparedData, prepare_data

@@ -43,7 +43,7 @@ def _flags() -> int:
 
 def test_every_layer_is_walked():
     assert ppknn.__name__ == "ppknn"
-    assert {"ppknn.core.rng", "ppknn.simulations.registry", "ppknn.protocols.base",
+    assert {"ppknn.core.rng", "ppknn.simulations.registry", "ppknn.core.protocol",
             "ppknn.parties.specs"} <= set(MODULES)
 
 

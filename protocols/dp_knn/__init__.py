@@ -21,7 +21,7 @@ knn
 protocol
     Queries and answers as messages.
 driver
-    Asking through a runtime (the request/reply loop of :mod:`protocols.service`;
+    Asking through a runtime (the request/reply loop of :mod:`core.service`;
     an owner with ``max_concurrency > 1`` serves analysts concurrently on Ray).
 """
 

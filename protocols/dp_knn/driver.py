@@ -2,7 +2,7 @@
 
 Each query is a three-call chain -- ``analyst.request`` → ``owner.reply`` →
 ``analyst.receive`` -- run by the request/reply loop of
-:mod:`protocols.service`: all chains are built before one wait, so on Ray
+:mod:`core.service`: all chains are built before one wait, so on Ray
 the messages travel analyst to owner to analyst without passing through the
 driver. To serve analysts concurrently, give the owner's
 :class:`~core.runtime.PartySpec` ``max_concurrency > 1`` (on Ray its calls
@@ -19,16 +19,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ppknn.core import service
 from ppknn.core.dp import PrivacyLedger
 from ppknn.core.errors import ConfigError
 from ppknn.core.messages import PartyId
+from ppknn.core.protocol import NO_ANSWER, PrivacySpent, ProtocolResult, Roles
 from ppknn.core.runtime import Runtime
-from ppknn.protocols import service
-from ppknn.protocols.base import NO_ANSWER, PrivacySpent, ProtocolResult, Roles
+from ppknn.core.service import Refused
 from ppknn.protocols.dp_knn.api import AnalystAPI, DPOwnerAPI
 from ppknn.protocols.dp_knn.cliques import METHODS
 from ppknn.protocols.dp_knn.protocol import PROTOCOL, Answer, Query
-from ppknn.protocols.service import Refused
 
 
 def ask(runtime: Runtime, requests: Sequence[tuple[PartyId, PartyId, Query]], *,
@@ -38,7 +38,7 @@ def ask(runtime: Runtime, requests: Sequence[tuple[PartyId, PartyId, Query]], *,
     Request i travels in round ``first_round + i``. A refused request raises
     :class:`~core.errors.BudgetExhausted` (the owner's ledger is unchanged by it;
     the refusal is a recorded ``"refused"`` message), or with ``refusals="return"``
-    comes back as a :class:`~protocols.service.Refused`. See :func:`protocols.service.ask`.
+    comes back as a :class:`~core.service.Refused`. See :func:`core.service.ask`.
     """
     return service.ask(runtime, requests, analyst_api=AnalystAPI, owner_api=DPOwnerAPI,
                        protocol=PROTOCOL,
@@ -154,13 +154,13 @@ class DPKNNRun:
 
 def drive(runtime: Runtime, parties: Roles, config: DPKNNSetup,
           queries: np.ndarray) -> ProtocolResult:
-    """The registry's driver interface (:class:`protocols.base.Driver`) for DP r-N / k-NN.
+    """The registry's driver interface (:class:`core.protocol.Driver`) for DP r-N / k-NN.
 
     ``parties["owner"]`` is the one DP owner, ``parties["analyst"]`` the
     analysts in order; :func:`request_blocks` says who asks for which rows.
     Every request goes through :func:`ask` with ``refusals="return"``: a
     request the ledger refuses leaves its rows at
-    :data:`~protocols.base.NO_ANSWER` and the run goes on. Privacy spent is
+    :data:`~core.protocol.NO_ANSWER` and the run goes on. Privacy spent is
     read from the owner's ledger (owner-wide and per analyst), never
     recomputed. Hops on the critical path: a request and its answer per
     batch (an analyst sends its batches one after the other; analysts run in

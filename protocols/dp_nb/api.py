@@ -2,7 +2,7 @@
 
 :class:`~parties.nb_owner.NBRequester` implements :class:`RequesterAPI` and
 :class:`~parties.nb_owner.NBOwner` :class:`NBOwnerAPI`; the request/reply
-loop (:func:`protocols.service.ask`) calls them through
+loop (:func:`core.service.ask`) calls them through
 ``typed(runtime, ...)`` (:mod:`core.runtime.typed`).
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from ppknn.core.messages import Message
+from ppknn.core.service import Refused
 from ppknn.protocols.dp_nb.protocol import ModelRequest, ReleasedModel
-from ppknn.protocols.service import Refused
 
 
 class RequesterAPI(Protocol):

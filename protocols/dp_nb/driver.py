@@ -2,7 +2,7 @@
 
 Each request is a three-call chain -- ``requester.request`` →
 ``owner.reply`` (training, or a refusal) → ``requester.receive`` -- run by
-the request/reply loop of :mod:`protocols.service`: all chains are built
+the request/reply loop of :mod:`core.service`: all chains are built
 before one wait, so on Ray the messages travel party to party without
 passing through the driver.
 
@@ -17,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from ppknn.core import service
 from ppknn.core.messages import PartyId
+from ppknn.core.protocol import NO_ANSWER, PrivacySpent, ProtocolResult, Roles
 from ppknn.core.runtime import Runtime
-from ppknn.protocols import service
-from ppknn.protocols.base import NO_ANSWER, PrivacySpent, ProtocolResult, Roles
+from ppknn.core.service import Refused
 from ppknn.protocols.dp_nb.api import NBOwnerAPI, RequesterAPI
 from ppknn.protocols.dp_nb.protocol import PROTOCOL, ModelRequest, ReleasedModel
-from ppknn.protocols.service import Refused
 
 
 def ask(runtime: Runtime, requests: Sequence[tuple[PartyId, PartyId, ModelRequest]], *,
@@ -33,7 +33,7 @@ def ask(runtime: Runtime, requests: Sequence[tuple[PartyId, PartyId, ModelReques
     Request i travels in round ``first_round + i``. A request the owner's ledger
     cannot pay for raises :class:`~core.errors.BudgetExhausted` (nothing released;
     the refusal is a recorded ``"refused"`` message), or with ``refusals="return"``
-    comes back as a :class:`~protocols.service.Refused`. See :func:`protocols.service.ask`.
+    comes back as a :class:`~core.service.Refused`. See :func:`core.service.ask`.
     """
     return service.ask(runtime, requests, analyst_api=RequesterAPI, owner_api=NBOwnerAPI,
                        protocol=PROTOCOL,
@@ -42,7 +42,7 @@ def ask(runtime: Runtime, requests: Sequence[tuple[PartyId, PartyId, ModelReques
 
 def drive(runtime: Runtime, parties: Roles, config: ModelRequest,
           queries: np.ndarray) -> ProtocolResult:
-    """The registry's driver interface (:class:`protocols.base.Driver`) for the model release.
+    """The registry's driver interface (:class:`core.protocol.Driver`) for the model release.
 
     ``parties["owner"]`` is the NB owner and ``parties["analyst"]`` the
     analysts; each analyst sends ``config`` once (request i in round i + 1,

@@ -17,7 +17,7 @@ the transcript is exactly what it received: the batch size and the bits.
 The client and server classes are bound to their roles in
 :mod:`parties.specs` (``dptt_specs``), whose examples run this driver.
 
-:func:`drive` is the registry's driver (:class:`protocols.base.Driver`):
+:func:`drive` is the registry's driver (:class:`core.protocol.Driver`):
 one batch, then the client labels each query from what was released
 (:func:`predict_labels`). Deviation from the thesis, for classification:
 the server releases each released point's class label with the point
@@ -35,9 +35,9 @@ import numpy as np
 
 from ppknn.core.errors import ConfigError, ProtocolError
 from ppknn.core.messages import PartyId
+from ppknn.core.protocol import NO_ANSWER, PrivacySpent, ProtocolResult, Roles
 from ppknn.core.runtime.base import Progress, Runtime
 from ppknn.core.runtime.typed import typed
-from ppknn.protocols.base import NO_ANSWER, PrivacySpent, ProtocolResult, Roles
 from ppknn.protocols.dptt.api import ClientAPI, ServerAPI
 from ppknn.protocols.dptt.config import PROTOCOL, ClientOutcome, DPTTSetup, ServerInfo
 from ppknn.protocols.dptt.variants import PrivacyAccount
@@ -150,7 +150,7 @@ def predict_labels(queries: np.ndarray, outcome: ClientOutcome, n_classes: int,
     (1-NN over the release; equal distances: the smaller data index).
     ``"majority"``: the most frequent label among the query's distinct
     released points (a tie: the smaller class index). A query with nothing
-    released gets :data:`~protocols.base.NO_ANSWER` (no variant does that).
+    released gets :data:`~core.protocol.NO_ANSWER` (no variant does that).
 
     >>> out = ClientOutcome(slots=np.array([0, 0, 0, 1]), ids=np.array([4, 7, 9, 2]),
     ...                     points=np.array([[0.0], [0.9], [1.0], [5.0]]), found=np.ones(2),
@@ -197,7 +197,7 @@ def predict_labels(queries: np.ndarray, outcome: ClientOutcome, n_classes: int,
 
 def drive(runtime: Runtime, parties: Roles, config: DPTTRun, queries: np.ndarray
           ) -> ProtocolResult:
-    """The registry's driver (:class:`protocols.base.Driver`): one batch, labelled by the client.
+    """The registry's driver (:class:`core.protocol.Driver`): one batch, labelled by the client.
 
     ``parties["client"]`` and ``parties["server"]`` name one party each.
     Hops on the critical path: the ``2 R + 2`` messages of the batch, one

@@ -41,9 +41,9 @@ import numpy as np
 
 from ppknn.core.errors import ConfigError, ProtocolError
 from ppknn.core.messages import PartyId
+from ppknn.core.protocol import PrivacySpent, ProtocolResult, Roles
 from ppknn.core.runtime.base import Runtime
 from ppknn.core.runtime.typed import typed
-from ppknn.protocols.base import PrivacySpent, ProtocolResult, Roles
 from ppknn.protocols.pca_perturbation.api import MinerAPI, SanitizerAPI
 from ppknn.protocols.pca_perturbation.privacy import rho2_bound
 from ppknn.protocols.pca_perturbation.protocol import PROTOCOL, MinerOutput, MiningPlan
@@ -217,7 +217,7 @@ def noise_to_signal_of(runtime: Runtime, sanitizer: str, request: ReleaseRequest
 
 def drive(runtime: Runtime, parties: Roles, config: ReleaseSetup,
           queries: np.ndarray) -> ProtocolResult:
-    """The registry's driver interface (:class:`protocols.base.Driver`).
+    """The registry's driver interface (:class:`core.protocol.Driver`).
 
     ``parties["sanitizer"]`` and ``parties["miner"]`` name one party each.
     ``queries`` are the miner's own instances, which it already holds (it

@@ -34,9 +34,9 @@ import numpy as np
 
 from ppknn.core.errors import ConfigError, ProtocolError
 from ppknn.core.messages import PartyId
+from ppknn.core.protocol import PrivacySpent, ProtocolResult, Roles
 from ppknn.core.runtime.base import Progress, Runtime
 from ppknn.core.runtime.typed import PREVIOUS, Parties, typed
-from ppknn.protocols.base import PrivacySpent, ProtocolResult, Roles
 from ppknn.protocols.ppknn.api import RingOwnerAPI
 from ppknn.protocols.ppknn.config import MIN_PARTIES, PPKNNConfig, RingSetup
 from ppknn.protocols.ppknn.pp_topk import PROTOCOL as TOPK
@@ -192,7 +192,7 @@ def _shared_sum(owners: Parties[RingOwnerAPI], ring: tuple[PartyId, ...]) -> lis
 
 def drive(runtime: Runtime, parties: Roles, config: PPKNNConfig,
           queries: np.ndarray) -> ProtocolResult:
-    """The registry's driver interface (:class:`protocols.base.Driver`) for PP-kNN.
+    """The registry's driver interface (:class:`core.protocol.Driver`) for PP-kNN.
 
     ``parties["owner"]`` is the ring order and ``parties["start"]`` its start
     node. Hops on the critical path: ``rounds`` times around the ring, the

@@ -26,9 +26,9 @@ import numpy as np
 
 from ppknn.core.errors import ConfigError, ProtocolError
 from ppknn.core.messages import PartyId
+from ppknn.core.protocol import PrivacySpent, ProtocolResult, Roles
 from ppknn.core.runtime.base import Progress, Runtime
 from ppknn.core.runtime.typed import PREVIOUS, Parties, typed
-from ppknn.protocols.base import PrivacySpent, ProtocolResult, Roles
 from ppknn.protocols.ppknn.driver import ring_from_start
 from ppknn.protocols.ring_nb.api import RingNBOwnerAPI
 from ppknn.protocols.ring_nb.config import GROUPS, MIN_PARTIES, PROTOCOL, RingNBConfig, RingNBSetup
@@ -152,7 +152,7 @@ class RingNBPlan:
 
 def drive(runtime: Runtime, parties: Roles, config: RingNBPlan,
           queries: np.ndarray) -> ProtocolResult:
-    """The registry's driver interface (:class:`protocols.base.Driver`) for ring Naive Bayes.
+    """The registry's driver interface (:class:`core.protocol.Driver`) for ring Naive Bayes.
 
     ``parties["owner"]`` is the ring order and ``parties["start"]`` its start
     node. Hops on the critical path: the secure sum (``n`` round the ring, or

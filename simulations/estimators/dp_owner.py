@@ -135,7 +135,7 @@ class DPRadiusNeighborsClassifier(_DPOwnerClassifier):
         As :class:`~ppknn.simulations.estimators.PPKNNClassifier`.
     privacy_:
         What every ``predict`` since ``fit`` spent together
-        (:class:`~ppknn.protocols.base.PrivacySpent`): ``epsilon`` and ``delta`` on
+        (:class:`~ppknn.core.protocol.PrivacySpent`): ``epsilon`` and ``delta`` on
         the training rows (sequential composition over the calls), ``per_party``
         the owner's total and each analyst's. ``fit`` resets it to zero.
     privacy_last_:

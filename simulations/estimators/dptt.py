@@ -108,7 +108,7 @@ class DPTTClassifier(ProtocolClassifier):
         As :class:`~ppknn.simulations.estimators.PPKNNClassifier`.
     privacy_:
         What every ``predict`` since ``fit`` spent together, per query slot
-        (:class:`~ppknn.protocols.base.PrivacySpent`; module docstring); ``fit``
+        (:class:`~ppknn.core.protocol.PrivacySpent`; module docstring); ``fit``
         resets it.
     privacy_last_:
         The last ``predict``'s ε (bounded-range) and δ per query, and the client's.

@@ -55,7 +55,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ppknn.core.conventions import EstimatorConventions, once_per_estimator
 from ppknn.core.errors import ConfigError, PrivacyLeakWarning
-from ppknn.protocols.base import PrivacySpent
+from ppknn.core.protocol import PrivacySpent
 from ppknn.protocols.pca_perturbation.driver import GUARANTEE_LAPLACE
 from ppknn.protocols.pca_perturbation.sanitize import (
     amplification,
@@ -121,7 +121,7 @@ class PCALaplaceSanitizer(EstimatorConventions, TransformerMixin, BaseEstimator)
         E(D), Var(D) and the squared search radius ``E + n_sd * sqrt(Var)``.
     privacy_:
         What every ``transform`` since ``fit`` released together
-        (:class:`~ppknn.protocols.base.PrivacySpent`; ``epsilon``: ``calls * s / b``,
+        (:class:`~ppknn.core.protocol.PrivacySpent`; ``epsilon``: ``calls * s / b``,
         the log of the worst-case amplification of a row released by every call);
         ``fit`` resets it.
     privacy_last_:

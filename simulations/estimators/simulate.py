@@ -19,9 +19,9 @@ import numpy as np
 
 from ppknn.core.data import Dataset, DomainBounds, partition
 from ppknn.core.errors import ConfigError, PrivacyLeakWarning
+from ppknn.core.protocol import ProtocolResult
 from ppknn.core.rng import RandomnessMode, SeedPolicy
 from ppknn.core.transcript import Transcript
-from ppknn.protocols.base import ProtocolResult
 from ppknn.simulations import registry
 from ppknn.simulations.prepare import PreparedData, owner_names
 from ppknn.simulations.runner import context_for, runtime_for

@@ -72,7 +72,7 @@ from typing import Any
 from ppknn.core.dp.accountant import Tally
 from ppknn.core.dp.ledger import exact
 from ppknn.core.errors import BudgetExhausted, ConfigError
-from ppknn.protocols.base import PrivacySpent
+from ppknn.core.protocol import PrivacySpent
 
 Amount = Fraction | float
 """An exact amount, or ``math.inf`` (a release without noise)."""
@@ -306,7 +306,7 @@ class Spending:
                 acc[1] += _amount(d)
 
     def total(self) -> PrivacySpent:
-        """The sums since ``fit`` as a :class:`~ppknn.protocols.base.PrivacySpent`."""
+        """The sums since ``fit`` as a :class:`~ppknn.core.protocol.PrivacySpent`."""
         with self._lock:
             guarantee = (f"{self.guarantee}; the sum over {self.calls} call(s) since fit "
                          "(sequential composition)")

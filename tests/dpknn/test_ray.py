@@ -10,11 +10,11 @@ import pytest
 from ppknn.core.errors import BudgetExhausted
 from ppknn.core.runtime import RunContext, make_runtime
 from ppknn.core.runtime.concurrency import SEQ_STRIDE
+from ppknn.core.service import Refused
 from ppknn.core.transcript import Transcript
 from ppknn.parties.specs import analyst_spec, dp_owner_spec
 from ppknn.protocols.dp_knn.driver import ask
 from ppknn.protocols.dp_knn.protocol import Query
-from ppknn.protocols.service import Refused
 from tests.dpknn.conftest import owner_kwargs
 from tests.dpknn.serving import query, rounds_of_requests, serve
 

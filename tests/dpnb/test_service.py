@@ -10,6 +10,7 @@ import pytest
 from ppknn.core.errors import BudgetExhausted, ConfigError, ProtocolError
 from ppknn.core.rng import SeedPolicy
 from ppknn.core.runtime import RunContext, make_runtime
+from ppknn.core.service import Refused
 from ppknn.core.transcript import SCHEMA as TRANSCRIPT_SCHEMA
 from ppknn.core.transcript import Transcript
 from ppknn.parties.nb_owner import NBOwner, NBRequester
@@ -18,7 +19,6 @@ from ppknn.protocols.dp_nb.driver import ask
 from ppknn.protocols.dp_nb.protocol import ModelRequest
 from ppknn.protocols.dp_nb.schema import FeatureSchema
 from ppknn.protocols.dp_nb.training import NBConfig, train
-from ppknn.protocols.service import Refused
 
 RNG = np.random.default_rng(0)
 Y = RNG.integers(0, 2, 400)

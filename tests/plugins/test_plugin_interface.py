@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ppknn.core.errors import ConfigError, ProtocolError
-from ppknn.protocols.base import ProtocolResult
+from ppknn.core.protocol import ProtocolResult
 from ppknn.simulations import registry
 from ppknn.simulations.registry import REQUIRED, Measured, ProtocolPlugin
 

@@ -81,11 +81,11 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from ppknn.core.errors import ConfigError
+from ppknn.core.protocol import ProtocolResult
 from ppknn.core.transcript import Transcript
 from ppknn.parties.dptt_client import DPTTClient
 from ppknn.parties.dptt_server import DPTTServer
 from ppknn.parties.specs import dptt_specs
-from ppknn.protocols.base import ProtocolResult
 from ppknn.protocols.dptt.api import ClientAPI, ServerAPI
 from ppknn.protocols.dptt.config import DPTTSetup
 from ppknn.protocols.dptt.driver import GUARANTEE, DPTTResult, DPTTRun, drive

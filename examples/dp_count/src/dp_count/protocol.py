@@ -18,8 +18,8 @@ import numpy as np
 
 from ppknn.core.dp import Laplace, PrivacyLedger
 from ppknn.core.messages import Message
+from ppknn.core.protocol import PrivacySpent, ProtocolResult
 from ppknn.core.rng import SeedPolicy
-from ppknn.protocols.base import PrivacySpent, ProtocolResult
 
 PROTOCOL = "dp-count"
 GUARANTEE = "ε-DP per query, add/remove one training record (owner's ledger)"
