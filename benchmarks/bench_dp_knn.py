@@ -29,12 +29,12 @@ import numpy as np
 from sklearn.neighbors import KNeighborsClassifier, RadiusNeighborsClassifier
 
 from ppknn.core.data import DomainBounds
-from ppknn.parties.analyst import Analyst
-from ppknn.parties.dp_owner import DPOwner
 from ppknn.protocols.dp_knn.cliques import clique_bounds
 from ppknn.protocols.dp_knn.index import LabelIndex
 from ppknn.protocols.dp_knn.knn import classify_knn
 from ppknn.protocols.dp_knn.overlap import overlap_edges, overlap_graph
+from ppknn.protocols.dp_knn.parties.analyst import Analyst
+from ppknn.protocols.dp_knn.parties.dp_owner import DPOwner
 from ppknn.protocols.dp_knn.protocol import Query
 from ppknn.protocols.dp_knn.rn import classify_rn, plan_rn, release_rn
 from ppknn_reproductions.experiments.dp_knn import calibrate_radius, kfold, load_experiment_data

@@ -25,9 +25,9 @@ import numpy as np
 from sklearn.neighbors import KNeighborsClassifier
 
 from ppknn.core.data import DomainBounds
-from ppknn.parties.sanitizer import Sanitizer
 from ppknn.protocols.pca_perturbation.datasets import gaussian_clusters
 from ppknn.protocols.pca_perturbation.knn import knn_predict, radius_knn
+from ppknn.protocols.pca_perturbation.parties.sanitizer import Sanitizer
 from ppknn.protocols.pca_perturbation.sanitize import normalise
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
 

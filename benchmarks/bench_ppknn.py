@@ -26,8 +26,8 @@ from threadpoolctl import threadpool_limits
 
 from ppknn.core.data import DomainBounds, load_dataset, partition
 from ppknn.core.runtime import PartySpec, RunContext, make_runtime
-from ppknn.parties.ring_owner import RingDataOwner
 from ppknn.protocols.ppknn import PPKNNConfig, random_ring, ring_from_start, run_ppknn
+from ppknn.protocols.ppknn.parties.ring_owner import RingDataOwner
 from ppknn.protocols.ppknn.pp_topk import TopKParams
 
 

@@ -126,7 +126,7 @@ def main() -> None:
             _use_tree(tree)
         else:
             sys.path.insert(0, tree)
-        import ppknn.parties.ring_owner as owner
+        import ppknn.protocols.ppknn.parties.ring_owner as owner
 
         assert owner.__file__.startswith(tree), f"{owner.__file__} is not from {tree}"
         print(json.dumps(child(args.parties, args.queries, args.samples)))

@@ -6,8 +6,8 @@ import numpy as np
 
 from ppknn.core.data import DomainBounds, load_dataset, partition, train_test_split
 from ppknn.core.runtime import PartySpec, RunContext, make_runtime
-from ppknn.parties.ring_owner import RingDataOwner
 from ppknn.protocols.ppknn import PPKNNConfig, random_ring, run_ppknn
+from ppknn.protocols.ppknn.parties.ring_owner import RingDataOwner
 from ppknn.protocols.ppknn.pp_topk import TopKParams
 
 

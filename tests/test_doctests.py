@@ -44,7 +44,7 @@ def _flags() -> int:
 def test_every_layer_is_walked():
     assert ppknn.__name__ == "ppknn"
     assert {"ppknn.core.rng", "ppknn.simulations.registry", "ppknn.core.protocol",
-            "ppknn.parties.specs"} <= set(MODULES)
+            "ppknn.protocols.dp_knn.parties"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -178,7 +178,7 @@ def test_topk_step_is_the_reference_algorithm_bit_for_bit():
 def test_uniform_votes_of_a_whole_block_equal_the_general_count(seed):
     """Rows shared by every query (a broadcast view, as a whole block gives) are counted as
     the same rows given one copy per query (once a separate one-hot product path)."""
-    from ppknn.parties.ring_owner import RingDataOwner
+    from ppknn.protocols.ppknn.parties.ring_owner import RingDataOwner
 
     rng = np.random.default_rng(seed)
     n, c_n, q = int(rng.integers(1, 80)), int(rng.integers(1, 30)), int(rng.integers(1, 200))

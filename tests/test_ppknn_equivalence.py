@@ -55,8 +55,8 @@ def test_very_large_k_uses_whole_union():
 def test_distance_cache_does_not_change_results(cache_limit):
     """Sorted-prefix caching (any width, or none) gives the same run as full recomputation."""
     from ppknn.core.runtime import InProcessRuntime, PartySpec, RunContext
-    from ppknn.parties.ring_owner import RingDataOwner
     from ppknn.protocols.ppknn import PPKNNConfig, run_ppknn
+    from ppknn.protocols.ppknn.parties.ring_owner import RingDataOwner
     from ppknn.protocols.ppknn.pp_topk import TopKParams
 
     ds, parts_X, parts_y, queries, _ = split_dataset("pima", 3)

@@ -18,8 +18,8 @@ class VectorNode:
     """A minimal party holding a fixed uint64 vector, driving the ring-owner sum steps."""
 
     def __init__(self, *, party_id, vector, ring, start, seed=0):
-        from ppknn.parties.ring_owner import RingDataOwner
         from ppknn.protocols.ppknn.config import RingSetup
+        from ppknn.protocols.ppknn.parties.ring_owner import RingDataOwner
         from ppknn.protocols.ppknn.pp_topk import TopKParams
 
         self.inner = RingDataOwner(party_id=party_id, index=ring.index(party_id),

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppknn.parties.ring_owner import RingDataOwner
 from ppknn.protocols.ppknn import secure_sum as ss
 from ppknn.protocols.ppknn.config import RingSetup
+from ppknn.protocols.ppknn.parties.ring_owner import RingDataOwner
 from ppknn.protocols.ppknn.pp_topk import TopKParams
 from ppknn.protocols.ppknn.votes import voter_mask
 

@@ -1,7 +1,7 @@
 """Differentially private r-N and k-NN classification (Gursoy, Inan, Nergiz & Saygin 2017).
 
-A central DP owner (:class:`parties.dp_owner.DPOwner`) holds the training
-data and a privacy ledger; analysts (:class:`parties.analyst.Analyst`) send
+A central DP owner (:class:`protocols.dp_knn.parties.dp_owner.DPOwner`) holds the training
+data and a privacy ledger; analysts (:class:`protocols.dp_knn.parties.analyst.Analyst`) send
 batches of test instances and get ε-DP labels.
 
 Modules

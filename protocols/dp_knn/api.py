@@ -1,7 +1,7 @@
 """The DP r-N / k-NN roles' interfaces: the methods the driver calls, with their types.
 
-:class:`~parties.analyst.Analyst` implements :class:`AnalystAPI` and
-:class:`~parties.dp_owner.DPOwner` :class:`DPOwnerAPI`; the request/reply
+:class:`~protocols.dp_knn.parties.analyst.Analyst` implements :class:`AnalystAPI` and
+:class:`~protocols.dp_knn.parties.dp_owner.DPOwner` :class:`DPOwnerAPI`; the request/reply
 loop (:func:`core.service.ask`) calls them through
 ``typed(runtime, ...)`` (:mod:`core.runtime.typed`).
 """

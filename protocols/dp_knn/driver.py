@@ -8,7 +8,7 @@ driver. To serve analysts concurrently, give the owner's
 :class:`~core.runtime.PartySpec` ``max_concurrency > 1`` (on Ray its calls
 then run at the same time; answers do not depend on the interleaving).
 
-The party classes are bound to their roles in :mod:`parties.specs`
+The party classes are bound to their roles in :mod:`protocols.dp_knn.parties`
 (``dp_owner_spec``, ``analyst_spec``), whose examples run this driver.
 """
 

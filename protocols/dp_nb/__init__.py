@@ -26,7 +26,7 @@ estimator
     :class:`DPNaiveBayes`, a scikit-learn classifier.
 protocol, driver
     The owner's model-release service as messages and a runtime driver
-    (the party lives in :mod:`parties.nb_owner`).
+    (the party lives in :mod:`protocols.dp_nb.parties.nb_owner`).
 datasets, audit, external
     The paper's datasets, the exact loss and the empirical auditor of one
     release, and IBM diffprivlib side by side (cross-validation and timing:

@@ -1,7 +1,7 @@
 """The DP Naive Bayes roles' interfaces: the methods the driver calls, with their types.
 
-:class:`~parties.nb_owner.NBRequester` implements :class:`RequesterAPI` and
-:class:`~parties.nb_owner.NBOwner` :class:`NBOwnerAPI`; the request/reply
+:class:`~protocols.dp_nb.parties.nb_owner.NBRequester` implements :class:`RequesterAPI` and
+:class:`~protocols.dp_nb.parties.nb_owner.NBOwner` :class:`NBOwnerAPI`; the request/reply
 loop (:func:`core.service.ask`) calls them through
 ``typed(runtime, ...)`` (:mod:`core.runtime.typed`).
 """

@@ -6,7 +6,7 @@ the request/reply loop of :mod:`core.service`: all chains are built
 before one wait, so on Ray the messages travel party to party without
 passing through the driver.
 
-The party classes are bound to their roles in :mod:`parties.specs`
+The party classes are bound to their roles in :mod:`protocols.dp_nb.parties`
 (``nb_owner_spec``, ``nb_requester_spec``), whose examples run this driver.
 """
 

@@ -17,7 +17,7 @@ utility, variants, config
 traversal, driver
     The server's level-synchronous walk; :func:`run_dptt` over a runtime
     hosting a client and a server (their classes are bound to the roles in
-    :mod:`parties.specs`).
+    :mod:`.parties`).
 geo, metrics, neighbours
     The GEO baseline and its fairness rules; raw and top-5 accuracy.
 data

@@ -1,7 +1,7 @@
 """The DP-TT roles' interfaces: the methods the driver calls, with their types.
 
-:class:`~parties.dptt_client.DPTTClient` implements :class:`ClientAPI` and
-:class:`~parties.dptt_server.DPTTServer` :class:`ServerAPI`; the driver
+:class:`~protocols.dptt.parties.dptt_client.DPTTClient` implements :class:`ClientAPI` and
+:class:`~protocols.dptt.parties.dptt_server.DPTTServer` :class:`ServerAPI`; the driver
 (:mod:`protocols.dptt.driver`) calls them through ``typed(runtime, ...)``
 (:mod:`core.runtime.typed`).
 """

@@ -15,7 +15,7 @@ to actor by reference and is recorded by the host, so the server's view in
 the transcript is exactly what it received: the batch size and the bits.
 
 The client and server classes are bound to their roles in
-:mod:`parties.specs` (``dptt_specs``), whose examples run this driver.
+:mod:`protocols.dptt.parties` (``dptt_specs``), whose examples run this driver.
 
 :func:`drive` is the registry's driver (:class:`core.protocol.Driver`):
 one batch, then the client labels each query from what was released

@@ -1,7 +1,8 @@
 """The PCA + Laplace roles' interfaces: the methods the driver calls, with their types.
 
-:class:`~parties.sanitizer.Sanitizer` implements :class:`SanitizerAPI` and
-:class:`~parties.miner.Miner` :class:`MinerAPI`; the release loop
+:class:`~protocols.pca_perturbation.parties.sanitizer.Sanitizer` implements
+:class:`SanitizerAPI` and :class:`~protocols.pca_perturbation.parties.miner.Miner`
+:class:`MinerAPI`; the release loop
 (:func:`protocols.pca_perturbation.driver.run_releases`) calls them through
 ``typed(runtime, ...)`` (:mod:`core.runtime.typed`).
 """

@@ -2,8 +2,9 @@
 
 The release loop is :func:`protocols.pca_perturbation.driver.run_releases`.
 
-Two parties: the *sanitizer* (:class:`parties.sanitizer.Sanitizer`) holds a
-labelled training table; the *miner* (:class:`parties.miner.Miner`) holds
+Two parties: the *sanitizer*
+(:class:`protocols.pca_perturbation.parties.sanitizer.Sanitizer`) holds a
+labelled training table; the *miner* (:class:`protocols.pca_perturbation.parties.miner.Miner`) holds
 instances to classify. For each :class:`ReleaseRequest`:
 
 1. round r: the sanitizer sends the miner one release message (noisy

@@ -10,7 +10,7 @@ secure_sum
     Ring and secret-shared secure sum of the vote vectors.
 driver
     :func:`run_ppknn` over a runtime hosting
-    :class:`~parties.ring_owner.RingDataOwner` parties; ring helpers.
+    :class:`~protocols.ppknn.parties.ring_owner.RingDataOwner` parties; ring helpers.
 pp_topk_attacks, secure_sum_attacks
     What an adversary learns from its view of PP-TopK and of the secure sum.
 """

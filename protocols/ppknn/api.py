@@ -1,6 +1,6 @@
 """The PP-kNN ring owner's interface: the methods the driver calls, with their types.
 
-:class:`~parties.ring_owner.RingDataOwner` implements it; the driver
+:class:`~protocols.ppknn.parties.ring_owner.RingDataOwner` implements it; the driver
 (:mod:`protocols.ppknn.driver`) calls the owners through
 ``typed(runtime, RingOwnerAPI, ring)`` (:mod:`core.runtime.typed`), so a
 message can be followed from the driver to the party. A method whose first

@@ -85,7 +85,8 @@ def run_ppknn(runtime: Runtime, queries: np.ndarray, config: PPKNNConfig, *,
     Parameters
     ----------
     runtime:
-        A started runtime hosting :class:`~parties.ring_owner.RingDataOwner` parties.
+        A started runtime hosting
+        :class:`~protocols.ppknn.parties.ring_owner.RingDataOwner` parties.
     queries:
         The public query batch ``(Q, D)``.
     config:
@@ -94,7 +95,7 @@ def run_ppknn(runtime: Runtime, queries: np.ndarray, config: PPKNNConfig, *,
         The ring order and its start node (see :func:`random_ring`).
     query_block:
         Block id per query when the owners hold several independent
-        experiments (see :class:`~parties.ring_owner.RingDataOwner`).
+        experiments (see :class:`~protocols.ppknn.parties.ring_owner.RingDataOwner`).
     progress:
         Called with (calls done, calls total) while waiting.
     """

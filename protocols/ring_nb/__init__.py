@@ -1,7 +1,7 @@
 """Ring Naive Bayes: the ring data owners train one Gaussian Naive Bayes model together.
 
 **A building block of this framework, not a protocol of the five papers.**
-The PP-kNN ring owners (:class:`~parties.ring_owner.RingDataOwner`) each
+The PP-kNN ring owners (:class:`~protocols.ppknn.parties.ring_owner.RingDataOwner`) each
 compute their Naive Bayes sufficient statistics -- per-class counts, sums and
 sums of squares of their rows, normalised to ``[-1, 1]`` by the public
 bounds -- and add them with the ring secure sum of Xiong et al. or the

@@ -1,6 +1,6 @@
 """The ring Naive Bayes owner's interface: the methods the driver calls, with their types.
 
-:class:`~parties.ring_owner.RingDataOwner` implements it (beside
+:class:`~protocols.ppknn.parties.ring_owner.RingDataOwner` implements it (beside
 :class:`~protocols.ppknn.api.RingOwnerAPI`); the driver
 (:mod:`protocols.ring_nb.driver`) calls the owners through
 ``typed(runtime, RingNBOwnerAPI, ring)`` (:mod:`core.runtime.typed`).

@@ -59,7 +59,8 @@ def run_ring_nb(runtime: Runtime, queries: np.ndarray, config: RingNBConfig, *,
     Parameters
     ----------
     runtime:
-        A started runtime hosting :class:`~parties.ring_owner.RingDataOwner` parties.
+        A started runtime hosting
+        :class:`~protocols.ppknn.parties.ring_owner.RingDataOwner` parties.
     queries:
         The public query batch ``(Q, D)``.
     config:

@@ -40,7 +40,6 @@ from ppknn.core.data import DomainBounds, load_dataset
 from ppknn.core.errors import ConfigError
 from ppknn.core.rng import SeedPolicy
 from ppknn.core.runtime import RunContext, make_runtime
-from ppknn.parties.specs import analyst_spec, dp_owner_spec
 from ppknn.protocols.dp_knn.audit import audit_rn, overlap_scenario
 from ppknn.protocols.dp_knn.conversion import (
     MAX_CELLS,
@@ -52,6 +51,7 @@ from ppknn.protocols.dp_knn.conversion import (
 )
 from ppknn.protocols.dp_knn.driver import ask
 from ppknn.protocols.dp_knn.index import LabelIndex
+from ppknn.protocols.dp_knn.parties import analyst_spec, dp_owner_spec
 from ppknn.protocols.dp_knn.protocol import Answer, Query
 from ppknn.protocols.dp_knn.rn import classify_rn
 from ppknn.simulations.reporting import jsonio

@@ -47,9 +47,9 @@ from ppknn.core.dp import audit
 from ppknn.core.dp.audit import clopper_pearson
 from ppknn.core.runtime import RunContext, make_runtime
 from ppknn.core.transcript import Transcript
-from ppknn.parties.specs import dptt_specs
 from ppknn.protocols.dptt.config import DPTTSetup
 from ppknn.protocols.dptt.driver import run_dptt
+from ppknn.protocols.dptt.parties import dptt_specs
 from ppknn.protocols.dptt.utility import Utility
 
 AUDIT_POINTS = 256

@@ -1,6 +1,6 @@
 """DP-TT on one runtime for many batches: the session behind sweeps and benchmarks.
 
-A :class:`DPTTSession` hosts one client and one server (:func:`parties.specs.dptt_specs`)
+A :class:`DPTTSession` hosts one client and one server (:func:`protocols.dptt.parties.dptt_specs`)
 on a runtime it starts, runs batches through :func:`protocols.dptt.driver.run_dptt`
 and shuts the runtime down when closed; :func:`run_batch` is one batch on a
 fresh session.
@@ -22,9 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 from ppknn.core.runtime import RunContext, make_runtime
-from ppknn.parties.specs import dptt_specs
 from ppknn.protocols.dptt.config import DPTTSetup
 from ppknn.protocols.dptt.driver import DPTTResult, run_dptt
+from ppknn.protocols.dptt.parties import dptt_specs
 from ppknn.protocols.dptt.tree import ModifiedKDTree
 
 

@@ -37,12 +37,12 @@ from ppknn.core.data import DomainBounds
 from ppknn.core.rng import SeedPolicy
 from ppknn.core.runtime import Runtime, make_runtime
 from ppknn.core.runtime.pool import fan_out
-from ppknn.parties.sanitizer import Sanitizer
 from ppknn.protocols.pca_perturbation.datasets import (
     PAPER_DATASETS,
     PaperDataset,
     load_paper_dataset,
 )
+from ppknn.protocols.pca_perturbation.parties.sanitizer import Sanitizer
 from ppknn.protocols.pca_perturbation.privacy import audit_column, rho2_bound
 from ppknn.protocols.pca_perturbation.protocol import MiningPlan
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest

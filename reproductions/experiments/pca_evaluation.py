@@ -28,8 +28,6 @@ from ppknn.core.messages import Message, decode_arrays
 from ppknn.core.rng import SeedPolicy
 from ppknn.core.runtime import PartySpec, RunContext, Runtime
 from ppknn.core.transcript import Transcript, View
-from ppknn.parties.miner import Miner
-from ppknn.parties.sanitizer import Sanitizer
 from ppknn.protocols.pca_perturbation.attacks import (
     AttackOutcome,
     attack,
@@ -37,6 +35,8 @@ from ppknn.protocols.pca_perturbation.attacks import (
     release_message,
 )
 from ppknn.protocols.pca_perturbation.driver import run_releases
+from ppknn.protocols.pca_perturbation.parties.miner import Miner
+from ppknn.protocols.pca_perturbation.parties.sanitizer import Sanitizer
 from ppknn.protocols.pca_perturbation.protocol import PROTOCOL, MinerOutput, MiningPlan
 from ppknn.protocols.pca_perturbation.sanitize import normalise
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest

@@ -38,8 +38,6 @@ import numpy as np
 from ppknn.core.errors import BudgetExhausted
 from ppknn.core.rng import SeedPolicy
 from ppknn.core.runtime import RunContext, make_runtime
-from ppknn.parties.specs import nb_owner_spec as owner_spec
-from ppknn.parties.specs import nb_requester_spec as requester_spec
 from ppknn.protocols.dp_nb.audit import audit_mean, worst_pair
 from ppknn.protocols.dp_nb.datasets import (
     PAPER_DATASETS,
@@ -49,6 +47,8 @@ from ppknn.protocols.dp_nb.datasets import (
 )
 from ppknn.protocols.dp_nb.driver import ask
 from ppknn.protocols.dp_nb.noise import SmoothCalibration
+from ppknn.protocols.dp_nb.parties import nb_owner_spec as owner_spec
+from ppknn.protocols.dp_nb.parties import nb_requester_spec as requester_spec
 from ppknn.protocols.dp_nb.protocol import ModelRequest, ReleasedModel
 from ppknn.simulations.grids import Grid, run_grids
 from ppknn_reproductions.experiments.diffprivlib_peer import ensure_venv, run_diffprivlib

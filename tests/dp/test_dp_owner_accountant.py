@@ -8,9 +8,9 @@ import pytest
 from ppknn.api import load_scenario, run
 from ppknn.core.dp.pld import Composite, LaplaceLoss, RandomisedResponseLoss
 from ppknn.core.errors import ConfigError
-from ppknn.parties.dp_owner import DPOwner, request_law
-from ppknn.parties.nb_owner import NBOwner
+from ppknn.protocols.dp_knn.parties.dp_owner import DPOwner, request_law
 from ppknn.protocols.dp_knn.protocol import Query
+from ppknn.protocols.dp_nb.parties.nb_owner import NBOwner
 
 SCENARIO = "scenarios/dp-knn.toml"
 WORKLOAD = {"runtime.kind": "inprocess", "runtime.channels": False, "parties.analysts": 2,

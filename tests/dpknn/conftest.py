@@ -17,7 +17,7 @@ def owner_kwargs(*, epsilon=1.0, analyst_epsilon=None, seed=0, n=300, d=2, mode=
 
 @pytest.fixture
 def make_owner():
-    from ppknn.parties.dp_owner import DPOwner
+    from ppknn.protocols.dp_knn.parties.dp_owner import DPOwner
 
     def build(**kwargs):
         return DPOwner(**owner_kwargs(**kwargs))

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 
 from ppknn.core.runtime import RunContext, make_runtime
-from ppknn.parties.specs import analyst_spec, dp_owner_spec
+from ppknn.protocols.dp_knn.parties import analyst_spec, dp_owner_spec
 from ppknn.protocols.dp_knn.protocol import Query
 from tests.dpknn.conftest import owner_kwargs
 

@@ -9,9 +9,9 @@ import pytest
 
 from ppknn.core.data import DomainBounds
 from ppknn.core.errors import ConfigError, DataError
-from ppknn.parties.dp_owner import DPOwner
 from ppknn.protocols.dp_knn.index import LabelIndex
 from ppknn.protocols.dp_knn.knn import classify_knn
+from ppknn.protocols.dp_knn.parties.dp_owner import DPOwner
 from ppknn.protocols.dp_knn.protocol import Query
 from ppknn.protocols.dp_knn.rn import classify_rn
 from tests.dpknn.conftest import owner_kwargs

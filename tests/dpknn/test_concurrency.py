@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from ppknn.core.errors import BudgetExhausted
 from ppknn.core.service import Refused
 from ppknn.core.transcript import Transcript
-from ppknn.parties.analyst import Analyst
-from ppknn.parties.dp_owner import DPOwner
 from ppknn.protocols.dp_knn.driver import ask
+from ppknn.protocols.dp_knn.parties.analyst import Analyst
+from ppknn.protocols.dp_knn.parties.dp_owner import DPOwner
 from ppknn.protocols.dp_knn.protocol import Answer, Query
 from tests.dpknn.conftest import owner_kwargs
 from tests.dpknn.serving import rounds_of_requests, serve

@@ -10,10 +10,10 @@ import pytest
 from ppknn.core.errors import BudgetExhausted, ProtocolError
 from ppknn.core.runtime import RunContext, make_runtime
 from ppknn.core.transcript import Transcript
-from ppknn.parties.analyst import Analyst, one_at_a_time
-from ppknn.parties.specs import analyst_spec, dp_owner_spec
 from ppknn.protocols.dp_knn.driver import ask
 from ppknn.protocols.dp_knn.index import LabelIndex
+from ppknn.protocols.dp_knn.parties import analyst_spec, dp_owner_spec
+from ppknn.protocols.dp_knn.parties.analyst import Analyst, one_at_a_time
 from ppknn.protocols.dp_knn.protocol import Answer, Query
 from ppknn.protocols.dp_knn.rn import classify_rn
 from tests.dpknn.conftest import owner_kwargs

@@ -12,8 +12,8 @@ from scipy import stats
 from ppknn.core.data import DomainBounds
 from ppknn.core.dp import ExponentialMechanism
 from ppknn.core.errors import BudgetExhausted, ConfigError
-from ppknn.parties.dp_owner import DPOwner
 from ppknn.protocols.dp_knn.index import LabelIndex
+from ppknn.protocols.dp_knn.parties.dp_owner import DPOwner
 from ppknn.protocols.dp_knn.protocol import Answer, Query
 from ppknn.protocols.dp_knn.radius import choose_radius, mean_counts, radius_candidates
 

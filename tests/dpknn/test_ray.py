@@ -12,8 +12,8 @@ from ppknn.core.runtime import RunContext, make_runtime
 from ppknn.core.runtime.concurrency import SEQ_STRIDE
 from ppknn.core.service import Refused
 from ppknn.core.transcript import Transcript
-from ppknn.parties.specs import analyst_spec, dp_owner_spec
 from ppknn.protocols.dp_knn.driver import ask
+from ppknn.protocols.dp_knn.parties import analyst_spec, dp_owner_spec
 from ppknn.protocols.dp_knn.protocol import Query
 from tests.dpknn.conftest import owner_kwargs
 from tests.dpknn.serving import query, rounds_of_requests, serve

@@ -13,9 +13,9 @@ from ppknn.core.runtime import RunContext, make_runtime
 from ppknn.core.service import Refused
 from ppknn.core.transcript import SCHEMA as TRANSCRIPT_SCHEMA
 from ppknn.core.transcript import Transcript
-from ppknn.parties.nb_owner import NBOwner, NBRequester
-from ppknn.parties.specs import nb_owner_spec, nb_requester_spec
 from ppknn.protocols.dp_nb.driver import ask
+from ppknn.protocols.dp_nb.parties import nb_owner_spec, nb_requester_spec
+from ppknn.protocols.dp_nb.parties.nb_owner import NBOwner, NBRequester
 from ppknn.protocols.dp_nb.protocol import ModelRequest
 from ppknn.protocols.dp_nb.schema import FeatureSchema
 from ppknn.protocols.dp_nb.training import NBConfig, train

@@ -6,9 +6,9 @@ import numpy as np
 
 from ppknn.core.runtime import RunContext, make_runtime
 from ppknn.core.transcript import Transcript
-from ppknn.parties.specs import dptt_specs
 from ppknn.protocols.dptt.config import DPTTSetup
 from ppknn.protocols.dptt.driver import run_dptt
+from ppknn.protocols.dptt.parties import dptt_specs
 
 
 def run_recorded(points, queries, setup: DPTTSetup, *, seed: int = 0, kind: str = "inprocess",

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from ppknn.core.dp import ExponentialMechanism, audit
-from ppknn.parties.dptt_client import DPTTClient
 from ppknn.protocols.dptt.config import DPTTSetup
+from ppknn.protocols.dptt.parties.dptt_client import DPTTClient
 from ppknn.protocols.dptt.utility import Utility
 
 from .helpers import run_recorded, server_paths

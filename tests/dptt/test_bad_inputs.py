@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from ppknn.core.errors import ConfigError, ProtocolError
-from ppknn.parties.dptt_server import DPTTServer
 from ppknn.protocols.dptt.config import DPTTSetup
 from ppknn.protocols.dptt.data import AUSTIN, quantise, synthetic_points
 from ppknn.protocols.dptt.geo import Geo
+from ppknn.protocols.dptt.parties.dptt_server import DPTTServer
 from ppknn.protocols.dptt.traversal import ServerTraversal
 from ppknn.protocols.dptt.tree import ModifiedKDTree
 from ppknn.protocols.dptt.utility import Utility

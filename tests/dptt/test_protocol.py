@@ -12,11 +12,11 @@ from ppknn.core.errors import BudgetExhausted
 from ppknn.core.messages import Message
 from ppknn.core.runtime import RunContext, make_runtime
 from ppknn.core.transcript import Transcript
-from ppknn.parties.dptt_client import DPTTClient
-from ppknn.parties.specs import dptt_specs
 from ppknn.protocols.dptt.config import DPTTSetup, ServerInfo
 from ppknn.protocols.dptt.driver import run_dptt
 from ppknn.protocols.dptt.neighbours import NeighbourIndex
+from ppknn.protocols.dptt.parties import dptt_specs
+from ppknn.protocols.dptt.parties.dptt_client import DPTTClient
 from ppknn.protocols.dptt.tree import ModifiedKDTree
 from ppknn.protocols.dptt.utility import Utility
 from ppknn_reproductions.experiments.dptt_session import DPTTSession

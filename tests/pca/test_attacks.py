@@ -9,7 +9,6 @@ from ppknn.core.data import DomainBounds
 from ppknn.core.errors import ProtocolError
 from ppknn.core.messages import Message
 from ppknn.core.transcript import View
-from ppknn.parties.sanitizer import Sanitizer
 from ppknn.protocols.pca_perturbation.attacks import (
     attack,
     filter_range,
@@ -17,6 +16,7 @@ from ppknn.protocols.pca_perturbation.attacks import (
     reconstruct,
     release_message,
 )
+from ppknn.protocols.pca_perturbation.parties.sanitizer import Sanitizer
 from ppknn.protocols.pca_perturbation.privacy import average_privacy
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
 from tests.pca.conftest import unit_bounds

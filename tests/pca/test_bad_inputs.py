@@ -7,10 +7,10 @@ import pytest
 
 from ppknn.core.data import DomainBounds
 from ppknn.core.errors import ConfigError, DataError, ProtocolError
-from ppknn.parties.miner import Miner
-from ppknn.parties.sanitizer import Sanitizer
 from ppknn.protocols.pca_perturbation.datasets import load_paper_dataset
 from ppknn.protocols.pca_perturbation.knn import radius_knn, select_k
+from ppknn.protocols.pca_perturbation.parties.miner import Miner
+from ppknn.protocols.pca_perturbation.parties.sanitizer import Sanitizer
 from ppknn.protocols.pca_perturbation.protocol import MiningPlan
 from ppknn.protocols.pca_perturbation.sanitize import distortion_statistics
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppknn.core.errors import ConfigError
-from ppknn.parties.sanitizer import Sanitizer
+from ppknn.protocols.pca_perturbation.parties.sanitizer import Sanitizer
 from ppknn.protocols.pca_perturbation.privacy import (
     audit_column,
     average_privacy,

@@ -8,10 +8,10 @@ from sklearn.neighbors import KNeighborsClassifier
 
 from ppknn.core.runtime import PartySpec, RunContext, make_runtime
 from ppknn.core.transcript import Transcript
-from ppknn.parties.miner import Miner
-from ppknn.parties.sanitizer import Sanitizer
 from ppknn.protocols.pca_perturbation.attacks import attack
 from ppknn.protocols.pca_perturbation.driver import run_releases
+from ppknn.protocols.pca_perturbation.parties.miner import Miner
+from ppknn.protocols.pca_perturbation.parties.sanitizer import Sanitizer
 from ppknn.protocols.pca_perturbation.protocol import MiningPlan
 from ppknn.protocols.pca_perturbation.sanitize import normalise
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest

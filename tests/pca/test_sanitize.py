@@ -10,7 +10,7 @@ from scipy import stats
 from sklearn.decomposition import PCA
 
 from ppknn.core.messages import PUBLIC
-from ppknn.parties.sanitizer import Sanitizer
+from ppknn.protocols.pca_perturbation.parties.sanitizer import Sanitizer
 from ppknn.protocols.pca_perturbation.privacy import amplification_bound
 from ppknn.protocols.pca_perturbation.sanitize import distortion_statistics, fit_pca, normalise
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest, miner_features

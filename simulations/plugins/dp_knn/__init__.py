@@ -57,13 +57,13 @@ from ppknn.core.dp.ledger import exact
 from ppknn.core.errors import ConfigError
 from ppknn.core.runtime import PartySpec
 from ppknn.core.transcript import Transcript
-from ppknn.parties.analyst import Analyst
-from ppknn.parties.dp_owner import DPOwner
-from ppknn.parties.specs import analyst_spec, dp_owner_spec
 from ppknn.protocols.dp_knn.api import AnalystAPI, DPOwnerAPI
 from ppknn.protocols.dp_knn.conversion import CONVERSIONS, avre, rmse_k
 from ppknn.protocols.dp_knn.driver import DPKNNRun, DPKNNSetup, drive, request_blocks
 from ppknn.protocols.dp_knn.knn import KNN_ALGORITHMS
+from ppknn.protocols.dp_knn.parties import analyst_spec, dp_owner_spec
+from ppknn.protocols.dp_knn.parties.analyst import Analyst
+from ppknn.protocols.dp_knn.parties.dp_owner import DPOwner
 from ppknn.protocols.dp_knn.rn import DEFAULT_CLIQUE_TIME_S, RN_ALGORITHMS
 from ppknn.simulations.knn import sklearn_knn
 from ppknn.simulations.plugins.dp_knn import attacks as attacks  # registers its attacks

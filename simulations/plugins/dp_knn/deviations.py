@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from ppknn.core.messages import Message
-from ppknn.parties.analyst import Analyst
 from ppknn.parties.deviations import Kind, number
-from ppknn.parties.dp_owner import DPOwner
+from ppknn.protocols.dp_knn.parties.analyst import Analyst
+from ppknn.protocols.dp_knn.parties.dp_owner import DPOwner
 
 
 class RepeatQueryAnalyst(Analyst):

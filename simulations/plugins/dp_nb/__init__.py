@@ -81,13 +81,13 @@ from pydantic import Field, field_validator, model_validator
 
 from ppknn.core.errors import ConfigError, PrivacyLeakWarning
 from ppknn.core.transcript import Transcript
-from ppknn.parties.nb_owner import NBOwner, NBRequester
-from ppknn.parties.specs import nb_owner_spec, nb_requester_spec
 from ppknn.protocols.dp_nb import METHODS
 from ppknn.protocols.dp_nb.api import NBOwnerAPI, RequesterAPI
 from ppknn.protocols.dp_nb.driver import drive
 from ppknn.protocols.dp_nb.model import DENSITIES
 from ppknn.protocols.dp_nb.noise import APPROXIMATE, NOISES
+from ppknn.protocols.dp_nb.parties import nb_owner_spec, nb_requester_spec
+from ppknn.protocols.dp_nb.parties.nb_owner import NBOwner, NBRequester
 from ppknn.protocols.dp_nb.protocol import ModelRequest
 from ppknn.protocols.dp_nb.schema import FeatureSchema
 from ppknn.protocols.dp_nb.sensitivity import NEIGHBOURS, SENSITIVITIES

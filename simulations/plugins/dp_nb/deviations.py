@@ -20,7 +20,7 @@ import numpy as np
 from ppknn.core.dp import PrivacyLedger
 from ppknn.core.messages import Message
 from ppknn.parties.deviations import Kind, number
-from ppknn.parties.nb_owner import NBOwner
+from ppknn.protocols.dp_nb.parties.nb_owner import NBOwner
 
 
 class WeakNoiseNBOwner(NBOwner):

@@ -83,15 +83,15 @@ from pydantic import Field, field_validator
 from ppknn.core.errors import ConfigError
 from ppknn.core.protocol import ProtocolResult
 from ppknn.core.transcript import Transcript
-from ppknn.parties.dptt_client import DPTTClient
-from ppknn.parties.dptt_server import DPTTServer
-from ppknn.parties.specs import dptt_specs
 from ppknn.protocols.dptt.api import ClientAPI, ServerAPI
 from ppknn.protocols.dptt.config import DPTTSetup
 from ppknn.protocols.dptt.driver import GUARANTEE, DPTTResult, DPTTRun, drive
 from ppknn.protocols.dptt.geo import Geo, geo_fairness
 from ppknn.protocols.dptt.metrics import Truth, hits
 from ppknn.protocols.dptt.neighbours import NeighbourIndex, counts_per_slot
+from ppknn.protocols.dptt.parties import dptt_specs
+from ppknn.protocols.dptt.parties.dptt_client import DPTTClient
+from ppknn.protocols.dptt.parties.dptt_server import DPTTServer
 from ppknn.protocols.dptt.tree import tree_height
 from ppknn.protocols.dptt.utility import Utility
 from ppknn.protocols.dptt.variants import DEFAULT_DELTA, Variant

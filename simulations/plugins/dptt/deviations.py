@@ -22,7 +22,7 @@ import numpy as np
 from ppknn.core.messages import Message
 from ppknn.core.rng import RandomnessMode, SeedPolicy
 from ppknn.parties.deviations import Kind, number
-from ppknn.parties.dptt_client import DPTTClient
+from ppknn.protocols.dptt.parties.dptt_client import DPTTClient
 
 
 class LyingClient(DPTTClient):

@@ -34,8 +34,6 @@ from pydantic import Field, field_validator
 from ppknn.core.errors import ConfigError
 from ppknn.core.runtime import PartySpec
 from ppknn.core.transcript import Transcript
-from ppknn.parties.miner import Miner
-from ppknn.parties.sanitizer import Sanitizer
 from ppknn.protocols.pca_perturbation.api import MinerAPI, SanitizerAPI
 from ppknn.protocols.pca_perturbation.attacks import (
     AttackOutcome,
@@ -51,6 +49,8 @@ from ppknn.protocols.pca_perturbation.driver import (
     safe_exp,
 )
 from ppknn.protocols.pca_perturbation.knn import DEFAULT_KS
+from ppknn.protocols.pca_perturbation.parties.miner import Miner
+from ppknn.protocols.pca_perturbation.parties.sanitizer import Sanitizer
 from ppknn.protocols.pca_perturbation.protocol import PROTOCOL, MiningPlan
 from ppknn.protocols.pca_perturbation.sanitize import normalise
 from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest

@@ -20,7 +20,7 @@ import numpy as np
 from ppknn.core.errors import ConfigError
 from ppknn.core.messages import Message
 from ppknn.parties.deviations import Kind, number
-from ppknn.parties.sanitizer import Sanitizer
+from ppknn.protocols.pca_perturbation.parties.sanitizer import Sanitizer
 
 
 class WeakNoiseSanitizer(Sanitizer):

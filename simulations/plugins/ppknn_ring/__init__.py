@@ -45,7 +45,6 @@ from ppknn.core.errors import ConfigError
 from ppknn.core.leakage import DisclosureReport
 from ppknn.core.runtime import PartySpec
 from ppknn.core.transcript import Transcript
-from ppknn.parties.ring_owner import RingDataOwner
 from ppknn.protocols.ppknn import (
     MIN_PARTIES,
     PPKNNConfig,
@@ -55,6 +54,7 @@ from ppknn.protocols.ppknn import (
     ring_from_start,
 )
 from ppknn.protocols.ppknn.api import RingOwnerAPI
+from ppknn.protocols.ppknn.parties.ring_owner import RingDataOwner
 from ppknn.protocols.ppknn.pp_topk import PROTOCOL as TOPK_PROTOCOL
 from ppknn.protocols.ppknn.pp_topk import TopKParams, euclidean_distances, public_max_distance
 from ppknn.protocols.ppknn.votes import voter_mask

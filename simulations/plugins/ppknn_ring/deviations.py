@@ -27,8 +27,8 @@ import numpy as np
 from ppknn.core.errors import ConfigError
 from ppknn.core.messages import Message
 from ppknn.parties.deviations import Kind, number
-from ppknn.parties.ring_owner import RingDataOwner
 from ppknn.protocols.ppknn.config import RingSetup
+from ppknn.protocols.ppknn.parties.ring_owner import RingDataOwner
 
 
 class TinyDistancesOwner(RingDataOwner):

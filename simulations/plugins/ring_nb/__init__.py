@@ -35,8 +35,8 @@ from pydantic import Field, field_validator
 
 from ppknn.core.errors import ConfigError
 from ppknn.core.transcript import Transcript
-from ppknn.parties.ring_owner import RingDataOwner
 from ppknn.protocols.ppknn import ring_from_start
+from ppknn.protocols.ppknn.parties.ring_owner import RingDataOwner
 from ppknn.protocols.ring_nb import GROUPS, GUARANTEE, RingNBConfig, RingNBPlan, RingNBResult, drive
 from ppknn.protocols.ring_nb.api import RingNBOwnerAPI
 from ppknn.protocols.ring_nb.steps import sensitivities

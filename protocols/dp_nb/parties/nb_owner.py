@@ -2,7 +2,7 @@
 
 :class:`NBOwner` is the DP owner's Naive Bayes service as its own party
 class: it composes a :class:`~core.dp.PrivacyLedger` (the DP core's, as the
-DP owner of :mod:`parties.dp_owner` does) with the training of
+DP owner of :mod:`protocols.dp_knn.parties.dp_owner` does) with the training of
 :mod:`protocols.dp_nb`. For every request it
 
 1. decodes the request and validates its public parameters;

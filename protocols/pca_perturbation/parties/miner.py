@@ -10,7 +10,7 @@ Examples
 --------
 >>> import numpy as np
 >>> from ppknn.core.data import DomainBounds
->>> from ppknn.parties.sanitizer import Sanitizer
+>>> from ppknn.protocols.pca_perturbation.parties.sanitizer import Sanitizer
 >>> from ppknn.protocols.pca_perturbation.schemes import ReleaseRequest
 >>> rng = np.random.default_rng(1)
 >>> X = np.vstack([rng.normal(0, 0.1, (40, 3)), rng.normal(1, 0.1, (40, 3))])

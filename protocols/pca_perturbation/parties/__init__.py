@@ -1,0 +1,1 @@
+"""PCA + Laplace parties: the sanitizer and the miner."""

@@ -1,0 +1,1 @@
+"""PP-kNN parties: the ring data owners."""
