@@ -6,8 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ppknn.protocols.ppknn.driver import ties_at_kth
-from ppknn.protocols.ppknn.pp_topk import euclidean_distances, local_topk
+from ppknn.core.knn import euclidean_distances, local_topk, ties_at_kth
 
 
 def sklearn_knn(X: np.ndarray, y: np.ndarray, queries: np.ndarray, *, k: int,

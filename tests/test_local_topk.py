@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppknn.protocols.ppknn import pp_topk
-from ppknn.protocols.ppknn.pp_topk import local_topk
+from ppknn.core import knn as kernels
+from ppknn.core.knn import local_topk
 
 
 def _by_partition(distances, k):
@@ -73,7 +73,7 @@ def test_passes_match_the_partial_selection_on_a_corpus():
 def test_the_passes_are_taken_on_distances():
     rng = np.random.default_rng(1)
     d = rng.random((50, 300))
-    out = pp_topk._smallest_by_passes(d, 5)
+    out = kernels._smallest_by_passes(d, 5)
     assert out is not None and _same_bits(out, _by_partition(d, 5))
 
 
@@ -83,7 +83,7 @@ def test_a_negative_zero_or_nan_hands_over_to_the_partial_selection(k):
     for special in (-0.0, np.nan, -1.0):
         e = d.copy()
         e[1, 17] = special
-        assert pp_topk._smallest_by_passes(e, k) is None
+        assert kernels._smallest_by_passes(e, k) is None
         assert _same_bits(local_topk(e, k), _by_partition(e, k))
 
 
@@ -152,7 +152,7 @@ def test_a_ring_run_is_the_same_with_either_selection(monkeypatch, tmp_path):
         return rows, [np.asarray(o.predictions) for o in result.outcomes]
 
     rows, predictions = run(tmp_path / "passes")
-    monkeypatch.setattr(pp_topk, "_PASSES_WIDTH", 10**9)  # the partial selection only
+    monkeypatch.setattr(kernels, "_PASSES_WIDTH", 10**9)  # the partial selection only
     rows_before, predictions_before = run(tmp_path / "partition")
     assert rows and rows == rows_before
     assert all(np.array_equal(a, b) for a, b in zip(predictions, predictions_before, strict=True))

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ppknn.core.errors import ConfigError, ProtocolError
+from ppknn.core.knn import ties_at_kth
 from ppknn.core.messages import PartyId
 from ppknn.core.protocol import PrivacySpent, ProtocolResult, Roles
 from ppknn.core.runtime.base import Progress, Runtime
@@ -209,21 +210,6 @@ def drive(runtime: Runtime, parties: Roles, config: PPKNNConfig,
         protocol="ppknn-ring", predictions=out.predictions, hops=hops,
         privacy=PrivacySpent(guarantee="no DP: per-node disclosure probability"),
         public={"ring": list(ring), "start": start}, detail=out)
-
-
-def ties_at_kth(distances: np.ndarray, k: int, rtol: float = 1e-9) -> np.ndarray:
-    """Queries whose k-th and (k+1)-th smallest distances (of the union) tie.
-
-    ``distances`` is ``(Q, N)`` over the union. Values within ``rtol``
-    (relative) count as tied, since other implementations may compute
-    distances with different rounding.
-    """
-    q, n = distances.shape
-    if k >= n:
-        return np.zeros(q, dtype=bool)
-    part = np.sort(np.partition(distances, k, axis=1)[:, : k + 1], axis=1)
-    kth, nxt = part[:, k - 1], part[:, k]
-    return np.abs(nxt - kth) <= rtol * np.maximum(np.abs(kth), 1e-300)
 
 
 __all__ = ["PPKNNResult", "drive", "random_ring", "ring_from_start", "run_ppknn", "ties_at_kth"]
