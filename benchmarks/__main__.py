@@ -426,7 +426,7 @@ def _ppknn_floors(result: Any, prepared: Any, repeats: int, k: int) -> dict[str,
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
     from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-    from ppknn.protocols.ppknn.pp_topk import euclidean_distances, local_topk
+    from ppknn.protocols.ppknn_ring.pp_topk import euclidean_distances, local_topk
 
     table = result.transcript.table(["payload", "sender", "receiver"])
     payloads = table.column("payload").to_pylist()

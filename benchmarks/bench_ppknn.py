@@ -26,9 +26,9 @@ from threadpoolctl import threadpool_limits
 
 from ppknn.core.data import DomainBounds, load_dataset, partition
 from ppknn.core.runtime import PartySpec, RunContext, make_runtime
-from ppknn.protocols.ppknn import PPKNNConfig, random_ring, ring_from_start, run_ppknn
-from ppknn.protocols.ppknn.parties.ring_owner import RingDataOwner
-from ppknn.protocols.ppknn.pp_topk import TopKParams
+from ppknn.protocols.ppknn_ring import PPKNNConfig, random_ring, ring_from_start, run_ppknn
+from ppknn.protocols.ppknn_ring.parties.ring_owner import RingDataOwner
+from ppknn.protocols.ppknn_ring.pp_topk import TopKParams
 
 
 def build(n, n_queries, seed=0):

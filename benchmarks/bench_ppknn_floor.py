@@ -48,8 +48,8 @@ def child(n: int, queries: int, samples: int) -> dict:
     from benchmarks.__main__ import _ppknn_floors
     from benchmarks.bench_ppknn import build
     from ppknn.core.runtime import RunContext, inprocess, make_runtime
-    from ppknn.protocols.ppknn import PPKNNConfig, driver, run_ppknn
-    from ppknn.protocols.ppknn.pp_topk import TopKParams
+    from ppknn.protocols.ppknn_ring import PPKNNConfig, driver, run_ppknn
+    from ppknn.protocols.ppknn_ring.pp_topk import TopKParams
     from ppknn.simulations.prepare import prepare_data
     from ppknn.simulations.runner import execute
     from ppknn.simulations.scenario import parse_scenario
@@ -126,7 +126,7 @@ def main() -> None:
             _use_tree(tree)
         else:
             sys.path.insert(0, tree)
-        import ppknn.protocols.ppknn.parties.ring_owner as owner
+        import ppknn.protocols.ppknn_ring.parties.ring_owner as owner
 
         assert owner.__file__.startswith(tree), f"{owner.__file__} is not from {tree}"
         print(json.dumps(child(args.parties, args.queries, args.samples)))

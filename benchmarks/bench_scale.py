@@ -29,9 +29,9 @@ import ray
 
 from ppknn.core.data import DomainBounds, load_dataset, partition
 from ppknn.core.runtime import PartySpec, RunContext, make_runtime
-from ppknn.protocols.ppknn import PPKNNConfig, random_ring, ring_from_start, run_ppknn
-from ppknn.protocols.ppknn.parties.ring_owner import RingDataOwner
-from ppknn.protocols.ppknn.pp_topk import TopKParams
+from ppknn.protocols.ppknn_ring import PPKNNConfig, random_ring, ring_from_start, run_ppknn
+from ppknn.protocols.ppknn_ring.parties.ring_owner import RingDataOwner
+from ppknn.protocols.ppknn_ring.pp_topk import TopKParams
 
 
 def peak_mb() -> float:

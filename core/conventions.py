@@ -148,6 +148,10 @@ def calling_search(depth: int = 16) -> Any:
     return None
 
 
+class BelowMajorityWarning(UserWarning):
+    """A private fit whose expected accuracy is below always predicting the majority class."""
+
+
 class EstimatorConventions:
     """Mixin (left of ``BaseEstimator``): clones share the family; a search warns once.
 
@@ -182,5 +186,6 @@ def clone(estimator: Any) -> Any:
     return sk_clone(estimator)
 
 
-__all__ = ["EstimatorConventions", "Family", "UnchargedSearchWarning", "calling_search",
+__all__ = ["BelowMajorityWarning", "EstimatorConventions", "Family", "UnchargedSearchWarning",
+           "calling_search",
            "clone", "family", "kind", "once_per_estimator", "outside_level"]

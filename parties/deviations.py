@@ -8,7 +8,7 @@ one extra keyword argument, ``deviation`` (its parameters).
 
 The kinds are each protocol's: its plugin offers them as a mapping of kind
 name to :class:`Kind` (the ``deviations`` hook; the deviant classes live in
-``simulations/plugins/<name>/deviations.py``), and the callers pass the
+``protocols/<name>/plugin/deviations.py``), and the callers pass the
 merged mapping to :func:`check_deviation` and :func:`deviant_spec`.
 
 Examples

@@ -69,13 +69,13 @@ _LAZY = {
     "protocol_names": "ppknn.api",
     "Result": "ppknn.api",
     "Scenario": "ppknn.simulations.scenario",
-    "PPKNNClassifier": "ppknn.simulations.estimators",
-    "DPRadiusNeighborsClassifier": "ppknn.simulations.estimators",
-    "DPKNeighborsClassifier": "ppknn.simulations.estimators",
-    "PCALaplaceSanitizer": "ppknn.simulations.estimators",
-    "DPTTClassifier": "ppknn.simulations.estimators",
-    "DPNaiveBayes": "ppknn.protocols.dp_nb.estimator",
-    "BelowMajorityWarning": "ppknn.protocols.dp_nb.estimator",
+    "PPKNNClassifier": "ppknn.estimators",
+    "DPRadiusNeighborsClassifier": "ppknn.estimators",
+    "DPKNeighborsClassifier": "ppknn.estimators",
+    "PCALaplaceSanitizer": "ppknn.estimators",
+    "DPTTClassifier": "ppknn.estimators",
+    "DPNaiveBayes": "ppknn.estimators",
+    "BelowMajorityWarning": "ppknn.estimators",
     "ConfigError": "ppknn.core.errors",
     "DataError": "ppknn.core.errors",
     "PpknnError": "ppknn.core.errors",
@@ -105,15 +105,16 @@ if TYPE_CHECKING:  # pragma: no cover
         PpknnError,
         PrivacyLeakWarning,
     )
-    from ppknn.protocols.dp_nb.estimator import BelowMajorityWarning, DPNaiveBayes
-    from ppknn.simulations import registry
-    from ppknn.simulations.estimators import (
+    from ppknn.estimators import (
+        BelowMajorityWarning,
         DPKNeighborsClassifier,
+        DPNaiveBayes,
         DPRadiusNeighborsClassifier,
         DPTTClassifier,
         PCALaplaceSanitizer,
         PPKNNClassifier,
     )
+    from ppknn.simulations import registry
     from ppknn.simulations.scenario import Scenario
 
 

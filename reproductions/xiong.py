@@ -32,11 +32,11 @@ import numpy as np
 from ppknn.core.data import load_dataset
 from ppknn.core.leakage import Claims, score_attribution, wilson_interval
 from ppknn.core.transcript import View
-from ppknn.protocols.ppknn.pp_topk import PROTOCOL as TOPK
-from ppknn.protocols.ppknn.pp_topk_attacks import (
+from ppknn.protocols.ppknn_ring.pp_topk import PROTOCOL as TOPK
+from ppknn.protocols.ppknn_ring.pp_topk_attacks import (
     coalition_attribution,
 )
-from ppknn.protocols.ppknn.secure_sum_attacks import (
+from ppknn.protocols.ppknn_ring.secure_sum_attacks import (
     recovery_rate,
     ring_sum_estimate,
     shared_sum_estimate,
@@ -674,7 +674,7 @@ def owner_votes(outcome) -> dict[str, np.ndarray]:
     Recomputed outside the run by each owner's own code on its own rows, the public
     set-up and the run's final vector: what the owner fed into the secure sum.
     """
-    from ppknn.protocols.ppknn.config import RingSetup
+    from ppknn.protocols.ppknn_ring.config import RingSetup
 
     plan = outcome.plan
     public = plan.public

@@ -510,7 +510,7 @@ def _readings(t: Table, s: Any, acc: Table | None = None) -> Section:
                         f"points within {pct(CLOSE)}"))
     text: tuple[str, ...] = (
         "Two readings of the paper are not certain, and the implementation picks one of each "
-        "(flagged in `protocols/ppknn/pp_topk.py`). (1) The randomisation probability is "
+        "(flagged in `protocols/ppknn_ring/pp_topk.py`). (1) The randomisation probability is "
         "garbled in the text: the prose before Algorithm 2 reads P0 * d^r with the exponent "
         "lost, Algorithm 2's first line P0 * d^(r-1) half-legible. The implementation uses "
         "P_r = P0 d^(r-1), the only reading consistent with the correctness bound of §5.1 "
@@ -593,7 +593,7 @@ def _votes(t: Table, s: Any) -> Section:
         "Beyond the paper. With P0 = 1 the broadcast vector can still hold random fills after "
         "the last round, so its k-th value Delta over-estimates the true k-th distance and "
         "the paper's rule (every point with distance <= Delta votes) admits more than k "
-        "voters. Two rules offered as `[protocol] vote` (`protocols/ppknn/votes.py`): "
+        "voters. Two rules offered as `[protocol] vote` (`protocols/ppknn_ring/votes.py`): "
         "*exact-k*: a point votes only if its distance occurs in the final vector (a node "
         "admits at most as many of its points at a value as the value occurs; its own ties "
         "in row order), so at most k vote, and random fills get no voter; *k-weighted*: those "

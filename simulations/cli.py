@@ -462,6 +462,7 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
     from ppknn.simulations import registry
     from ppknn.simulations.output import FAILURE, check_complete, rewriting
     from ppknn.simulations.results import write_disclosure_csv
+    from ppknn.simulations.scenario import DEFAULT_PROTOCOL
 
     try:
         public_path = results_dir / "public.json"
@@ -483,7 +484,7 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
             console.print(f"[yellow]note:[/] the run failed after its protocols completed "
                           f"({escape(why_failed(failed_after))}); scoring its complete transcript")
         # results folders written before the protocol registry hold the ring's facts alone
-        per_protocol = public.get("protocols", {"ppknn-ring": public})
+        per_protocol = public.get("protocols", {DEFAULT_PROTOCOL: public})
         transcript = Transcript(results_dir / "transcript")
         reports = {name: registry.get(name).leakage(transcript, facts)
                    for name, facts in per_protocol.items()}

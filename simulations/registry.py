@@ -11,14 +11,15 @@ them a second time. ``ppknn run``, ``sweep``, ``leakage``,
 ``reproduce`` and the Python API go through the registry; none of them
 names a protocol.
 
-Adding a protocol means one package under ``protocols/`` (steps, driver)
-and one plugin package in :mod:`simulations.plugins` whose class is
-decorated with :func:`register` (every module of that package is loaded).
-Its evaluation pieces (attacks, ground truth, audit, deviating parties,
-comparison defaults) sit beside it and reach the generic machinery through
-the plugin's optional hooks (:class:`ProtocolPlugin`), so no generic module
-names a protocol;
-other installed packages can register theirs through the
+Adding a protocol means one package under ``protocols/`` holding everything
+about it: its steps and driver, its party classes (``parties/``), and a
+``plugin`` subpackage whose class is decorated with :func:`register` (its
+``__init__`` imports what registers on import, such as its attacks). Its evaluation
+pieces (attacks, ground truth, audit, deviating parties, estimator, comparison
+defaults) sit in that subpackage and reach the generic machinery through the plugin's optional hooks
+(:class:`ProtocolPlugin`), so no generic module names a protocol. The registry
+finds the built-in ones by looking for ``protocols/<package>/plugin``: nothing
+here imports a protocol. Other installed packages register theirs through the
 ``ppknn.protocols`` entry-point group, each entry naming a plugin class.
 
 Examples
@@ -71,8 +72,11 @@ class ProtocolConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
 
-BUILTIN = "ppknn.simulations.plugins"
-"""The package whose modules register the built-in protocols (each on import)."""
+BUILTIN = "ppknn.protocols"
+"""The package whose protocol packages register the built-in protocols (``<package>.plugin``,
+on import)."""
+PLUGIN = "plugin"
+"""The subpackage of a protocol package that registers it."""
 
 ENTRY_POINT_GROUP = "ppknn.protocols"
 
@@ -328,7 +332,9 @@ def _load() -> None:
     _loaded = True
     package = importlib.import_module(BUILTIN)
     for info in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{BUILTIN}.{info.name}")
+        module = f"{BUILTIN}.{info.name}.{PLUGIN}"
+        if info.ispkg and importlib.util.find_spec(module):
+            importlib.import_module(module)
     from importlib.metadata import entry_points
 
     for ep in entry_points(group=ENTRY_POINT_GROUP):
@@ -339,13 +345,13 @@ def find(name: str) -> ProtocolPlugin | None:
     """The plugin registered as ``name``, or ``None``.
 
     A built-in protocol's module is imported on its own first (``dp-knn``:
-    ``plugins.dp_knn``): a run of one protocol does not import the others
+    ``protocols.dp_knn.plugin``): a run of one protocol does not import the others
     (their protocols' imports cost a run seconds); any other name loads
     every plugin.
     """
-    if name not in _REGISTRY and not _loaded:
-        module = f"{BUILTIN}.{name.replace('-', '_')}"
-        if name.replace("-", "_").isidentifier() and importlib.util.find_spec(module):
+    if name not in _REGISTRY and not _loaded and name.replace("-", "_").isidentifier():
+        module = f"{BUILTIN}.{name.replace('-', '_')}.{PLUGIN}"
+        if importlib.util.find_spec(module.rsplit(".", 1)[0]) and importlib.util.find_spec(module):
             importlib.import_module(module)
     if name not in _REGISTRY:
         _load()
@@ -386,6 +392,6 @@ def plugins(selected: Sequence[str] | None = None) -> list[ProtocolPlugin]:
     return [get(n) for n in (selected if selected is not None else names())]
 
 
-__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "REQUIRED", "Baseline", "Measured", "Plan",
+__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "PLUGIN", "REQUIRED", "Baseline", "Measured", "Plan",
            "ProtocolConfig", "ProtocolPlugin", "Role", "deviation_kinds", "find",
            "get", "names", "plugins", "register"]

@@ -6,9 +6,9 @@ import numpy as np
 
 from ppknn.core.data import DomainBounds, load_dataset, partition, train_test_split
 from ppknn.core.runtime import PartySpec, RunContext, make_runtime
-from ppknn.protocols.ppknn import PPKNNConfig, random_ring, run_ppknn
-from ppknn.protocols.ppknn.parties.ring_owner import RingDataOwner
-from ppknn.protocols.ppknn.pp_topk import TopKParams
+from ppknn.protocols.ppknn_ring import PPKNNConfig, random_ring, run_ppknn
+from ppknn.protocols.ppknn_ring.parties.ring_owner import RingDataOwner
+from ppknn.protocols.ppknn_ring.pp_topk import TopKParams
 
 
 def owner_specs(parts_X, parts_y, n_classes, run_id="test", seed=0):

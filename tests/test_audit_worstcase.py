@@ -12,9 +12,9 @@ import math
 import pytest
 
 from ppknn.core.dp.audit import certifiable_epsilon, one_run_epsilon, trials_to_certify
+from ppknn.protocols.dp_knn.plugin import audit as dp_knn_audit
 from ppknn.simulations.leakage import worstcase as wc
 from ppknn.simulations.leakage.calibrate import TARGET_RATIO, calibrate
-from ppknn.simulations.plugins.dp_knn import audit as dp_knn_audit
 
 
 def test_trials_to_certify_gives_a_ceiling_above_the_target():

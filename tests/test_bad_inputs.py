@@ -14,9 +14,9 @@ from ppknn.core.data import DomainBounds, load_dataset, partition
 from ppknn.core.errors import ConfigError, DataError, PpknnError
 from ppknn.core.rng import SeedPolicy
 from ppknn.core.runtime import FaultPlan, InProcessRuntime, PartySpec, RunContext, make_runtime
-from ppknn.protocols.ppknn import PPKNNConfig, run_ppknn
-from ppknn.protocols.ppknn.parties.ring_owner import RingDataOwner
-from ppknn.protocols.ppknn.pp_topk import TopKParams
+from ppknn.protocols.ppknn_ring import PPKNNConfig, run_ppknn
+from ppknn.protocols.ppknn_ring.parties.ring_owner import RingDataOwner
+from ppknn.protocols.ppknn_ring.pp_topk import TopKParams
 from ppknn.simulations.runner import prepare
 from ppknn.simulations.scenario import load_scenario, parse_scenario, set_dotted
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppknn.protocols.ppknn.pp_topk import TopKParams, euclidean_distances
+from ppknn.protocols.ppknn_ring.pp_topk import TopKParams, euclidean_distances
 from tests.helpers import run_on
 
 Z = 4.753  # one-sided alpha = 1e-6

@@ -123,7 +123,7 @@ def test_single_class_data_is_refused(tmp_path, monkeypatch):
 
 def test_nan_never_reaches_fixed_point_encoding():
     from ppknn.core.errors import ProtocolError
-    from ppknn.protocols.ppknn.secure_sum import encode_fixed
+    from ppknn.protocols.ppknn_ring.secure_sum import encode_fixed
 
     assert encode_fixed(np.array([1.5, 2.0]), 2.0).tolist() == [3, 4]
     with pytest.raises(ProtocolError, match="NaN refused"):

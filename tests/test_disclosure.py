@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from ppknn.core.leakage import wilson_interval
 from ppknn.core.transcript import Transcript, View
-from ppknn.protocols.ppknn.pp_topk import PROTOCOL
-from ppknn.protocols.ppknn.pp_topk_attacks import successor_attribution
-from ppknn.simulations.disclosure import measure_disclosure
+from ppknn.protocols.ppknn_ring.plugin.disclosure import measure_disclosure
+from ppknn.protocols.ppknn_ring.pp_topk import PROTOCOL
+from ppknn.protocols.ppknn_ring.pp_topk_attacks import successor_attribution
 from ppknn.simulations.runner import execute
 from ppknn.simulations.scenario import parse_scenario
 

@@ -121,7 +121,7 @@ def test_roles_become_links_in_page_and_across_pages(site):
     estimators = (site / "estimators" / "index.html").read_text()
     # ``:class:`PPKNNClassifier``` in the estimators package's docstring, short name
     # resolved in the module's scope; a link on the same page.
-    assert re.search(link.format("#ppknn.simulations.estimators.ring.PPKNNClassifier",
+    assert re.search(link.format("#ppknn.protocols.ppknn_ring.plugin.estimator.PPKNNClassifier",
                                  "PPKNNClassifier"), estimators)
     # ``:class:`~core.errors.ConfigError``` (a source path, shown by its last name) links
     # to the errors page under its installed path.

@@ -15,7 +15,7 @@ from sklearn.datasets import load_iris
 from ppknn.core.dp.mechanisms import Gaussian
 from ppknn.core.dp.pld import LaplaceLoss, RandomisedResponseLoss, compose_epsilon, loss_model
 from ppknn.core.errors import ConfigError
-from ppknn.simulations.estimators import (
+from ppknn.estimators import (
     DPKNeighborsClassifier,
     DPRadiusNeighborsClassifier,
     DPTTClassifier,

@@ -8,7 +8,8 @@ from sklearn.datasets import load_iris, load_wine
 
 import ppknn
 from ppknn.core.errors import BudgetExhausted, ConfigError
-from ppknn.simulations.estimators import base, sanitizer
+from ppknn.protocols.pca_perturbation.plugin import estimator as sanitizer
+from ppknn.simulations.estimators import base
 from ppknn.simulations.estimators.spending import BudgetRefused
 
 

@@ -38,7 +38,8 @@ import functools, os, time
 _spec = os.environ.get("PPKNN_TEST_INJECT")
 if _spec:
     _kind, _party, _round, _mark = _spec.split(":", 3)
-    for _name in ("ppknn.protocols.ppknn.parties.ring_owner", "protocols.ppknn.parties.ring_owner"):
+    for _name in ("ppknn.protocols.ppknn_ring.parties.ring_owner",
+                  "protocols.ppknn_ring.parties.ring_owner"):
         try:
             _mod = __import__(_name, fromlist=["RingDataOwner"])
         except ImportError:

@@ -1,11 +1,19 @@
-"""Imports run one way: simulations -> parties -> protocols -> core (DESIGN.md §7).
+"""Imports run one way, floor by floor (the architecture page of the docs site).
+
+From the bottom: ``core/``; a protocol's logic (``protocols/<name>/``: steps,
+driver, interfaces -- it knows nothing of Ray, the parties or the engine); the
+party machinery (``parties/``) and each protocol's party classes
+(``protocols/<name>/parties/``); the engine (``simulations/``); each protocol's
+plugin (``protocols/<name>/plugin/``: its registration, attacks, ground truth,
+audit, deviations and estimator, built on the engine, which finds it through the
+registry and never imports it).
 
 Every ``.py`` file under ``core/``, ``parties/``, ``protocols/`` and
 ``simulations/`` is parsed (never imported) and every import in it --
 module level or inside a function, ``import x`` or ``from x import y``,
 relative ones resolved against the file's package -- is checked:
 
-* a layer imports nothing from a layer above it;
+* a floor imports nothing from a floor above it;
 * only ``core/runtime/`` imports ``ray``.
 
 The library (the layers and the ``ppknn/`` facade) never imports the paper
@@ -24,8 +32,22 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS = ("core", "protocols", "parties", "simulations")
-"""Bottom to top: a layer may import the layers before it, never those after it."""
-RANK = {name: i for i, name in enumerate(LAYERS)}
+"""The layer folders."""
+FLOORS = ("core", "protocols", "parties", "simulations", "protocols/plugin")
+"""Bottom to top: a floor may import its own and the floors before it, never those after it.
+
+``protocols`` is a protocol's logic; ``protocols/<name>/parties/`` shares the ``parties``
+floor; ``protocols/<name>/plugin/`` is the top floor."""
+RANK = {name: i for i, name in enumerate(FLOORS)}
+SUBFLOOR = {"parties": "parties", "plugin": "protocols/plugin"}
+"""A protocol package's subpackages that sit on another floor than its logic."""
+
+
+def floor_of(parts: list[str]) -> str:
+    """The floor of a module or file given as path parts (``protocols``, ``x``, ``plugin``, ...)."""
+    if parts[0] == "protocols" and len(parts) > 2 and parts[2] in SUBFLOOR:
+        return SUBFLOOR[parts[2]]
+    return parts[0]
 NAMESPACE = "ppknn"
 """The one installed package the layers live under (``ppknn.core``, ``ppknn.parties``, ...)."""
 FACADE = "<ppknn facade>"
@@ -102,14 +124,16 @@ def find_violations(root: Path, *, strict: bool = True) -> list[Violation]:
         for path in sorted(base.rglob("*.py")):
             rel = path.relative_to(root)
             name = rel.as_posix()
+            here = floor_of(list(rel.with_suffix("").parts))
             for line, module in imports_of(path, rel):
                 parts = module.split(".")
                 if parts[0] == NAMESPACE:  # ppknn.core.x -> core.x; bare ppknn -> the facade
                     parts = parts[1:] or [FACADE]
                 top = parts[0]
-                if top == FACADE or (top in RANK and RANK[top] > RANK[layer]):
+                there = floor_of(parts) if top in LAYERS else top
+                if top == FACADE or (there in RANK and RANK[there] > RANK[here]):
                     out.append(Violation(name, line, module,
-                                         f"{layer}/ must not import {top}/"))
+                                         f"{here}/ must not import {there}/"))
                 elif top in RANK and module.split(".")[0] != NAMESPACE and strict:
                     out.append(Violation(name, line, module,
                                          f"import {top}/ as {NAMESPACE}.{top}"))
@@ -135,7 +159,7 @@ def outside_imports(root: Path) -> list[Violation]:
 
 
 def _report(violations: list[Violation]) -> str:
-    return "imports against simulations -> parties -> protocols -> core:\n" + "\n".join(
+    return "imports against the floors " + " <- ".join(FLOORS) + ":\n" + "\n".join(
         f"  {v}" for v in violations)
 
 
@@ -180,8 +204,12 @@ LEGAL = {
     "protocols/q.py": "import core.rng\n",
     "parties/__init__.py": "",
     "parties/owner.py": "from protocols.p import step\nfrom core import rng\n",
+    "protocols/p/parties/__init__.py": ("from parties.owner import step\n"
+                                        "from protocols.p import steps\n"),
     "simulations/__init__.py": "",
     "simulations/run.py": "import parties.owner\nfrom protocols.p.steps import step\n",
+    "protocols/p/plugin/__init__.py": ("import simulations.run\n"
+                                       "from protocols.p.parties import step\n"),
     "notalayer/x.py": "import simulations.run\nimport ray\n",
 }
 
@@ -198,6 +226,12 @@ def test_checker_passes_a_legal_tree(tmp_path):
      2, "protocols.p.steps", "core/ must not import protocols/"),
     ("parties/sub/helper.py", "import simulations.run as r\n",
      1, "simulations.run", "parties/ must not import simulations/"),
+    ("simulations/registry.py", "from protocols.p.plugin import P\n",
+     1, "protocols.p.plugin.P", "simulations/ must not import protocols/plugin/"),
+    ("protocols/p/parties/owner.py", "from simulations.run import f\n",
+     1, "simulations.run.f", "parties/ must not import simulations/"),
+    ("protocols/p/steps2.py", "from protocols.p.parties import owner\n",
+     1, "protocols.p.parties.owner", "protocols/ must not import parties/"),
     ("protocols/p/ray_steps.py", "import os\nimport ray\n",
      2, "ray", "only core/runtime/ imports ray"),
     ("simulations/pool.py", "from ray.util import ActorPool\n",

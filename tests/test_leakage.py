@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ppknn.protocols.ppknn_ring.plugin import attribution
 from ppknn.simulations.leakage import recompute
 from ppknn.simulations.leakage.table import (
     ABOVE,
@@ -107,7 +108,7 @@ def test_ring_successor_rows_agree_with_the_disclosure_table(folders):
         assert (r["value"], r["ci_low"], r["ci_high"], r["trials"]) == \
             (d["probability"], d["ci_low"], d["ci_high"], d["trials"])
         assert r["observer"] == ring[(ring.index(r["target"]) + 1) % len(ring)]
-    from ppknn.simulations.disclosure import measure_disclosure_whole
+    from ppknn.protocols.ppknn_ring.plugin.disclosure import measure_disclosure_whole
 
     report = measure_disclosure_whole(result.transcript, result.outcome.plan.public)
     assert report == result.outcome.leakage  # today's measure, on the same transcript
@@ -171,9 +172,9 @@ def test_verdict_and_epsilon_from_rates():
 def test_streamed_ring_attacks_equal_the_whole_transcript_ones(tmp_path):
     from ppknn.core.leakage import Claims, score_attribution
     from ppknn.core.transcript import View
-    from ppknn.protocols.ppknn.pp_topk_attacks import informed_successor
-    from ppknn.simulations.disclosure import measure_disclosure_whole
-    from ppknn.simulations.leakage.stream import ring_attribution
+    from ppknn.protocols.ppknn_ring.plugin.attribution import ring_attribution
+    from ppknn.protocols.ppknn_ring.plugin.disclosure import measure_disclosure_whole
+    from ppknn.protocols.ppknn_ring.pp_topk_attacks import informed_successor
 
     data = small("ppknn-ring", protocol={"rounds": 3, "p0": 0.5})
     data["runtime"]["flush_every"] = 3  # many small parts: rounds span several
@@ -185,10 +186,8 @@ def test_streamed_ring_attacks_equal_the_whole_transcript_ones(tmp_path):
     # a state budget of one node's vectors: one group per node, the same reports
     assert ring_attribution(result.transcript, public, state_budget=1) == (plain, informed)
     # one-row record batches, comparisons made a message at a time: the same reports
-    from ppknn.simulations.leakage import stream
-
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(stream, "COMPARE_BUDGET", 1)
+        mp.setattr(attribution, "COMPARE_BUDGET", 1)
         assert ring_attribution(result.transcript, public, state_budget=3) == (plain, informed)
     msgs = result.transcript.messages(with_provenance=True, protocol="pp-topk")
     claims = Claims(informed.adversary)
@@ -238,14 +237,14 @@ def test_ring_attacks_read_the_transcript_once_however_many_groups(tmp_path, mon
     monkeypatch.setattr(stream._Spill, "flush", lambda self, f=stream._Spill.flush: (
         spilled.extend(self.pending), f(self)))
 
-    stream._ATTRIBUTION.clear()  # the run remembered its own: compute it again
+    attribution._ATTRIBUTION.clear()  # the run remembered its own: compute it again
     reads = _count_reads(monkeypatch, stream)
-    whole = stream.ring_attribution(result.transcript, public)
+    whole = attribution.ring_attribution(result.transcript, public)
     one_group = list(reads)
     assert len(one_group) == 4  # the final vectors, then each of 3 rounds
     assert spilled == []  # everything fits: read straight from the transcript
     reads.clear()
-    per_node = stream.ring_attribution(result.transcript, public, state_budget=1)
+    per_node = attribution.ring_attribution(result.transcript, public, state_budget=1)
     assert per_node == whole
     assert len(set(spilled)) == 9  # nine groups of one node, each given its messages
     assert reads == one_group, "a group of nodes must not cost a pass over the transcript"
@@ -261,7 +260,7 @@ def test_ring_attacks_read_the_transcript_once_however_many_groups(tmp_path, mon
     with monkeypatch.context() as mp:
         mp.setattr(stream, "scatter", per_group_passes)
         reads.clear()
-        assert stream.ring_attribution(result.transcript, public, state_budget=2) == whole
+        assert attribution.ring_attribution(result.transcript, public, state_budget=2) == whole
         assert len(reads) > 4 * len(one_group)
 
     # the secure-sum neighbours, one target per group: also one read
@@ -281,11 +280,10 @@ def test_ring_attacks_read_the_transcript_once_however_many_groups(tmp_path, mon
 
 def test_ring_attribution_is_computed_once_per_run(tmp_path, monkeypatch):
     """The run's disclosure and its leakage table's two successor attacks share one pass."""
-    from ppknn.simulations.leakage import stream
 
     calls = []
-    original = stream._ring_attribution
-    monkeypatch.setattr(stream, "_ring_attribution",
+    original = attribution._ring_attribution
+    monkeypatch.setattr(attribution, "_ring_attribution",
                         lambda *a, **k: calls.append(1) or original(*a, **k))
     run_into(tmp_path / "r", small("ppknn-ring", parties={"n": 5}))
     assert len(calls) == 1
@@ -418,8 +416,8 @@ def test_spill_estimate_bounds_what_is_written_and_is_close(tmp_path, monkeypatc
         written.append(sum(p.stat().st_size for p in self.paths if p.exists()))
 
     monkeypatch.setattr(stream._Spill, "flush", counting)
-    stream._ATTRIBUTION.clear()
-    stream.ring_attribution(result.transcript, result.outcome.plan.public, state_budget=1)
+    attribution._ATTRIBUTION.clear()
+    attribution.ring_attribution(result.transcript, result.outcome.plan.public, state_budget=1)
     spill = max(written)
     estimate = stream._spill_estimate(result.transcript, "pp-topk", ("topk-vector",), True)
     assert spill <= estimate <= 1.5 * spill

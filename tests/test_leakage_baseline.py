@@ -23,7 +23,7 @@ import pytest
 from ppknn.core.leakage import score_attribution
 from ppknn.core.messages import PUBLIC, RANDOM_FILL, Message
 from ppknn.core.transcript import View
-from ppknn.protocols.ppknn.pp_topk_attacks import (
+from ppknn.protocols.ppknn_ring.pp_topk_attacks import (
     coalition_attribution,
     single_guess,
     successor_attribution,

@@ -74,7 +74,7 @@ def _run(tmp_path, name, **changes):
 
 def test_informed_successor_baseline_is_the_random_claimer(tmp_path):
     """Claim by claim, exact binomial coefficients: P(a random claim of as many hits)."""
-    from ppknn.protocols.ppknn.pp_topk_attacks import informed_successor
+    from ppknn.protocols.ppknn_ring.pp_topk_attacks import informed_successor
 
     result, table = _run(tmp_path, "ppknn-ring")
     msgs = [m for m in result.transcript.messages(with_provenance=True)

@@ -91,8 +91,8 @@ def _label_rows(broken: str):
     (``"reads-truth"``) or reports a baseline of 0 (``"zero-baseline"``)."""
     import numpy as np
 
+    from ppknn.protocols.dp_knn.plugin import attacks as dp_attacks
     from ppknn.simulations.leakage.table import paired_rate_baseline, proportion_row
-    from ppknn.simulations.plugins.dp_knn import attacks as dp_attacks
 
     real = dp_attacks._dp_knn_labels
 

@@ -10,6 +10,7 @@ import pytest
 
 from ppknn.core.messages import Message
 from ppknn.core.transcript import Transcript, View
+from ppknn.protocols.dp_nb.plugin import membership
 from ppknn.protocols.pca_perturbation.attacks import reconstruct, release_message
 from ppknn.simulations.leakage import attacks, scorers
 from ppknn.simulations.leakage.measure import run_table
@@ -74,7 +75,7 @@ def test_membership_reports_the_event_chosen_on_the_selection_half():
     ctx = attacks.Context(protocol="dp-nb", transcript=None, public={}, truth=truth)
     adv = attacks.Adversary("dp-nb", "model-membership-inference")
 
-    row = scorers.membership_rows(ctx, adv, observers=("a",), models=[model], claimed=1.0,
+    row = membership.membership_rows(ctx, adv, observers=("a",), models=[model], claimed=1.0,
                                   bound_name="ε")
 
     expected = epsilon_from_rates(n, n, n // 2, n)  # TPR 1 vs FPR 1/2 on the test half

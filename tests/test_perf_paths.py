@@ -158,7 +158,7 @@ def _topk_case(seed: int):
 
 
 def test_topk_step_is_the_reference_algorithm_bit_for_bit():
-    from ppknn.protocols.ppknn.pp_topk import topk_step
+    from ppknn.protocols.ppknn_ring.pp_topk import topk_step
 
     broken_caught = 0
     for seed in range(300):
@@ -178,7 +178,7 @@ def test_topk_step_is_the_reference_algorithm_bit_for_bit():
 def test_uniform_votes_of_a_whole_block_equal_the_general_count(seed):
     """Rows shared by every query (a broadcast view, as a whole block gives) are counted as
     the same rows given one copy per query (once a separate one-hot product path)."""
-    from ppknn.protocols.ppknn.parties.ring_owner import RingDataOwner
+    from ppknn.protocols.ppknn_ring.parties.ring_owner import RingDataOwner
 
     rng = np.random.default_rng(seed)
     n, c_n, q = int(rng.integers(1, 80)), int(rng.integers(1, 30)), int(rng.integers(1, 200))

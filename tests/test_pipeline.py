@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 
+from ppknn.protocols.ppknn_ring.plugin import attribution
 from ppknn.simulations.leakage import measure
 from ppknn.simulations.leakage.table import rows_from_csv, write_table
 from ppknn.simulations.pipeline import run_scenario
@@ -90,7 +91,7 @@ def test_scoring_from_held_parts_equals_streaming_them(tmp_path, monkeypatch):
     assert stream._HELD  # read whole once, held for every attack
     stream.release()
     monkeypatch.setattr(stream, "HOLD_BUDGET", 0)  # row group by row group, as before
-    stream._ATTRIBUTION.clear()
+    attribution._ATTRIBUTION.clear()
     streamed = measure.recompute(tmp_path / "a")
     assert not stream._HELD
     assert [r.as_dict() for r in held] == [r.as_dict() for r in streamed]

@@ -10,7 +10,7 @@ from hypothesis.extra.numpy import arrays
 
 from ppknn.core.errors import ConfigError
 from ppknn.core.messages import PUBLIC, RANDOM_FILL
-from ppknn.protocols.ppknn.pp_topk import TopKParams, initial_vector, local_topk, topk_step
+from ppknn.protocols.ppknn_ring.pp_topk import TopKParams, initial_vector, local_topk, topk_step
 
 
 def _step(g, v, p_r, inserted=None, own=7, seed=0, delta=0.01):

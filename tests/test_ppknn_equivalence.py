@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.neighbors import KNeighborsClassifier
 
-from ppknn.protocols.ppknn import ties_at_kth
-from ppknn.protocols.ppknn.pp_topk import euclidean_distances
+from ppknn.protocols.ppknn_ring import ties_at_kth
+from ppknn.protocols.ppknn_ring.pp_topk import euclidean_distances
 from tests.helpers import run_on, split_dataset
 
 
@@ -55,9 +55,9 @@ def test_very_large_k_uses_whole_union():
 def test_distance_cache_does_not_change_results(cache_limit):
     """Sorted-prefix caching (any width, or none) gives the same run as full recomputation."""
     from ppknn.core.runtime import InProcessRuntime, PartySpec, RunContext
-    from ppknn.protocols.ppknn import PPKNNConfig, run_ppknn
-    from ppknn.protocols.ppknn.parties.ring_owner import RingDataOwner
-    from ppknn.protocols.ppknn.pp_topk import TopKParams
+    from ppknn.protocols.ppknn_ring import PPKNNConfig, run_ppknn
+    from ppknn.protocols.ppknn_ring.parties.ring_owner import RingDataOwner
+    from ppknn.protocols.ppknn_ring.pp_topk import TopKParams
 
     ds, parts_X, parts_y, queries, _ = split_dataset("pima", 3)
     outputs = []
@@ -81,8 +81,8 @@ def test_distance_cache_does_not_change_results(cache_limit):
 
 
 def test_union_topk_and_ties_blocks_equal_whole():
-    from ppknn.protocols.ppknn import ties_at_kth
-    from ppknn.protocols.ppknn.pp_topk import euclidean_distances, local_topk
+    from ppknn.protocols.ppknn_ring import ties_at_kth
+    from ppknn.protocols.ppknn_ring.pp_topk import euclidean_distances, local_topk
     from ppknn.simulations.knn import union_topk_and_ties
 
     rng = np.random.default_rng(3)

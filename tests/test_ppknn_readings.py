@@ -12,9 +12,9 @@ from ppknn.core.errors import ConfigError
 from ppknn.core.messages import PUBLIC
 from ppknn.core.runtime import InProcessRuntime, RunContext
 from ppknn.core.transcript import Transcript, View
-from ppknn.protocols.ppknn import PPKNNConfig, random_ring, run_ppknn
-from ppknn.protocols.ppknn.pp_topk import TopKParams, euclidean_distances, public_max_distance
-from ppknn.protocols.ppknn.pp_topk_attacks import successor_attribution
+from ppknn.protocols.ppknn_ring import PPKNNConfig, random_ring, run_ppknn
+from ppknn.protocols.ppknn_ring.pp_topk import TopKParams, euclidean_distances, public_max_distance
+from ppknn.protocols.ppknn_ring.pp_topk_attacks import successor_attribution
 from tests.helpers import owner_specs
 
 

@@ -9,9 +9,9 @@ from sklearn.neighbors import KNeighborsClassifier
 from ppknn.core.errors import ConfigError
 from ppknn.core.runtime import InProcessRuntime, RunContext
 from ppknn.core.transcript import Transcript
-from ppknn.protocols.ppknn import PPKNNConfig, random_ring, run_ppknn, ties_at_kth
-from ppknn.protocols.ppknn.pp_topk import TopKParams, euclidean_distances
-from ppknn.protocols.ppknn.votes import combine_k_weighted, voter_mask
+from ppknn.protocols.ppknn_ring import PPKNNConfig, random_ring, run_ppknn, ties_at_kth
+from ppknn.protocols.ppknn_ring.pp_topk import TopKParams, euclidean_distances
+from ppknn.protocols.ppknn_ring.votes import combine_k_weighted, voter_mask
 from tests.helpers import owner_specs, split_dataset
 
 

@@ -78,7 +78,7 @@ def test_the_spy_sees_the_seeded_draws_of_a_reproducible_run(seeded_draws):
 
 
 def test_lying_client_draws_from_the_csprng_in_secure_mode():
-    from ppknn.simulations.plugins.dptt.deviations import LyingClient
+    from ppknn.protocols.dptt.plugin.deviations import LyingClient
 
     secure = LyingClient(deviation={"probability": 0.5}, run_id="r", seed=3, mode="secure")
     seeded = LyingClient(deviation={"probability": 0.5}, run_id="r", seed=3)
@@ -91,7 +91,7 @@ def test_lying_client_draws_from_the_csprng_in_secure_mode():
 
 
 def test_geo_baseline_draws_from_the_csprng_in_secure_mode(monkeypatch):
-    from ppknn.simulations.plugins import dptt
+    from ppknn.protocols.dptt import plugin as dptt
 
     seen = []
     real = dptt.Geo.perturb

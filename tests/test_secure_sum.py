@@ -11,16 +11,16 @@ from hypothesis.extra.numpy import arrays
 from ppknn.core.messages import Message
 from ppknn.core.runtime import InProcessRuntime, PartySpec, RunContext
 from ppknn.core.transcript import Transcript
-from ppknn.protocols.ppknn import secure_sum as ss
+from ppknn.protocols.ppknn_ring import secure_sum as ss
 
 
 class VectorNode:
     """A minimal party holding a fixed uint64 vector, driving the ring-owner sum steps."""
 
     def __init__(self, *, party_id, vector, ring, start, seed=0):
-        from ppknn.protocols.ppknn.config import RingSetup
-        from ppknn.protocols.ppknn.parties.ring_owner import RingDataOwner
-        from ppknn.protocols.ppknn.pp_topk import TopKParams
+        from ppknn.protocols.ppknn_ring.config import RingSetup
+        from ppknn.protocols.ppknn_ring.parties.ring_owner import RingDataOwner
+        from ppknn.protocols.ppknn_ring.pp_topk import TopKParams
 
         self.inner = RingDataOwner(party_id=party_id, index=ring.index(party_id),
                                    X=np.zeros((1, 1)), y=np.zeros(1, int), n_classes=1,

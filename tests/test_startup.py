@@ -124,7 +124,7 @@ def _python(code: str) -> str:
 
 
 def test_party_host_worker_imports_no_heavy_writer_or_plotting():
-    code = ("import sys, ppknn.protocols.ppknn.parties.ring_owner, ppknn.core.runtime.host; "
+    code = ("import sys, ppknn.protocols.ppknn_ring.parties.ring_owner, ppknn.core.runtime.host; "
             "print(' '.join(m for m in ('pyarrow', 'matplotlib', 'sklearn', 'pandas', "
             "'scipy', 'ppknn.core.dp.smooth', 'ppknn.core.dp.planar', 'ppknn.core.dp.selection', "
             "'cryptography.hazmat.primitives.serialization') if m in sys.modules))")

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from ppknn.core.errors import ProtocolError
 from ppknn.core.messages import PROVENANCE_DTYPE, RANDOM_FILL
-from ppknn.protocols.ppknn import pp_topk
-from ppknn.protocols.ppknn.pp_topk import topk_step
+from ppknn.protocols.ppknn_ring import pp_topk
+from ppknn.protocols.ppknn_ring.pp_topk import topk_step
 
 
 def _original_topk_step(g, g_prov, v, *, own, already_inserted, p_r, delta, rng):

@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppknn.protocols.ppknn import secure_sum as ss
-from ppknn.protocols.ppknn.config import RingSetup
-from ppknn.protocols.ppknn.parties.ring_owner import RingDataOwner
-from ppknn.protocols.ppknn.pp_topk import TopKParams
-from ppknn.protocols.ppknn.votes import voter_mask
+from ppknn.protocols.ppknn_ring import secure_sum as ss
+from ppknn.protocols.ppknn_ring.config import RingSetup
+from ppknn.protocols.ppknn_ring.parties.ring_owner import RingDataOwner
+from ppknn.protocols.ppknn_ring.pp_topk import TopKParams
+from ppknn.protocols.ppknn_ring.votes import voter_mask
 
 
 def _original_class_votes(owner, dist, rows, voters, zero_rows, scale):

@@ -47,7 +47,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ppknn.core.conventions import EstimatorConventions, once_per_estimator
+from ppknn.core.conventions import BelowMajorityWarning, EstimatorConventions, once_per_estimator
 from ppknn.core.dp import PrivacyLedger
 from ppknn.core.errors import ConfigError, PrivacyLeakWarning
 from ppknn.core.rng import RandomnessMode, SeedPolicy
@@ -105,10 +105,6 @@ def _random_state(value: Any) -> Any:
         raise ConfigError(f"DPNaiveBayes: random_state = {value!r}; allowed: "
                           f"{RANDOM_STATE_ALLOWED}")
     return int(value)
-
-
-class BelowMajorityWarning(UserWarning):
-    """A private fit whose expected accuracy is below always predicting the majority class."""
 
 
 class DPNaiveBayes(EstimatorConventions, ClassifierMixin, BaseEstimator):
@@ -443,6 +439,13 @@ class DPNaiveBayes(EstimatorConventions, ClassifierMixin, BaseEstimator):
 
     def _is_private(self) -> bool:
         return self.method != "non-private" and self.epsilon != float("inf")
+
+    search_unit = "per model: the training set, add/remove or replace one row"
+    """What one ε protects, as a hyper-parameter search states it."""
+
+    def _search_fit_cost(self) -> tuple[float, float] | None:
+        """``(ε, δ)`` a ``fit`` releases (a search's hook), ``None`` when not private."""
+        return (self.epsilon, self.delta) if self._is_private() else None
 
     def _check_utility(self, config: NBConfig, numeric: np.ndarray, categorical: np.ndarray,
                        codes: np.ndarray, schema: FeatureSchema, n_classes: int) -> None:

@@ -1,11 +1,11 @@
 """Ring Naive Bayes: the ring data owners train one Gaussian Naive Bayes model together.
 
 **A building block of this framework, not a protocol of the five papers.**
-The PP-kNN ring owners (:class:`~protocols.ppknn.parties.ring_owner.RingDataOwner`) each
+The PP-kNN ring owners (:class:`~protocols.ppknn_ring.parties.ring_owner.RingDataOwner`) each
 compute their Naive Bayes sufficient statistics -- per-class counts, sums and
 sums of squares of their rows, normalised to ``[-1, 1]`` by the public
 bounds -- and add them with the ring secure sum of Xiong et al. or the
-additive secret-shared sum (:mod:`protocols.ppknn.secure_sum`: fixed point
+additive secret-shared sum (:mod:`protocols.ppknn_ring.secure_sum`: fixed point
 in Z_(2^64), uniform masks). The start node adds Laplace noise **once**, at
 the statistics' global sensitivity, and broadcasts the model; every owner
 predicts the public query batch with it.

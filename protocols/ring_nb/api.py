@@ -1,7 +1,7 @@
 """The ring Naive Bayes owner's interface: the methods the driver calls, with their types.
 
-:class:`~protocols.ppknn.parties.ring_owner.RingDataOwner` implements it (beside
-:class:`~protocols.ppknn.api.RingOwnerAPI`); the driver
+:class:`~protocols.ppknn_ring.parties.ring_owner.RingDataOwner` implements it (beside
+:class:`~protocols.ppknn_ring.api.RingOwnerAPI`); the driver
 (:mod:`protocols.ring_nb.driver`) calls the owners through
 ``typed(runtime, RingNBOwnerAPI, ring)`` (:mod:`core.runtime.typed`).
 ``name`` names one sum (one run's statistics), so several can share the owners.

@@ -23,7 +23,7 @@ import numpy as np
 from ppknn.core.errors import ConfigError
 from ppknn.core.messages import PartyId
 from ppknn.core.rng import RandomnessMode
-from ppknn.protocols.ppknn.secure_sum import SUM_KINDS
+from ppknn.protocols.ppknn_ring.secure_sum import SUM_KINDS
 
 PROTOCOL = "ring-nb"
 """Protocol name on every message of a ring Naive Bayes run."""

@@ -29,7 +29,7 @@ from ppknn.core.messages import PartyId
 from ppknn.core.protocol import PrivacySpent, ProtocolResult, Roles
 from ppknn.core.runtime.base import Progress, Runtime
 from ppknn.core.runtime.typed import PREVIOUS, Parties, typed
-from ppknn.protocols.ppknn.driver import ring_from_start
+from ppknn.protocols.ppknn_ring.driver import ring_from_start
 from ppknn.protocols.ring_nb.api import RingNBOwnerAPI
 from ppknn.protocols.ring_nb.config import GROUPS, MIN_PARTIES, PROTOCOL, RingNBConfig, RingNBSetup
 from ppknn.protocols.ring_nb.steps import GaussianModel
@@ -60,7 +60,7 @@ def run_ring_nb(runtime: Runtime, queries: np.ndarray, config: RingNBConfig, *,
     ----------
     runtime:
         A started runtime hosting
-        :class:`~protocols.ppknn.parties.ring_owner.RingDataOwner` parties.
+        :class:`~protocols.ppknn_ring.parties.ring_owner.RingDataOwner` parties.
     queries:
         The public query batch ``(Q, D)``.
     config:

@@ -12,7 +12,7 @@ half-width ``h = (U - L) / 2`` (a feature with ``U = L`` is the constant
 They are packed into one vector ``[n, S, Q]`` of ``C + 2CD`` values, encoded
 as signed fixed point in Z_(2^64) (:func:`encode_signed`, two's complement,
 :data:`FRACTION_BITS` fractional bits) and added with the ring or the
-secret-shared secure sum of :mod:`protocols.ppknn.secure_sum`.
+secret-shared secure sum of :mod:`protocols.ppknn_ring.secure_sum`.
 
 Noise (the start node, once, on the exact total). Under add/remove-one
 neighbouring one record changes one class count by 1 and one class's row of

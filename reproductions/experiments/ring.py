@@ -6,7 +6,7 @@ time in per-run overhead; instead :func:`make_split_batch` gives every owner
 its rows of *every* split, tagged with the split (a block), and the query
 batch holds every split's test rows, tagged the same way. Owners only
 compare a query with rows of its own split
-(:class:`~protocols.ppknn.parties.ring_owner.RingDataOwner` ``row_block``), so one run
+(:class:`~protocols.ppknn_ring.parties.ring_owner.RingDataOwner` ``row_block``), so one run
 computes all splits at once, vectorised over the whole batch. The ring is
 one per run; the data each ring position holds is re-drawn for every split.
 
@@ -27,9 +27,15 @@ from ppknn.core.data import Dataset, DomainBounds, partition, train_test_split
 from ppknn.core.rng import SeedPolicy
 from ppknn.core.runtime import PartySpec, RunContext, make_runtime
 from ppknn.core.transcript import Transcript
-from ppknn.protocols.ppknn import PPKNNConfig, random_ring, ring_from_start, run_ppknn, ties_at_kth
-from ppknn.protocols.ppknn.parties.ring_owner import RingDataOwner
-from ppknn.protocols.ppknn.pp_topk import TopKParams, euclidean_distances, public_max_distance
+from ppknn.protocols.ppknn_ring import (
+    PPKNNConfig,
+    random_ring,
+    ring_from_start,
+    run_ppknn,
+    ties_at_kth,
+)
+from ppknn.protocols.ppknn_ring.parties.ring_owner import RingDataOwner
+from ppknn.protocols.ppknn_ring.pp_topk import TopKParams, euclidean_distances, public_max_distance
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""scikit-learn estimators for the protocols (each runs the registered protocol inside).
+"""The machinery of the scikit-learn estimators; each protocol's estimator sits in its package.
+
+The estimators are gathered in :mod:`ppknn.estimators` (and ``ppknn.<Name>``):
 
 - :class:`PPKNNClassifier` -- the PP-kNN ring (Xiong, Chitti & Liu).
 - :class:`DPRadiusNeighborsClassifier`, :class:`DPKNeighborsClassifier` -- a central DP
@@ -6,7 +8,7 @@
 - :class:`PCALaplaceSanitizer` -- the PCA + Laplace release as a transformer
   (Mukherjee et al.).
 - :class:`DPTTClassifier` -- DP kd-tree traversal, a nearest-neighbour classifier (Lepert).
-- :class:`~ppknn.protocols.dp_nb.estimator.DPNaiveBayes` -- DP Naive Bayes with smooth
+- :class:`DPNaiveBayes` -- DP Naive Bayes with smooth
   sensitivity (Zafarani & Clifton); it trains in one process, no parties.
 
 Every parameter is checked at ``fit`` (numpy numbers accepted). Each ``predict``
@@ -35,17 +37,8 @@ states it, :class:`DPGridSearchCV` caps it (``budget``), and a DP estimator
 cloned into a search without a budget warns once (``UnchargedSearchWarning``).
 """
 
-from ppknn.protocols.dp_nb.estimator import DPNaiveBayes
-from ppknn.simulations.estimators.dp_owner import (
-    DPKNeighborsClassifier,
-    DPRadiusNeighborsClassifier,
-)
-from ppknn.simulations.estimators.dptt import DPTTClassifier
-from ppknn.simulations.estimators.ring import PPKNNClassifier
-from ppknn.simulations.estimators.sanitizer import PCALaplaceSanitizer
+from ppknn.simulations.estimators.base import ProtocolClassifier
 from ppknn.simulations.estimators.search import DPGridSearchCV, SearchCost, search_cost
 from ppknn.simulations.estimators.spending import BudgetRefused
 
-__all__ = ["BudgetRefused", "DPGridSearchCV", "DPKNeighborsClassifier", "DPNaiveBayes",
-           "DPRadiusNeighborsClassifier", "DPTTClassifier", "PCALaplaceSanitizer",
-           "PPKNNClassifier", "SearchCost", "search_cost"]
+__all__ = ["BudgetRefused", "DPGridSearchCV", "ProtocolClassifier", "SearchCost", "search_cost"]

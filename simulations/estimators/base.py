@@ -36,7 +36,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ppknn.core.conventions import EstimatorConventions, once_per_estimator
+from ppknn.core.conventions import BelowMajorityWarning, EstimatorConventions, once_per_estimator
+from ppknn.core.data import DomainBounds
 from ppknn.core.errors import ConfigError, PrivacyLeakWarning
 from ppknn.simulations.estimators import params as P
 from ppknn.simulations.estimators.simulate import (
@@ -113,6 +114,20 @@ class ProtocolClassifier(EstimatorConventions, ClassifierMixin, BaseEstimator):
     def _check_data(self, p: dict[str, Any], X: np.ndarray, y: np.ndarray) -> None:
         """Extra checks of the parameters ``p`` against the training rows."""
 
+    def _search_call_cost(self, n_fit: int, n_query: int, *, first: bool = True,
+                          n_features: int = 1) -> tuple[float | None, float]:
+        """``(ε, δ)`` of one ``predict`` of ``n_query`` rows after a fit on ``n_fit`` rows.
+
+        The hyper-parameter search's hook (:func:`simulations.estimators.search.search_cost`):
+        the cost depends on the row counts, not the values, so placeholder rows are planned.
+        """
+        p = self._validated()
+        y = np.arange(n_fit) % 2
+        self._check_data(p, np.zeros((n_fit, 1)), y)
+        planned = self._plan(p, np.zeros((n_fit, 1)), y, np.zeros((n_query, 1)), n_classes=2,
+                             bounds=DomainBounds(np.zeros(1), np.ones(1)), seed=0)
+        return self._call_cost(planned)
+
     # -- scikit-learn ----------------------------------------------------------------------
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -161,8 +176,6 @@ class ProtocolClassifier(EstimatorConventions, ClassifierMixin, BaseEstimator):
         self.privacy_last_ = None
         self.transcript_ = self.leakage_ = self.communication_ = self.last_run_ = None
         self.privacy_unit_ = self.privacy_unit
-        from ppknn.protocols.dp_nb.estimator import BelowMajorityWarning
-
         with once_per_estimator(self, (BelowMajorityWarning,)):
             self._check_utility()
         return self
@@ -206,8 +219,6 @@ class ProtocolClassifier(EstimatorConventions, ClassifierMixin, BaseEstimator):
         rows are too few for the folds, or a fold is too small for settings that
         fit all the rows (e.g. ``n_neighbors`` above a fold's training rows).
         """
-        from ppknn.protocols.dp_nb.estimator import BelowMajorityWarning
-
         y = self.y_fit_
         self.majority_accuracy_ = float(np.bincount(y).max() / len(y))
         self.expected_accuracy_ = None

@@ -36,7 +36,7 @@ Examples
 >>> import warnings
 >>> from sklearn.datasets import load_iris
 >>> from sklearn.model_selection import GridSearchCV
->>> from ppknn.simulations.estimators import DPKNeighborsClassifier
+>>> from ppknn.estimators import DPKNeighborsClassifier
 >>> X, y = load_iris(return_X_y=True)
 >>> search = GridSearchCV(DPKNeighborsClassifier(bounds=(0.0, 8.0)),
 ...                       {"epsilon": [0.5, 1.0], "n_neighbors": [3, 5]}, cv=5)
@@ -61,13 +61,8 @@ from sklearn.model_selection import GridSearchCV, ParameterGrid, ParameterSample
 from sklearn.model_selection._search import BaseSearchCV
 from sklearn.pipeline import Pipeline
 
-from ppknn.core.data import DomainBounds
 from ppknn.core.dp.ledger import exact
 from ppknn.core.errors import ConfigError
-from ppknn.protocols.dp_nb.estimator import DPNaiveBayes
-from ppknn.simulations.estimators.base import ProtocolClassifier
-from ppknn.simulations.estimators.dptt import DPTTClassifier
-from ppknn.simulations.estimators.sanitizer import PCALaplaceSanitizer
 from ppknn.simulations.estimators.spending import BudgetRefused
 
 Cost = tuple[Fraction, Fraction]
@@ -135,60 +130,50 @@ def _cost(epsilon: float | None, delta: float | None) -> Cost | None:
 
 
 class _Component:
-    """A private estimator inside the search and where it sits (standalone / pipeline step)."""
+    """A private estimator inside the search and where it sits (standalone / pipeline step).
+
+    What the search charges is each estimator's own answer (the search hooks every private
+    estimator defines): ``_search_fit_cost()`` (what ``fit`` releases; ``None``: nothing),
+    ``_search_call_cost(n_fit, n_query, first=, n_features=)`` (one ``predict`` /
+    ``transform``), ``search_unit`` (what one ε protects, defaulting to ``privacy_unit``)
+    and ``charges_queries`` (a call charges its query rows, else the rows it was fit on).
+    """
 
     def __init__(self, est: Any, *, final: bool, first: bool, n_features: int) -> None:
         self.est, self.final, self.first, self.n_features = est, final, first, n_features
 
     def unit(self) -> str:
-        if isinstance(self.est, DPNaiveBayes):
-            return "per model: the training set, add/remove or replace one row"
-        return getattr(self.est, "privacy_unit", "")
+        return getattr(self.est, "search_unit", getattr(self.est, "privacy_unit", ""))
 
     def fit_cost(self) -> Cost | None:
-        """What ``fit`` releases about its training rows (only DP NB's fit is a release)."""
-        if isinstance(self.est, DPNaiveBayes) and self.est._is_private():
-            return _cost(self.est.epsilon, self.est.delta)
-        return None
+        """What ``fit`` releases about its training rows."""
+        hook = getattr(self.est, "_search_fit_cost", None)
+        return _cost(*hook()) if hook is not None and hook() is not None else None
 
     def call_cost(self, n_fit: int, n_query: int) -> Cost | None:
         """One ``predict`` / ``transform`` of ``n_query`` rows after a fit on ``n_fit`` rows."""
-        est = self.est
-        if isinstance(est, PCALaplaceSanitizer):
-            p = est._validated(None)
-            if p["b"] is None:
-                return _cost(float("inf"), 0.0)
-            s = est.n_components
-            if s is None:
-                if not self.first:
-                    raise ConfigError("search_cost: PCALaplaceSanitizer(n_components=None) "
-                                      "after other pipeline steps: its cost s / b needs s; "
-                                      "allowed: an int n_components")
-                s = self.n_features
-            return _cost(s / p["b"], 0.0)
-        if isinstance(est, ProtocolClassifier):
-            p = est._validated()
-            y = np.arange(n_fit) % 2
-            est._check_data(p, np.zeros((n_fit, 1)), y)
-            # the cost depends on the row counts, not the values: placeholder rows
-            planned = est._plan(p, np.zeros((n_fit, 1)), y, np.zeros((n_query, 1)),
-                                n_classes=2, bounds=DomainBounds(np.zeros(1), np.ones(1)),
-                                seed=0)
-            return _cost(*est._call_cost(planned))
-        return None
+        hook = getattr(self.est, "_search_call_cost", None)
+        if hook is None:
+            return None
+        cost = hook(n_fit, n_query, first=self.first, n_features=self.n_features)
+        return None if cost is None else _cost(*cost)
 
     def charges_queries(self) -> bool:
         """Whether a call charges its query rows (else the rows the estimator was fit on)."""
-        return isinstance(self.est, (DPTTClassifier, PCALaplaceSanitizer))
+        return bool(getattr(self.est, "charges_queries", False))
+
+
+def _private(est: Any) -> bool:
+    """Whether ``est`` is one of the private estimators (it answers the search hooks)."""
+    return hasattr(est, "_search_call_cost") or hasattr(est, "_search_fit_cost")
 
 
 def _components(est: Any, n_features: int) -> list[_Component]:
     if isinstance(est, Pipeline):
         steps = [s for _, s in est.steps if s not in (None, "passthrough")]
         return [_Component(s, final=i == len(steps) - 1, first=i == 0, n_features=n_features)
-                for i, s in enumerate(steps)
-                if isinstance(s, (ProtocolClassifier, PCALaplaceSanitizer, DPNaiveBayes))]
-    if isinstance(est, (ProtocolClassifier, PCALaplaceSanitizer, DPNaiveBayes)):
+                for i, s in enumerate(steps) if _private(s)]
+    if _private(est):
         return [_Component(est, final=True, first=True, n_features=n_features)]
     return []
 

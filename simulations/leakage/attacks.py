@@ -13,7 +13,7 @@ in the scenario, with ``observers`` and parameters) share one registry;
 Definitions (the protocols' documented guarantees in brackets):
 
 Each protocol registers its own attacks with :func:`register` in its plugin
-package (``simulations/plugins/<name>/attacks.py``, imported with the
+package (``protocols/<name>/plugin/attacks.py``, imported with the
 plugin); the definitions and the guarantees they are compared with are
 documented there. A third-party plugin registers its attacks the same way
 when it is loaded; :func:`allowed`, :func:`get` and :func:`defaults` load

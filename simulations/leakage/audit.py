@@ -15,7 +15,7 @@ Clopper-Pearson bounds (95% by default; ``[audit] confidence``).
 
 Each protocol's plugin sets up its neighbours and feature (its
 ``audit_setup`` hook, :class:`Setup`; documented in
-``simulations/plugins/<name>/audit.py``): a protocol without the hook is not
+``protocols/<name>/plugin/audit.py``): a protocol without the hook is not
 replay-audited. :func:`drop_row`, :func:`class_index` and
 :func:`count_feature` are the helpers those set-ups share.
 

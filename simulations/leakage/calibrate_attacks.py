@@ -3,7 +3,7 @@
 Every default attack of every registered protocol (its plugin's
 ``adversaries``) is run over ``seeds`` seeds in two ways, each declared by
 the protocol's plugin in a ``calibration`` module beside its ``attacks``
-(``simulations/plugins/<name>/calibration.py``: ``scenario(seed)``, a small
+(``protocols/<name>/plugin/calibration.py``: ``scenario(seed)``, a small
 in-process scenario, and ``CHECKS``, a tuple of :class:`Check`):
 
 control (nothing leaks)
@@ -430,7 +430,7 @@ def markdown_lines(rates: Sequence[Rate], *, seconds: float) -> list[str]:
              "attack's first row of the quantity has an advantage over its baseline whose "
              "95% interval lies above 0. The control's rate is the false-positive rate; the "
              "planted leak's is the power (its Wilson lower end: the power the seeds "
-             "certify). Checks and their scenarios: `simulations/plugins/<protocol>/"
+             "certify). Checks and their scenarios: `protocols/<protocol>/plugin/"
              "calibration.py`.", "",
              "| protocol | attack (quantity) | check | flagged | rate [Wilson 95%] | met | "
              "median advantage | variant |", "|---|---|---|---|---|---|---|---|"]

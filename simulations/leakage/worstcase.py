@@ -18,7 +18,7 @@ cases:
 ``randomised-response`` (reference)
     a bit kept with probability ``e^ε / (1 + e^ε)``; maximum ε.
 each protocol's own cases
-    built by its plugin (``simulations/plugins/<name>/audit.py``, through the
+    built by its plugin (``protocols/<name>/plugin/audit.py``, through the
     ``worst_case`` and ``worst_case_references`` hooks), documented there.
 
 Planted leaks (``deviation``): ``"half-noise"`` halves every noise scale

@@ -8,8 +8,8 @@ import pytest
 
 from ppknn.core.errors import ConfigError
 from ppknn.protocols.dp_nb.estimator import DPNaiveBayes
+from ppknn.protocols.dp_nb.plugin import DPNBConfig
 from ppknn.protocols.dp_nb.protocol import ModelRequest
-from ppknn.simulations.plugins.dp_nb import DPNBConfig
 
 ESTIMATOR = {k: v.default for k, v in inspect.signature(DPNaiveBayes).parameters.items()}
 

@@ -13,9 +13,9 @@ from ppknn.core.runtime import make_runtime
 from ppknn.protocols.dp_nb import METHODS
 from ppknn.protocols.dp_nb.model import DENSITIES
 from ppknn.protocols.dp_nb.noise import NOISES
+from ppknn.protocols.dp_nb.plugin import OWNER, DPNBConfig
 from ppknn.protocols.dp_nb.sensitivity import NEIGHBOURS
 from ppknn.simulations.pipeline import write_results
-from ppknn.simulations.plugins.dp_nb import OWNER, DPNBConfig
 from ppknn.simulations.runner import execute, prepare
 from ppknn.simulations.scenario import load_scenario, parse_scenario, tomllib
 from tests.plugins.equivalence import assert_ray_equals_inprocess, assert_refused

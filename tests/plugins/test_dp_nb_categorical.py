@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ppknn.simulations.plugins.dp_nb import Encoding, categorical_groups
+from ppknn.protocols.dp_nb.plugin import Encoding, categorical_groups
 from ppknn.simulations.runner import execute
 from ppknn.simulations.scenario import parse_scenario
 from tests.plugins.equivalence import assert_refused

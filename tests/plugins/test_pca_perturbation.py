@@ -244,7 +244,7 @@ def test_compare_reports_every_method_and_refuses_radius_without_statistics():
 
 def test_the_baseline_cache_is_by_value():
     """Equal inputs share one computation; a changed input (or k) is computed again."""
-    from ppknn.simulations.plugins import pca_perturbation as plugin
+    from ppknn.protocols.pca_perturbation import plugin
 
     rng = np.random.default_rng(0)
     X, y, q = rng.random((50, 3)), rng.integers(0, 2, 50), rng.random((7, 3))

@@ -9,10 +9,10 @@ import pytest
 
 from ppknn.core.leakage import Claims, score_attribution
 from ppknn.core.transcript import View
-from ppknn.protocols.ppknn.driver import ring_from_start
-from ppknn.protocols.ppknn.pp_topk import PROTOCOL as TOPK
-from ppknn.protocols.ppknn.pp_topk_attacks import informed_successor, successor_attribution
-from ppknn.simulations.plugins.ppknn_ring import attribution_detail
+from ppknn.protocols.ppknn_ring.driver import ring_from_start
+from ppknn.protocols.ppknn_ring.plugin import attribution_detail
+from ppknn.protocols.ppknn_ring.pp_topk import PROTOCOL as TOPK
+from ppknn.protocols.ppknn_ring.pp_topk_attacks import informed_successor, successor_attribution
 from ppknn.simulations.runner import execute
 from ppknn.simulations.scenario import parse_scenario
 
@@ -127,7 +127,7 @@ def test_grid_rows_carry_the_lists_as_json():
 
 
 def test_value_cache_keys_on_values_and_evicts_by_bytes():
-    from ppknn.simulations.plugins.ppknn_ring import ValueCache
+    from ppknn.protocols.ppknn_ring.plugin import ValueCache
 
     cache = ValueCache(max_bytes=3 * 80)
     calls = []

@@ -16,7 +16,7 @@ from ppknn.core.errors import ConfigError
 from ppknn.core.rng import SeedPolicy
 from ppknn.core.runtime import make_runtime
 from ppknn.core.transcript import Transcript
-from ppknn.protocols.ppknn.secure_sum import add
+from ppknn.protocols.ppknn_ring.secure_sum import add
 from ppknn.protocols.ring_nb import GUARANTEE, RingNBConfig
 from ppknn.protocols.ring_nb import steps as nb
 from ppknn.simulations.pipeline import write_results

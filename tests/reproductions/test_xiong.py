@@ -16,9 +16,9 @@ from ppknn.core.data import load_dataset
 from ppknn.core.leakage import multiset_new
 from ppknn.core.messages import RANDOM_FILL
 from ppknn.core.transcript import View
-from ppknn.protocols.ppknn.pp_topk import PROTOCOL as TOPK
-from ppknn.protocols.ppknn.pp_topk_attacks import coalition_attribution, successor_attribution
-from ppknn.protocols.ppknn.secure_sum_attacks import (
+from ppknn.protocols.ppknn_ring.pp_topk import PROTOCOL as TOPK
+from ppknn.protocols.ppknn_ring.pp_topk_attacks import coalition_attribution, successor_attribution
+from ppknn.protocols.ppknn_ring.secure_sum_attacks import (
     recovery_rate,
     ring_sum_estimate,
     shared_sum_estimate,

@@ -1,1 +1,0 @@
-"""The built-in protocols' registrations (one module each; see :mod:`simulations.registry`)."""
