@@ -8,7 +8,8 @@ shipped inside the package (``ppknn/core/datasets``: glass, pima, abalone,
 banknote, phoneme, wine, iris, ionosphere, seeds, adult; sources and licences
 in its ``README.md``), so ``load_dataset("pima")`` works anywhere after
 ``pip install ppknn``. scikit-learn's bundled sets
-(``iris``, ``wine``, ``breast_cancer``, ``digits``) need no files; name
+(``iris``, ``wine``, ``breast_cancer``, ``digits``) need no files (they are read
+from the installed scikit-learn's data folder without importing scikit-learn); name
 them ``sklearn:iris`` etc., or plainly when no CSV of that name exists.
 Synthetic data of any size: ``synthetic:classification?rows=50000&features=8&classes=3``.
 
