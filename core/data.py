@@ -8,7 +8,8 @@ shipped inside the package (``ppknn/core/datasets``: glass, pima, abalone,
 banknote, phoneme, wine, iris, ionosphere, seeds, adult; sources and licences
 in its ``README.md``), so ``load_dataset("pima")`` works anywhere after
 ``pip install ppknn``. scikit-learn's bundled sets
-(``iris``, ``wine``, ``breast_cancer``, ``digits``) need no files; name
+(``iris``, ``wine``, ``breast_cancer``, ``digits``) need no files (they are read
+from the installed scikit-learn's data folder without importing scikit-learn); name
 them ``sklearn:iris`` etc., or plainly when no CSV of that name exists.
 Synthetic data of any size: ``synthetic:classification?rows=50000&features=8&classes=3``.
 
@@ -219,18 +220,84 @@ def _check_classes(ds: Dataset) -> Dataset:
 
 
 def _load_sklearn(name: str) -> Dataset:
-    from sklearn import datasets as skd
+    """scikit-learn's bundled dataset ``name``, read from its files without importing it.
 
+    The files sit in the installed package (``sklearn/datasets/data``); they are parsed
+    as scikit-learn's loaders parse them, so the arrays are the same bit for bit. Only
+    when a file is not where it is expected (another layout) is scikit-learn imported.
+    """
     if name not in SKLEARN_DATASETS:
         raise DataError(f"unknown scikit-learn dataset {name!r}; allowed: {list(SKLEARN_DATASETS)}")
-    bunch = getattr(skd, f"load_{name}")()
-    X = np.asarray(bunch.data, dtype=np.float64)
-    classes, y = np.unique(bunch.target, return_inverse=True)
-    names = getattr(bunch, "target_names", None)
+    read = _read_sklearn_files(name)
+    if read is None:
+        from sklearn import datasets as skd
+
+        bunch = getattr(skd, f"load_{name}")()
+        read = (bunch.data, bunch.target, getattr(bunch, "target_names", None),
+                getattr(bunch, "feature_names", None))
+    data, target, names, feature_names = read
+    X = np.asarray(data, dtype=np.float64)
+    classes, y = np.unique(target, return_inverse=True)
     labels = np.asarray(names)[classes] if names is not None and len(names) == len(classes) \
         else classes
-    feats = tuple(str(f) for f in getattr(bunch, "feature_names", range(X.shape[1])))
+    feats = tuple(str(f) for f in (range(X.shape[1]) if feature_names is None
+                                   else feature_names))
     return Dataset(f"sklearn:{name}", X, y.astype(np.int64), labels, feats)
+
+
+SKLEARN_FILES = {"iris": "iris.csv", "wine": "wine_data.csv",
+                 "breast_cancer": "breast_cancer.csv", "digits": "digits.csv.gz"}
+"""The file of each scikit-learn dataset in ``sklearn/datasets/data``."""
+
+_CELL = ("radius", "texture", "perimeter", "area", "smoothness", "compactness", "concavity",
+         "concave points", "symmetry", "fractal dimension")
+SKLEARN_FEATURES: dict[str, tuple[str, ...]] = {
+    "iris": ("sepal length (cm)", "sepal width (cm)", "petal length (cm)",
+             "petal width (cm)"),
+    "wine": ("alcohol", "malic_acid", "ash", "alcalinity_of_ash", "magnesium",
+             "total_phenols", "flavanoids", "nonflavanoid_phenols", "proanthocyanins",
+             "color_intensity", "hue", "od280/od315_of_diluted_wines", "proline"),
+    "breast_cancer": tuple([f"mean {c}" for c in _CELL] + [f"{c} error" for c in _CELL]
+                           + [f"worst {c}" for c in _CELL]),
+    "digits": tuple(f"pixel_{r}_{c}" for r in range(8) for c in range(8)),
+}
+"""Feature names as scikit-learn's loaders state them."""
+
+
+def _read_sklearn_files(name: str) -> tuple | None:
+    """``(data, target, target_names, feature_names)`` from scikit-learn's data folder.
+
+    ``None`` when scikit-learn is not installed or its folder does not hold the file
+    (the caller then imports scikit-learn, which reports what is wrong).
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("sklearn")  # locates the package, imports nothing
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "datasets" / "data" \
+        / SKLEARN_FILES[name]
+    if not path.is_file():
+        return None
+    if name == "digits":  # as load_gzip_compressed_csv_data: np.loadtxt of the gzip text
+        import gzip
+
+        with gzip.open(path, mode="rt", encoding="utf-8") as f:
+            data = np.loadtxt(f, delimiter=",")
+        return (data[:, :-1], data[:, -1].astype(int, copy=False), np.arange(10),
+                SKLEARN_FEATURES[name])
+    import csv
+
+    with open(path, encoding="utf-8") as f:  # as load_csv_data: header, then rows
+        rows = csv.reader(f)
+        head = next(rows)
+        n_samples, n_features = int(head[0]), int(head[1])
+        data = np.empty((n_samples, n_features))
+        target = np.empty((n_samples,), dtype=int)
+        for i, row in enumerate(rows):
+            data[i] = np.asarray(row[:-1], dtype=np.float64)
+            target[i] = np.asarray(row[-1], dtype=int)
+    return data, target, np.array(head[2:]), SKLEARN_FEATURES[name]
 
 
 SYNTHETIC_DEFAULTS = {"rows": 10_000, "features": 8, "classes": 3, "seed": 0}

@@ -205,15 +205,26 @@ def compact_png(data: bytes, path: Path | str) -> Path:
     from PIL import Image
 
     with Image.open(io.BytesIO(data)) as image:
-        palette = image.convert("RGB").quantize(PNG_COLOURS, method=Image.Quantize.FASTOCTREE,
-                                                dither=Image.Dither.NONE)
-    path = Path(path)
+        rgb = image.convert("RGB")
+    return _store(rgb, Path(path))
+
+
+def _store(rgb: Any, path: Path) -> Path:
+    """Write the RGB Pillow image ``rgb`` at ``path`` as :func:`compact_png` describes."""
+    from PIL import Image
+
+    palette = rgb.quantize(PNG_COLOURS, method=Image.Quantize.FASTOCTREE,
+                           dither=Image.Dither.NONE)
     palette.save(path, format="PNG", optimize=True)
     return path
 
 
 def save_png(fig: MplFigure, path: Path | str, *, dpi: int = 100) -> Path:
     """Save the matplotlib figure ``fig`` as a compact PNG at ``path`` (see :func:`compact_png`).
+
+    The figure is rendered once by Agg and its pixels go straight to the palette
+    (the bytes are those of ``compact_png`` applied to matplotlib's own PNG of
+    the figure, without encoding and decoding that intermediate PNG).
 
     Parameters
     ----------
@@ -229,11 +240,26 @@ def save_png(fig: MplFigure, path: Path | str, *, dpi: int = 100) -> Path:
     Path
         ``path``.
     """
+    from PIL import Image
+
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi)
+    fig.savefig(buffer, format="rgba", dpi=dpi)  # Agg's RGBA pixels, no PNG in between
+    width, height = _pixel_size(fig, dpi)
+    pixels = buffer.getbuffer()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return compact_png(buffer.getvalue(), path)
+    if len(pixels) != 4 * width * height:  # a canvas that sizes itself otherwise
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=dpi)
+        return compact_png(buffer.getvalue(), path)
+    rgb = Image.frombuffer("RGBA", (width, height), pixels, "raw", "RGBA", 0, 1).convert("RGB")
+    return _store(rgb, path)
+
+
+def _pixel_size(fig: MplFigure, dpi: float) -> tuple[int, int]:
+    """Width and height in pixels of ``fig`` rendered at ``dpi`` (as Agg sizes its canvas)."""
+    width, height = fig.get_size_inches() * dpi
+    return int(width), int(height)
 
 
 def _save(fig: MplFigure, figure: Figure, folder: Path | str) -> Path:
