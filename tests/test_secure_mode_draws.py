@@ -73,8 +73,8 @@ def test_secure_mode_builds_no_seeded_generator_in_project_code(seeded_draws):
 def test_the_spy_sees_the_seeded_draws_of_a_reproducible_run(seeded_draws):
     """The same run in reproducible mode: the spy must see the seeded streams (power)."""
     run_with_deviations(_scenario("reproducible"))
-    assert any("/plugins/dptt/__init__.py" in s for s in seeded_draws)  # the GEO baseline
-    assert any("/plugins/dptt/deviations.py" in s for s in seeded_draws)  # the lying client
+    assert any("/dptt/plugin/__init__.py" in s for s in seeded_draws)  # the GEO baseline
+    assert any("/dptt/plugin/deviations.py" in s for s in seeded_draws)  # the lying client
 
 
 def test_lying_client_draws_from_the_csprng_in_secure_mode():
