@@ -95,7 +95,7 @@ def _run_args(case: str, folder: Path, out: Path) -> list[str]:
 
 def child_cli(args: list[str]) -> None:
     """``ppknn run`` in this interpreter (the tree already chosen)."""
-    from ppknn.simulations.cli import main
+    from ppknn.cli import main
 
     sys.argv = ["ppknn", *args]
     main()

@@ -1,6 +1,6 @@
 """``python -m ppknn`` is the ``ppknn`` command."""
 
-from ppknn.simulations.cli import main
+from ppknn.cli import main
 
 if __name__ == "__main__":
     main()

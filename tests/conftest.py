@@ -139,7 +139,7 @@ def quick_reproduction(tmp_path_factory):
     """
     from typer.testing import CliRunner
 
-    from ppknn.simulations.cli import app
+    from ppknn.cli import app
 
     root = Path(__file__).resolve().parents[1]
     runs: dict[str, QuickReproduction] = {}

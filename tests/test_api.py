@@ -119,7 +119,7 @@ def test_run_performs_the_deviation_a_scenario_asks_for_as_the_cli_does(tmp_path
     report on the result and in the folder, byte-identical to ``ppknn run``'s."""
     from typer.testing import CliRunner
 
-    from ppknn.simulations.cli import app
+    from ppknn.cli import app
 
     scenario = ROOT / "scenarios" / "deviation_ring_reuse_mask.toml"
     smaller = {"data.max_queries": 30}

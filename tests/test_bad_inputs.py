@@ -338,7 +338,7 @@ def test_bad_input_on_the_cli_exits_2_in_one_line_writing_nothing(tmp_path, prot
                                                                     value):
     from typer.testing import CliRunner
 
-    from ppknn.simulations.cli import app
+    from ppknn.cli import app
 
     base = "ppknn-ring" if protocol == "shared" else protocol
     path = ROOT / "scenarios" / f"{base}.toml"
@@ -526,7 +526,7 @@ CLI_EXTRA = [
 def _run_cli(args: list[str]):
     from typer.testing import CliRunner
 
-    from ppknn.simulations.cli import app
+    from ppknn.cli import app
 
     return CliRunner().invoke(app, ["run", *args])
 
@@ -681,7 +681,7 @@ def test_json_nested_100000_deep_in_a_results_folder_is_one_clear_line(
 
     from typer.testing import CliRunner
 
-    from ppknn.simulations.cli import app
+    from ppknn.cli import app
 
     folder = tmp_path / "run"
     shutil.copytree(small_results, folder)
@@ -707,7 +707,7 @@ def test_audit_trials_on_the_cli_share_the_scenarios_upper_bound(tmp_path, trial
                                                                   fragment):
     from typer.testing import CliRunner
 
-    from ppknn.simulations.cli import app
+    from ppknn.cli import app
 
     path = tmp_path / "s.toml"
     path.write_text(SMALL_RING)
@@ -719,7 +719,7 @@ def test_audit_trials_on_the_cli_share_the_scenarios_upper_bound(tmp_path, trial
 
 
 def test_the_cli_bound_on_audit_trials_is_the_scenarios():
-    from ppknn.simulations import cli
+    from ppknn import cli
     from ppknn.simulations.scenario import MAX_AUDIT_TRIALS
 
     assert MAX_AUDIT_TRIALS == 1_000_000

@@ -8,7 +8,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from ppknn.simulations.cli import app
+from ppknn.cli import app
 from ppknn.simulations.scenario import load_scenario
 
 runner = CliRunner()
@@ -249,7 +249,7 @@ def test_leakage_on_non_results_folder(tmp_path):
 def test_quickstart_file_is_the_embedded_default():
     from pathlib import Path
 
-    from ppknn.simulations.cli import embedded_quickstart
+    from ppknn.cli import embedded_quickstart
 
     path = Path(__file__).resolve().parent.parent / "scenarios" / "quickstart.toml"
     packaged = Path(__file__).resolve().parent.parent / "simulations" / "quickstart.toml"

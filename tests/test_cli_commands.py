@@ -10,7 +10,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from ppknn.simulations.cli import app
+from ppknn.cli import app
 
 runner = CliRunner()
 

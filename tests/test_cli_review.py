@@ -15,8 +15,8 @@ from types import SimpleNamespace
 import pytest
 from typer.testing import CliRunner
 
-from ppknn.simulations import cli
-from ppknn.simulations.cli import app
+from ppknn import cli
+from ppknn.cli import app
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from ppknn.cli import app
 from ppknn.core.errors import ConfigError, PrivacyLeakWarning
-from ppknn.simulations.cli import app
 from ppknn.simulations.compare import (
     QUICK_SPEC,
     NetworkProfile,

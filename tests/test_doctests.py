@@ -20,11 +20,13 @@ from _pytest.doctest import _get_checker, get_optionflags  # noqa: F401  (flags 
 import ppknn
 
 LAYERS = ("ppknn.core", "ppknn.parties", "ppknn.protocols", "ppknn.simulations")
-SKIP = {"ppknn.simulations.__main__"}
+SKIP: set[str] = set()
+FACADE = ("ppknn.cli", "ppknn.estimators", "ppknn.terminal", "ppknn.testing")
+"""The facade's modules with examples (the public faces: command line, estimators, kit)."""
 
 
 def _modules() -> list[str]:
-    names = ["ppknn"]
+    names = ["ppknn", *FACADE]
     for layer in LAYERS:
         package = importlib.import_module(layer)
         names.append(layer)

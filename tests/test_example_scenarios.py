@@ -11,8 +11,8 @@ import pytest
 import tomllib
 from typer.testing import CliRunner
 
+from ppknn.cli import app
 from ppknn.core.errors import PrivacyLeakWarning
-from ppknn.simulations.cli import app
 from ppknn.simulations.compare import load_comparison
 from ppknn.simulations.prepare import prepare_data
 from ppknn.simulations.scenario import load_scenario, parse_scenario

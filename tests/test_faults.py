@@ -142,7 +142,7 @@ def test_faults_section_is_validated():
 def test_chaos_command_reports_every_kind(tmp_path):
     from typer.testing import CliRunner
 
-    from ppknn.simulations.cli import app
+    from ppknn.cli import app
 
     out = tmp_path / "chaos"
     result = CliRunner().invoke(app, [

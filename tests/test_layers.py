@@ -271,8 +271,8 @@ def test_namespaced_imports_are_checked_and_unprefixed_ones_refused(tmp_path):
 def test_checker_finds_the_library_importing_the_reproductions(tmp_path):
     _tree(tmp_path, {**LEGAL,
                      "reproductions/__init__.py": "import ppknn.simulations\n",
-                     "simulations/cli.py": "def f():\n    from ppknn_reproductions import xiong\n",
+                     "ppknn/cli.py": "def f():\n    from ppknn_reproductions import xiong\n",
                      "ppknn/api.py": "import ppknn.reproductions.gursoy\n"})
     found = [(v.path, v.line, v.module) for v in outside_imports(tmp_path)]
     assert found == [("ppknn/api.py", 1, "ppknn.reproductions.gursoy"),
-                     ("simulations/cli.py", 2, "ppknn_reproductions.xiong")]
+                     ("ppknn/cli.py", 2, "ppknn_reproductions.xiong")]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ppknn.simulations.cli import app
+from ppknn.cli import app
 from ppknn.simulations.output import leftover_notes, leftovers, output_lock
 
 runner = CliRunner()

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from ppknn.cli import app
 from ppknn.core.errors import ConfigError
-from ppknn.simulations.cli import app
 from ppknn.simulations.leakage import recompute
 from ppknn.simulations.output import FAILURE, check_complete, staged
 

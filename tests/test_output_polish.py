@@ -18,7 +18,7 @@ def _sweep_rows(protocol: str, eps: float | None) -> list[dict]:
 
 
 def _printed(rows, title="t") -> str:
-    from ppknn.simulations import terminal
+    from ppknn import terminal
 
     width = terminal.out._width
     try:

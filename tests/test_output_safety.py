@@ -23,9 +23,9 @@ import pytest
 from typer.testing import CliRunner
 
 import ppknn
+from ppknn.cli import app
 from ppknn.core.errors import ConfigError
 from ppknn.simulations import pipeline as results_module
-from ppknn.simulations.cli import app
 from ppknn.simulations.output import (
     MARKER,
     OutputConflict,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from ppknn.simulations.cli import app
+from ppknn.cli import app
 
 runner = CliRunner()
 

@@ -82,7 +82,7 @@ def test_knn_baseline_equal_in_a_ray_worker_and_here(ray_local):
 def test_cli_sweep_sequential_and_bad_chunk_size(tmp_path):
     from typer.testing import CliRunner
 
-    from ppknn.simulations.cli import app
+    from ppknn.cli import app
 
     f = tmp_path / "s.toml"
     f.write_text('[sweep]\nseeds = [0]\nparallel = "sequential"\n'
@@ -104,8 +104,8 @@ def test_cli_sweep_never_replaces_a_table_unless_asked(tmp_path, monkeypatch):
     untouched); ``--overwrite`` replaces it once the new table is complete."""
     from typer.testing import CliRunner
 
+    from ppknn.cli import app
     from ppknn.simulations import sweep as sweep_module
-    from ppknn.simulations.cli import app
 
     f = tmp_path / "s.toml"
     f.write_text('[sweep]\nseeds = [0]\nparallel = "sequential"\n'
@@ -159,7 +159,7 @@ def test_cli_sweep_refuses_a_set_key_the_grid_sets(tmp_path):
     another key is applied and validated."""
     from typer.testing import CliRunner
 
-    from ppknn.simulations.cli import app
+    from ppknn.cli import app
 
     f = tmp_path / "s.toml"
     f.write_text('[sweep]\nseeds = [0]\nparallel = "sequential"\n'

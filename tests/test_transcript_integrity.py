@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from ppknn.cli import app
 from ppknn.core.errors import DataError
 from ppknn.core.transcript import Transcript
-from ppknn.simulations.cli import app
 
 runner = CliRunner()
 

@@ -26,8 +26,8 @@ import pytest
 from typer.testing import CliRunner
 
 import ppknn
+from ppknn.cli import app
 from ppknn.simulations import registry
-from ppknn.simulations.cli import app
 from ppknn.simulations.scenario import tomllib
 from ppknn.testing import check_audit, check_plugin, registered, scenario_data
 

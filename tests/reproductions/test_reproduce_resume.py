@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from ppknn.cli import app
 from ppknn.simulations import reproduce
-from ppknn.simulations.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
@@ -212,7 +212,7 @@ BLOCKING = textwrap.dedent("""
     from pathlib import Path
 
     from ppknn.simulations import reproduce
-    from ppknn.simulations.cli import main
+    from ppknn.cli import main
 
     signals = Path(sys.argv[1])
 

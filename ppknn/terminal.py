@@ -4,7 +4,7 @@ The readers and printers behind ``ppknn show`` and ``ppknn leakage`` (and the
 leakage table ``ppknn run`` and ``ppknn audit`` print): each folder kind has its
 printer, every string that comes from a folder is escaped (never read as Rich
 markup), and a damaged file is a one-line error naming it. The commands
-themselves are in :mod:`simulations.cli`.
+themselves are in :mod:`ppknn.cli`.
 """
 
 from __future__ import annotations

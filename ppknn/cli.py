@@ -38,7 +38,7 @@ from ppknn.core.errors import (
     PpknnError,
     PrivacyLeakWarning,
 )
-from ppknn.simulations.terminal import (
+from ppknn.terminal import (
     console,
     count,
     out,
