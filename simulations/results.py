@@ -300,7 +300,7 @@ def _plot_privacy(ax: Any, spent: list[tuple[str, float]]) -> bool:
 def plot_summary(result: RunResult, path: Path) -> None:
     """Accuracy vs baseline, the protocol's own panel, communication per party."""
     p = result.prepared
-    fig, axes, plt = _figure()
+    fig, axes = _figure()
     _plot_accuracy(axes[0], [(o.name, o.accuracy, o.baseline.name, o.baseline_accuracy)
                              for o in result.outcomes], p.run_id, p.data.dataset.name)
     ax = axes[1]
@@ -313,7 +313,7 @@ def plot_summary(result: RunResult, path: Path) -> None:
     per = result.communication.get("per_party", {})
     _plot_communication(axes[2], {n: (per[n]["sent_bytes"], per[n]["received_bytes"])
                                   for n in per}, result.communication.get("messages"))
-    _save(fig, plt, path)
+    _save(fig, path)
 
 
 def plot_folder(folder: Path, into: Path | None = None) -> list[Path]:
@@ -333,7 +333,7 @@ def plot_folder(folder: Path, into: Path | None = None) -> list[Path]:
     into = folder if into is None else into
     summary = json.loads((folder / "summary.json").read_text())
     parties = read_rows(folder / "parties.csv") if (folder / "parties.csv").is_file() else []
-    fig, axes, plt = _figure()
+    fig, axes = _figure()
     results = summary.get("results", {})
     _plot_accuracy(axes[0], [(name, r["accuracy"], r["baseline"]["name"],
                               r["baseline"]["accuracy"]) for name, r in results.items()],
@@ -345,7 +345,7 @@ def plot_folder(folder: Path, into: Path | None = None) -> list[Path]:
     _plot_communication(axes[2], {r["party"]: (r.get("sent_bytes", 0), r.get("received_bytes", 0))
                                   for r in parties}, summary["communication"]["messages"])
     written = [into / "summary.png"]
-    _save(fig, plt, written[0])
+    _save(fig, written[0])
     if (folder / "leakage.csv").is_file():
         rows = rows_from_csv(folder / "leakage.csv")
         written.append(plot_table(rows, into / "leakage.png", title=summary["run_id"]))
@@ -375,20 +375,19 @@ def _spent_of(parties: list[dict[str, Any]], protocols: list[str]) -> list[tuple
     return out
 
 
-def _figure() -> tuple[Any, Any, Any]:
-    import matplotlib
+def _figure() -> tuple[Any, Any]:
+    """A 15 x 4.2 in figure of three panels on an Agg canvas (the object API, no pyplot)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    return fig, axes, plt
+    fig = Figure(figsize=(15, 4.2), dpi=110)
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(1, 3)
 
 
-def _save(fig: Any, plt: Any, path: Path) -> None:
+def _save(fig: Any, path: Path) -> None:
     fig.tight_layout()
     save_png(fig, path, dpi=110)
-    plt.close(fig)
 
 
 def _nothing(ax: Any) -> None:

@@ -428,11 +428,11 @@ def plot_table(rows: Sequence[LeakageRow], path: Path, *, title: str) -> Path:
     Rows are grouped by quantity (different units sit in different panels);
     a promised bound is drawn as a red tick beside its row.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
+
+    from ppknn.simulations.reporting.plots import save_png
 
     groups: dict[tuple[str, str], list[LeakageRow]] = {}
     for r in rows:
@@ -441,8 +441,9 @@ def plot_table(rows: Sequence[LeakageRow], path: Path, *, title: str) -> Path:
     row_in = 0.34  # inches per row: two-line labels fit
     heights = [min(len(g), 40) * row_in + 1.1 for g in groups.values()] or [1.5]
     head_in = 1.0  # the title and the legend above the panels
-    fig, axes = plt.subplots(n, 1, figsize=(11, sum(heights) + head_in + 0.3), squeeze=False,
-                             gridspec_kw={"height_ratios": heights})
+    fig = Figure(figsize=(11, sum(heights) + head_in + 0.3), dpi=90)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(n, 1, squeeze=False, gridspec_kw={"height_ratios": heights})
     if not groups:
         axes[0][0].text(0.5, 0.5, "no party observes anything", ha="center", va="center")
         axes[0][0].set_axis_off()
@@ -471,7 +472,7 @@ def plot_table(rows: Sequence[LeakageRow], path: Path, *, title: str) -> Path:
         ax.set_ylim(-0.6, len(shown) - 0.4)
         ax.set_xlabel(quantity, fontsize=9)
         more = "" if len(group) == len(shown) else f" (40 largest of {len(group)})"
-        ax.set_title(f"{protocol}: {quantity}{more}", fontsize=9.5)
+        ax.set_title(f"{protocol}: {quantity}{more}", fontsize=9.5, y=1.0, pad=6)
         ax.grid(axis="x", alpha=0.3)
     height = fig.get_figheight()
     fig.suptitle(f"leakage: {title}", fontsize=11, y=1 - 0.12 / height, va="top")
@@ -488,9 +489,7 @@ def plot_table(rows: Sequence[LeakageRow], path: Path, *, title: str) -> Path:
         bbox_to_anchor=(0.5, 1 - 0.45 / height))
     fig.subplots_adjust(left=0.34, right=0.98, top=1 - head_in / height,
                         bottom=0.6 / height, hspace=1.1 / (sum(heights) / n))
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return save_png(fig, path, dpi=90)
 
 
 def _row_label(row: LeakageRow) -> str:
