@@ -59,6 +59,8 @@ from typing import Any
 
 import numpy as np
 
+from ppknn_reproductions.experiments import peer_env
+
 VENV = Path(os.environ.get("PPKNN_PEERS_VENV", Path.home() / ".cache" / "ppknn" / "peers-venv"))
 REQUIREMENTS = ("mpyc", "flwr[simulation]")
 K = 5
@@ -232,46 +234,12 @@ print("RESULT " + json.dumps(out))
 
 
 # --------------------------------------------------------------------------- environment
-def _python(venv: Path) -> Path:
-    return venv / ("Scripts" if sys.platform == "win32" else "bin") / "python"
-
-
-def _versions(python: Path) -> dict[str, str] | None:
-    if not python.exists():
-        return None
-    probe = ("import json, importlib.metadata as m; print(json.dumps({p: m.version(p) for p "
-             "in ('mpyc', 'flwr', 'ray', 'numpy')}))")
-    try:
-        done = subprocess.run([str(python), "-c", probe], capture_output=True, text=True,
-                              timeout=120)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return json.loads(done.stdout) if done.returncode == 0 else None
-
-
 def ensure_venv(*, create: bool, venv: Path = VENV) -> tuple[Path | None, str]:
     """``(python of the peers' venv, message)``; creates it when asked and missing."""
-    python = _python(venv)
-    found = _versions(python)
-    if found:
-        return python, f"mpyc {found['mpyc']}, flwr {found['flwr']} (ray {found['ray']}) in {venv}"
-    if not create:
-        return None, (f"the peers (mpyc, flwr[simulation]) are not installed in {venv}; run "
-                      "`python -m benchmarks.bench_peers --install` to create it")
-    try:
-        venv.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True,
-                       capture_output=True, timeout=600)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *REQUIREMENTS], check=True,
-                       capture_output=True, timeout=1800)
-    except (OSError, subprocess.SubprocessError) as exc:
-        detail = getattr(exc, "stderr", b"") or b""
-        return None, (f"could not create the peers' environment in {venv}: {exc} "
-                      f"{detail.decode(errors='replace')[-500:]}")
-    found = _versions(python)
-    if not found:
-        return None, f"the peers were installed in {venv} but do not import"
-    return python, f"mpyc {found['mpyc']}, flwr {found['flwr']} in {venv} (created)"
+    python, _, message = peer_env.ensure(
+        venv, REQUIREMENTS, ("mpyc", "flwr", "ray", "numpy"), create=create,
+        what="the peers (mpyc, flwr[simulation])", how="python -m benchmarks.bench_peers --install")
+    return python, message
 
 
 # --------------------------------------------------------------------------- the split

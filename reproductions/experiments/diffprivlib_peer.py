@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from ppknn_reproductions.experiments import peer_env
 
 VENV = Path(os.environ.get("PPKNN_DIFFPRIVLIB_VENV",
                            Path.home() / ".cache" / "ppknn" / "diffprivlib-venv"))
@@ -61,46 +62,12 @@ json.dump({"version": diffprivlib.__version__, "rows": out}, open(sys.argv[2], "
 """
 
 
-def _python(venv: Path) -> Path:
-    return venv / ("Scripts" if sys.platform == "win32" else "bin") / "python"
-
-
-def _works(python: Path) -> str | None:
-    """The version of diffprivlib if it imports in ``python``, else ``None``."""
-    if not python.exists():
-        return None
-    try:
-        probe = "import diffprivlib; print(diffprivlib.__version__)"
-        out = subprocess.run([str(python), "-c", probe], capture_output=True, text=True,
-                             timeout=120)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
-
-
 def ensure_venv(*, create: bool, venv: Path = VENV) -> tuple[Path | None, str]:
     """``(python of the venv, message)``; creates the venv when asked and missing."""
-    python = _python(venv)
-    version = _works(python)
-    if version:
-        return python, f"diffprivlib {version} in {venv}"
-    if not create:
-        return None, (f"diffprivlib is not installed in {venv}; run "
-                      "`python benchmarks/bench_dp_nb.py --diffprivlib` to create it")
-    try:
-        venv.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True,
-                       capture_output=True, timeout=600)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *REQUIREMENTS], check=True,
-                       capture_output=True, timeout=1800)
-    except (OSError, subprocess.SubprocessError) as exc:
-        detail = getattr(exc, "stderr", b"") or b""
-        return None, (f"could not create the diffprivlib environment in {venv}: {exc} "
-                      f"{detail.decode(errors='replace')[-500:]}")
-    version = _works(python)
-    if not version:
-        return None, f"diffprivlib was installed in {venv} but does not import"
-    return python, f"diffprivlib {version} in {venv} (created)"
+    python, _, message = peer_env.ensure(
+        venv, REQUIREMENTS, ("diffprivlib",), create=create, what="diffprivlib",
+        how="python benchmarks/bench_dp_nb.py --diffprivlib")
+    return python, message
 
 
 def _split(sp: tuple) -> dict:
