@@ -148,7 +148,8 @@ class _Component:
     def fit_cost(self) -> Cost | None:
         """What ``fit`` releases about its training rows."""
         hook = getattr(self.est, "_search_fit_cost", None)
-        return _cost(*hook()) if hook is not None and hook() is not None else None
+        cost = hook() if hook is not None else None
+        return None if cost is None else _cost(*cost)
 
     def call_cost(self, n_fit: int, n_query: int) -> Cost | None:
         """One ``predict`` / ``transform`` of ``n_query`` rows after a fit on ``n_fit`` rows."""
