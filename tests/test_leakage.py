@@ -512,3 +512,32 @@ def test_dp_knn_owner_counts_distinct_instances_when_test_rows_repeat(tmp_path):
     rows = [r for r in read_table(tmp_path / "r" / "leakage.csv")
             if r["attack"] == "owner-sees-queries"]
     assert [(r["value"], r["trials"]) for r in rows] == [(1.0, distinct)]
+
+
+def test_plot_shows_the_strongest_rows_ranked_by_verdict_advantage_then_value():
+    """``leakage.png`` draws at most PLOT_ROWS rows a panel: above-bound rows first, then
+    the largest advantage over the no-transcript baseline, then the largest value; rows
+    without a baseline after those with one; NaN last; the table's order when all fit."""
+    import math
+    from dataclasses import replace
+
+    from ppknn.simulations.leakage.table import PLOT_ROWS, LeakageRow, strongest
+
+    base = LeakageRow(protocol="p", observer="a", target="t", attack="x", quantity="q",
+                      value=0.5, ci_low=0.4, ci_high=0.6, trials=100)
+    rows = [
+        replace(base, target="small-adv", advantage=0.01, value=0.9),
+        replace(base, target="no-baseline-high", value=0.99),
+        replace(base, target="above", bound=0.1, advantage=-0.2, value=0.3),  # ci_low 0.4 > 0.1
+        replace(base, target="big-adv", advantage=0.3, value=0.2),
+        replace(base, target="nan", value=math.nan, ci_low=math.nan, ci_high=math.nan),
+        replace(base, target="no-baseline-low", value=0.1),
+    ]
+    assert rows[2].verdict == "above bound"
+    ranked = [r.target for r in strongest(rows, 5)]
+    assert ranked == ["above", "big-adv", "small-adv", "no-baseline-high", "no-baseline-low"]
+    assert [r.target for r in strongest(rows, 6)] == [r.target for r in rows]  # all fit
+    many = [replace(base, target=f"t{i}", advantage=i / 1000) for i in range(3 * PLOT_ROWS)]
+    top = strongest(many, PLOT_ROWS)
+    assert [r.target for r in top] == [f"t{i}" for i in range(3 * PLOT_ROWS - 1,
+                                                              2 * PLOT_ROWS - 1, -1)]

@@ -422,11 +422,44 @@ def _json_row(row: LeakageRow) -> dict[str, Any]:
     return _json_row_dict(row.as_dict())
 
 
+PLOT_ROWS = 16
+"""Most rows drawn per panel of ``leakage.png`` (the strongest; :func:`strongest`)."""
+
+
+def strongest(rows: Sequence[LeakageRow], limit: int) -> list[LeakageRow]:
+    """The ``limit`` strongest of ``rows``, in their order when all fit.
+
+    Strongest first: rows above their bound, then the largest advantage over the
+    baseline (an attacker without the transcript; rows without a baseline rank
+    after those with one), then the largest measured value; ties keep the table's
+    order. NaN ranks last.
+
+    >>> from dataclasses import replace
+    >>> base = LeakageRow(protocol="p", observer="a", target="t", attack="x",
+    ...                   quantity="q", value=0.5, ci_low=0.4, ci_high=0.6, trials=10)
+    >>> rows = [replace(base, target=f"t{i}", value=v) for i, v in enumerate([0.1, 0.9, 0.5])]
+    >>> [r.target for r in strongest(rows, 2)]
+    ['t1', 't2']
+    """
+    if len(rows) <= limit:
+        return list(rows)
+
+    def rank(item: tuple[int, LeakageRow]) -> tuple:
+        i, r = item
+        adv = r.advantage if math.isfinite(r.advantage) else -math.inf
+        value = r.value if not math.isnan(r.value) else -math.inf
+        return (r.verdict != ABOVE, not math.isfinite(r.advantage), -adv, -value, i)
+
+    return [r for _, r in sorted(enumerate(rows), key=rank)[:limit]]
+
+
 def plot_table(rows: Sequence[LeakageRow], path: Path, *, title: str) -> Path:
     """``leakage.png``: one panel per protocol, each row's value with its 95% interval.
 
     Rows are grouped by quantity (different units sit in different panels);
-    a promised bound is drawn as a red tick beside its row.
+    a promised bound is drawn as a red tick beside its row. A panel draws at most
+    :data:`PLOT_ROWS` rows, the strongest (:func:`strongest`), and says how many it
+    left out; ``leakage.csv`` has every row.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -439,8 +472,8 @@ def plot_table(rows: Sequence[LeakageRow], path: Path, *, title: str) -> Path:
         groups.setdefault((r.protocol, r.quantity), []).append(r)
     n = max(1, len(groups))
     row_in = 0.34  # inches per row: two-line labels fit
-    heights = [min(len(g), 40) * row_in + 1.1 for g in groups.values()] or [1.5]
-    head_in = 1.0  # the title and the legend above the panels
+    heights = [min(len(g), PLOT_ROWS) * row_in + 1.1 for g in groups.values()] or [1.5]
+    head_in = 1.25  # the title and the legend above the panels (and a two-line panel title)
     fig = Figure(figsize=(11, sum(heights) + head_in + 0.3), dpi=90)
     FigureCanvasAgg(fig)
     axes = fig.subplots(n, 1, squeeze=False, gridspec_kw={"height_ratios": heights})
@@ -448,7 +481,7 @@ def plot_table(rows: Sequence[LeakageRow], path: Path, *, title: str) -> Path:
         axes[0][0].text(0.5, 0.5, "no party observes anything", ha="center", va="center")
         axes[0][0].set_axis_off()
     for ax, ((protocol, quantity), group) in zip(axes[:, 0], groups.items()):
-        shown = group if len(group) <= 40 else sorted(group, key=lambda r: -r.value)[:40]
+        shown = strongest(group, PLOT_ROWS)
         y = np.arange(len(shown))
         vals = _finite([r.value for r in shown])
         lo = _finite([r.ci_low for r in shown])
@@ -468,11 +501,15 @@ def plot_table(rows: Sequence[LeakageRow], path: Path, *, title: str) -> Path:
         if bounded:
             ax.scatter([b for _, b in bounded], [i for i, _ in bounded], marker="|",
                        color="tab:red", s=140, zorder=2)
-        ax.set_yticks(y, [_row_label(r) for r in shown], fontsize=7.5)
-        ax.set_ylim(-0.6, len(shown) - 0.4)
+        attacks = {r.attack for r in group}
+        common = attacks.pop() if len(attacks) == 1 else None  # then named in the title
+        ax.set_yticks(y, [_row_label(r, attack=common is None) for r in shown], fontsize=7.5)
+        ax.set_ylim(len(shown) - 0.4, -0.6)  # the first (strongest) row on top
         ax.set_xlabel(quantity, fontsize=9)
-        more = "" if len(group) == len(shown) else f" (40 largest of {len(group)})"
-        ax.set_title(f"{protocol}: {quantity}{more}", fontsize=9.5, y=1.0, pad=6)
+        more = ("" if len(group) == len(shown) else
+                f"({len(shown)} strongest of {len(group)}; every row in leakage.csv)")
+        what = f"{protocol}: {quantity}" + ("" if common is None else f", attack {common}")
+        ax.set_title(what + (f"\n{more.strip()}" if more else ""), fontsize=9.5, y=1.0, pad=6)
         ax.grid(axis="x", alpha=0.3)
     height = fig.get_figheight()
     fig.suptitle(f"leakage: {title}", fontsize=11, y=1 - 0.12 / height, va="top")
@@ -492,17 +529,21 @@ def plot_table(rows: Sequence[LeakageRow], path: Path, *, title: str) -> Path:
     return save_png(fig, path, dpi=90)
 
 
-def _row_label(row: LeakageRow) -> str:
-    """``observer → target (attack)``, on two lines when long (never cut)."""
+def _row_label(row: LeakageRow, *, attack: bool = True) -> str:
+    """``observer → target (attack)``, on two lines when long (never cut).
+
+    ``attack=False``: without the attack's name (the panel's title names it).
+    """
     pair = f"{row.observer} → {row.target}"
     if len(pair) > 70:  # a large coalition: its size and its first members
         members = row.observer.split("+")
         pair = f"{'+'.join(members[:2])}+... ({len(members)} parties) → {row.target}"
-    attack = f"({row.attack})"
+    tail = f"({row.attack})" if attack else ""
     if math.isfinite(row.advantage):  # the advantage over the baseline (no transcript)
-        attack += f" adv. {row.advantage:+.3g}"
-    label = f"{pair} {attack}"
-    return label if len(label) <= 48 else f"{pair}\n{attack}"
+        tail += f" adv. {row.advantage:+.3g}"
+    tail = tail.strip()
+    label = f"{pair} {tail}".strip()
+    return label if len(label) <= 48 or not tail else f"{pair}\n{tail}"
 
 
 def _finite(values: Sequence[float]) -> np.ndarray:
@@ -538,5 +579,6 @@ def dumps(rows: Sequence[LeakageRow]) -> str:
 __all__ = ["ABOVE", "COLUMNS", "NO_BOUND", "WITHIN", "LeakageRow", "bound_baseline",
            "clustered_proportion_row", "dumps", "epsilon_from_rates", "epsilon_row", "mean_row",
            "newcombe_paired", "newcombe_unpaired", "paired_mean_difference",
-           "paired_rate_baseline", "plot_table", "proportion_row", "rate_baseline", "read_table",
-           "rows_equal", "summary", "with_baseline", "write_table"]
+           "paired_rate_baseline", "PLOT_ROWS", "plot_table", "proportion_row", "rate_baseline",
+           "read_table",
+           "rows_equal", "strongest", "summary", "with_baseline", "write_table"]
