@@ -95,7 +95,10 @@ def _run_args(case: str, folder: Path, out: Path) -> list[str]:
 
 def child_cli(args: list[str]) -> None:
     """``ppknn run`` in this interpreter (the tree already chosen)."""
-    from ppknn.cli import main
+    try:
+        from ppknn.cli import main
+    except ModuleNotFoundError:  # a tree from before the CLI moved to ppknn/cli.py
+        from ppknn.simulations.cli import main
 
     sys.argv = ["ppknn", *args]
     main()
@@ -108,8 +111,8 @@ def child_warm(args: list[str], side: str) -> dict:
     warnings.simplefilter("ignore")
     from ppknn.api import load_scenario
 
-    if side == "old":
-        from ppknn.simulations.pipeline import run_scenario
+    if side == "old":  # the tree at a12dde6 kept it in results.py
+        from ppknn.simulations.results import run_scenario
     else:
         from ppknn.simulations.pipeline import run_scenario
     path = args[1] if args[1] != "--runtime" else None
@@ -133,8 +136,8 @@ def child_sweep(runs: int, side: str) -> dict:
     warnings.simplefilter("ignore")
     from ppknn.api import load_scenario
 
-    if side == "old":
-        from ppknn.simulations.pipeline import run_scenario
+    if side == "old":  # the tree at a12dde6 kept it in results.py
+        from ppknn.simulations.results import run_scenario
     else:
         from ppknn.simulations.pipeline import run_scenario
     base = str(ROOT / "simulations" / "quickstart.toml")
