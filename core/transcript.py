@@ -89,8 +89,12 @@ MessageKey = tuple[PartyId, PartyId, int]
 
 
 def make_record(message: Message, *, payload: bytes, wire_bytes: int,
-                after: Sequence[MessageKey] = ()) -> dict[str, Any]:
+                after: Sequence[MessageKey] = (), provenance: bytes | None = None
+                ) -> dict[str, Any]:
     """A transcript row for a sent message (``payload`` is its encoded payload).
+
+    ``provenance``: ``encode_arrays(message.provenance)`` when the caller has it (encoded
+    here otherwise).
 
     ``after`` is the causal stamp the party host gives: the (sender, receiver, seq) of the
     messages the sender received since its previous send, then that previous send. A
@@ -105,7 +109,8 @@ def make_record(message: Message, *, payload: bytes, wire_bytes: int,
     """
     row = message.header()
     row["payload"] = payload
-    row["provenance"] = encode_arrays(message.provenance)
+    row["provenance"] = (encode_arrays(message.provenance) if provenance is None
+                         else provenance)
     row["plaintext_bytes"] = len(payload)
     row["wire_bytes"] = int(wire_bytes)
     row["after"] = [{"sender": s, "receiver": r, "seq": int(q)} for s, r, q in after]
