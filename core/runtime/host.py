@@ -597,22 +597,21 @@ class PartyHost:
         if not getattr(self.recorder, "enabled", True) and not self.secure_channels:
             with self._lock:  # nothing to record, nothing to encrypt
                 return self._stamp(endpoint, message, None, stamps, fault)
-        if shared is None:  # one message (its provenance is encoded with its record)
-            plaintext, provenance = encode_arrays(message.payload), None
+        if shared is None:  # one message
+            plaintext = encode_arrays(message.payload)
+            provenance = encode_arrays(message.provenance)
         else:
             plaintext = shared.payload(message.payload)
             provenance = shared.provenance(message.provenance)
         with self._lock:
             wire = self._stamp(endpoint, message, plaintext, stamps, fault)
-        s = wire.header if isinstance(wire, Envelope) else wire
-        stamped = type(s)(s.run_id, s.protocol, s.round, s.seq, s.sender, s.receiver, s.kind,
-                          {}, message.provenance)  # the header as sent, with the ground truth
+        sent = wire.header if isinstance(wire, Envelope) else wire  # the header as sent
         record = make_record(
-            stamped,
+            sent,
             payload=plaintext,
-            provenance=provenance,
+            provenance=provenance,  # the ground truth, encoded above
             wire_bytes=endpoint.wire_bytes(wire, len(plaintext)),
-            after=chain.after(stamped) if chain is not None else (),
+            after=chain.after(sent) if chain is not None else (),
         )
         batch = None
         with self._lock:
