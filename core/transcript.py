@@ -427,6 +427,21 @@ class TranscriptRecorder:
             self.flush()
         return self._count
 
+    def append_each(self, records: Sequence[dict[str, Any]]) -> int:
+        """Add records as if one by one: a part ends at the record it would end at then.
+
+        The records go in as few batches as the parts allow (each batch journaled as
+        one). Returns the number recorded so far.
+        """
+        start, count, size = 0, self._buffered, self._buffer_bytes
+        for i, r in enumerate(records):
+            count += 1
+            size += len(r["payload"]) + len(r["provenance"])
+            if count >= self.flush_every or size >= self.flush_bytes:  # append() flushes here
+                self.append(records[start:i + 1])
+                start, count, size = i + 1, 0, 0
+        return self.append(records[start:]) if start < len(records) else self._count
+
     def _journal_batch(self, table: pa.Table) -> None:
         """Append ``table`` to the journal of the part being filled (written through)."""
         import pyarrow as pa
