@@ -47,8 +47,9 @@ class _DirectRecorder:
     def append(self, records: list[dict[str, Any]]) -> None:
         """Keep records; hand them over once a batch is full."""
         with self._lock:
-            self._records.extend(records)
-            self._bytes += sum(len(r["payload"]) for r in records)
+            for r in records:
+                self._records.append(r)
+                self._bytes += len(r["payload"])
             if len(self._records) >= self.batch or self._bytes >= self.batch_bytes:
                 self._hand_over()
 
