@@ -15,7 +15,9 @@ settings of ``python -m benchmarks``' PP-kNN rows):
 * a SHA-256 of the predictions (both sides must agree).
 
 Medians with their ranges are printed per side, and each side's cold median
-over the floor median of the whole run.
+over the floor median of the whole run; then each side's per-process minimum of
+cold (the fastest sample of each fresh interpreter) and, per round, whether new's
+minimum is below old's (a sign test that a loaded machine's spread does not swamp).
 """
 
 from __future__ import annotations
@@ -158,6 +160,15 @@ def main() -> None:
     print(f"floor (median of every side) {floor * 1e3:.1f} ms; new / old: cold "
           f"{med['new'][0] / med['old'][0]:.2f}, cold CPU {med['new'][1] / med['old'][1]:.2f}, "
           f"warm {med['new'][2] / med['old'][2]:.2f}")
+    # each fresh interpreter's fastest cold sample: less sensitive to a loaded machine than
+    # the pooled median; old and new of one round are a pair (their order alternates)
+    lows = {side: [min(r["cold"]) for r in rows] for side, rows in sides.items()}
+    for side, values in lows.items():
+        print(f"{side}: per-process minimum of cold {_summary(values)}")
+    faster = sum(n < o for o, n in zip(lows["old"], lows["new"]))
+    print(f"rounds where new's minimum is below old's: {faster} of {len(lows['new'])}; "
+          f"median paired difference "
+          f"{statistics.median(n - o for o, n in zip(lows['old'], lows['new'])) * 1e3:+.1f} ms")
     same = {r["predictions"] for rows in sides.values() for r in rows}
     print("predictions identical on both sides:", len(same) == 1)
 

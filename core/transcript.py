@@ -89,8 +89,12 @@ MessageKey = tuple[PartyId, PartyId, int]
 
 
 def make_record(message: Message, *, payload: bytes, wire_bytes: int,
-                after: Sequence[MessageKey] = ()) -> dict[str, Any]:
+                after: Sequence[MessageKey] = (), provenance: bytes | None = None
+                ) -> dict[str, Any]:
     """A transcript row for a sent message (``payload`` is its encoded payload).
+
+    ``provenance``: ``encode_arrays(message.provenance)`` when the caller has it (encoded
+    here otherwise).
 
     ``after`` is the causal stamp the party host gives: the (sender, receiver, seq) of the
     messages the sender received since its previous send, then that previous send. A
@@ -105,7 +109,8 @@ def make_record(message: Message, *, payload: bytes, wire_bytes: int,
     """
     row = message.header()
     row["payload"] = payload
-    row["provenance"] = encode_arrays(message.provenance)
+    row["provenance"] = (encode_arrays(message.provenance) if provenance is None
+                         else provenance)
     row["plaintext_bytes"] = len(payload)
     row["wire_bytes"] = int(wire_bytes)
     row["after"] = [{"sender": s, "receiver": r, "seq": int(q)} for s, r, q in after]
@@ -421,6 +426,21 @@ class TranscriptRecorder:
         if self._buffered >= self.flush_every or self._buffer_bytes >= self.flush_bytes:
             self.flush()
         return self._count
+
+    def append_each(self, records: Sequence[dict[str, Any]]) -> int:
+        """Add records as if one by one: a part ends at the record it would end at then.
+
+        The records go in as few batches as the parts allow (each batch journaled as
+        one). Returns the number recorded so far.
+        """
+        start, count, size = 0, self._buffered, self._buffer_bytes
+        for i, r in enumerate(records):
+            count += 1
+            size += len(r["payload"]) + len(r["provenance"])
+            if count >= self.flush_every or size >= self.flush_bytes:  # append() flushes here
+                self.append(records[start:i + 1])
+                start, count, size = i + 1, 0, 0
+        return self.append(records[start:]) if start < len(records) else self._count
 
     def _journal_batch(self, table: pa.Table) -> None:
         """Append ``table`` to the journal of the part being filled (written through)."""

@@ -105,3 +105,91 @@ def test_raise_in_a_queued_batch_is_raised_at_fetch_in_call_order():
         assert rt.state("p0", "calls") == 2  # the call after the failing one ran
     finally:
         rt.shutdown()
+
+
+def _recording_runtime(tmp_path, *, block=None, fault=None, timeout=30.0, **context):
+    names = ["p0", "p1", "p2"]
+    specs = [PartySpec(n, Counter, {"me": n, "to": names[(i + 1) % 3],
+                                    "block_s": (block or {}).get(n, 0.0)})
+             for i, n in enumerate(names)]
+    rt = InProcessRuntime()
+    rt.start(specs, RunContext(run_id="r", secure_channels=True, fault=fault,
+                               party_timeout_s=timeout, transcript_dir=str(tmp_path / "t"),
+                               **context))
+    return rt, names
+
+
+def _journaled(tmp_path):
+    """Records on disk: the parts written and the journal of the part being filled."""
+    import pyarrow.parquet as pq
+
+    from ppknn.core.transcript import _read_journal
+
+    folder = tmp_path / "t"
+    rows = sum(pq.read_table(p).num_rows for p in folder.glob("part-*.parquet"))
+    for journal in folder.glob("journal-*.arrows"):
+        table = _read_journal(journal)
+        rows += table.num_rows if table is not None else 0
+    return rows
+
+
+def test_records_are_the_recorder_s_whenever_the_driver_has_control(tmp_path):
+    """Batched in this process (record_batch = 256), yet journaled once a fetch returns."""
+    rt, names = _recording_runtime(tmp_path)
+    try:
+        msg = None
+        for r in range(4):
+            for n in names:
+                msg = rt.call(n, "step", msg, r + 1, protocol="count", round=r + 1)
+            rt.fetch(msg)
+            assert rt.recorder.count == 3 * (r + 1)  # none waiting in a batch
+            assert _journaled(tmp_path) == 3 * (r + 1)  # and on disk
+    finally:
+        rt.shutdown()
+
+
+def test_a_failed_run_keeps_every_record_sent_before_the_failure(tmp_path):
+    rt, names = _recording_runtime(tmp_path, fault=FaultPlan("p2", "step", 2, kind="raise"))
+    try:
+        msg = None
+        for r in range(3):
+            for n in names:
+                msg = rt.call(n, "step", msg, r + 1, protocol="count", round=r + 1)
+        with pytest.raises(PartyFailure):
+            rt.fetch(msg)
+        # p0, p1, p2 in round 1, then p0 and p1 in round 2: p2 raised before sending
+        assert rt.recorder.count == 5 and _journaled(tmp_path) == 5
+    finally:
+        rt.shutdown()
+
+
+def test_a_hung_call_keeps_the_records_sent_before_it(tmp_path):
+    rt, names = _recording_runtime(tmp_path, block={"p1": 20.0}, timeout=0.5)
+    try:
+        first = rt.call("p0", "step", None, 1, protocol="count", round=1)
+        stuck = rt.call("p1", "step", None, 1, protocol="count", round=1)
+        with pytest.raises(PartyFailure, match="no progress"):
+            rt.fetch([first, stuck])
+        assert rt.recorder.count == 1 and _journaled(tmp_path) == 1
+    finally:
+        rt.shutdown()
+
+
+def test_parts_end_where_they_would_with_records_one_by_one(tmp_path):
+    """A batch handed over at once still closes each part at its flush_every-th record."""
+    rt, names = _recording_runtime(tmp_path, flush_every=4, record_batch=256)
+    try:
+        msg = None
+        for r in range(5):
+            for n in names:
+                msg = rt.call(n, "step", msg, r + 1, protocol="count", round=r + 1)
+        rt.fetch(msg)  # 15 records in one batch
+        rt.close_transcript()
+    finally:
+        rt.shutdown()
+    import pyarrow.parquet as pq
+
+    parts = sorted((tmp_path / "t").glob("part-*.parquet"))
+    assert [pq.read_table(p).num_rows for p in parts] == [4, 4, 4, 3]
+    seqs = [pq.read_table(p).column("round").to_pylist() for p in parts]
+    assert sum(seqs, []) == [r + 1 for r in range(5) for _ in names]  # in the order sent

@@ -207,6 +207,42 @@ class _Chain:
         return out
 
 
+class _Encodings:
+    """The encoded payload and provenance of the last message sealed in one call.
+
+    A call's messages are sealed one after the other once its step has returned; a
+    broadcast (the same arrays to every other node) is encoded once, and each of its
+    messages records and encrypts those bytes (the bytes ``encode_arrays`` gives each
+    of them: the arrays are the same objects, unchanged in between).
+    """
+
+    __slots__ = ("_payload", "_provenance")
+
+    def __init__(self) -> None:
+        self._payload: tuple[Mapping[str, Any], bytes] | None = None
+        self._provenance: tuple[Mapping[str, Any], bytes] | None = None
+
+    def payload(self, arrays: Mapping[str, Any]) -> bytes:
+        """``encode_arrays(arrays)``, or the previous message's bytes for the same arrays."""
+        self._payload = _encoded(arrays, self._payload)
+        return self._payload[1]
+
+    def provenance(self, arrays: Mapping[str, Any]) -> bytes:
+        """As :meth:`payload`, for the ground truth carried beside the payload."""
+        self._provenance = _encoded(arrays, self._provenance)
+        return self._provenance[1]
+
+
+def _encoded(arrays: Mapping[str, Any], last: tuple[Mapping[str, Any], bytes] | None
+             ) -> tuple[Mapping[str, Any], bytes]:
+    """``(arrays, encode_arrays(arrays))``; ``last`` when it holds the same objects by name."""
+    if last is not None:
+        before = last[0]
+        if before.keys() == arrays.keys() and all(arrays[n] is before[n] for n in arrays):
+            return last
+    return arrays, encode_arrays(arrays)
+
+
 def _exit_process(party: PartyId) -> None:
     os._exit(17)  # simulate a crash: the process dies without cleanup
 
@@ -510,7 +546,9 @@ class PartyHost:
         if isinstance(result, (list, tuple)) and result and all(
             isinstance(r, Message) for r in result
         ):
-            return type(result)(self._seal(endpoint, r, stamps, fault, chain) for r in result)
+            shared = _Encodings()  # a broadcast: one payload, encoded once for every receiver
+            return type(result)(self._seal(endpoint, r, stamps, fault, chain, shared)
+                                for r in result)
         return result
 
     def _stamp(self, endpoint: Any, message: Message, plaintext: bytes | None,
@@ -550,7 +588,8 @@ class PartyHost:
         return dataclasses.replace(wire, payload=payload)  # undetectable without channels
 
     def _seal(self, endpoint: Any, message: Message, stamps: CallStamps | None = None,
-              fault: _Fault | None = None, chain: _Chain | None = None) -> Any:
+              fault: _Fault | None = None, chain: _Chain | None = None,
+              shared: _Encodings | None = None) -> Any:
         if message.sender != endpoint.party:
             raise ConfigError(
                 f"party {endpoint.party!r} tried to send as {message.sender!r}"
@@ -558,17 +597,21 @@ class PartyHost:
         if not getattr(self.recorder, "enabled", True) and not self.secure_channels:
             with self._lock:  # nothing to record, nothing to encrypt
                 return self._stamp(endpoint, message, None, stamps, fault)
-        plaintext = encode_arrays(message.payload)
+        if shared is None:  # one message
+            plaintext = encode_arrays(message.payload)
+            provenance = encode_arrays(message.provenance)
+        else:
+            plaintext = shared.payload(message.payload)
+            provenance = shared.provenance(message.provenance)
         with self._lock:
             wire = self._stamp(endpoint, message, plaintext, stamps, fault)
-        s = wire.header if isinstance(wire, Envelope) else wire
-        stamped = type(s)(s.run_id, s.protocol, s.round, s.seq, s.sender, s.receiver, s.kind,
-                          {}, message.provenance)  # the header as sent, with the ground truth
+        sent = wire.header if isinstance(wire, Envelope) else wire  # the header as sent
         record = make_record(
-            stamped,
+            sent,
             payload=plaintext,
+            provenance=provenance,  # the ground truth, encoded above
             wire_bytes=endpoint.wire_bytes(wire, len(plaintext)),
-            after=chain.after(stamped) if chain is not None else (),
+            after=chain.after(sent) if chain is not None else (),
         )
         batch = None
         with self._lock:

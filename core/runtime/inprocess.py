@@ -26,14 +26,48 @@ class LocalRef:
 
 
 class _DirectRecorder:
-    def __init__(self, recorder: TranscriptRecorder) -> None:
+    """The recorder client of every host in this process: records go on in batches.
+
+    Each host hands over every record as it seals it; they wait here, in the order
+    sealed, and go to the recorder together when ``batch`` records or ``batch_bytes``
+    payload bytes are waiting, and whenever the driver has control back (after each
+    batch of calls, a failed or abandoned one included, see
+    :meth:`InProcessRuntime._drain`), so at most one batch is held, as on Ray. The
+    recorder keeps them as if they came one by one (the same parts:
+    :meth:`~core.transcript.TranscriptRecorder.append_each`).
+    """
+
+    def __init__(self, recorder: TranscriptRecorder, batch: int, batch_bytes: int) -> None:
         self.recorder = recorder
+        self.batch, self.batch_bytes = batch, batch_bytes
+        self._records: list[dict[str, Any]] = []
+        self._bytes = 0
+        self._lock = threading.Lock()  # an abandoned call may send while the driver hands over
 
     def append(self, records: list[dict[str, Any]]) -> None:
-        """Hand records to the recorder (synchronously)."""
-        self.recorder.append(records)
+        """Keep records; hand them over once a batch is full."""
+        with self._lock:
+            for r in records:
+                self._records.append(r)
+                self._bytes += len(r["payload"])
+            if len(self._records) >= self.batch or self._bytes >= self.batch_bytes:
+                self._hand_over()
 
-    append_sync = append
+    def append_sync(self, records: list[dict[str, Any]]) -> None:
+        """Keep records and hand over everything kept (the recorder has them on return)."""
+        with self._lock:
+            self._records.extend(records)
+            self._hand_over()
+
+    def hand_over(self) -> None:
+        """Hand every record kept to the recorder."""
+        with self._lock:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        records, self._records, self._bytes = self._records, [], 0
+        if records:
+            self.recorder.append_each(records)
 
 
 class InProcessRuntime(Runtime):
@@ -70,20 +104,23 @@ class InProcessRuntime(Runtime):
         self._queue: list[_Queued | None] = []  # calls made, not yet run
         self._batch: _Batch | None = None  # the batch being run (set while draining)
         self._worker: _Worker | None = None  # runs the queued calls (one thread)
+        self._client: _DirectRecorder | NullRecorder = NullRecorder()
 
     def start(self, specs: Sequence[PartySpec], context: RunContext) -> None:  # noqa: D102
         self.context = context
         self._note_concurrency(specs)
         self.recorder = TranscriptRecorder(context.transcript_dir, flush_every=context.flush_every,
                                            flush_bytes=context.flush_bytes)
-        client = _DirectRecorder(self.recorder) if context.record else NullRecorder()
+        client = (_DirectRecorder(self.recorder, context.record_batch, context.record_batch_bytes)
+                  if context.record else NullRecorder())
+        self._client = client
         keys = {}
         for spec in specs:
             host = PartyHost(run_id=context.run_id, recorder=client,
                              secure_channels=context.secure_channels,
-                             # the recorder is in this process: hand records straight to
-                             # it (it bounds its buffer), so thousands of parties don't each
-                             # hold a batch
+                             # every record straight to the one client of this process
+                             # (it batches them), so thousands of parties don't each hold
+                             # a batch
                              record_batch=1,
                              fault=context.fault if context.fault and
                              context.fault.party == spec.party_id else None,
@@ -168,6 +205,11 @@ class InProcessRuntime(Runtime):
                     self._batch = None
                 if batch.cancelled:
                     self._worker = None  # stuck in the hung call; the next batch gets a new one
+                self._hand_over()  # what the batch sent is the recorder's before the driver goes on
+
+    def _hand_over(self) -> None:
+        if isinstance(self._client, _DirectRecorder):
+            self._client.hand_over()
 
     def fetch(self, refs: Any, *, progress: Progress | None = None) -> Any:  # noqa: D102
         self._drain()
@@ -199,6 +241,7 @@ class InProcessRuntime(Runtime):
         for party, host in self.hosts.items():
             if party not in self._dead:
                 host.flush()
+        self._hand_over()
         return self.recorder.close()
 
     def _undelivered(self) -> list[str]:

@@ -679,7 +679,7 @@ class NeighbourBlocks:
             if self.width < 1 or len(q_idx) == 0:
                 self.prefix.append(None)
                 continue
-            dist = euclidean_distances(queries[q_idx], X[r_idx])
+            dist = euclidean_distances(_rows(queries, q_idx), _rows(X, r_idx))
             w = min(self.width, dist.shape[1])
             if whole and dist.shape[1] <= self.FULL_ROWS:
                 w = dist.shape[1]
@@ -691,19 +691,26 @@ class NeighbourBlocks:
 
     def _full(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         q_idx, r_idx = self.blocks[i]
-        dist = euclidean_distances(self.queries[q_idx], self.X[r_idx])
+        dist = euclidean_distances(_rows(self.queries, q_idx), _rows(self.X, r_idx))
         return dist, np.broadcast_to(r_idx, dist.shape)
 
     def topk(self, k: int) -> np.ndarray:
         """``V``: the k smallest distances per query, ascending, padded with ``+inf``."""
-        v = np.full((sum(len(q) for q, _ in self.blocks), k), np.inf)
+        n_q = sum(len(q) for q, _ in self.blocks)
+        v = None
         for i, (q_idx, r_idx) in enumerate(self.blocks):
             cached = self.prefix[i]
             if cached is not None and (k <= cached[0].shape[1] or cached[0].shape[1] == len(r_idx)):
-                v[q_idx] = local_topk(cached[0], k)  # the prefix holds the k smallest
+                part = local_topk(cached[0], k)  # the prefix holds the k smallest
             else:
-                v[q_idx] = local_topk(self._full(i)[0], k)
-        return v
+                part = local_topk(self._full(i)[0], k)
+            if (len(self.blocks) == 1 and len(q_idx) == n_q and part.dtype == np.float64
+                    and part.flags.c_contiguous and part.flags.writeable):
+                return part  # one block holding the whole batch, in query order
+            if v is None:
+                v = np.full((n_q, k), np.inf)
+            v[q_idx] = part
+        return v if v is not None else np.full((n_q, k), np.inf)
 
     def within(self, radius: np.ndarray):
         """Per block: (query indices, distances, row indices) with every row within ``radius``.
@@ -721,6 +728,15 @@ class NeighbourBlocks:
                     continue
             dist, rows = self._full(i)
             yield q_idx, dist, rows
+
+
+def _rows(a: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``a[index]``; ``a`` itself when ``index`` is every row in order (no copy)."""
+    n = len(index)
+    if n == len(a) and (n == 0 or (index[0] == 0 and index[-1] == n - 1
+                                   and np.array_equal(index, np.arange(n)))):
+        return a
+    return a[index]
 
 
 __all__ = ["WEIGHTINGS", "RingDataOwner"]
