@@ -203,9 +203,11 @@ class InProcessRuntime(Runtime):
                     start = batch.wait(timeout)
                 finally:
                     self._batch = None
+                    # what the batch sent is the recorder's before the driver goes on (also
+                    # when the wait is interrupted, e.g. by SIGTERM)
+                    self._hand_over()
                 if batch.cancelled:
                     self._worker = None  # stuck in the hung call; the next batch gets a new one
-                self._hand_over()  # what the batch sent is the recorder's before the driver goes on
 
     def _hand_over(self) -> None:
         if isinstance(self._client, _DirectRecorder):
