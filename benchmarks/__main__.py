@@ -250,12 +250,22 @@ def end_to_end(s: dict[str, Any], tmp: Path, log: Callable[[str], None]) -> dict
     out: dict[str, Any] = {"parties": s["e2e_parties"], "queries": s["e2e_queries"]}
     bare = ("import ray; ray.init(address='local', include_dashboard=False, "
             "logging_level='ERROR', log_to_driver=False); ray.shutdown()")
+    # the same start plus as many empty actors as the hosted layout starts (a host per CPU
+    # and the transcript recorder), each answering one call: what any actor program pays
+    actors_n = (os.cpu_count() or 1) + 1
+    bare_actors = ("import ray; ray.init(address='local', include_dashboard=False, "
+                   "logging_level='ERROR', log_to_driver=False)\n"
+                   "@ray.remote(num_cpus=0)\nclass A:\n    def ping(self):\n        return 1\n"
+                   f"ray.get([a.ping.remote() for a in [A.remote() for _ in range({actors_n})]])\n"
+                   "ray.shutdown()")
     runs = [("inprocess", "hosted")] + [("ray", lay) for lay in s["e2e_layouts"]]
-    labels = ["bare_ray"] + [k if k == "inprocess" else f"ray-{lay}" for k, lay in runs]
+    labels = (["bare_ray", "bare_ray_actors"]
+              + [k if k == "inprocess" else f"ray-{lay}" for k, lay in runs])
     samples: dict[str, list[float]] = {label: [] for label in labels}
     for r in range(s["e2e_rounds"]):
         samples["bare_ray"].append(_wall([py, "-c", bare]))
-        for (kind, layout), label in zip(runs, labels[1:]):
+        samples["bare_ray_actors"].append(_wall([py, "-c", bare_actors]))
+        for (kind, layout), label in zip(runs, labels[2:]):
             folder = tmp / f"e2e-{label}-{r}"
             sc = _scenario(tmp / f"{label}-{r}.toml", n=s["e2e_parties"],
                            queries=s["e2e_queries"], kind=kind, layout=layout, output=folder)
@@ -263,7 +273,7 @@ def end_to_end(s: dict[str, Any], tmp: Path, log: Callable[[str], None]) -> dict
             out[f"{label}_timings"] = json.loads((folder / "summary.json").read_text())[
                 "timings_s"]  # the last round's phases
         log(f"  round {r + 1}: " + ", ".join(
-            f"{'bare ray.init + shutdown' if label == 'bare_ray' else 'ppknn run ' + label} "
+            f"{_E2E_NAMES.get(label, 'ppknn run ' + label)} "
             f"{samples[label][-1]:.1f} s" for label in labels))
     for label in labels:
         out[f"{label}_s"] = statistics.median(samples[label])
@@ -278,7 +288,19 @@ def end_to_end(s: dict[str, Any], tmp: Path, log: Callable[[str], None]) -> dict
         out[f"{label}_over_inprocess"] = statistics.median(over)
         log(f"  (ppknn run {label} - bare) / in-process: median {statistics.median(minus):.2f} "
             f"over {len(minus)} rounds ({minus[0]:.2f}-{minus[-1]:.2f})")
+        with_actors = sorted((ray_s - bare_s) / local_s for ray_s, bare_s, local_s in
+                             zip(samples[label], samples["bare_ray_actors"],
+                                 samples["inprocess"]))
+        out[f"{label}_minus_bare_actors_over_inprocess"] = statistics.median(with_actors)
+        out[f"{label}_minus_bare_actors_over_inprocess_range"] = [with_actors[0],
+                                                                  with_actors[-1]]
+        log(f"  (ppknn run {label} - bare with {actors_n} actors) / in-process: median "
+            f"{statistics.median(with_actors):.2f} ({with_actors[0]:.2f}-{with_actors[-1]:.2f})")
     return out
+
+
+_E2E_NAMES = {"bare_ray": "bare ray.init + shutdown",
+              "bare_ray_actors": "bare ray.init + empty actors + shutdown"}
 
 
 class _Bare:
@@ -583,6 +605,8 @@ def _plot(result: dict[str, Any], path: Path) -> None:
         bars.append((f"run ray-{layout}\n(−bare)/inproc",
                      e2e[f"ray-{layout}_minus_bare_over_inprocess"],
                      1.15 if layout == "hosted" else None))
+        bars.append((f"run ray-{layout}\n(−bare+actors)/inproc",
+                     e2e[f"ray-{layout}_minus_bare_actors_over_inprocess"], None))
     a = result["actors"]
     bars += [("actor start\n/bare", a["start_ratio"], 1.3),
              ("actor call\n/bare", a["call_ratio"], 1.5)]
