@@ -34,14 +34,15 @@ class Counter:
         return Message("r", "count", round, -1, self.me, self.to, "v", {"v": v})
 
 
-def _runtime(*, block=None, fault=None, timeout=30.0, secure=True):
+def _runtime(*, block=None, fault=None, timeout=30.0, secure=True, **context):
+    """Three counters in a ring; ``context`` adds to the run context (default: no record)."""
     names = ["p0", "p1", "p2"]
     specs = [PartySpec(n, Counter, {"me": n, "to": names[(i + 1) % 3],
                                     "block_s": (block or {}).get(n, 0.0)})
              for i, n in enumerate(names)]
     rt = InProcessRuntime()
     rt.start(specs, RunContext(run_id="r", secure_channels=secure, fault=fault,
-                               party_timeout_s=timeout, record=False))
+                               party_timeout_s=timeout, **({"record": False} | context)))
     return rt, names
 
 
@@ -108,15 +109,8 @@ def test_raise_in_a_queued_batch_is_raised_at_fetch_in_call_order():
 
 
 def _recording_runtime(tmp_path, *, block=None, fault=None, timeout=30.0, **context):
-    names = ["p0", "p1", "p2"]
-    specs = [PartySpec(n, Counter, {"me": n, "to": names[(i + 1) % 3],
-                                    "block_s": (block or {}).get(n, 0.0)})
-             for i, n in enumerate(names)]
-    rt = InProcessRuntime()
-    rt.start(specs, RunContext(run_id="r", secure_channels=True, fault=fault,
-                               party_timeout_s=timeout, transcript_dir=str(tmp_path / "t"),
-                               **context))
-    return rt, names
+    return _runtime(block=block, fault=fault, timeout=timeout, record=True,
+                    transcript_dir=str(tmp_path / "t"), **context)
 
 
 def _journaled(tmp_path):
