@@ -704,7 +704,7 @@ class NeighbourBlocks:
                 part = local_topk(cached[0], k)  # the prefix holds the k smallest
             else:
                 part = local_topk(self._full(i)[0], k)
-            if (len(self.blocks) == 1 and len(q_idx) == n_q and part.dtype == np.float64
+            if (len(self.blocks) == 1 and _every_row(q_idx, n_q) and part.dtype == np.float64
                     and part.flags.c_contiguous and part.flags.writeable):
                 return part  # one block holding the whole batch, in query order
             if v is None:
@@ -730,13 +730,15 @@ class NeighbourBlocks:
             yield q_idx, dist, rows
 
 
+def _every_row(index: np.ndarray, n: int) -> bool:
+    """Whether ``index`` is ``0, 1, ..., n - 1`` (every row, in order)."""
+    return len(index) == n and (n == 0 or (index[0] == 0 and index[-1] == n - 1
+                                           and np.array_equal(index, np.arange(n))))
+
+
 def _rows(a: np.ndarray, index: np.ndarray) -> np.ndarray:
     """``a[index]``; ``a`` itself when ``index`` is every row in order (no copy)."""
-    n = len(index)
-    if n == len(a) and (n == 0 or (index[0] == 0 and index[-1] == n - 1
-                                   and np.array_equal(index, np.arange(n)))):
-        return a
-    return a[index]
+    return a if _every_row(index, len(a)) else a[index]
 
 
 __all__ = ["WEIGHTINGS", "RingDataOwner"]
