@@ -29,6 +29,7 @@ import functools
 import hashlib
 import json
 import os
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -403,6 +404,7 @@ class TranscriptRecorder:
         self._digests: dict[str, str] = {}  # part name -> SHA-256 of its bytes
         self._count = 0
         self._closed = False
+        self._last_beat: float | None = None  # when a host's step last beat (monotonic)
         self.totals = CommunicationTotals()
 
     def append(self, records: Iterable[dict[str, Any]]) -> int:
@@ -477,6 +479,17 @@ class TranscriptRecorder:
     def ping(self) -> int:
         """Records received so far (a liveness probe for a recorder in another process)."""
         return self._count
+
+    def beat(self) -> None:
+        """A host's running step made progress (:mod:`core.progress`).
+
+        The Ray runtime's hosts send their beats here, to the one actor they all talk to.
+        """
+        self._last_beat = time.monotonic()
+
+    def last_beat(self) -> float | None:
+        """Seconds since the last :meth:`beat`, measured here (None when none came)."""
+        return None if self._last_beat is None else time.monotonic() - self._last_beat
 
     def flush(self) -> None:
         """Write buffered records as one complete Parquet part (and drop its journal)."""

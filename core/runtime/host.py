@@ -6,7 +6,8 @@ a Ray actor. For every call it
 
 1. opens incoming messages (authenticates and decrypts them when channels
    are on; checks receiver and sequence number either way),
-2. runs the party's step,
+2. runs the party's step (its progress beats going where the runtime said,
+   :mod:`core.progress`),
 3. stamps, records and seals the outgoing messages.
 
 Records go to the transcript recorder through a *recorder client* in
@@ -36,6 +37,7 @@ from typing import Any, Protocol
 from ppknn.core.channels import Envelope, SecureEndpoint, make_endpoint
 from ppknn.core.errors import ConfigError, PartyFailure, PpknnError, ProtocolError
 from ppknn.core.messages import Message, PartyId, encode_arrays
+from ppknn.core.progress import beats_to
 from ppknn.core.runtime.concurrency import CallStamps, make_concurrent_endpoint
 from ppknn.core.transcript import make_record
 
@@ -268,6 +270,7 @@ class PartyHost:
         record_batch_bytes: int = 8 << 20,
         fault: FaultPlan | None = None,
         on_kill: Callable[[PartyId], None] = _exit_process,
+        beats: Callable[[], None] | None = None,
     ) -> None:
         if record_batch < 1:
             raise ConfigError(f"record_batch must be >= 1, got {record_batch}")
@@ -282,6 +285,7 @@ class PartyHost:
         self.fault = fault
         self._fault_count = 0
         self._on_kill = on_kill
+        self._beats = beats  # where a step's progress beats go (core.progress)
         self._stop = threading.Event()  # set when the runtime abandons this host
         self._reordered: dict[tuple[PartyId, PartyId], int] = {}
         self._fired = False  # a message fault fires once
@@ -382,7 +386,11 @@ class PartyHost:
         try:
             if fault is not None:
                 self._before_step(party_id, method, fault, endpoint, args)
-            result = getattr(party, method)(*opened)
+            if self._beats is None:
+                result = getattr(party, method)(*opened)
+            else:
+                with beats_to(self._beats):
+                    result = getattr(party, method)(*opened)
         except PpknnError:
             raise  # the framework's own errors say what happened (e.g. IntegrityError)
         except Exception as exc:  # noqa: BLE001 - any other failure inside a party: one path

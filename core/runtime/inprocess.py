@@ -16,6 +16,9 @@ from ppknn.core.runtime.base import CallRecord, Progress, RunContext, Runtime
 from ppknn.core.runtime.host import NullRecorder, PartyHost, PartySpec, check_outputs
 from ppknn.core.transcript import TranscriptRecorder
 
+_running = threading.local()
+"""Per worker thread: ``batch``, the :class:`_Batch` it runs."""
+
 
 @dataclass(slots=True)
 class LocalRef:
@@ -124,7 +127,7 @@ class InProcessRuntime(Runtime):
                              record_batch=1,
                              fault=context.fault if context.fault and
                              context.fault.party == spec.party_id else None,
-                             on_kill=self._killed)
+                             on_kill=self._killed, beats=self._beat)
             keys[spec.party_id] = host.add_party(spec)
             self.hosts[spec.party_id] = host
             self._parties.append(spec.party_id)
@@ -208,6 +211,16 @@ class InProcessRuntime(Runtime):
                     self._hand_over()
                 if batch.cancelled:
                     self._worker = None  # stuck in the hung call; the next batch gets a new one
+
+    def _beat(self) -> None:
+        """A running step's progress beat: its call's clock starts again.
+
+        The batch is the one this thread runs (an abandoned call still running
+        on its old thread restarts nobody's clock).
+        """
+        batch = getattr(_running, "batch", None)
+        if batch is not None:
+            batch.restart_clock()
 
     def _hand_over(self) -> None:
         if isinstance(self._client, _DirectRecorder):
@@ -305,8 +318,9 @@ class _Worker:
 class _Batch:
     """Queued calls run in order by one worker thread, watched by the driver.
 
-    The worker stamps the start of each call; the driver sleeps until the
-    batch ends or the running call's deadline passes. Under ``_guard`` the
+    The worker stamps the start of each call (a progress beat stamps it
+    again); the driver sleeps until the batch ends or the running call's
+    deadline passes. Under ``_guard`` the
     driver either sees the call finished or cancels the batch (the worker
     then discards that call's outcome and runs nothing more).
     """
@@ -326,6 +340,7 @@ class _Batch:
     def run(self) -> None:
         """Run the calls (on the worker thread); releases the driver when done or cancelled."""
         calls, guard = self.calls, self._guard
+        _running.batch = self  # where this thread's progress beats go
         self.started = time.monotonic()
         try:
             i = self.index
@@ -342,6 +357,12 @@ class _Batch:
                     self.started = time.monotonic()
         finally:
             self._done.release()
+
+    def restart_clock(self) -> None:
+        """The running call made progress (a beat): its deadline is ``timeout`` from now."""
+        with self._guard:
+            if not self.cancelled:
+                self.started = time.monotonic()
 
     def wait(self, timeout: float) -> int:
         """Wait for the batch; returns the index to resume from (``len(calls)``: all done)."""

@@ -13,7 +13,10 @@ polls with :func:`ray.wait`; when something fails it walks the chain in
 call order to find the first failed call: a dead actor becomes
 :class:`~core.errors.PartyFailure` naming the party, an exception raised
 by a step is re-raised as is, and a chain with no progress for
-``party_timeout_s`` fails naming the party it is stuck on.
+``party_timeout_s`` fails naming the party it is stuck on. Progress is a call
+that completes or a step's beat (:mod:`core.progress`): hosts send
+beats to the recorder, and a chain whose time is up asks it how long ago
+the last one came.
 
 A party whose spec has ``max_concurrency > 1`` gets a host actor of its own
 in either layout, created as a *threaded* actor with that
@@ -47,6 +50,8 @@ RECORDER = RECORDER_NAME
 ``placement`` (custom resources of the node it must run on; Ray's choice without one)."""
 RECORDER_PROBE_S = 0.5
 """How often, at most, a wait on the parties also checks that the recorder is alive."""
+BEAT_WAIT_S = 10.0
+"""How long, at most, a call's deadline waits for the recorder to say when a step last beat."""
 RECORDER_GRACE_S = 1.0
 """How long a recorder found dead gives the pending calls to fail too (a node lost with the
 recorder and parties on it names a party, not the recorder)."""
@@ -120,6 +125,20 @@ def check_cluster_answers(address: str, *, timeout_s: float = CONNECT_TIMEOUT_S)
         raise ConfigError(f"runtime.address = {given!r}: no Ray cluster answers at {target} "
                           f"({why}); {_HOW_TO_START}") from None
     return target
+
+
+class _Beats:
+    """Where a host actor's progress beats go: the recorder actor (picklable: holds its handle).
+
+    Every host already talks to the recorder; the driver asks it
+    (:meth:`~core.transcript.TranscriptRecorder.last_beat`) when a call's time is up.
+    """
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def __call__(self) -> None:
+        self.handle.beat.remote()
 
 
 class RayRecorderClient:
@@ -311,6 +330,7 @@ class RayRuntime(Runtime):
                 secure_channels=context.secure_channels,
                 record_batch=context.record_batch,
                 record_batch_bytes=context.record_batch_bytes, fault=fault,
+                beats=_Beats(self.recorder),
             )
             index = len(self.host_members)
             self.host_members.append(names)
@@ -563,7 +583,12 @@ class RayRuntime(Runtime):
                                    f"the transcript recorder died (actor died) while "
                                    f"{here.party!r} ran {here.method!r}; the transcript it "
                                    "had received is kept")
-            if not ready and time.monotonic() - last_progress > timeout * remaining[0].work:
+            allowed = timeout * remaining[0].work if remaining else timeout
+            if not ready and time.monotonic() - last_progress > allowed:
+                beat_age = self._beat_age(allowed)
+                if beat_age is not None and beat_age < allowed:  # a step is still working
+                    last_progress = max(last_progress, time.monotonic() - beat_age)
+                    continue
                 self._consumed.clear()
                 stuck = remaining[0]
                 self._raise_first_failure(pending)
@@ -586,6 +611,15 @@ class RayRuntime(Runtime):
             last = pending[-1] if pending else CallRecord((), "?", "?", "", -1)
             raise PartyFailure(last.party, last.protocol, last.round,
                                f"{type(exc).__name__}: {exc}") from exc
+
+    def _beat_age(self, timeout: float) -> float | None:
+        """Seconds since a host's step last beat (None: no beat, or no answer in time)."""
+        if self.recorder is None:
+            return None
+        try:
+            return ray.get(self.recorder.last_beat.remote(), timeout=min(timeout, BEAT_WAIT_S))
+        except (RayError, GetTimeoutError):
+            return None
 
     def _recorder_alive(self) -> bool:
         """Whether the recorder actor still answers (checked every :data:`RECORDER_PROBE_S`).

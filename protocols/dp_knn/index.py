@@ -48,6 +48,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 from scipy.spatial.distance import cdist
 
+from ppknn.core.progress import beat
 from ppknn.protocols.dp_knn.validation import check_training
 
 PAIR_BLOCK = 1 << 18
@@ -213,11 +214,13 @@ def _brute_counts(x: np.ndarray, t2: np.ndarray, layout: _Layout
         cuts = np.searchsorted(group[order], np.arange(len(keys) + 1))
         for g in range(len(keys)):
             for rows in _blocks(order[cuts[g]:cuts[g + 1]], len(X), block):
+                beat()  # counts over many rows take seconds: the step is still working
                 s = _block_distances(x[rows], layout, dist[:len(rows)])
                 for j, t in enumerate(keys[g].tolist()):
                     compare(s, rows, j, t)
         return out, unsure
     for rows in _blocks(np.arange(q), len(X), block):
+        beat()
         s = _block_distances(x[rows], layout, dist[:len(rows)])
         for j in range(n_t):
             compare(s, rows, j, t2[rows, j:j + 1])
@@ -387,6 +390,7 @@ class LabelIndex:
         xx = (X**2).sum(1)
         step = max(1, chunk // max(1, len(X)))
         for start in range(0, len(x), step):
+            beat()
             q = x[start:start + step]
             d2 = np.maximum((q**2).sum(1)[:, None] + xx[None, :] - 2.0 * (q @ X.T), 0.0)
             slot = np.searchsorted(radii, np.sqrt(d2).ravel(), side="left")

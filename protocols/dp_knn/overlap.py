@@ -39,6 +39,8 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 from scipy.spatial.distance import cdist
 
+from ppknn.core.progress import beat
+
 EDGE_SLACK = 1e-9
 """Relative slack on ``r_i + r_j`` (floating-point safety; adds edges only)."""
 
@@ -128,6 +130,7 @@ def overlap_edges(x: np.ndarray, r: np.ndarray) -> np.ndarray:
     rmax = [float(r[m].max()) for m in members]
     found = []
     for a in range(len(keys)):
+        beat()
         for b in range(a, len(keys)):
             reach = (rmax[a] + rmax[b]) * (1.0 + EDGE_SLACK)
             local = _bucket_pairs(trees[a], trees[b], reach, same=a == b)
@@ -182,6 +185,7 @@ def _all_pair_edges(x: np.ndarray, r: np.ndarray) -> np.ndarray:
     sure_ok = bool(q and r.min() >= 1.0 / _SAFE and r.max() <= _SAFE
                    and np.abs(x).max() <= _SAFE)
     for start in range(0, q - 1, rows):
+        beat()  # a big request's graph takes seconds: the step is still working
         stop = min(q - 1, start + rows)
         i = np.arange(start, stop)
         j = np.arange(start + 1, q)
