@@ -1,7 +1,7 @@
 """DP owner scaling: interactive DP k-NN, the current code beside the previous one.
 
 Run:  python benchmarks/bench_dp_owner_scaling.py [--cases phoneme:1000,phoneme:10000,adult:1000]
-      [--repeats 3] [--no-previous] [--profile]
+      [--repeats 3] [--no-previous] [--profile] [--deadline SECONDS]
 
 Each case: a min-max-normalised dataset split 75/25 (seed 0); the queries are the
 held-out rows, and when more are asked than are held out, held-out rows drawn with
@@ -22,7 +22,9 @@ It prints the ratios to scikit-learn, the time per query, the clique search's wo
 seconds, a digest of the answer (labels, radii, sensitivities; equal for every answer of
 the run, else ``repeatable`` is False) to compare runs on other machines or under load,
 and whether the answers are equal to the previous code's (run with its 5 s clique time
-bound). ``--profile`` prints
+bound). ``--deadline S`` also answers once with the search under the old
+semantics (no budget, an S-second wall-clock cap) and prints that answer's digest and
+clique bound (``deadline_*``): it depends on the machine's speed and load. ``--profile`` prints
 a cProfile summary of one cold answer per case.
 """
 
@@ -82,13 +84,14 @@ def _timed(fn):
     return time.perf_counter() - t0, out
 
 
-def run_case(name: str, q: int, repeats: int, previous: bool, profile: bool) -> dict:
+def run_case(name: str, q: int, repeats: int, previous: bool, profile: bool,
+             deadline: float | None = None) -> dict:
     Xtr, ytr, c, x = _data(name, q)
     bounds = DomainBounds(np.zeros(x.shape[1]), np.ones(x.shape[1]))
 
-    def answer(index):
+    def answer(index, **limits):
         return classify_knn(index, x, 30, algorithm="interactive", epsilon=1.0,
-                            rng=np.random.default_rng(1), bounds=bounds)
+                            rng=np.random.default_rng(1), bounds=bounds, **limits)
 
     row: dict = {"case": f"{name}:{q}", "features": x.shape[1], "train": len(Xtr)}
     cold, (index, res) = _timed(lambda: (lambda i: (i, answer(i)))(
@@ -98,6 +101,10 @@ def run_case(name: str, q: int, repeats: int, previous: bool, profile: bool) -> 
     row["warm_s"] = statistics.median(t for t, _ in warm)
     digests = {_digest(r) for r in [res, *(r for _, r in warm)]}
     row.update(digest=min(digests), repeatable=len(digests) == 1)
+    if deadline is not None:
+        old = answer(index, work_limit=None, time_limit_s=deadline)
+        row.update(deadline_digest=_digest(old), deadline_bound=int(old.rn.sensitivity.max()),
+                   deadline_exact=bool(old.rn.exact.all()))
     # phases of one answer (the same steps classify_knn takes)
     fresh = LabelIndex(Xtr, ytr, n_classes=c)
     t_conv, conv = _timed(lambda: convert_interactive(
@@ -135,12 +142,14 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-previous", action="store_true")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--deadline", type=float, default=None)
     args = ap.parse_args()
     rows = []
     with threadpool_limits(limits=1):
         for case in args.cases.split(","):
             name, q = case.split(":")
-            row = run_case(name, int(q), args.repeats, not args.no_previous, args.profile)
+            row = run_case(name, int(q), args.repeats, not args.no_previous, args.profile,
+                           args.deadline)
             rows.append(row)
             print(row, flush=True)
     print(f"\n{'case':<16}{'cold s':>8}{'warm s':>8}{'prev s':>8}{'sk s':>7}"
