@@ -786,6 +786,22 @@ def _test_size(n: int, folds: int) -> int:
     return n // folds
 
 
+def _dataset_facts(name: str, ds: Any, rows: list[dict[str, Any]], test: int
+                   ) -> dict[str, Any]:
+    """The report's facts about one dataset: its shape, radii and budget over its runs."""
+    mine = [r for r in rows if r["dataset"] == name and "epsilon_spent" in r]
+    released = [r["radius"] for r in rows if r["dataset"] == name and r["figure"] == "rn"
+                and r["classifier"] == "proposed"]
+    rule = [r["radius"] for r in rows if r["dataset"] == name and r["figure"] == "rn"
+            and r["classifier"] == "non-private"]
+    return {"rows": len(ds.y), "features": ds.X.shape[1], "classes": ds.n_classes,
+            "source": STAND_INS.get(name, f"{name}.csv from the data directory"),
+            "radius": float(np.mean(released)), "radius_rule": float(np.mean(rule)),
+            "train": len(ds.y) - test, "test": test, "runs": len(mine),
+            "budget": float(sum(r["epsilon_budget"] for r in mine)),
+            "spent": float(sum(r["epsilon_spent"] for r in mine))}
+
+
 def run(output: Path, *, quick: bool, runtime: str, report: Path,
         log: Callable[[str], None] | None = None) -> Path:
     """Run the reproduction (module docstring); returns the report's path.
@@ -822,20 +838,7 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path,
     studies: list[dict[str, Any]] = []
     bench: dict[str, float] = {}
     for name in s.datasets:
-        ds = raw[name]
-        mine = [r for r in rows if r["dataset"] == name and "epsilon_spent" in r]
-        released = [r["radius"] for r in rows if r["dataset"] == name and r["figure"] == "rn"
-                    and r["classifier"] == "proposed"]
-        rule = [r["radius"] for r in rows if r["dataset"] == name and r["figure"] == "rn"
-                and r["classifier"] == "non-private"]
-        facts[name] = {"rows": len(ds.y), "features": ds.X.shape[1],
-                       "classes": ds.n_classes,
-                       "source": STAND_INS.get(name, f"{name}.csv from the data directory"),
-                       "radius": float(np.mean(released)), "radius_rule": float(np.mean(rule)),
-                       "train": len(ds.y) - smallest[name], "test": smallest[name],
-                       "runs": len(mine),
-                       "budget": float(sum(r["epsilon_budget"] for r in mine)),
-                       "spent": float(sum(r["epsilon_spent"] for r in mine))}
+        facts[name] = _dataset_facts(name, raw[name], rows, smallest[name])
         if name in LOW_DIMENSIONAL or name == "phoneme":
             data = load_experiment_data(name, seed=s.seed)
             splits = kfold(len(data.y), s.folds,
