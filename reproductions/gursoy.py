@@ -52,6 +52,7 @@ from ppknn.simulations.reporting import (
     write_rows,
 )
 from ppknn_reproductions.experiments.dp_knn import (
+    DEFAULT_CLIQUE_WORK,
     PAPER_DATASETS,
     STAND_INS,
     benchmark,
@@ -98,7 +99,7 @@ class Settings:
     weight: float = 0.5
     radius_target: float = 10.0
     radius_epsilon: float = 1.0
-    clique_time_limit_s: float = 2.0
+    clique_work_limit: int = DEFAULT_CLIQUE_WORK
     audit_samples: int = 200_000
     grid_sizes: tuple[int, ...] = (2, 4, 6, 8, 10, 14, 20)
     bench_queries: int = 1000
@@ -108,7 +109,7 @@ class Settings:
 FULL = Settings()
 QUICK = Settings(folds_run=1, repeats=1, rn_sizes=(50, 200), conv_epsilons=(0.1, 1.0),
                  knn_ks=(10, 30), audit_samples=20_000, grid_sizes=(4, 8), bench_queries=300,
-                 clique_time_limit_s=0.5)
+                 clique_work_limit=DEFAULT_CLIQUE_WORK // 4)
 
 
 # ------------------------------------------------------------------ grids
@@ -126,7 +127,7 @@ def _base(s: Settings, protocol: dict[str, Any], data_dir: Path) -> dict[str, An
     return {"data": {"folds": s.folds, "shuffle": False, "scale": "minmax",
                      "data_dir": str(data_dir)},
             "parties": {"n": 1, "analysts": 1},
-            "protocol": {"name": "dp-knn", "clique_time_limit_s": s.clique_time_limit_s,
+            "protocol": {"name": "dp-knn", "clique_work_limit": s.clique_work_limit,
                          **protocol}}
 
 
@@ -656,7 +657,8 @@ def build_report(*, rows: list[dict[str, Any]], s: Settings, quick: bool, runtim
         text=("Mean sensitivity (clique size of an instance's component) against the "
               "baseline's |X| [95% t interval over the runs: folds × repetitions × ε, whose "
               "released radii differ], the released radius, and the share of instances whose "
-              f"clique size was exact (search limit {s.clique_time_limit_s:g} s per batch; "
+              f"clique size was exact (search budget {s.clique_work_limit:,} work units per "
+              "batch, deterministic; "
               "otherwise a valid upper bound was used).",),
         tables=(Table.from_rows("mcs", (
             {"dataset": d, "batch size": n,
@@ -784,6 +786,22 @@ def _test_size(n: int, folds: int) -> int:
     return n // folds
 
 
+def _dataset_facts(name: str, ds: Any, rows: list[dict[str, Any]], test: int
+                   ) -> dict[str, Any]:
+    """The report's facts about one dataset: its shape, radii and budget over its runs."""
+    mine = [r for r in rows if r["dataset"] == name and "epsilon_spent" in r]
+    released = [r["radius"] for r in rows if r["dataset"] == name and r["figure"] == "rn"
+                and r["classifier"] == "proposed"]
+    rule = [r["radius"] for r in rows if r["dataset"] == name and r["figure"] == "rn"
+            and r["classifier"] == "non-private"]
+    return {"rows": len(ds.y), "features": ds.X.shape[1], "classes": ds.n_classes,
+            "source": STAND_INS.get(name, f"{name}.csv from the data directory"),
+            "radius": float(np.mean(released)), "radius_rule": float(np.mean(rule)),
+            "train": len(ds.y) - test, "test": test, "runs": len(mine),
+            "budget": float(sum(r["epsilon_budget"] for r in mine)),
+            "spent": float(sum(r["epsilon_spent"] for r in mine))}
+
+
 def run(output: Path, *, quick: bool, runtime: str, report: Path,
         log: Callable[[str], None] | None = None) -> Path:
     """Run the reproduction (module docstring); returns the report's path.
@@ -820,20 +838,7 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path,
     studies: list[dict[str, Any]] = []
     bench: dict[str, float] = {}
     for name in s.datasets:
-        ds = raw[name]
-        mine = [r for r in rows if r["dataset"] == name and "epsilon_spent" in r]
-        released = [r["radius"] for r in rows if r["dataset"] == name and r["figure"] == "rn"
-                    and r["classifier"] == "proposed"]
-        rule = [r["radius"] for r in rows if r["dataset"] == name and r["figure"] == "rn"
-                and r["classifier"] == "non-private"]
-        facts[name] = {"rows": len(ds.y), "features": ds.X.shape[1],
-                       "classes": ds.n_classes,
-                       "source": STAND_INS.get(name, f"{name}.csv from the data directory"),
-                       "radius": float(np.mean(released)), "radius_rule": float(np.mean(rule)),
-                       "train": len(ds.y) - smallest[name], "test": smallest[name],
-                       "runs": len(mine),
-                       "budget": float(sum(r["epsilon_budget"] for r in mine)),
-                       "spent": float(sum(r["epsilon_spent"] for r in mine))}
+        facts[name] = _dataset_facts(name, raw[name], rows, smallest[name])
         if name in LOW_DIMENSIONAL or name == "phoneme":
             data = load_experiment_data(name, seed=s.seed)
             splits = kfold(len(data.y), s.folds,
@@ -845,7 +850,7 @@ def run(output: Path, *, quick: bool, runtime: str, report: Path,
             if name == "phoneme":
                 bench = benchmark(data, train, test, radius=facts[name]["radius"],
                                   queries=s.bench_queries, seed=s.seed,
-                                  time_limit_s=s.clique_time_limit_s)
+                                  work_limit=s.clique_work_limit)
     audits = run_audits(samples=s.audit_samples, seed=s.seed)
     run_name = f"{command(quick=quick, runtime=runtime)}, {runtime} runtime"
     figures = write_figures(rows, s, output, run=run_name)

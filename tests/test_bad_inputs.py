@@ -168,6 +168,9 @@ TABLE = {
         ("protocol.radius_epsilon", 0.0), ("protocol.k", 0), ("protocol.batches", 0),
         ("protocol.weight", 0.0), ("protocol.weight", 1.0), ("protocol.weight", 1.5),
         ("protocol.candidates", 0), ("protocol.clique_time_limit_s", 0.0),
+        ("protocol.clique_work_limit", 0), ("protocol.clique_work_limit", -1),
+        ("protocol.clique_work_limit", 1.5),
+        ("protocol.clique_work_limit", "x"), ("protocol.clique_work_limit", True),
         ("protocol.count_share", 1.5), ("protocol.gamma", -1.0), ("parties.analysts", 0),
     ],
     "dp-nb": [

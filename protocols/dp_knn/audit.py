@@ -81,7 +81,7 @@ def overlap_scenario(*, clique: int = 3, far: int = 3) -> AuditScenario:
     without = LabelIndex(X, y, n_classes=2)
     with_record = LabelIndex(np.vstack([X, [[0.0, 0.0]]]), np.append(y, 1), n_classes=2)
     return AuditScenario(without=without, with_record=with_record, x=x, r=r,
-                         plan=plan_rn(x, r, time_limit_s=5.0))
+                         plan=plan_rn(x, r))
 
 
 def audit_rn(scenario: AuditScenario, *, algorithm: str, epsilon: float, n_samples: int,

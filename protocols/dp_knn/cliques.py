@@ -1,11 +1,14 @@
-"""Maximum clique size per connected component, exactly under a time bound.
+"""Maximum clique size per connected component, exactly under a work budget.
 
 The proposed r-N classifier calibrates its noise to ``MCS(G_sub)``, the
 clique number of each connected component of the region overlap graph
 (Lemma 3: no training point lies in more test regions than that). Maximum
-clique is NP-hard, so the search runs under a wall-clock deadline and any
-component it cannot finish gets a **valid upper bound** instead -- a larger
-value only adds noise, so privacy never depends on the search finishing.
+clique is NP-hard, so the search runs under a **deterministic work budget**
+and any component it cannot finish gets a **valid upper bound** instead -- a
+larger value only adds noise, so privacy never depends on the search
+finishing, and the bound reached depends on the graph and the budget only,
+never on the machine's speed or load: the same seed gives the same answer
+everywhere.
 
 Per component:
 
@@ -26,43 +29,83 @@ Per component:
    the end; ``find_cliques`` enumerates every maximal clique), so the
    search is written here and checked against ``networkx.max_weight_clique``
    in the tests.
-4. The deadline is checked at every node of the search. On expiry the
+4. The budget is checked at every node of the search. On exhaustion the
    component's value is ``min(colours, degeneracy + 1, partial)``, where
    ``partial = max(best, c)`` and c is the colour bound of the top-level
    branch being searched: every clique not yet ruled out lies among the
    top-level vertices not yet taken out, whose clique number is at most c.
 
-Each component records which path it took (:data:`METHODS`).
+Work units
+----------
+The search counts its work in units proportional to its cost and
+independent of the clock. With ``w = (n + 63) // 64`` the length in 64-bit
+words of a bitset of the component's ``n`` vertices (every set operation of
+the search is on such a bitset):
+
+* each node of the search (one branch on one vertex: one intersection) costs ``w``;
+* each colour sort of a candidate set ``p`` costs ``popcount(p) * w`` (one
+  intersection per vertex coloured), charged before it runs.
+
+The search stops as soon as the units spent exceed ``work_limit``. The budget
+is shared by the components of one graph, searched largest first (the rest
+of the budget passes on to the next). The preparation (degeneracy ordering,
+colouring, greedy clique) is deterministic and is not counted.
+:data:`DEFAULT_CLIQUE_WORK` (3×10^8) is calibrated on the phoneme 10,000-query
+graph of ``benchmarks/bench_dp_owner_scaling.py``: its search runs at
+1.6-1.8×10^8 units/s on the 2-core development machine, so the budget costs
+1.6-1.9 s of search there (``docs/benchmarks/dp-owner-scaling.md``).
+
+An optional wall-clock cap (``time_limit_s``, off by default) also stops
+the search; setting it makes the released answers depend on the machine's
+speed and load whenever it is the limit that stops a component.
+
+Each component records which path it took (:data:`METHODS`), the work it
+spent and which limit, if any, stopped it (:data:`STOPS`).
 
 Examples
 --------
 >>> import numpy as np
 >>> from ppknn.protocols.dp_knn.overlap import overlap_graph
 >>> x = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, 0.8], [9.0, 9.0]])
->>> res = clique_bounds(overlap_graph(x, np.full(4, 0.6)), time_limit_s=1.0)
+>>> res = clique_bounds(overlap_graph(x, np.full(4, 0.6)))
 >>> res.size.tolist(), res.exact.tolist(), [METHODS[m] for m in res.method]
 ([3, 1], [True, True], ['complete', 'single'])
+>>> res.work.tolist(), [STOPS[t] for t in res.stop]
+([0, 0], ['none', 'none'])
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from numbers import Integral, Real
 
 import numpy as np
 
+from ppknn.core.errors import ConfigError
 from ppknn.protocols.dp_knn.overlap import OverlapGraph
 
 METHODS = (
     "single",  # 0: one vertex
     "complete",  # 1: a complete component
     "exact",  # 2: the decomposed search finished (or met the upper bound)
-    "bound:colouring",  # 3: deadline; the greedy colouring bound was the smallest
-    "bound:degeneracy",  # 4: deadline; degeneracy + 1 was the smallest
-    "bound:partial-search",  # 5: deadline; max(best, colour bound of the open top branch)
+    "bound:colouring",  # 3: search stopped; the greedy colouring bound was the smallest
+    "bound:degeneracy",  # 4: search stopped; degeneracy + 1 was the smallest
+    "bound:partial-search",  # 5: search stopped; max(best, colour bound of the open top branch)
 )
 """Path codes recorded per component (index into this tuple)."""
+
+STOPS = (
+    "none",  # 0: the search finished (or was not needed)
+    "work",  # 1: the work budget ran out
+    "time",  # 2: the optional wall-clock cap passed
+)
+"""Which limit stopped a component's search (index into this tuple)."""
+
+DEFAULT_CLIQUE_WORK = 300_000_000
+"""Default work budget of the clique search of one graph (units: module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -80,15 +123,30 @@ class CliqueBounds:
         ``(C,)`` int64: the largest clique found (a lower bound).
     method:
         ``(C,)`` int8 index into :data:`METHODS`.
+    work:
+        ``(C,)`` int64: work units the search spent on each component.
+    stop:
+        ``(C,)`` int8 index into :data:`STOPS`: the limit that stopped the search.
+    work_limit:
+        The work budget of the whole graph (``None``: none).
+    time_limit_s:
+        The wall-clock cap (``None``: none).
     seconds:
-        Wall time of the whole computation.
+        Wall time of the whole computation (not deterministic; for reports).
+    search_seconds:
+        Of which the searches themselves (not deterministic; for reports).
     """
 
     size: np.ndarray
     exact: np.ndarray
     lower: np.ndarray
     method: np.ndarray
+    work: np.ndarray
+    stop: np.ndarray
+    work_limit: int | None
+    time_limit_s: float | None
     seconds: float
+    search_seconds: float
 
     def counts(self) -> dict[str, int]:
         """How many components took each path."""
@@ -107,6 +165,9 @@ _SCAN_MAX = 3000
 _SCAN_PER_EDGE = 256
 """Above :data:`_SCAN_MAX`, the scan is kept while ``n**2 <= this * (2 * edges)`` (a
 vectorised scan step costs about that many times less per vertex than a bucket move)."""
+
+_clock = time.perf_counter
+"""The clock of the optional wall-clock cap (and of the reported seconds); nothing else reads it."""
 
 _DONE = np.iinfo(np.int64).max // 2
 """Degree key of a vertex already taken out (above any real degree, even after decrements)."""
@@ -235,8 +296,39 @@ def _outside(nbrs: list[int]) -> list[int]:
     return [full & ~(b | (1 << v)) for v, b in enumerate(nbrs)]
 
 
-class _Timeout(Exception):
-    """The search's deadline passed."""
+class _Stopped(Exception):
+    """A limit stopped the search; ``stop`` is its index into :data:`STOPS`."""
+
+    def __init__(self, stop: int) -> None:
+        super().__init__(STOPS[stop])
+        self.stop = stop
+
+
+class _Limits:
+    """The work budget of one graph (shared by its components) and the optional clock cap."""
+
+    def __init__(self, work_limit: int | None, deadline: float | None) -> None:
+        self.left = math.inf if work_limit is None else work_limit
+        self.deadline = deadline
+        self.spent = 0
+        self.charges = 0
+        self.search_seconds = 0.0
+
+    def charge(self, units: int) -> None:
+        """Spend ``units`` of work; :class:`_Stopped` when the budget (or the cap) is out.
+
+        A charge larger than what is left is not spent and empties the budget, so no
+        later search (of this component or the next) goes on.
+        """
+        if units > self.left:
+            self.left = 0
+            raise _Stopped(1)
+        self.left -= units
+        self.spent += units
+        if self.deadline is not None:
+            self.charges += 1
+            if self.charges % 64 == 0 and _clock() > self.deadline:
+                raise _Stopped(2)
 
 
 def _colour_sort(p: int, outside: list[int], lowest: int) -> tuple[list[int], list[int]]:
@@ -271,17 +363,17 @@ def _colour_sort(p: int, outside: list[int], lowest: int) -> tuple[list[int], li
 class _Search:
     """Branch and bound for the clique number on a bitset graph (Tomita & Seki 2003)."""
 
-    def __init__(self, nbrs: list[int], best: int, target: int, deadline: float,
+    def __init__(self, nbrs: list[int], best: int, target: int, limits: _Limits,
                  outside: list[int] | None = None) -> None:
-        self.nbrs, self.best, self.target, self.deadline = nbrs, best, target, deadline
+        self.nbrs, self.best, self.target, self.limits = nbrs, best, target, limits
         self.outside = _outside(nbrs) if outside is None else outside
-        self.ticks = 0
+        self.words = (len(nbrs) + 63) // 64  # 64-bit words of one bitset
         self.top_bound = target  # colour bound of the top-level branch being searched
 
-    def _tick(self) -> None:
-        self.ticks += 1
-        if self.ticks % 64 == 0 and time.perf_counter() > self.deadline:
-            raise _Timeout
+    def _sort(self, p: int, lowest: int) -> tuple[list[int], list[int]]:
+        """:func:`_colour_sort`, charged one bitset operation per vertex of ``p``."""
+        self.limits.charge(p.bit_count() * self.words)
+        return _colour_sort(p, self.outside, lowest)
 
     def expand(self, size: int, p: int, top: bool = False) -> None:
         """Search the candidates ``p`` below a clique of ``size`` (MCQ's EXPAND).
@@ -291,8 +383,8 @@ class _Search:
         coloured vertices from the highest colour down, and the search visits the same
         nodes in the same order as the recursion would.
         """
-        outside, nbrs = self.outside, self.nbrs
-        verts, cols = _colour_sort(p, outside, self.best - size + 1)
+        nbrs, charge, words = self.nbrs, self.limits.charge, self.words
+        verts, cols = self._sort(p, self.best - size + 1)
         # frame: [size, candidates, vertices, colours, next index, top level]
         stack = [[size, p, verts, cols, len(verts) - 1, top]]
         while stack:
@@ -305,11 +397,11 @@ class _Search:
                 continue
             if top:
                 self.top_bound = cols[i]
-            self._tick()
+            charge(words)  # one node
             v = verts[i]
             child = p & nbrs[v]
             if child:
-                c_verts, c_cols = _colour_sort(child, outside, self.best - size)
+                c_verts, c_cols = self._sort(child, self.best - size)
                 stack.append([size + 1, child, c_verts, c_cols, len(c_verts) - 1, False])
                 continue
             if size + 1 > self.best:
@@ -357,16 +449,17 @@ def _greedy_clique(nbrs: list[int], m: np.ndarray | None = None) -> int:
         score -= m[gone[0]] if len(gone) == 1 else m[gone].sum(axis=0)
 
 
-def _component_bound(indptr: np.ndarray, indices: np.ndarray, deadline: float
-                     ) -> tuple[int, bool, int, int]:
-    """(size, exact, lower, method) for one component with >= 3 vertices (CSR, local ids)."""
+def _component_bound(indptr: np.ndarray, indices: np.ndarray, limits: _Limits
+                     ) -> tuple[int, bool, int, int, int]:
+    """(size, exact, lower, method, stop) for one component with >= 3 vertices (CSR, local ids)."""
     order, degeneracy = _degeneracy_order(indptr, indices)
     smallest_last = order[::-1]
     nbrs = _bitsets(smallest_last, indptr, indices)  # bit i = i-th vertex, smallest-last
-    return _search_bound(nbrs, degeneracy, None, deadline)
+    return _search_bound(nbrs, degeneracy, None, limits)
 
 
-def _component_bound_dense(adj: np.ndarray, deadline: float) -> tuple[int, bool, int, int]:
+def _component_bound_dense(adj: np.ndarray, limits: _Limits
+                           ) -> tuple[int, bool, int, int, int]:
     """:func:`_component_bound` of a component given as a dense boolean adjacency matrix.
 
     The same steps on the same graph: the degeneracy ordering of the scan
@@ -382,26 +475,29 @@ def _component_bound_dense(adj: np.ndarray, deadline: float) -> tuple[int, bool,
     m = adj[smallest_last][:, smallest_last]  # row/column i = i-th vertex, smallest-last
     packed = np.packbits(m, axis=1, bitorder="little")
     nbrs = [int.from_bytes(row.tobytes(), "little") for row in packed]
-    return _search_bound(nbrs, degeneracy, m, deadline)
+    return _search_bound(nbrs, degeneracy, m, limits)
 
 
-def _search_bound(nbrs: list[int], degeneracy: int, m: np.ndarray | None, deadline: float
-                  ) -> tuple[int, bool, int, int]:
+def _search_bound(nbrs: list[int], degeneracy: int, m: np.ndarray | None, limits: _Limits
+                  ) -> tuple[int, bool, int, int, int]:
     """Steps 2-4 of the module docstring on the bitset graph ``nbrs`` (smallest-last order)."""
     outside = _outside(nbrs)
     colours = _colour_count(outside)  # = _greedy_colours(smallest_last, indptr, indices)
     ub = min(colours, degeneracy + 1)
     start = max(2, _greedy_clique(nbrs, m)) if 2 < ub and len(nbrs) <= _GREEDY_MAX else 2
-    search = _Search(nbrs, best=start, target=ub, deadline=deadline, outside=outside)
+    search = _Search(nbrs, best=start, target=ub, limits=limits, outside=outside)
+    t0 = _clock()
     try:
         if search.best < ub:
             search.expand(0, (1 << len(nbrs)) - 1, top=True)
-    except _Timeout:
+    except _Stopped as stopped:
         partial = max(search.best, search.top_bound)
         options = ((colours, 3), (degeneracy + 1, 4), (partial, 5))
         size, method = min(options, key=lambda t: (t[0], t[1]))
-        return size, False, search.best, method
-    return search.best, True, search.best, 2
+        return size, False, search.best, method, stopped.stop
+    finally:
+        limits.search_seconds += _clock() - t0
+    return search.best, True, search.best, 2, 0
 
 
 def _induced(indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray
@@ -423,19 +519,48 @@ def _induced(indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray
     return sub_indptr, local[indices[at]]
 
 
-def clique_bounds(graph: OverlapGraph, *, time_limit_s: float = 5.0) -> CliqueBounds:
+def _check_limits(work_limit: object, time_limit_s: object) -> tuple[int | None, float | None]:
+    """The checked limits of :func:`clique_bounds`.
+
+    ``work_limit``: an int >= 1 or ``None``; ``time_limit_s``: a number >= 0 or
+    ``None``; anything else is a :class:`ConfigError` naming the value and what is
+    allowed.
+    """
+    if work_limit is not None and (isinstance(work_limit, bool)
+                                   or not isinstance(work_limit, Integral) or work_limit < 1):
+        raise ConfigError(f"clique work_limit = {work_limit!r}; allowed: an integer >= 1 "
+                          "(work units) or None (no budget)")
+    if time_limit_s is not None and (isinstance(time_limit_s, bool)
+                                     or not isinstance(time_limit_s, Real)
+                                     or math.isnan(time_limit_s) or time_limit_s < 0):
+        raise ConfigError(f"clique time_limit_s = {time_limit_s!r}; allowed: a number of "
+                          "seconds >= 0 or None (no wall-clock cap)")
+    return (None if work_limit is None else int(work_limit),
+            None if time_limit_s is None else float(time_limit_s))
+
+
+def clique_bounds(graph: OverlapGraph, *, work_limit: int | None = DEFAULT_CLIQUE_WORK,
+                  time_limit_s: float | None = None) -> CliqueBounds:
     """Clique number (or a valid upper bound) of every component of ``graph``.
 
     Parameters
     ----------
     graph:
         The region overlap graph.
+    work_limit:
+        Work budget of the whole graph (units: module docstring; default
+        :data:`DEFAULT_CLIQUE_WORK`); components are searched largest first and
+        those left when it runs out get an upper bound. ``None``: no budget.
+        The result depends on the graph and this budget only.
     time_limit_s:
-        Wall-clock budget for the whole graph; components are searched
-        largest first and those left when it runs out get an upper bound.
+        Optional wall-clock cap of the whole graph's search, off (``None``) by
+        default. Setting it makes the result -- hence the noise scale and the
+        released answers -- depend on the machine's speed and load whenever the
+        cap, not the budget, stops a search.
     """
-    start = time.perf_counter()
-    deadline = start + float(time_limit_s)
+    start = _clock()
+    work_limit, time_limit_s = _check_limits(work_limit, time_limit_s)
+    limits = _Limits(work_limit, None if time_limit_s is None else start + time_limit_s)
     n_comp = graph.n_components
     comp = graph.component
     sizes = np.bincount(comp, minlength=n_comp).astype(np.int64)
@@ -444,6 +569,8 @@ def clique_bounds(graph: OverlapGraph, *, time_limit_s: float = 5.0) -> CliqueBo
     size = sizes.copy()
     exact = np.ones(n_comp, dtype=bool)
     method = np.where(sizes == 1, 0, 1).astype(np.int8)
+    work = np.zeros(n_comp, dtype=np.int64)
+    stop = np.zeros(n_comp, dtype=np.int8)
     hard = np.flatnonzero(n_edges < sizes * (sizes - 1) // 2)  # not complete
     lower = size.copy()
     if hard.size:
@@ -457,6 +584,7 @@ def clique_bounds(graph: OverlapGraph, *, time_limit_s: float = 5.0) -> CliqueBo
         csr: tuple[np.ndarray, np.ndarray] | None = None
         for c in hard[np.argsort(-sizes[hard], kind="stable")]:
             nodes = members[cuts[c]:cuts[c + 1]]  # ascending: local ids keep the vertex order
+            spent = limits.spent
             if len(nodes) <= _DENSE_MAX:
                 local[nodes] = np.arange(len(nodes))
                 e = edges[edge_cuts[c]:edge_cuts[c + 1]]
@@ -464,13 +592,16 @@ def clique_bounds(graph: OverlapGraph, *, time_limit_s: float = 5.0) -> CliqueBo
                 li, lj = local[e[:, 0]], local[e[:, 1]]
                 adj[li, lj] = True
                 adj[lj, li] = True
-                s, ex, lo, m = _component_bound_dense(adj, deadline)
+                out = _component_bound_dense(adj, limits)
             else:
                 csr = graph.csr() if csr is None else csr
-                s, ex, lo, m = _component_bound(*_induced(csr[0], csr[1], nodes), deadline)
-            size[c], exact[c], lower[c], method[c] = s, ex, lo, m
-    return CliqueBounds(size=size, exact=exact, lower=lower, method=method,
-                        seconds=time.perf_counter() - start)
+                out = _component_bound(*_induced(csr[0], csr[1], nodes), limits)
+            size[c], exact[c], lower[c], method[c], stop[c] = out
+            work[c] = limits.spent - spent
+    return CliqueBounds(size=size, exact=exact, lower=lower, method=method, work=work,
+                        stop=stop, work_limit=work_limit, time_limit_s=time_limit_s,
+                        seconds=_clock() - start,
+                        search_seconds=limits.search_seconds)
 
 
-__all__ = ["METHODS", "CliqueBounds", "clique_bounds"]
+__all__ = ["DEFAULT_CLIQUE_WORK", "METHODS", "STOPS", "CliqueBounds", "clique_bounds"]

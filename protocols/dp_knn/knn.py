@@ -43,7 +43,7 @@ from ppknn.protocols.dp_knn.conversion import (
 )
 from ppknn.protocols.dp_knn.index import LabelIndex
 from ppknn.protocols.dp_knn.rn import (
-    DEFAULT_CLIQUE_TIME_S,
+    DEFAULT_CLIQUE_WORK,
     RNResult,
     classify_rn,
     exponential_labels,
@@ -87,7 +87,8 @@ def classify_knn(index: LabelIndex, x: Any, k: Any, *, algorithm: str, epsilon: 
                  candidates: int = 10, gamma: float | None = None, count_share: float = 0.05,
                  grid: NoisyGrid | None = None,
                  mode: RandomnessMode | str = RandomnessMode.REPRODUCIBLE,
-                 time_limit_s: float = DEFAULT_CLIQUE_TIME_S) -> KNNResult:
+                 work_limit: int | None = DEFAULT_CLIQUE_WORK,
+                 time_limit_s: float | None = None) -> KNNResult:
     """Classify the batch ``(x, k)`` ε-DP with ``algorithm`` (see the module docstring).
 
     Parameters
@@ -106,6 +107,8 @@ def classify_knn(index: LabelIndex, x: Any, k: Any, *, algorithm: str, epsilon: 
         w in ``(0, 1)``: the conversion's share of ε.
     candidates, gamma, count_share, grid:
         Conversion parameters (:mod:`~protocols.dp_knn.conversion`).
+    work_limit, time_limit_s:
+        Limits of the r-N step's clique search (:func:`~protocols.dp_knn.rn.plan_rn`).
     """
     if algorithm not in KNN_ALGORITHMS:
         raise ConfigError(f"unknown k-NN algorithm {algorithm!r}; allowed: {list(KNN_ALGORITHMS)}")
@@ -129,7 +132,7 @@ def classify_knn(index: LabelIndex, x: Any, k: Any, *, algorithm: str, epsilon: 
                                       gamma=gamma, count_share=count_share, grid=grid, mode=mode)
     eps_rn = math.inf if eps == math.inf else eps - eps_conv
     rn = classify_rn(index, x, conv.radii, algorithm="proposed", epsilon=eps_rn, rng=rng,
-                     mode=mode, time_limit_s=time_limit_s)
+                     mode=mode, work_limit=work_limit, time_limit_s=time_limit_s)
     spent = eps if eps == math.inf else conv.epsilon + eps_rn
     return KNNResult(labels=rn.labels, epsilon=spent, conversion=conv, rn=rn)
 

@@ -20,7 +20,7 @@ Algorithms
     components (disjoint parts of the data: ε each, parallel composition),
     and Laplace noise of scale ``MCS(G_sub)/ε`` in component ``G_sub``
     (:mod:`~protocols.dp_knn.cliques`; an upper bound where the clique search
-    ran out of time). Components sharing a noise scale are released by one
+    ran out of its deterministic work budget). Components sharing a noise scale are released by one
     Laplace call (the block's sensitivity is the largest of theirs).
 
 Each classifier returns the argmax of the noisy counts (lowest label on a
@@ -52,13 +52,12 @@ import numpy as np
 from ppknn.core.dp import ExponentialMechanism, Laplace
 from ppknn.core.errors import ConfigError
 from ppknn.core.rng import RandomnessMode
-from ppknn.protocols.dp_knn.cliques import CliqueBounds, clique_bounds
+from ppknn.protocols.dp_knn.cliques import DEFAULT_CLIQUE_WORK, CliqueBounds, clique_bounds
 from ppknn.protocols.dp_knn.index import LabelIndex
 from ppknn.protocols.dp_knn.overlap import OverlapGraph, overlap_graph
 from ppknn.protocols.dp_knn.validation import check_privacy, check_queries, check_radii
 
 RN_ALGORITHMS = ("proposed", "baseline-laplace", "baseline-exponential")
-DEFAULT_CLIQUE_TIME_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -87,12 +86,18 @@ class RNPlan:
         return self.cliques.exact[self.graph.component]
 
 
-def plan_rn(x: np.ndarray, r: Any, *, time_limit_s: float = DEFAULT_CLIQUE_TIME_S) -> RNPlan:
-    """Build the overlap graph of ``(x, r)`` and bound each component's clique number."""
+def plan_rn(x: np.ndarray, r: Any, *, work_limit: int | None = DEFAULT_CLIQUE_WORK,
+            time_limit_s: float | None = None) -> RNPlan:
+    """Build the overlap graph of ``(x, r)`` and bound each component's clique number.
+
+    ``work_limit`` and ``time_limit_s`` are :func:`~protocols.dp_knn.cliques.clique_bounds`'s
+    (a deterministic work budget; an optional, machine-dependent wall-clock cap).
+    """
     x = check_queries(x)
     radii = check_radii(r, len(x))
     graph = overlap_graph(x, radii)
-    return RNPlan(graph=graph, cliques=clique_bounds(graph, time_limit_s=time_limit_s))
+    return RNPlan(graph=graph, cliques=clique_bounds(graph, work_limit=work_limit,
+                                                     time_limit_s=time_limit_s))
 
 
 def laplace_labels(counts: np.ndarray, sensitivity: np.ndarray, epsilon: float, rng: Any,
@@ -176,7 +181,8 @@ def release_rn(counts: np.ndarray, *, algorithm: str, epsilon: float, rng: Any,
 def classify_rn(index: LabelIndex, x: Any, r: Any, *, algorithm: str, epsilon: float,
                 rng: Any, mode: RandomnessMode | str = RandomnessMode.REPRODUCIBLE,
                 plan: RNPlan | None = None,
-                time_limit_s: float = DEFAULT_CLIQUE_TIME_S) -> RNResult:
+                work_limit: int | None = DEFAULT_CLIQUE_WORK,
+                time_limit_s: float | None = None) -> RNResult:
     """Classify the batch ``(x, r)`` ε-DP with ``algorithm`` (see the module docstring).
 
     Parameters
@@ -194,6 +200,8 @@ def classify_rn(index: LabelIndex, x: Any, r: Any, *, algorithm: str, epsilon: f
     plan:
         A plan of this very batch computed earlier (the proposed algorithm
         computes it otherwise).
+    work_limit, time_limit_s:
+        Limits of the clique search when the plan is computed here (:func:`plan_rn`).
     """
     if algorithm not in RN_ALGORITHMS:
         raise ConfigError(f"unknown r-N algorithm {algorithm!r}; allowed: {list(RN_ALGORITHMS)}")
@@ -202,7 +210,8 @@ def classify_rn(index: LabelIndex, x: Any, r: Any, *, algorithm: str, epsilon: f
     radii = check_radii(r, len(x))
     q = len(x)
     if algorithm == "proposed":
-        plan = plan if plan is not None else plan_rn(x, radii, time_limit_s=time_limit_s)
+        plan = plan if plan is not None else plan_rn(x, radii, work_limit=work_limit,
+                                                      time_limit_s=time_limit_s)
         if plan.graph.n != q:
             raise ConfigError(f"the plan covers {plan.graph.n} instances, the batch has {q}")
     counts = index.radius_counts(x, radii)
@@ -216,7 +225,7 @@ def classify_rn(index: LabelIndex, x: Any, r: Any, *, algorithm: str, epsilon: f
 
 
 __all__ = [
-    "DEFAULT_CLIQUE_TIME_S",
+    "DEFAULT_CLIQUE_WORK",
     "RN_ALGORITHMS",
     "RNPlan",
     "RNResult",

@@ -53,7 +53,7 @@ from ppknn.protocols.dp_knn.driver import ask
 from ppknn.protocols.dp_knn.index import LabelIndex
 from ppknn.protocols.dp_knn.parties import analyst_spec, dp_owner_spec
 from ppknn.protocols.dp_knn.protocol import Answer, Query
-from ppknn.protocols.dp_knn.rn import classify_rn
+from ppknn.protocols.dp_knn.rn import DEFAULT_CLIQUE_WORK, classify_rn
 from ppknn.simulations.reporting import jsonio
 
 PAPER_DATASETS = ("banana", "phoneme", "banknote", "thyroid")
@@ -184,7 +184,7 @@ class FoldPlan:
     repeats: int
     weight: float = 0.5
     radius_target: float = 10.0
-    clique_time_limit_s: float = 2.0
+    clique_work_limit: int = DEFAULT_CLIQUE_WORK
 
 
 @dataclass
@@ -247,7 +247,7 @@ def _ask_all(data: ExperimentData, Xtr: np.ndarray, ytr: np.ndarray, queries: li
                             classes=list(range(data.n_classes)),
                             lower=np.zeros(Xtr.shape[1]), upper=np.ones(Xtr.shape[1]),
                             epsilon=budget, run_id=run_id, seed=seed,
-                            clique_time_limit_s=plan.clique_time_limit_s),
+                            clique_work_limit=plan.clique_work_limit),
               analyst_spec(party_id="analyst", owner="owner", run_id=run_id)],
              RunContext(run_id=run_id, record=False, party_timeout_s=600))
     try:
@@ -350,7 +350,8 @@ def run_audits(*, samples: int, seed: int, epsilon: float = 1.0) -> list[dict[st
 
 
 def benchmark(data: ExperimentData, train: np.ndarray, test: np.ndarray, *, radius: float,
-              queries: int, seed: int, time_limit_s: float) -> dict[str, float]:
+              queries: int, seed: int, work_limit: int = DEFAULT_CLIQUE_WORK
+              ) -> dict[str, float]:
     """Proposed r-N (graph, cliques, counts, noise) vs scikit-learn's r-N on one batch.
 
     Best of three, measured side by side in this process.
@@ -362,7 +363,7 @@ def benchmark(data: ExperimentData, train: np.ndarray, test: np.ndarray, *, radi
         rng = SeedPolicy(root=seed).generator("gursoy", "bench", rep)
         t0 = time.perf_counter()
         res = classify_rn(index, x, radius, algorithm="proposed", epsilon=1.0, rng=rng,
-                          time_limit_s=time_limit_s)
+                          work_limit=work_limit)
         t1 = time.perf_counter()
         RadiusNeighborsClassifier(radius=radius, outlier_label=0).fit(
             data.X[train], data.y[train]).predict(x)
@@ -384,6 +385,7 @@ __all__ = [
     "run_audits",
     "STAND_INS",
     "ExperimentData",
+    "DEFAULT_CLIQUE_WORK",
     "FoldPlan",
     "FoldResult",
     "calibrate_radius",

@@ -6,13 +6,14 @@ import numpy as np
 import pytest
 
 
-def owner_kwargs(*, epsilon=1.0, analyst_epsilon=None, seed=0, n=300, d=2, mode="reproducible"):
+def owner_kwargs(*, epsilon=1.0, analyst_epsilon=None, seed=0, n=300, d=2, mode="reproducible",
+                 **extra):
     rng = np.random.default_rng(99)
     X = rng.random((n, d))
     y = np.where(X[:, 0] + 0.2 * rng.normal(size=n) > 0.5, "forged", "genuine")
     return dict(party_id="owner", X=X, y=y, classes=["forged", "genuine"], lower=np.zeros(d),
                 upper=np.ones(d), epsilon=epsilon, analyst_epsilon=analyst_epsilon,
-                run_id="run", seed=seed, mode=mode, clique_time_limit_s=5.0)
+                run_id="run", seed=seed, mode=mode, **extra)
 
 
 @pytest.fixture

@@ -14,8 +14,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from scipy import sparse
@@ -301,11 +299,8 @@ def _reference_greedy_clique(nbrs: list[int]) -> int:
     return size
 
 
-def _reference_clique_bounds(graph: OverlapGraph, time_limit_s: float = 30.0):
+def _reference_clique_bounds(graph: OverlapGraph):
     """clique_bounds as it was: scipy sub-matrices, greedy colouring by numpy, the CSR path."""
-    import time
-
-    deadline = time.perf_counter() + time_limit_s
     n_comp, comp = graph.n_components, graph.component
     sizes = np.bincount(comp, minlength=n_comp).astype(np.int64)
     n_edges = np.bincount(comp[graph.edges[:, 0]], minlength=n_comp) if len(graph.edges) \
@@ -330,7 +325,8 @@ def _reference_clique_bounds(graph: OverlapGraph, time_limit_s: float = 30.0):
         ub = min(colours, degeneracy + 1)
         nbrs = cliques._bitsets(smallest_last, indptr, indices)
         start = max(2, _reference_greedy_clique(nbrs)) if 2 < ub else 2
-        search = cliques._Search(nbrs, best=start, target=ub, deadline=deadline)
+        search = cliques._Search(nbrs, best=start, target=ub,
+                                 limits=cliques._Limits(None, None))
         if search.best < ub:
             search.expand(0, (1 << len(order)) - 1, top=True)
         size[c], exact[c], lower[c], method[c] = search.best, True, search.best, 2
@@ -344,7 +340,7 @@ def test_clique_bounds_are_the_reference_bounds(seed):
     x = rng.random((q, d)) * rng.choice([1.0, 3.0, 10.0])
     r = rng.uniform(0.05, 0.6, q) * rng.choice([0.3, 1.0], q)
     g = overlap_graph(x, r)
-    got = clique_bounds(g, time_limit_s=30.0)
+    got = clique_bounds(g, work_limit=None)
     want = _reference_clique_bounds(g)
     for a, b in zip((got.size, got.exact, got.lower, got.method), want):
         np.testing.assert_array_equal(a, b)
@@ -359,8 +355,8 @@ def test_dense_and_csr_component_paths_agree(seed):
     adj = sparse.csr_matrix(dense)
     adj.sort_indices()
     indptr, indices = adj.indptr.astype(np.int64), adj.indices.astype(np.int64)
-    assert cliques._component_bound_dense(dense, math.inf) == \
-        cliques._component_bound(indptr, indices, math.inf)
+    assert cliques._component_bound_dense(dense, cliques._Limits(None, None)) == \
+        cliques._component_bound(indptr, indices, cliques._Limits(None, None))
     order, _ = cliques._degeneracy_order(indptr, indices)
     nbrs = cliques._bitsets(order[::-1], indptr, indices)
     assert cliques._colour_count(cliques._outside(nbrs)) == \

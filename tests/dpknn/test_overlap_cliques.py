@@ -69,7 +69,7 @@ def _true_clique_numbers(g: OverlapGraph) -> np.ndarray:
 def test_clique_numbers_are_exact_on_geometric_graphs(seed, q, d):
     x, r = _batch(seed, q, d, spread=6.0)
     g = overlap_graph(x, r)
-    res = clique_bounds(g, time_limit_s=30.0)
+    res = clique_bounds(g)
     assert res.exact.all()
     np.testing.assert_array_equal(res.size, _true_clique_numbers(g))
     np.testing.assert_array_equal(res.lower, res.size)
@@ -83,7 +83,7 @@ def test_clique_numbers_are_exact_on_random_graphs(seed):
     edges = np.argwhere(upper)
     g = OverlapGraph(n=n, edges=edges, component=np.zeros(n, dtype=np.int64), n_components=1)
     assert nx.is_connected(_nx_graph(g))  # one component, as the graph says (seeded draws)
-    res = clique_bounds(g, time_limit_s=30.0)
+    res = clique_bounds(g)
     assert res.exact.all() and METHODS[res.method[0]] == "exact"
     assert res.size[0] == nx.max_weight_clique(_nx_graph(g), weight=None)[1]
 
@@ -103,7 +103,7 @@ def test_time_bound_falls_back_to_a_valid_upper_bound():
 
 def test_trivial_components_take_the_trivial_paths():
     x = np.array([[0.0], [1.0], [1.5], [10.0], [10.5], [11.0], [30.0]])
-    res = clique_bounds(overlap_graph(x, np.full(7, 0.6)), time_limit_s=1.0)
+    res = clique_bounds(overlap_graph(x, np.full(7, 0.6)))
     assert res.size.tolist() == [2, 3, 1]  # a path, a triangle, a lone region
     assert [METHODS[m] for m in res.method] == ["exact", "complete", "single"]
     assert res.exact.all()
@@ -151,7 +151,7 @@ def _check_claim(points, x, r, plan):
 def test_sensitivity_claim_one_dimension_exact(seed, q):
     """In 1-D pairwise intersecting intervals share a point, so max depth == clique number."""
     x, r = _batch(seed, q, 1, spread=8.0)
-    plan = plan_rn(x, r, time_limit_s=30.0)
+    plan = plan_rn(x, r)
     ends = np.concatenate([x[:, 0] - r, x[:, 0] + r])[:, None]
     depth = _check_claim(ends, x, r, plan)
     np.testing.assert_array_equal(depth, plan.cliques.size)
@@ -162,14 +162,14 @@ def test_sensitivity_claim_one_dimension_exact(seed, q):
 def test_sensitivity_claim_two_dimensions_exact_depth(seed, q):
     """Max depth of closed discs is attained at a centre or a pairwise boundary crossing."""
     x, r = _batch(seed, q, 2, spread=6.0)
-    plan = plan_rn(x, r, time_limit_s=30.0)
+    plan = plan_rn(x, r)
     _check_claim(_circle_vertices(x, r), x, r, plan)
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_sensitivity_claim_sampled_in_three_dimensions(seed):
     x, r = _batch(seed, 25, 3, spread=5.0)
-    plan = plan_rn(x, r, time_limit_s=30.0)
+    plan = plan_rn(x, r)
     rng = np.random.default_rng(seed)
     near = x[rng.integers(len(x), size=20_000)] + rng.normal(scale=1.0, size=(20_000, 3))
     _check_claim(near, x, r, plan)

@@ -136,14 +136,14 @@ def test_clique_bounds_are_the_previous_bounds(seed, monkeypatch):
                   float(rng.choice([0.03, 0.1, 0.3])))
     g = overlap.overlap_graph(x, r)
     ref = ref_cliques.clique_bounds(g, time_limit_s=600.0)
-    _same_bounds(cliques.clique_bounds(g, time_limit_s=600.0), ref)
+    _same_bounds(cliques.clique_bounds(g, work_limit=None), ref)
     # the sparse-matrix path with the degree scan (not the buckets) on big components
     monkeypatch.setattr(cliques, "_DENSE_MAX", 10)
     monkeypatch.setattr(cliques, "_SCAN_MAX", 10)
     monkeypatch.setattr(cliques, "_SCAN_PER_EDGE", 10**9)
-    _same_bounds(cliques.clique_bounds(g, time_limit_s=600.0), ref)
+    _same_bounds(cliques.clique_bounds(g, work_limit=None), ref)
     monkeypatch.setattr(cliques, "_SCAN_PER_EDGE", 0)  # ... and with the buckets
-    _same_bounds(cliques.clique_bounds(g, time_limit_s=600.0), ref)
+    _same_bounds(cliques.clique_bounds(g, work_limit=None), ref)
 
 
 def test_a_deep_clique_is_searched_without_recursion(monkeypatch):
@@ -155,7 +155,7 @@ def test_a_deep_clique_is_searched_without_recursion(monkeypatch):
     edges = np.stack([i[~drop], j[~drop]], 1).astype(np.int64)
     g = overlap.OverlapGraph(n=n, edges=edges, component=np.zeros(n, dtype=np.int64),
                              n_components=1)
-    res = cliques.clique_bounds(g, time_limit_s=600.0)
+    res = cliques.clique_bounds(g, work_limit=None)
     assert res.size.tolist() == [n - 100] and res.exact.tolist() == [True]
 
 
@@ -176,7 +176,7 @@ def test_a_broken_search_is_caught(monkeypatch):
         x, r = _batch(rng, 120, 2, 0.08)
         g = overlap.overlap_graph(x, r)
         ref = ref_cliques.clique_bounds(g, time_limit_s=600.0)
-        differ += not np.array_equal(cliques.clique_bounds(g, time_limit_s=600.0).size,
+        differ += not np.array_equal(cliques.clique_bounds(g, work_limit=None).size,
                                      ref.size)
     assert differ > 0
 
@@ -196,8 +196,7 @@ def test_interactive_knn_answers_are_the_previous_answers(d, n, q, seed, monkeyp
     monkeypatch.setattr(overlap, "BRUTE_FORCE_MAX", 100)  # the large-batch graph paths
     monkeypatch.setattr(cliques, "_DENSE_MAX", 150)  # and big components too
     got = classify_knn(LabelIndex(X, y, n_classes=2), x, 30, algorithm="interactive",
-                       epsilon=1.0, rng=np.random.default_rng(seed + 7), bounds=bounds,
-                       time_limit_s=600.0)
+                       epsilon=1.0, rng=np.random.default_rng(seed + 7), bounds=bounds)
     np.testing.assert_array_equal(got.radii, ref[1])
     np.testing.assert_array_equal(got.rn.sensitivity, ref[2])
     np.testing.assert_array_equal(got.labels, ref[0])

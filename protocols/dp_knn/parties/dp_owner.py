@@ -76,11 +76,25 @@ from ppknn.protocols.dp_knn.index import LabelIndex
 from ppknn.protocols.dp_knn.knn import classify_knn
 from ppknn.protocols.dp_knn.protocol import Answer, Query
 from ppknn.protocols.dp_knn.radius import choose_radius
-from ppknn.protocols.dp_knn.rn import DEFAULT_CLIQUE_TIME_S, RNPlan, classify_rn, plan_rn
+from ppknn.protocols.dp_knn.rn import DEFAULT_CLIQUE_WORK, RNPlan, classify_rn, plan_rn
 from ppknn.protocols.dp_knn.validation import encode_labels
 
 PLAN_CACHE = 32
 """Overlap-graph plans kept (least recently used dropped)."""
+
+
+def _clique_limits(work: object, seconds: object) -> tuple[int, float | None]:
+    """The owner's clique-search limits, checked (a :class:`ConfigError` naming the value)."""
+    if isinstance(work, bool) or not isinstance(work, (int, np.integer)) or work < 1:
+        raise ConfigError(f"clique_work_limit = {work!r}; allowed: an integer >= 1 (work units "
+                          "of the clique search per batch)")
+    if seconds is None:
+        return int(work), None
+    limit = check_real(seconds, "clique_time_limit_s")
+    if limit <= 0:
+        raise ConfigError(f"clique_time_limit_s = {seconds!r}; allowed: a number of seconds "
+                          "> 0, or none (no wall-clock cap)")
+    return int(work), limit
 
 
 class DPOwner(DPOwnerAPI):
@@ -106,8 +120,13 @@ class DPOwner(DPOwnerAPI):
         This party's provenance code.
     seed, mode:
         Root seed and randomness mode (``"secure"``: OS entropy and exact samplers).
+    clique_work_limit:
+        Deterministic work budget of the clique search per batch (an int >= 1;
+        :mod:`~protocols.dp_knn.cliques`): the answers depend on the seed only.
     clique_time_limit_s:
-        Time bound of the clique search per batch.
+        Optional wall-clock cap of the clique search per batch (``None``, the
+        default: none). Setting it makes the answers depend on the machine's
+        speed and load whenever the cap stops a search before the budget does.
     count_share:
         Share of a conversion's budget spent on the noisy ``|D|``.
     accountant:
@@ -121,7 +140,8 @@ class DPOwner(DPOwnerAPI):
                  lower: ArrayLike, upper: ArrayLike, epsilon: float,
                  delta: float = 0.0, analyst_epsilon: float | None = None, run_id: str,
                  index: int = 0, seed: int = 0, mode: str = RandomnessMode.REPRODUCIBLE.value,
-                 clique_time_limit_s: float = DEFAULT_CLIQUE_TIME_S,
+                 clique_work_limit: int = DEFAULT_CLIQUE_WORK,
+                 clique_time_limit_s: float | None = None,
                  count_share: float = 0.05, accountant: str | None = "auto") -> None:
         labels, cls = encode_labels(y, classes)
         X = np.asarray(X, dtype=np.float64)
@@ -140,10 +160,8 @@ class DPOwner(DPOwnerAPI):
                                     analyst_epsilon=analyst_epsilon, accountant=accountant)
         self.mode = RandomnessMode(mode)
         self._policy = SeedPolicy(root=seed, mode=self.mode)
-        limit = check_real(clique_time_limit_s, "clique_time_limit_s")
-        if limit <= 0:
-            raise ConfigError(f"clique_time_limit_s must be > 0, got {clique_time_limit_s!r}")
-        self.clique_time_limit_s = limit
+        self.clique_work_limit, self.clique_time_limit_s = _clique_limits(
+            clique_work_limit, clique_time_limit_s)
         self.count_share = count_share
         self._lock = threading.Lock()
         self._seen: set[tuple[str, int]] = set()
@@ -161,13 +179,14 @@ class DPOwner(DPOwnerAPI):
         """The data-free overlap analysis of one batch (cached)."""
         h = hashlib.sha256(np.ascontiguousarray(x).tobytes())
         h.update(np.ascontiguousarray(radius).tobytes())
-        h.update(repr((x.shape, self.clique_time_limit_s)).encode())
+        h.update(repr((x.shape, self.clique_work_limit, self.clique_time_limit_s)).encode())
         key = h.hexdigest()
         with self._lock:
             if key in self._plans:
                 self._plans.move_to_end(key)
                 return self._plans[key]
-        plan = plan_rn(x, radius, time_limit_s=self.clique_time_limit_s)
+        plan = plan_rn(x, radius, work_limit=self.clique_work_limit,
+                       time_limit_s=self.clique_time_limit_s)
         with self._lock:
             self._plans[key] = plan
             while len(self._plans) > PLAN_CACHE:
@@ -249,6 +268,7 @@ class DPOwner(DPOwnerAPI):
         if query.task == "rn":
             rn = classify_rn(self._index, query.x, query.radius, algorithm=query.algorithm,
                              epsilon=query.epsilon, rng=rng, mode=self.mode, plan=plan,
+                             work_limit=self.clique_work_limit,
                              time_limit_s=self.clique_time_limit_s)
             return _answer(rid, query.epsilon, rn.labels, query.radius, rn.sensitivity, rn.plan)
         if query.task == "convert":  # the ε-DP radii themselves (Figs. 10-11)
@@ -267,6 +287,7 @@ class DPOwner(DPOwnerAPI):
                            epsilon=query.epsilon, rng=rng, bounds=self.bounds,
                            weight=query.weight, candidates=query.candidates, gamma=query.gamma,
                            count_share=self.count_share, mode=self.mode,
+                           work_limit=self.clique_work_limit,
                            time_limit_s=self.clique_time_limit_s)
         q = query.n_queries
         if knn.rn is None:  # the baseline: ε/|X| per instance

@@ -67,7 +67,7 @@ from ppknn.protocols.dp_knn.parties.dp_owner import DPOwner
 from ppknn.protocols.dp_knn.plugin import attacks as attacks  # registers its attacks
 from ppknn.protocols.dp_knn.plugin import audit as audit_cases
 from ppknn.protocols.dp_knn.plugin import deviations as deviating
-from ppknn.protocols.dp_knn.rn import DEFAULT_CLIQUE_TIME_S, RN_ALGORITHMS
+from ppknn.protocols.dp_knn.rn import DEFAULT_CLIQUE_WORK, RN_ALGORITHMS
 from ppknn.simulations.knn import sklearn_knn
 from ppknn.simulations.prepare import PreparedData
 from ppknn.simulations.registry import (
@@ -125,8 +125,13 @@ class DPKNNConfig(ProtocolConfig):
     weight: float = Field(0.5, gt=0, lt=1, allow_inf_nan=False, strict=True)
     candidates: int = Field(10, ge=1, strict=True)
     gamma: float | None = Field(None, gt=0, le=MAX_GAMMA, allow_inf_nan=False, strict=True)
-    clique_time_limit_s: float = Field(DEFAULT_CLIQUE_TIME_S, gt=0, allow_inf_nan=False,
-                                       strict=True)
+    clique_work_limit: int = Field(DEFAULT_CLIQUE_WORK, ge=1, strict=True)
+    """Deterministic work budget of the clique search per batch (:mod:`protocols.dp_knn.cliques`):
+    where it runs out the noise is scaled to a valid upper bound; the answers depend on the
+    seed only."""
+    clique_time_limit_s: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
+    """Optional wall-clock cap of the clique search per batch (absent: none); setting it makes
+    the answers depend on the machine's speed and load."""
     count_share: float = Field(0.05, gt=0, lt=1, allow_inf_nan=False, strict=True)
 
     _epsilon_floor = field_validator("epsilon", "radius_epsilon")(epsilon_floor)
@@ -299,6 +304,7 @@ class DPKNN(ProtocolPlugin):
             lower=data.bounds.lower, upper=data.bounds.upper, epsilon=budget,
             delta=config.delta, analyst_epsilon=config.analyst_budget, run_id=data.run_id,
             index=0, seed=s.run.seed, mode=s.run.mode,
+            clique_work_limit=config.clique_work_limit,
             clique_time_limit_s=config.clique_time_limit_s, count_share=config.count_share,
             accountant=config.accountant)
         # one call per analyst at a time: serving all of them concurrently needs no more
