@@ -162,3 +162,17 @@ def test_the_dp_owners_long_loops_beat():
         index.ball_counts(rng.normal(size=(50, 9)), np.full((50, 2), 1.5))
         index.count_profile(rng.normal(size=(50, 9)), np.array([0.5, 1.0, 2.0]))
     assert seen.count("counts") >= 1
+
+
+def test_the_clique_search_beats():
+    """The degeneracy scan and the search beat: a search of seconds is progress."""
+    from ppknn.protocols.dp_knn.cliques import clique_bounds
+    from ppknn.protocols.dp_knn.overlap import overlap_graph
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(300, 2))
+    graph = overlap_graph(x, np.full(300, 0.25))
+    seen = []
+    with beats_to(lambda: seen.append(1)):
+        clique_bounds(graph, work_limit=None)
+    assert seen

@@ -85,6 +85,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from ppknn.core.errors import ConfigError
+from ppknn.core.progress import beat
 from ppknn.protocols.dp_knn.overlap import OverlapGraph
 
 METHODS = (
@@ -104,7 +105,7 @@ STOPS = (
 )
 """Which limit stopped a component's search (index into this tuple)."""
 
-DEFAULT_CLIQUE_WORK = 300_000_000
+DEFAULT_CLIQUE_WORK = 750_000_000
 """Default work budget of the clique search of one graph (units: module docstring)."""
 
 
@@ -198,6 +199,8 @@ def _degeneracy_scan(key: np.ndarray, drop: Callable[[np.ndarray, int], None]
     order = np.empty(n, dtype=np.int64)
     degeneracy = 0
     for t in range(n):
+        if t % 256 == 0:
+            beat()
         v = int(np.argmin(key))  # the lowest vertex of minimum remaining degree
         degeneracy = max(degeneracy, int(key[v]))
         order[t] = v
@@ -218,7 +221,9 @@ def _degeneracy_order_buckets(indptr: np.ndarray, indices: np.ndarray
     removed = [False] * n
     order: list[int] = []
     degeneracy = low = 0
-    for _ in range(n):
+    for t in range(n):
+        if t % 256 == 0:
+            beat()
         low = max(0, low - 1)
         while not buckets[low]:
             low += 1
@@ -325,9 +330,10 @@ class _Limits:
             raise _Stopped(1)
         self.left -= units
         self.spent += units
-        if self.deadline is not None:
-            self.charges += 1
-            if self.charges % 64 == 0 and _clock() > self.deadline:
+        self.charges += 1
+        if self.charges % 64 == 0:
+            beat()  # a long search is progress: the party timeout does not end it
+            if self.deadline is not None and _clock() > self.deadline:
                 raise _Stopped(2)
 
 
