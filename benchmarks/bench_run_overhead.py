@@ -3,6 +3,15 @@
 Run:  git worktree add --detach /tmp/ppknn-base <commit>
       python benchmarks/bench_run_overhead.py --old /tmp/ppknn-base [--rounds 4]
           [--out docs/benchmarks/run-overhead] [--sweep-runs 100] [--hosted]
+      python benchmarks/bench_run_overhead.py --profile CASE [--profile-out DIR]
+
+``--profile CASE``: where one cold ``ppknn run`` of CASE spends its time, without and
+with ``--plot``. Each is run four times, each in a fresh interpreter, after the project's
+missing bytecode is compiled (as a first import does): a warm-up, ``-X importtime``,
+under ``cProfile`` (``profile-CASE[-plot].pstats``, binary, git ignores it) and plain.
+``profile-CASE[-plot].txt`` reads them: wall and CPU time, the run's phases
+(``summary.json``), the heaviest top-level imports, own time by package and the top
+25 functions by cumulative and by own time.
 
 Each sample runs in a fresh interpreter (``--child``), alternating this checkout
 (``new``) and the ``--old`` tree (imported in place of the installed package), on
@@ -271,14 +280,222 @@ def _write(rows: list[dict], sweeps: dict[str, list[dict]], out: Path) -> None:
     plt.close(fig)
 
 
+# --- where a cold ``ppknn run`` spends its time (``--profile CASE``) ---------------------
+
+PHASES = ("prepare_s", "startup_s", "protocol_s", "recorded_s", "measure_s", "leakage_s",
+          "write_s", "plots_s")
+GROUPS = {"numpy": "numpy", "scipy": "scipy", "matplotlib": "matplotlib", "PIL": "matplotlib",
+          "ray": "ray", "sklearn": "scikit-learn", "pandas": "pandas", "pyarrow": "pyarrow",
+          "pydantic": "pydantic", "pydantic_core": "pydantic", "typer": "cli (typer, rich)",
+          "rich": "cli (typer, rich)", "click": "cli (typer, rich)"}
+def short_path(filename: str) -> str:
+    """A profiled file as a reader knows it: ``ppknn/core/x.py``, ``numpy/...``, ``stdlib/...``."""
+    if filename == "~" or filename.startswith("<"):
+        return filename
+    path = filename.replace("\\", "/")
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    root = str(ROOT).replace("\\", "/") + "/"
+    if path.startswith(root):
+        top, _, rest = path[len(root):].partition("/")
+        if top in ("core", "protocols", "parties", "simulations"):
+            return f"ppknn/{top}/{rest}"
+        return f"ppknn_reproductions/{rest}" if top == "reproductions" else f"{top}/{rest}"
+    head, sep, tail = path.partition("/lib/python3.")
+    return "stdlib/" + tail.split("/", 1)[1] if sep and "/" in tail else path
+
+
+def package_of(filename: str) -> str:
+    """The group a file's functions count their own time in (its short path's first part)."""
+    if filename == "~":
+        return "C functions called from C"
+    if filename.startswith(("<frozen importlib", "<frozen zipimport")):
+        return "import machinery"
+    parts = short_path(filename).split("/")
+    if parts[0] == "ppknn":
+        return "ppknn." + parts[1] if len(parts) > 2 else "ppknn (facade, cli)"
+    if parts[0] == "stdlib" or filename.startswith("<"):
+        return "python stdlib"
+    return GROUPS.get(parts[0], "other")
+
+
+def _label(func: tuple[str, int, str]) -> str:
+    filename, line, name = func
+    if filename == "~":
+        return name
+    text = f"{short_path(filename)}:{line} {name}"
+    return text if len(text) <= 62 else "..." + text[-59:]
+
+
+def _top(stats, key: int, n: int) -> list[str]:
+    """The ``n`` functions first by ``key`` (2 own, 3 cumulative) as aligned lines."""
+    rows = sorted(stats.stats.items(), key=lambda kv: kv[1][key], reverse=True)[:n]
+    lines = [f"{'cum s':>7} {'own s':>7} {'calls':>8}  function"]
+    for func, (_, calls, own, cum, _) in rows:
+        lines.append(f"{cum:7.3f} {own:7.3f} {calls:8d}  {_label(func)}")
+    return lines
+
+
+def package_totals(stats) -> dict[str, float]:
+    """Own time summed by the package of each function's file; a C function (no file) is
+    charged to its callers' packages, each the share it called. Adds up to the total."""
+    totals: dict[str, float] = {}
+
+    def add(group: str, seconds: float) -> None:
+        totals[group] = totals.get(group, 0.0) + seconds
+
+    for (filename, _, _), (_, _, own, _, callers) in stats.stats.items():
+        if filename != "~":
+            add(package_of(filename), own)
+            continue
+        for (caller_file, _, _), edge in callers.items():
+            add(package_of(caller_file), edge[2])
+        add("C functions called from C", own - sum(edge[2] for edge in callers.values()))
+    return dict(sorted(totals.items(), key=lambda kv: kv[1], reverse=True))
+
+
+def import_time_top(stderr: str, n: int = 15) -> list[tuple[float, float, str]]:
+    """The ``n`` heaviest top-level imports of a ``-X importtime`` log: (cumulative ms, own
+    ms, module), heaviest first. Nested imports (indented names) count in their parent's."""
+    rows = []
+    for line in stderr.splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        own, cum, name = line[len("import time:"):].split("|", 2)
+        if not own.strip().isdigit() or name.startswith("  "):
+            continue  # the header, or an import made while another was loading
+        rows.append((int(cum) / 1000, int(own) / 1000, name.strip()))
+    return sorted(rows, reverse=True)[:n]
+
+
+def _phase_lines(profiled: dict, plain: dict) -> list[str]:
+    lines = [f"{'phase':<11} {'unprofiled s':>12} {'profiled s':>11}"]
+    for key in PHASES:
+        if key in profiled or key in plain:
+            a, b = plain.get(key), profiled.get(key)
+            lines.append(f"{key[:-2]:<11} {a if a is not None else float('nan'):12.3f} "
+                         f"{b if b is not None else float('nan'):11.3f}")
+    lines.append(f"{'sum':<11} {sum(plain.get(k, 0) for k in PHASES):12.3f} "
+                 f"{sum(profiled.get(k, 0) for k in PHASES):11.3f}")
+    return lines
+
+
+def profile_report(stats_path: Path, meta: dict) -> str:
+    """The text report of one profiled run: whole-command times, the run's phases, imports,
+    own time by package and the top functions. ``meta``: ``title``, ``command``, ``load``,
+    ``plain`` / ``importtime`` / ``profiled`` (``wall_s``, ``cpu_s``), ``bare_s``,
+    ``timings`` / ``plain_timings`` (``timings_s``), ``imports`` (:func:`import_time_top`)."""
+    import pstats
+
+    stats = pstats.Stats(str(stats_path))
+    total = stats.total_tt
+    groups = package_totals(stats)
+    find = [v[3] for (f, _, name), v in stats.stats.items()
+            if f.startswith("<frozen importlib._bootstrap>") and name == "_find_and_load"]
+    plain, prof = meta["plain"], meta["profiled"]
+    phases_sum = sum(meta["plain_timings"].get(k, 0) for k in PHASES)
+    out = [meta["title"], f"command: {meta['command']}", f"load average: {meta['load']}",
+           f"bytecode: {meta.get('bytecode', '-')}", "",
+           "== whole command (fresh interpreter, timed from outside) ==",
+           f"unprofiled      wall {plain['wall_s']:6.2f} s  CPU {plain['cpu_s']:6.2f} s",
+           f"-X importtime   wall {meta['importtime']['wall_s']:6.2f} s  "
+           f"CPU {meta['importtime']['cpu_s']:6.2f} s",
+           f"cProfile        wall {prof['wall_s']:6.2f} s  CPU {prof['cpu_s']:6.2f} s  "
+           f"(inside the profiler {total:.2f} s)",
+           f"bare interpreter (python -c pass, median of 3) {meta['bare_s']:.3f} s", "",
+           "== the run's phases (summary.json timings_s) ==", *_phase_lines(
+               meta["timings"], meta["plain_timings"]),
+           f"unprofiled wall outside the phases (interpreter, imports, scenario, CLI, "
+           f"exit): {plain['wall_s'] - phases_sum:.2f} s", "",
+           "== imports ==",
+           f"cumulative under importlib's _find_and_load (cProfile): "
+           f"{max(find, default=0.0):.2f} s of {total:.2f} s",
+           "heaviest top-level imports (-X importtime; nested ones count in their parent):",
+           f"{'cum ms':>8} {'own ms':>7}  module",
+           *(f"{cum:8.1f} {own:7.1f}  {name}" for cum, own, name in meta["imports"]), "",
+           "== own time by package (cProfile; a C function counts in its caller's package; sums "
+           "to the profiled total) ==",
+           *(f"{sec:7.3f} s {100 * sec / total if total else 0:5.1f} %  {name}"
+             for name, sec in groups.items()),
+           f"{sum(groups.values()):7.3f} s  total (profiled {total:.3f} s)", "",
+           "== top 25 by cumulative time (cProfile) ==", *_top(stats, 3, 25), "",
+           "== top 25 by own time (cProfile) ==", *_top(stats, 2, 25)]
+    return "\n".join(out) + "\n"
+
+
+def _timed(cmd: list[str], cwd: Path) -> dict:
+    """Run ``cmd`` to its end: wall and CPU (user + system of the child) seconds, stderr."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, "COLUMNS": "100"})
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall_s": wall, "cpu_s": cpu, "stderr": done.stderr}
+
+
+def profile_case(case: str, out_dir: Path, plot: bool) -> Path:
+    """One cold ``ppknn run`` of ``case`` three ways (``-X importtime``, under cProfile,
+    plain), each a fresh interpreter; the ``.pstats`` and ``profile-CASE[-plot].txt``
+    go to ``out_dir``."""
+    name = f"profile-{case}{'-plot' if plot else ''}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from benchmarks.__main__ import _bytecode
+
+    code = _bytecode(True, lambda line: None)  # as an installed package has it (git ignores)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        args = _run_args(case, tmp, tmp / "out") + ["--plot" if plot else "--no-plot"]
+        py = [sys.executable]
+        _timed(py + ["-m", "ppknn", *args], tmp)  # warm-up: the same files in the page cache
+        imp = _timed(py + ["-X", "importtime", "-m", "ppknn", *args], tmp)
+        prof = _timed(py + ["-m", "cProfile", "-o", str(out_dir / f"{name}.pstats"),
+                            "-m", "ppknn", *args], tmp)
+        timings = json.loads((tmp / "out" / "summary.json").read_text())["timings_s"]
+        plain = _timed(py + ["-m", "ppknn", *args], tmp)
+        plain_timings = json.loads((tmp / "out" / "summary.json").read_text())["timings_s"]
+        bare = statistics.median(_timed(py + ["-c", "pass"], tmp)["wall_s"] for _ in range(3))
+    scenario = "the embedded quickstart, 4 owners, 190 queries" if CASES[case] is None else \
+        f"{case}.toml: bench_run_overhead.py's N64, runtime {CASES[case]}"
+    meta = {"title": f"ppknn run, cold, {case} ({'--plot' if plot else '--no-plot'}): "
+                     "where the time goes",
+            "command": "python -m ppknn " + " ".join(
+                a if not a.startswith(str(tmp)) else "TMP" + a[len(str(tmp)):] for a in args)
+            + f"   [{scenario}]",
+            "load": f"{load} (start) -> "
+                    + " ".join(f"{x:.2f}" for x in os.getloadavg()) + " (end)",
+            "plain": plain, "importtime": imp, "profiled": prof, "bare_s": bare,
+            "timings": timings, "plain_timings": plain_timings,
+            "bytecode": f"{code['compiled_now']} of {code['modules']} project modules compiled "
+                        "first (they had no cached bytecode); one unmeasured warm-up run",
+            "imports": import_time_top(imp["stderr"])}
+    path = out_dir / f"{name}.txt"
+    path.write_text(profile_report(out_dir / f"{name}.pstats", meta))
+    return path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--old", required=True, help="the other tree (e.g. a git worktree)")
+    ap.add_argument("--old", help="the other tree (e.g. a git worktree); required but with "
+                    "--profile")
     ap.add_argument("--rounds", type=int, default=4, help="old/new pairs, order alternated")
     ap.add_argument("--sweep-runs", type=int, default=100)
     ap.add_argument("--hosted", action="store_true", help="also n = 64 on local Ray (hosted)")
     ap.add_argument("--cases", nargs="+", choices=list(CASES), help="only these cases")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "run-overhead")
+    ap.add_argument("--profile", choices=list(CASES), metavar="CASE",
+                    help="profile one cold run of CASE (without and with --plot) instead")
+    ap.add_argument("--profile-out", type=Path, default=ROOT / "docs" / "benchmarks" /
+                    "run-overhead", help="where --profile writes profile-CASE*.txt/.pstats")
     ap.add_argument("--child", choices=["old", "new"], help=argparse.SUPPRESS)
     ap.add_argument("--mode", choices=["cli", "warm", "sweep"], help=argparse.SUPPRESS)
     ap.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
@@ -295,6 +512,12 @@ def main() -> None:
         else:
             print(json.dumps(child_sweep(int(args.rest[0]), args.child)))
         return
+    if args.profile:
+        for plot in (False, True):
+            print(f"wrote {profile_case(args.profile, args.profile_out, plot)}", flush=True)
+        return
+    if not args.old:
+        ap.error("--old is required (the tree to compare against), unless --profile")
     cases = args.cases or ["quickstart", "n64"] + (["n64-hosted"] if args.hosted else [])
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp_name:
