@@ -289,7 +289,7 @@ GROUPS = {"numpy": "numpy", "scipy": "scipy", "matplotlib": "matplotlib", "PIL":
           "ray": "ray", "sklearn": "scikit-learn", "pandas": "pandas", "pyarrow": "pyarrow",
           "pydantic": "pydantic", "pydantic_core": "pydantic", "typer": "cli (typer, rich)",
           "rich": "cli (typer, rich)", "click": "cli (typer, rich)"}
-WAITING = "waiting (lock, queue, sleep: another thread works meanwhile)"
+WAITING = "waiting (lock, queue, sleep)"
 WAITS = ("acquire' of '_thread.", "'get' of '_queue.", "time.sleep")
 """C functions a thread waits in; their time counts in :data:`WAITING`."""
 PROFILE_ALL_THREADS = """
@@ -365,15 +365,29 @@ def _label(func: tuple[str, int, str]) -> str:
     if filename == "~":
         return name
     text = f"{short_path(filename)}:{line} {name}"
-    return text if len(text) <= 62 else "..." + text[-59:]
+    return text if len(text) <= 50 else "..." + text[-47:]
+
+
+def is_wrapper(func: tuple[str, int, str]) -> bool:
+    """A frame every run passes through on its way in (runpy, the typer/click command
+    chain, the import machinery, a module's body, ``exec``/``__import__``, a thread's
+    wait); the report's imports section has what importing took."""
+    filename, _, name = func
+    return (filename.startswith(("<frozen runpy", "<string>"))
+            or package_of(filename) in ("import machinery", "cli (typer, rich)")
+            or short_path(filename) == "stdlib/threading.py" and name == "wait"
+            or name in ("<built-in method builtins.exec>", "<built-in method builtins.__import__>",
+                        "<module>"))
 
 
 def _top(stats, key: int, n: int) -> list[str]:
-    """The ``n`` functions first by ``key`` (2 own, 3 cumulative) as aligned lines."""
-    rows = sorted(stats.stats.items(), key=lambda kv: kv[1][key], reverse=True)[:n]
-    lines = [f"{'cum s':>7} {'own s':>7} {'calls':>8}  function"]
+    """The ``n`` functions first by ``key`` (2 own; 3 cumulative, wrappers left out) as
+    aligned lines."""
+    rows = sorted(((f, v) for f, v in stats.stats.items() if key == 2 or not is_wrapper(f)),
+                  key=lambda kv: kv[1][key], reverse=True)[:n]
+    lines = [f"{'cum s':>6} {'own s':>6} {'calls':>7}  function"]
     for func, (_, calls, own, cum, _) in rows:
-        lines.append(f"{cum:7.3f} {own:7.3f} {calls:8d}  {_label(func)}")
+        lines.append(f"{cum:6.3f} {own:6.3f} {calls:7d}  {_label(func)}")
     return lines
 
 
@@ -442,29 +456,29 @@ def profile_report(stats_path: Path, meta: dict) -> str:
            f"bytecode: {meta.get('bytecode', '-')}", "",
            "== whole command (fresh interpreter, timed from outside) ==",
            f"unprofiled             wall {plain['wall_s']:6.2f} s  CPU {plain['cpu_s']:6.2f} s"
-           + (" (the median of 3 runs, wall {:.2f}-{:.2f} s; its phases below)".format(
+           + (" (median of 3: {:.2f}-{:.2f} s)".format(
                *plain["range"]) if "range" in plain else ""),
            f"-X importtime          wall {meta['importtime']['wall_s']:6.2f} s  "
            f"CPU {meta['importtime']['cpu_s']:6.2f} s",
            f"cProfile (all threads) wall {prof['wall_s']:6.2f} s  CPU {prof['cpu_s']:6.2f} s  "
-           f"(profiled {total:.2f} s: threads add up)",
-           f"bare interpreter (python -c pass, median of 3) {meta['bare_s']:.3f} s", "",
+           f"(threads add up to {total:.2f} s)",
+           f"python -c pass         wall {meta['bare_s']:6.2f} s (median of 3)", "",
            "== the run's phases (summary.json timings_s) ==", *_phase_lines(
                meta["timings"], meta["plain_timings"]),
-           f"unprofiled wall outside the phases (interpreter, imports, scenario, CLI, "
-           f"exit): {plain['wall_s'] - phases_sum:.2f} s", "",
+           f"unprofiled wall outside the phases (interpreter, imports, CLI, exit): "
+           f"{plain['wall_s'] - phases_sum:.2f} s", "",
            "== imports ==",
            f"cumulative under importlib's _find_and_load (cProfile): "
            f"{max(find, default=0.0):.2f} s (profiled wall {prof['wall_s']:.2f} s)",
-           "heaviest top-level imports (-X importtime; nested ones count in their parent):",
+           "heaviest top-level imports (-X importtime, nested ones in their parent's):",
            f"{'cum ms':>8} {'own ms':>7}  module",
            *(f"{cum:8.1f} {own:7.1f}  {name}" for cum, own, name in meta["imports"]), "",
-           "== own time by package (cProfile; a C function counts in its caller's package; sums "
-           "to the profiled total) ==",
+           "== own time by package (cProfile; C functions in their caller's) ==",
            *(f"{sec:7.3f} s {100 * sec / total if total else 0:5.1f} %  {name}"
-             for name, sec in groups.items()),
+             for name, sec in groups.items() if sec >= 0.0005),
            f"{sum(groups.values()):7.3f} s  total (profiled {total:.3f} s)", "",
-           "== top 25 by cumulative time (cProfile) ==", *_top(stats, 3, 25), "",
+           "== top 25 by cumulative time (cProfile; runpy, typer/click, importlib, module "
+           "bodies, exec and thread waits left out) ==", *_top(stats, 3, 25), "",
            "== top 25 by own time (cProfile) ==", *_top(stats, 2, 25)]
     return "\n".join(out) + "\n"
 
@@ -515,19 +529,18 @@ def profile_case(case: str, out_dir: Path, plot: bool) -> Path:
         plain, plain_timings = plains[1], plains[1]["timings"]
         plain["range"] = (plains[0]["wall_s"], plains[2]["wall_s"])
         bare = statistics.median(_timed(py + ["-c", "pass"], tmp)["wall_s"] for _ in range(3))
-    scenario = "the embedded quickstart, 4 owners, 190 queries" if CASES[case] is None else \
-        f"{case}.toml: bench_run_overhead.py's N64, runtime {CASES[case]}"
+    scenario = "embedded quickstart" if CASES[case] is None else "N64 of this script"
     meta = {"title": f"ppknn run, cold, {case} ({'--plot' if plot else '--no-plot'}): "
                      "where the time goes",
             "command": "python -m ppknn " + " ".join(
                 a if not a.startswith(str(tmp)) else "TMP" + a[len(str(tmp)):] for a in args)
-            + f"   [{scenario}]",
+            + f"  ({scenario})",
             "load": f"{load} (start) -> "
                     + " ".join(f"{x:.2f}" for x in os.getloadavg()) + " (end)",
             "plain": plain, "importtime": imp, "profiled": prof, "bare_s": bare,
             "timings": timings, "plain_timings": plain_timings,
-            "bytecode": f"{code['compiled_now']} of {code['modules']} project modules compiled "
-                        "first (they had no cached bytecode); one unmeasured warm-up run",
+            "bytecode": f"cached ({code['compiled_now']} of {code['modules']} project modules "
+                        "compiled first); one unmeasured warm-up run",
             "imports": import_time_top(imp["stderr"])}
     path = out_dir / f"{name}.txt"
     path.write_text(profile_report(out_dir / f"{name}.pstats", meta))

@@ -46,8 +46,7 @@ def test_the_report_has_its_sections_and_the_groups_add_up(tmp_path):
                     "== own time by package", "== top 25 by cumulative time",
                     "== top 25 by own time"):
         assert heading in text
-    assert "unprofiled wall outside the phases (interpreter, imports, scenario, CLI, exit): " \
-           "2.12 s" in text  # 2.5 - (0.25 + 0.125)
+    assert "outside the phases (interpreter, imports, CLI, exit): 2.12 s" in text  # 2.5-0.375
     assert re.search(r"^protocol +0\.250 +0\.500$", text, re.M)  # unprofiled, profiled
     assert re.search(r"^measure +0\.125 +0\.250$", text, re.M)
     assert "   120.0     3.5  numpy" in text
@@ -70,6 +69,21 @@ def test_the_report_has_its_sections_and_the_groups_add_up(tmp_path):
     assert len(top) == 1 + min(25, len(stats.stats))
     owns = [float(line.split()[1]) for line in top[1:]]
     assert owns == sorted(owns, reverse=True)
+    cum = text.split("== top 25 by cumulative time")[1].split("\n\n")[0].splitlines()[2:]
+    assert cum[0].endswith("_work") and not any("runcall" in line for line in cum)
+
+
+def test_the_way_in_is_left_out_of_the_cumulative_list():
+    wrappers = [("<frozen runpy>", 201, "run_module"), ("~", 0, "<built-in method builtins.exec>"),
+                ("/x/site-packages/typer/core.py", 303, "_main"),
+                ("<frozen importlib._bootstrap>", 1165, "_find_and_load"),
+                ("/usr/lib/python3.11/threading.py", 611, "wait"),
+                ("/x/site-packages/numpy/__init__.py", 1, "<module>")]
+    assert all(bench.is_wrapper(f) for f in wrappers)
+    kept = [(str(bench.ROOT / "simulations" / "pipeline.py"), 65, "run_scenario"),
+            ("/usr/lib/python3.11/threading.py", 1, "start"),
+            ("/x/site-packages/matplotlib/figure.py", 3300, "savefig")]
+    assert not any(bench.is_wrapper(f) for f in kept)
 
 
 def test_importtime_keeps_the_top_level_imports_heaviest_first():
