@@ -365,17 +365,18 @@ def _label(func: tuple[str, int, str]) -> str:
     if filename == "~":
         return name
     text = f"{short_path(filename)}:{line} {name}"
-    return text if len(text) <= 50 else "..." + text[-47:]
+    return text if len(text) <= 46 else "..." + text[-43:]
 
 
 def is_wrapper(func: tuple[str, int, str]) -> bool:
     """A frame every run passes through on its way in (runpy, the typer/click command
     chain, the import machinery, a module's body, ``exec``/``__import__``, a thread's
-    wait); the report's imports section has what importing took."""
+    wait, :data:`WAITS`); the report's imports section has what importing took."""
     filename, _, name = func
     return (filename.startswith(("<frozen runpy", "<string>"))
             or package_of(filename) in ("import machinery", "cli (typer, rich)")
             or short_path(filename) == "stdlib/threading.py" and name == "wait"
+            or filename == "~" and any(w in name for w in WAITS)
             or name in ("<built-in method builtins.exec>", "<built-in method builtins.__import__>",
                         "<module>"))
 
@@ -477,8 +478,8 @@ def profile_report(stats_path: Path, meta: dict) -> str:
            *(f"{sec:7.3f} s {100 * sec / total if total else 0:5.1f} %  {name}"
              for name, sec in groups.items() if sec >= 0.0005),
            f"{sum(groups.values()):7.3f} s  total (profiled {total:.3f} s)", "",
-           "== top 25 by cumulative time (cProfile; runpy, typer/click, importlib, module "
-           "bodies, exec and thread waits left out) ==", *_top(stats, 3, 25), "",
+           "== top 25 by cumulative time (cProfile; the way in and waits left out) ==",
+           *_top(stats, 3, 25), "",
            "== top 25 by own time (cProfile) ==", *_top(stats, 2, 25)]
     return "\n".join(out) + "\n"
 
