@@ -50,10 +50,11 @@ The search stops as soon as the units spent exceed ``work_limit``. The budget
 is shared by the components of one graph, searched largest first (the rest
 of the budget passes on to the next). The preparation (degeneracy ordering,
 colouring, greedy clique) is deterministic and is not counted.
-:data:`DEFAULT_CLIQUE_WORK` (3×10^8) is calibrated on the phoneme 10,000-query
-graph of ``benchmarks/bench_dp_owner_scaling.py``: its search runs at
-1.6-1.8×10^8 units/s on the 2-core development machine, so the budget costs
-1.6-1.9 s of search there (``docs/benchmarks/dp-owner-scaling.md``).
+:data:`DEFAULT_CLIQUE_WORK` (7.5×10^8) is calibrated on the phoneme graphs of
+``benchmarks/bench_dp_owner_scaling.py``: the exact clique number of 5,000
+queries takes 7.0×10^8 units (which a 5 s clock reached on an idle 2-core
+machine), and at 10,000 queries the budget costs about 3.5 s of search there
+(``docs/benchmarks/dp-owner-scaling.md``).
 
 An optional wall-clock cap (``time_limit_s``, off by default) also stops
 the search; setting it makes the released answers depend on the machine's
