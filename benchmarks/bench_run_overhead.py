@@ -34,7 +34,7 @@ the same machine in the same run:
 
 Cases: the embedded quickstart in-process (4 owners, 190 queries) and PP-kNN at
 n = 64 on abalone with 1,000 queries in-process (``--hosted``: also on a local Ray
-instance, hosted layout). Writes ``runs.csv``, ``README.md``-ready lines (stdout) and
+instance, hosted layout). Writes ``runs.csv.gz``, ``README.md``-ready lines (stdout) and
 ``overhead.png`` to ``--out``.
 """
 
@@ -42,7 +42,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import hashlib
+import io
 import json
 import os
 import statistics
@@ -247,7 +249,9 @@ def _write(rows: list[dict], sweeps: dict[str, list[dict]], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     columns = ["case", "side", "mode", "wall_s", "overhead_s", "prepare_s", "startup_s",
                "protocol_s", "recorded_s", "measure_s", "leakage_s", "write_s", "plots_s"]
-    with open(out / "runs.csv", "w", newline="") as f:
+    # gzip (mtime 0: the same rows give the same bytes) keeps the committed copy small
+    with gzip.GzipFile(out / RUNS, "wb", mtime=0) as raw, \
+            io.TextIOWrapper(raw, newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, columns, extrasaction="ignore")
         w.writeheader()
         for r in rows:
@@ -548,6 +552,19 @@ def profile_case(case: str, out_dir: Path, plot: bool) -> Path:
     return path
 
 
+RUNS = "runs.csv.gz"
+"""Every sample of the A/B (gzip-compressed CSV: ``zcat runs.csv.gz``)."""
+
+
+def _refuse_existing(paths: list[Path], overwrite: bool) -> None:
+    """Exit 2 naming the files a run would replace, unless ``--overwrite`` was given."""
+    there = [str(p) for p in paths if p.exists()]
+    if there and not overwrite:
+        print(f"error: {', '.join(there)} already exist(s); give --overwrite to replace "
+              "them, or --out / --profile-out to write elsewhere", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--old", help="the other tree (e.g. a git worktree); required but with "
@@ -561,6 +578,8 @@ def main() -> None:
                     help="profile one cold run of CASE (without and with --plot) instead")
     ap.add_argument("--profile-out", type=Path, default=ROOT / "docs" / "benchmarks" /
                     "run-overhead", help="where --profile writes profile-CASE*.txt/.pstats")
+    ap.add_argument("--overwrite", action="store_true",
+                    help="replace the files of an earlier run in --out / --profile-out")
     ap.add_argument("--child", choices=["old", "new"], help=argparse.SUPPRESS)
     ap.add_argument("--mode", choices=["cli", "warm", "sweep"], help=argparse.SUPPRESS)
     ap.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
@@ -578,11 +597,15 @@ def main() -> None:
             print(json.dumps(child_sweep(int(args.rest[0]), args.child)))
         return
     if args.profile:
+        _refuse_existing([args.profile_out / f"profile-{args.profile}{tail}"
+                          for tail in (".txt", ".pstats", "-plot.txt", "-plot.pstats")],
+                         args.overwrite)
         for plot in (False, True):
             print(f"wrote {profile_case(args.profile, args.profile_out, plot)}", flush=True)
         return
     if not args.old:
         ap.error("--old is required (the tree to compare against), unless --profile")
+    _refuse_existing([args.out / RUNS, args.out / "overhead.png"], args.overwrite)
     cases = args.cases or ["quickstart", "n64"] + (["n64-hosted"] if args.hosted else [])
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp_name:

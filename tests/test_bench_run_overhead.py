@@ -119,3 +119,35 @@ def test_without_old_or_profile_the_command_says_what_it_needs():
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "--old is required" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("argv, existing", [
+    (["--old", "OLD", "--out", "{d}"], "runs.csv.gz"),
+    (["--profile", "n64", "--profile-out", "{d}"], "profile-n64-plot.txt")])
+def test_an_earlier_runs_files_are_never_replaced_without_overwrite(tmp_path, argv, existing):
+    (tmp_path / existing).write_text("an earlier run's\n")
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_run_overhead.py"),
+                           *[a.format(d=tmp_path) for a in argv]],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert existing in done.stderr and "--overwrite" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert (tmp_path / existing).read_text() == "an earlier run's\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [existing]  # nothing else written
+
+
+def test_the_samples_file_is_gzip_csv_with_the_same_bytes_for_the_same_rows(tmp_path):
+    import csv
+    import gzip
+
+    rows = [{"case": "n64", "side": "new", "mode": "cold", "wall_s": 1.5, "overhead_s": 1.25}]
+    sweeps = {"new": [{"measure_s": 0.0125}]}
+    digests = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        bench._write(rows, sweeps, out)
+        digests.append((out / bench.RUNS).read_bytes())
+        with gzip.open(out / bench.RUNS, "rt", newline="") as f:
+            got = list(csv.DictReader(f))
+        assert got[0]["wall_s"] == "1.5000" and got[1]["measure_s"] == "0.0125"
+    assert digests[0] == digests[1]
