@@ -295,9 +295,25 @@ def _progress_bar(bar: Progress) -> Callable[[str, int, int], None]:
     return progress
 
 
+class _LazyProgress(Progress):
+    """Progress bars that appear with the first one: an error before it prints alone."""
+
+    def __enter__(self) -> _LazyProgress:
+        return self  # started by the first add_task
+
+    def add_task(self, *args: Any, **kwargs: Any) -> TaskID:  # noqa: D102
+        if not self.live.is_started:
+            self.start()
+        return super().add_task(*args, **kwargs)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.live.is_started:  # never shown: nothing to close (not even a blank line)
+            self.stop()
+
+
 def _bar() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console)
+    return _LazyProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                         TimeElapsedColumn(), console=console)
 
 
 @app.command()

@@ -60,7 +60,8 @@ def test_the_report_has_its_sections_and_the_groups_add_up(tmp_path):
     called = sum(edge[2] for (f, _, _), v in stats.stats.items() if f == "~"
                  for (caller, _, _), edge in v[4].items() if caller == here)
     assert called > 0 and groups["python stdlib"] > 0
-    assert groups["other"] == pytest.approx(mine + called, abs=1e-9)
+    # at least that: other files no known package claims (some suites load one) count too
+    assert groups["other"] >= mine + called - 1e-9
     lines = text.split("== own time by package")[1].split("\n\n")[0].splitlines()[1:]
     listed = [float(line.split()[0]) for line in lines[:-1]]
     assert sum(listed) == pytest.approx(stats.total_tt, abs=0.0005 * len(listed))

@@ -91,10 +91,10 @@ from ppknn.protocols.dp_nb.parties.nb_owner import NBOwner, NBRequester
 from ppknn.protocols.dp_nb.plugin import attacks as attacks  # registers its attacks
 from ppknn.protocols.dp_nb.plugin import audit as audit_cases
 from ppknn.protocols.dp_nb.plugin import deviations as deviating
+from ppknn.protocols.dp_nb.plugin.baseline import gaussian_nb
 from ppknn.protocols.dp_nb.protocol import ModelRequest
 from ppknn.protocols.dp_nb.schema import FeatureSchema
 from ppknn.protocols.dp_nb.sensitivity import NEIGHBOURS, SENSITIVITIES
-from ppknn.protocols.ring_nb.plugin import gaussian_nb
 from ppknn.simulations.leakage.truth import members_truth
 from ppknn.simulations.prepare import PreparedData, owner_names
 from ppknn.simulations.registry import (

@@ -35,6 +35,7 @@ from pydantic import Field, field_validator
 
 from ppknn.core.errors import ConfigError
 from ppknn.core.transcript import Transcript
+from ppknn.protocols.dp_nb.plugin.baseline import gaussian_nb
 from ppknn.protocols.ppknn_ring import ring_from_start
 from ppknn.protocols.ppknn_ring.parties.ring_owner import RingDataOwner
 from ppknn.protocols.ppknn_ring.plugin import check_ring_size, owner_specs, ring_of
@@ -217,15 +218,6 @@ class RingNB(ProtocolPlugin):
         return [("ε spent (start node's ledger): counts / sums / squares",
                  f"{summary['epsilon_spent']:.4g}: {groups}"),
                 ("mean |noisy - true| class count", f"{summary['count_abs_error_mean']:.3g}")]
-
-
-def gaussian_nb(X: np.ndarray, y: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    """scikit-learn's ``GaussianNB`` fitted on ``(X, y)``, predicting ``queries`` (one thread)."""
-    from sklearn.naive_bayes import GaussianNB
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1):
-        return GaussianNB().fit(X, y).predict(queries)
 
 
 __all__ = ["NAME", "RingNB", "RingNBPluginConfig", "check_declared_bounds", "gaussian_nb"]
