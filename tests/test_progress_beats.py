@@ -69,9 +69,20 @@ def test_beat_outside_a_runtime_does_nothing_and_beats_are_spaced():
     assert len(sent) <= 7
 
 
-def test_inprocess_step_that_beats_outlives_the_timeout():
-    # 2.5 s of work under a 0.5 s timeout: five timeouts long, beating throughout
-    rt, names = _runtime("inprocess", {"p1": {"work_s": 2.5, "beat_s": 2.5}}, timeout=0.5)
+# (runtime, timeout s): in-process 5 timeouts of work, on Ray 3 (its start-up is slower)
+RUNTIMES = [pytest.param("inprocess", 0.5, id="inprocess"), pytest.param("ray", 2.0, id="ray", marks=pytest.mark.ray)]
+
+
+def _started(kind, request):
+    if kind == "ray":
+        request.getfixturevalue("ray_local")  # the session's local Ray
+
+
+@pytest.mark.parametrize("kind, timeout", RUNTIMES)
+def test_a_step_that_beats_outlives_the_timeout(kind, timeout, request):
+    _started(kind, request)
+    work = 2.5 if kind == "inprocess" else 3 * timeout  # beating throughout
+    rt, names = _runtime(kind, {"p1": {"work_s": work, "beat_s": work}}, timeout=timeout)
     try:
         out = rt.fetch(_ring(rt, names))
         assert out.header.sender == "p2"
@@ -89,15 +100,19 @@ def test_inprocess_step_without_beats_still_fails_with_its_name():
         rt.shutdown()
 
 
-def test_inprocess_step_that_goes_silent_fails():
-    # beats for 1 s, then works 3 s more in silence: failed once silent for 0.5 s
-    rt, names = _runtime("inprocess", {"p1": {"work_s": 4.0, "beat_s": 1.0}}, timeout=0.5)
+@pytest.mark.parametrize("kind, timeout", RUNTIMES)
+def test_a_step_that_goes_silent_fails_with_its_name(kind, timeout, request):
+    _started(kind, request)
+    # beats for 1 s, then works on in silence: failed a timeout after its last beat,
+    # long before the step would end
+    work = 4.0 if kind == "inprocess" else 30.0
+    rt, names = _runtime(kind, {"p1": {"work_s": work, "beat_s": 1.0}}, timeout=timeout)
     try:
         t0 = time.monotonic()
         with pytest.raises(PartyFailure, match="no progress") as err:
             rt.fetch(_ring(rt, names))
         assert err.value.party == "p1"
-        assert time.monotonic() - t0 < 3.5  # before the step would have ended
+        assert time.monotonic() - t0 < (3.5 if kind == "inprocess" else 15)
     finally:
         rt.shutdown()
 
@@ -116,29 +131,6 @@ def test_inprocess_abandoned_call_beating_keeps_no_other_call_alive():
         with pytest.raises(PartyFailure, match="no progress") as err:
             rt.fetch(rt.call("p1", "step", None, 1, protocol="work", round=1))
         assert err.value.party == "p1"
-    finally:
-        rt.shutdown()
-
-
-def test_ray_step_that_beats_outlives_the_timeout(ray_local):
-    # 6 s of work under a 2 s timeout, beating throughout
-    rt, names = _runtime("ray", {"p1": {"work_s": 6.0, "beat_s": 6.0}}, timeout=2.0)
-    try:
-        out = rt.fetch(_ring(rt, names))
-        assert out.header.sender == "p2"
-    finally:
-        rt.shutdown()
-
-
-def test_ray_step_that_goes_silent_fails_with_its_name(ray_local):
-    # beats for 1 s, then 29 s of silence: failed about 2 s after its last beat
-    rt, names = _runtime("ray", {"p1": {"work_s": 30.0, "beat_s": 1.0}}, timeout=2.0)
-    try:
-        t0 = time.monotonic()
-        with pytest.raises(PartyFailure, match="no progress") as err:
-            rt.fetch(_ring(rt, names))
-        assert err.value.party == "p1"
-        assert time.monotonic() - t0 < 15
     finally:
         rt.shutdown()
 
