@@ -70,7 +70,8 @@ def test_beat_outside_a_runtime_does_nothing_and_beats_are_spaced():
 
 
 # (runtime, timeout s): in-process 5 timeouts of work, on Ray 3 (its start-up is slower)
-RUNTIMES = [pytest.param("inprocess", 0.5, id="inprocess"), pytest.param("ray", 2.0, id="ray", marks=pytest.mark.ray)]
+RUNTIMES = [pytest.param("inprocess", 0.5, id="inprocess"),
+            pytest.param("ray", 2.0, id="ray", marks=pytest.mark.ray)]
 
 
 def _started(kind, request):
