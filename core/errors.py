@@ -40,6 +40,17 @@ class BudgetExhausted(PpknnError, ValueError):
     """
 
 
+class RequestTooLarge(BudgetExhausted):
+    """An owner refused a request whose estimated cost exceeds its limits (time or memory).
+
+    Raised, like :class:`BudgetExhausted`, before the ledger is charged and
+    before any data is touched; an owner's reply step turns it into a
+    ``"refused"`` message (:func:`core.service.answer_or_refuse`). The
+    message names the request's size, the estimate, the limit and the
+    largest request that fits.
+    """
+
+
 class PartyFailure(PpknnError, RuntimeError):
     """A party died, raised, hung, lost its node or timed out while a protocol was running.
 
@@ -109,4 +120,5 @@ __all__ = [
     "PpknnError",
     "PrivacyLeakWarning",
     "ProtocolError",
+    "RequestTooLarge",
 ]

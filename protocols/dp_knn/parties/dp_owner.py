@@ -5,7 +5,12 @@ k-NN, see :mod:`protocols.dp_knn`) with ε-DP labels, or converts a k-NN
 batch to ε-DP radii alone (``"convert"`` queries). For every request it
 
 1. decodes and validates the query against public facts only (feature
-   count, algorithm, ε finite and > 0, a fresh request id per analyst);
+   count, algorithm, ε finite and > 0, a fresh request id per analyst), and
+   refuses one whose worst-case cost (:mod:`~protocols.dp_knn.cost`: n, d,
+   the algorithm and the clique budget, never the data) is over
+   ``request_time_limit_s`` or ``request_memory_limit_bytes``
+   (:class:`~core.errors.RequestTooLarge`, naming the largest batch that
+   fits), before its id is claimed or the ledger charged;
 2. does the data-free work: the region overlap graph, its components and
    clique bounds (cached per batch, so the same batch at several ε is
    analysed once); for an r-N batch without a radius this waits until the
@@ -29,10 +34,11 @@ Since the noise of a request depends only on (analyst, request id), an
 answered request's labels do not depend on the interleaving; which requests
 the ledger refuses when the budget runs out does (first come, first served).
 
-:meth:`DPOwner.answer` raises :class:`~core.errors.BudgetExhausted` on a
-refused request; :meth:`DPOwner.reply` -- the step the driver calls --
-returns a ``"refused"`` message to the analyst instead (see
-:mod:`core.service`), so the refusal is in the transcript.
+:meth:`DPOwner.answer` raises :class:`~core.errors.BudgetExhausted` (or its
+:class:`~core.errors.RequestTooLarge`) on a refused request;
+:meth:`DPOwner.reply` -- the step the driver calls -- returns a
+``"refused"`` message to the analyst instead (see :mod:`core.service`), so
+the refusal and its reason are in the transcript.
 
 Neighbouring datasets: add or remove one training record.
 
@@ -72,6 +78,12 @@ from ppknn.core.rng import RandomnessMode, SeedPolicy
 from ppknn.core.service import answer_or_refuse
 from ppknn.protocols.dp_knn.api import DPOwnerAPI
 from ppknn.protocols.dp_knn.conversion import convert_interactive, convert_noninteractive
+from ppknn.protocols.dp_knn.cost import (
+    DEFAULT_REQUEST_MEMORY_LIMIT_BYTES,
+    DEFAULT_REQUEST_TIME_LIMIT_S,
+    check_request,
+    check_request_limits,
+)
 from ppknn.protocols.dp_knn.index import LabelIndex
 from ppknn.protocols.dp_knn.knn import classify_knn
 from ppknn.protocols.dp_knn.protocol import Answer, Query
@@ -127,6 +139,11 @@ class DPOwner(DPOwnerAPI):
         Optional wall-clock cap of the clique search per batch (``None``, the
         default: none). Setting it makes the answers depend on the machine's
         speed and load whenever the cap stops a search before the budget does.
+    request_time_limit_s, request_memory_limit_bytes:
+        Limits on a request's worst-case estimated time (seconds) and peak
+        memory (bytes), from public facts only (:mod:`~protocols.dp_knn.cost`;
+        defaults 600 s and 8 GiB); a request over either is refused before the
+        ledger is charged. ``None`` disables a limit.
     count_share:
         Share of a conversion's budget spent on the noisy ``|D|``.
     accountant:
@@ -142,6 +159,8 @@ class DPOwner(DPOwnerAPI):
                  index: int = 0, seed: int = 0, mode: str = RandomnessMode.REPRODUCIBLE.value,
                  clique_work_limit: int = DEFAULT_CLIQUE_WORK,
                  clique_time_limit_s: float | None = None,
+                 request_time_limit_s: float | None = DEFAULT_REQUEST_TIME_LIMIT_S,
+                 request_memory_limit_bytes: int | None = DEFAULT_REQUEST_MEMORY_LIMIT_BYTES,
                  count_share: float = 0.05, accountant: str | None = "auto") -> None:
         labels, cls = encode_labels(y, classes)
         X = np.asarray(X, dtype=np.float64)
@@ -162,6 +181,8 @@ class DPOwner(DPOwnerAPI):
         self._policy = SeedPolicy(root=seed, mode=self.mode)
         self.clique_work_limit, self.clique_time_limit_s = _clique_limits(
             clique_work_limit, clique_time_limit_s)
+        self.request_time_limit_s, self.request_memory_limit_bytes = check_request_limits(
+            request_time_limit_s, request_memory_limit_bytes)
         self.count_share = count_share
         self._lock = threading.Lock()
         self._seen: set[tuple[str, int]] = set()
@@ -235,6 +256,12 @@ class DPOwner(DPOwnerAPI):
             raise ConfigError(f"test instances have {query.x.shape[1]} features, the training "
                               f"data has {self.n_features}")
         analyst = request.sender
+        # public facts only, before the id is claimed and the ledger charged
+        check_request(query.n_queries, self.n_features, task=query.task,
+                      algorithm=query.algorithm, clique_work_limit=self.clique_work_limit,
+                      time_limit_s=self.request_time_limit_s,
+                      memory_limit_bytes=self.request_memory_limit_bytes,
+                      what=f"request {rid}")
         self._claim(analyst, rid)
         plan = None
         if query.task == "rn" and query.algorithm == "proposed" and not query.auto_radius:

@@ -21,6 +21,10 @@ Scenario table::
     radius_epsilon = 1.0         #   ε_r of the radius, charged on top of epsilon
     k = 5                        # knn / convert: neighbours
     batches = 1                  # requests per analyst
+    request_time_limit_s = 600   # the owner refuses a request whose worst-case estimate
+    request_memory_limit_bytes = 8589934592  # is over either ("none": no limit); a
+                                 # scenario whose largest request would be refused
+                                 # stops before it runs
 
 Parties: one ``dp-owner`` holding the union of the training rows (whatever
 ``[parties].n`` is) with a privacy ledger, serving ``[parties].analysts``
@@ -54,11 +58,16 @@ import numpy as np
 from pydantic import Field, ValidationInfo, field_validator
 
 from ppknn.core.dp.ledger import exact
-from ppknn.core.errors import ConfigError
+from ppknn.core.errors import ConfigError, RequestTooLarge
 from ppknn.core.runtime import PartySpec
 from ppknn.core.transcript import Transcript
 from ppknn.protocols.dp_knn.api import AnalystAPI, DPOwnerAPI
 from ppknn.protocols.dp_knn.conversion import CONVERSIONS, avre, rmse_k
+from ppknn.protocols.dp_knn.cost import (
+    DEFAULT_REQUEST_MEMORY_LIMIT_BYTES,
+    DEFAULT_REQUEST_TIME_LIMIT_S,
+    check_request,
+)
 from ppknn.protocols.dp_knn.driver import DPKNNRun, DPKNNSetup, drive, request_blocks
 from ppknn.protocols.dp_knn.knn import KNN_ALGORITHMS
 from ppknn.protocols.dp_knn.parties import analyst_spec, dp_owner_spec
@@ -132,9 +141,22 @@ class DPKNNConfig(ProtocolConfig):
     clique_time_limit_s: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
     """Optional wall-clock cap of the clique search per batch (absent: none); setting it makes
     the answers depend on the machine's speed and load."""
+    request_time_limit_s: float | None = Field(DEFAULT_REQUEST_TIME_LIMIT_S, gt=0,
+                                               allow_inf_nan=False, strict=True)
+    """The owner refuses a request whose worst-case estimated time is over this many seconds
+    (:mod:`protocols.dp_knn.cost`; public facts only); ``"none"``: no limit."""
+    request_memory_limit_bytes: int | None = Field(DEFAULT_REQUEST_MEMORY_LIMIT_BYTES, ge=1,
+                                                   strict=True)
+    """The owner refuses a request whose worst-case estimated peak memory is over this many
+    bytes; ``"none"``: no limit."""
     count_share: float = Field(0.05, gt=0, lt=1, allow_inf_nan=False, strict=True)
 
     _epsilon_floor = field_validator("epsilon", "radius_epsilon")(epsilon_floor)
+
+    @field_validator("request_time_limit_s", "request_memory_limit_bytes", mode="before")
+    @classmethod
+    def _no_limit(cls, v: Any) -> Any:
+        return None if v == "none" else v  # TOML has no null
 
     @field_validator("accountant")
     @classmethod
@@ -246,6 +268,31 @@ def region_counts(X: np.ndarray, queries: np.ndarray, radius: Any) -> np.ndarray
     return np.asarray(cKDTree(X).query_ball_point(queries, radius, return_length=True))
 
 
+def check_batches(config: DPKNNConfig, blocks: list[Any], *, n_features: int,
+                  analysts: int) -> None:
+    """Refuse (``ConfigError``) a run whose largest request the owner would refuse as too big.
+
+    The owner's own estimate (:func:`~protocols.dp_knn.cost.check_request`,
+    one source of truth), on the largest request of ``blocks``.
+    """
+    size = max(b.stop - b.start for b in blocks)
+    try:
+        check_request(size, n_features, task=config.task, algorithm=str(config.algorithm),
+                      clique_work_limit=config.clique_work_limit,
+                      time_limit_s=config.request_time_limit_s,
+                      memory_limit_bytes=config.request_memory_limit_bytes,
+                      what="the largest request")
+    except RequestTooLarge as exc:
+        per_analyst = max(b.stop - b.start for b in blocks) * config.batches
+        key = ("request_time_limit_s" if "request_time_limit_s =" in str(exc)
+               else "request_memory_limit_bytes")
+        raise _refuse(key, getattr(config, key), f"the DP owner would refuse every request "
+                      f"this large: {exc} (protocol.batches = {config.batches} with "
+                      f"{analysts} analyst(s): about {per_analyst:,} queries per analyst; "
+                      "raise protocol.batches or parties.analysts, or lower "
+                      "data.max_queries)") from None
+
+
 @register
 class DPKNN(ProtocolPlugin):
     """DP r-N and k-NN classification by a central owner (Gursoy, Inan, Nergiz & Saygin).
@@ -294,6 +341,7 @@ class DPKNN(ProtocolPlugin):
         except ConfigError as exc:
             raise _refuse("batches", config.batches, f"{exc}; allowed: <= "
                           f"{n_queries // n_analysts}") from None
+        check_batches(config, blocks, n_features=data.queries.shape[1], analysts=n_analysts)
         if config.task != "rn" and config.k > n_train:
             raise _refuse("k", config.k, f"larger than the {n_train} training rows the DP "
                           f"owner holds; allowed: <= {n_train}")
@@ -306,7 +354,8 @@ class DPKNN(ProtocolPlugin):
             index=0, seed=s.run.seed, mode=s.run.mode,
             clique_work_limit=config.clique_work_limit,
             clique_time_limit_s=config.clique_time_limit_s, count_share=config.count_share,
-            accountant=config.accountant)
+            accountant=config.accountant, request_time_limit_s=config.request_time_limit_s,
+            request_memory_limit_bytes=config.request_memory_limit_bytes)
         # one call per analyst at a time: serving all of them concurrently needs no more
         owner = PartySpec(owner.party_id, owner.factory, owner.kwargs,
                           max_concurrency=n_analysts)
@@ -470,5 +519,5 @@ class DPKNN(ProtocolPlugin):
         return True
 
 
-__all__ = ["NAME", "OWNER", "DPKNN", "DPKNNConfig", "analyst_names", "baseline_rn",
+__all__ = ["NAME", "OWNER", "DPKNN", "DPKNNConfig", "analyst_names", "baseline_rn", "check_batches",
            "conversion_errors", "nonprivate_radius", "owner_budget", "total_cost"]
