@@ -45,7 +45,7 @@ class RequestTooLarge(BudgetExhausted):
 
     Raised, like :class:`BudgetExhausted`, before the ledger is charged and
     before any data is touched; an owner's reply step turns it into a
-    ``"refused"`` message (:func:`core.service.answer_or_refuse`). The
+    ``"refused"`` message (``core.service.answer_or_refuse``). The
     message names the request's size, the estimate, the limit and the
     largest request that fits.
     """

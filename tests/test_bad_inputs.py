@@ -171,6 +171,10 @@ TABLE = {
         ("protocol.clique_work_limit", 0), ("protocol.clique_work_limit", -1),
         ("protocol.clique_work_limit", 1.5),
         ("protocol.clique_work_limit", "x"), ("protocol.clique_work_limit", True),
+        ("protocol.request_time_limit_s", 0.0), ("protocol.request_time_limit_s", -1.0),
+        ("protocol.request_time_limit_s", inf), ("protocol.request_time_limit_s", "soon"),
+        ("protocol.request_memory_limit_bytes", 0), ("protocol.request_memory_limit_bytes", 1.5),
+        ("protocol.request_memory_limit_bytes", "lots"),
         ("protocol.count_share", 1.5), ("protocol.gamma", -1.0), ("parties.analysts", 0),
     ],
     "dp-nb": [
