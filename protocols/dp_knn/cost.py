@@ -29,22 +29,34 @@ of them), the worst of three runs rounded up:
   d = 200, n = 2,000-8,000) and the clique search's preparation (degeneracy
   order, colouring, bitsets) costs 71-86 ns a pair on a graph of 95% of the
   pairs;
-* :data:`NS_PER_WORK_UNIT` = 8 ns: the clique search spent 6.0-7.5 ns a
-  unit (n = 3,000 and 6,000, the budget run out; 4.7 ns on the phoneme
-  graph of 10,000 queries); charged in full from n = 3 (smaller graphs are
+* :data:`NS_PER_WORK_UNIT` = 12 ns: the clique search spent 6.0-7.5 ns a
+  unit on an idle machine (n = 3,000 and 6,000, the budget run out; 4.7 ns
+  on the phoneme graph of 10,000 queries) and up to about 9.2 ns under the
+  other users' load; charged in full from n = 3 (smaller graphs are
   complete or single vertices);
 * :data:`NS_PER_QUERY` = 200 µs: counts, noise and the rest, linear in n
   (phoneme, 1,000 queries: 90 µs a query in all). It depends on the data's
   size, which the estimate must not read: the quadratic terms dominate past a
   few thousand queries;
-* :data:`BYTES_PER_PAIR` = 56: tracemalloc's peak of the whole r-N
+* :data:`BYTES_PER_PAIR` = 64: tracemalloc's peak of the whole r-N
   classification is 46.6-49.0 bytes a pair (n = 500-8,000: the edge list,
-  its CSR form and the components), plus a margin for the allocator;
+  its CSR form and the components); the process's peak RSS grew by up to
+  56 bytes a pair (below);
   :data:`BYTES_PER_QUERY` = 1 KiB, :data:`BYTES_PER_QUERY_FEATURE` = 16 and
   :data:`BYTES_FIXED` = 8 MiB (the direct test's row blocks).
 
-Check against a measurement: phoneme (d = 5), 10,000 queries, 64% of the
-pairs overlapping, took 11.2 s; the estimate is 17.2 s and 2.8 GB.
+Checked against one owner request per fresh process (``DPOwner.answer``,
+3,000 training rows, random test instances with radii joining 60-100% of
+the pairs, n = 2,000-8,000, d = 5 and 50, two seeds: 14 settings, each run
+twice on the shared machine, load average about 3): the measured time was
+0.01-0.88 of the estimate (0.47-0.88 where the clique search ran; 0.01-0.03
+on complete graphs) and the peak RSS growth 0.52-0.86 of it. The first run
+of each setting set the margins: with 8 ns a unit and 56 bytes a pair, 3 of
+those 14 took longer than estimated (up to 1.19x) and the RSS reached 0.99x
+(script: ``benchmarks/bench_request_estimate.py``).
+Phoneme (d = 5), 10,000 queries, 64% of the pairs overlapping, took 11.2 s;
+the estimate is 20 s and 3.2 GB. The estimate is a guide, not a guarantee:
+a loaded machine can take longer.
 
 Limits
 ------
@@ -54,8 +66,8 @@ minutes, far inside a run's patience and the owner's beat-kept timeout) and
 development machine, leaving room for the other parties and Ray's object
 store). The memory limit is a constant, not read from the machine, so the
 decision is the same everywhere. With the defaults the memory limit binds
-first: the largest proposed batch is 17,487 queries at d = 5 (an estimated
-8.6 GB and 38 s); without it the time limit allows 79,061. The other
+first: the largest proposed batch is 16,359 queries at d = 5 (an estimated
+8.6 GB and 37 s); without it the time limit allows 78,859. The other
 algorithms are linear: 3,000,000 queries fit 600 s.
 ``None`` disables a limit.
 
@@ -63,10 +75,10 @@ Examples
 --------
 >>> e = estimate_request(3, 2, task="rn", algorithm="proposed", clique_work_limit=1000)
 >>> e.nanoseconds, e.bytes
-(608546, 8391944)
+(612546, 8391968)
 >>> largest_request(2, task="rn", algorithm="proposed", time_limit_s=600,
 ...                 memory_limit_bytes=8 * 2**30)
-17488
+16360
 """
 
 from __future__ import annotations
@@ -86,13 +98,13 @@ NS_PER_PAIR = 180
 NS_PER_PAIR_FEATURE = 1
 """Nanoseconds per pair and feature (the distance's share of the overlap test)."""
 
-NS_PER_WORK_UNIT = 8
+NS_PER_WORK_UNIT = 12
 """Nanoseconds per work unit of the clique search (:mod:`~protocols.dp_knn.cliques`)."""
 
 NS_PER_QUERY = 200_000
 """Nanoseconds per test instance of the linear part (counts, noise)."""
 
-BYTES_PER_PAIR = 56
+BYTES_PER_PAIR = 64
 """Peak bytes per pair of test instances (edge list, CSR, components)."""
 
 BYTES_PER_QUERY = 1024

@@ -25,23 +25,24 @@ ALGORITHMS = [("rn", "proposed"), ("rn", "baseline-laplace"), ("rn", "baseline-e
               ("knn", "interactive"), ("knn", "noninteractive"), ("knn", "baseline"),
               ("convert", "interactive"), ("convert", "noninteractive")]
 
-# 40 queries of 2 features (the conftest batch), proposed: 8,388,608 fixed + 780 pairs * 56
-# + 40 * (1024 + 2 * 16) = 8,474,528 bytes; 8 queries: 8,398,624; 9 queries: 8,400,128
+# 40 queries of 2 features (the conftest batch), proposed: 8,388,608 fixed + 780 pairs * 64
+# + 40 * (1024 + 2 * 16) = 8,480,768 bytes; 8 queries: 8,398,848; 9 queries: 8,400,416
 TIGHT = 8_399_000
 
 
 def test_exact_values_from_the_constants():
     e = estimate_request(3, 2, task="rn", algorithm="proposed", clique_work_limit=1000)
-    # 3 pairs * (180 + 2) ns + 3 * 200,000 ns + 1000 units * 8 ns
-    assert (e.pairs, e.nanoseconds, e.bytes) == (3, 608_546, 8_391_944)
-    assert e.seconds == 608_546 / 1e9
+    # 3 pairs * (180 + 2) ns + 3 * 200,000 ns + 1000 units * 12 ns;
+    # 8 MiB + 3 pairs * 64 B + 3 * (1024 + 2 * 16) B
+    assert (e.pairs, e.nanoseconds, e.bytes) == (3, 612_546, 8_391_968)
+    assert e.seconds == 612_546 / 1e9
     e = estimate_request(2, 2, task="knn", algorithm="interactive", clique_work_limit=1000)
     assert (e.pairs, e.nanoseconds) == (1, 182 + 400_000)  # two vertices: no clique search
     e = estimate_request(3, 2, task="knn", algorithm="baseline", clique_work_limit=1000)
     assert (e.pairs, e.nanoseconds, e.bytes) == (0, 600_000, 8_388_608 + 3 * 1056)
     e = estimate_request(10_000, 5, task="rn", algorithm="proposed")  # the documented figure
-    assert e.nanoseconds == 49_995_000 * 185 + 10_000 * 200_000 + 750_000_000 * 8
-    assert e.bytes == 8_388_608 + 49_995_000 * 56 + 10_000 * 1104
+    assert e.nanoseconds == 49_995_000 * 185 + 10_000 * 200_000 + 750_000_000 * 12
+    assert e.bytes == 8_388_608 + 49_995_000 * 64 + 10_000 * 1104
     assert {type(e.nanoseconds), type(e.bytes)} == {int}  # integers: the same everywhere
 
 
@@ -93,13 +94,13 @@ def test_the_default_limits_and_the_documented_figures():
         600.0, 8 * 2**30)
     proposed = dict(task="rn", algorithm="proposed")
     assert largest_request(5, **proposed, time_limit_s=600.0,
-                           memory_limit_bytes=8 * 2**30) == 17_487
-    assert largest_request(5, **proposed, time_limit_s=600.0, memory_limit_bytes=None) == 79_061
+                           memory_limit_bytes=8 * 2**30) == 16_359
+    assert largest_request(5, **proposed, time_limit_s=600.0, memory_limit_bytes=None) == 78_859
     assert largest_request(5, **proposed, time_limit_s=None, memory_limit_bytes=None) is None
     check_request(10_000, 5, **proposed)  # the measured 10,000-query batch is accepted
     with pytest.raises(RequestTooLarge, match=r"over request_memory_limit_bytes = 8589934592 "
-                       r"\(8\.6 GB\); split it into requests of at most 17,487 queries"):
-        check_request(17_488, 5, **proposed)
+                       r"\(8\.6 GB\); split it into requests of at most 16,359 queries"):
+        check_request(16_360, 5, **proposed)
     with pytest.raises(RequestTooLarge, match=r"200,000 queries .*over request_time_limit_s = "
                        r"600 and request_memory_limit_bytes"):
         check_request(200_000, 5, **proposed)
@@ -229,13 +230,13 @@ def _raw(**protocol) -> dict:
 
 
 # scenarios/dp-knn.toml: 400 queries of 5 features among 8 analysts, one batch each: the
-# largest request is 50 queries, 8,388,608 + 1,225 * 56 + 50 * 1104 = 8,512,408 bytes; under
-# 8,500,000 bytes at most 46 (8,497,352 bytes; 47: 8,501,032)
+# largest request is 50 queries, 8,388,608 + 1,225 * 64 + 50 * 1104 = 8,522,208 bytes; under
+# 8,500,000 bytes at most 44 (8,497,728 bytes; 45: 8,501,648)
 @pytest.mark.parametrize(("protocol", "message"), [
     (dict(request_memory_limit_bytes=8_500_000),
      r"^protocol\.request_memory_limit_bytes = 8500000: the DP owner would refuse every request "
      r"this large: the largest request of 50 queries \(5 features, rn:proposed\): estimated "
-     r"6\.01 s and 8\.5 MB .*split it into requests of at most 46 queries .*raise "
+     r"9\.01 s and 8\.5 MB .*split it into requests of at most 44 queries .*raise "
      r"protocol\.batches"),
     (dict(request_time_limit_s=6.0),
      r"^protocol\.request_time_limit_s = 6\.0: .*50 queries .*at most 2 queries"),
@@ -253,7 +254,7 @@ def test_a_scenario_that_fits_or_has_no_limit_prepares():
     from ppknn.simulations.runner import prepare
     from ppknn.simulations.scenario import parse_scenario
 
-    sc = parse_scenario(_raw(request_memory_limit_bytes=8_512_408), source="test")
+    sc = parse_scenario(_raw(request_memory_limit_bytes=8_522_208), source="test")
     prepare(sc)  # exactly at the limit: accepted
     sc = parse_scenario(_raw(request_memory_limit_bytes=8_500_000, batches=2), source="test")
     prepare(sc)  # 25 queries per request
@@ -281,7 +282,7 @@ def test_bad_limits_in_a_scenario_are_refused_by_the_parser(key, value, message)
 
 
 @pytest.mark.parametrize(("setting", "fragment"), [
-    ("protocol.request_memory_limit_bytes=8500000", "at most 46 queries"),
+    ("protocol.request_memory_limit_bytes=8500000", "at most 44 queries"),
     ("protocol.request_time_limit_s=0", "protocol.request_time_limit_s = 0")])
 def test_the_cli_exits_2_in_one_line_writing_nothing(tmp_path, setting, fragment):
     from pathlib import Path
