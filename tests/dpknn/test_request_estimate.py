@@ -298,3 +298,12 @@ def test_the_cli_exits_2_in_one_line_writing_nothing(tmp_path, setting, fragment
     assert result.output.startswith("error:") and "Traceback" not in result.output
     assert fragment in result.output.replace("\n", ""), result.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_scenario_check_takes_the_largest_request():
+    """401 queries among 8 analysts: one request of 51 (8,526,512 bytes), seven of 50."""
+    from tests.plugins.equivalence import assert_refused
+
+    data = _raw(request_memory_limit_bytes=8_522_208)  # 50 queries fit exactly, 51 do not
+    data["data"]["max_queries"] = 401
+    assert_refused(data, "prepare", r"the largest request of 51 queries \(5 features")
