@@ -20,7 +20,7 @@ or refused on every machine, whatever its speed or load.
 
 Constants
 ---------
-Measured on the 2-core development machine (23 GiB, numpy/scipy wheels),
+Measured on a 2-core machine (23 GiB, numpy/scipy wheels),
 test instances uniform in ``[0, 1]^d`` with radii joining every pair (or 95%
 of them), the worst of three runs rounded up:
 
@@ -32,7 +32,7 @@ of them), the worst of three runs rounded up:
 * :data:`NS_PER_WORK_UNIT` = 12 ns: the clique search spent 6.0-7.5 ns a
   unit on an idle machine (n = 3,000 and 6,000, the budget run out; 4.7 ns
   on the phoneme graph of 10,000 queries) and up to about 9.2 ns under the
-  other users' load; charged in full from n = 3 (smaller graphs are
+  load of other jobs; charged in full from n = 3 (smaller graphs are
   complete or single vertices);
 * :data:`NS_PER_QUERY` = 200 µs: counts, noise and the rest, linear in n
   (phoneme, 1,000 queries: 90 µs a query in all). It depends on the data's
@@ -48,7 +48,7 @@ of them), the worst of three runs rounded up:
 Checked against one owner request per fresh process (``DPOwner.answer``,
 3,000 training rows, random test instances with radii joining 60-100% of
 the pairs, n = 2,000-8,000, d = 5 and 50, two seeds: 14 settings, each run
-twice on the shared machine, load average about 3): the measured time was
+twice on a machine running other jobs, load average about 3): the measured time was
 0.01-0.88 of the estimate (0.47-0.88 where the clique search ran; 0.01-0.03
 on complete graphs) and the peak RSS growth 0.52-0.86 of it. The first run
 of each setting set the margins: with 8 ns a unit and 56 bytes a pair, 3 of
@@ -63,7 +63,7 @@ Limits
 :data:`DEFAULT_REQUEST_TIME_LIMIT_S` (600 s: a request answered within ten
 minutes, far inside a run's patience and the owner's beat-kept timeout) and
 :data:`DEFAULT_REQUEST_MEMORY_LIMIT_BYTES` (8 GiB: a third of the
-development machine, leaving room for the other parties and Ray's object
+measuring machine, leaving room for the other parties and Ray's object
 store). The memory limit is a constant, not read from the machine, so the
 decision is the same everywhere. With the defaults the memory limit binds
 first: the largest proposed batch is 16,359 queries at d = 5 (an estimated

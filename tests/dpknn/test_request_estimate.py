@@ -307,3 +307,30 @@ def test_the_scenario_check_takes_the_largest_request():
     data = _raw(request_memory_limit_bytes=8_522_208)  # 50 queries fit exactly, 51 do not
     data["data"]["max_queries"] = 401
     assert_refused(data, "prepare", r"the largest request of 51 queries \(5 features")
+
+
+@pytest.mark.parametrize("cls", ["DPRadiusNeighborsClassifier", "DPKNeighborsClassifier"])
+def test_the_estimators_take_the_limits_and_say_how_to_split(cls):
+    import ppknn.estimators as estimators
+
+    rng = np.random.default_rng(4)
+    X, queries = rng.random((120, 3)), rng.random((300, 3))
+    y = (X[:, 0] > 0.5).astype(int)
+    common = {"bounds": (np.zeros(3), np.ones(3)), "utility_folds": 0, "random_state": 2}
+    est = getattr(estimators, cls)
+    # 300 queries of 3 features: 8,388,608 + 44,850 pairs * 64 + 300 * (1024 + 48) bytes
+    limit = 8_388_608 + 44_850 * 64 + 300 * 1072 - 1
+    tight = est(request_memory_limit_bytes=limit, **common).fit(X, y)
+    with pytest.raises(ConfigError) as raised:
+        tight.predict(queries)
+    text = str(raised.value)
+    assert text.startswith(f"{cls}: request_memory_limit_bytes = {limit}")
+    assert "at most 299 queries" in text and "raise n_analysts" in text
+    assert "batches" not in text and "max_queries" not in text  # no scenario-only words
+    assert tight.privacy_.epsilon == 0  # refused before anything ran or was charged
+    assert len(tight.predict(queries[:299])) == 299
+    free = est(request_memory_limit_bytes=None, **common).fit(X, y)
+    default = est(**common).fit(X, y)
+    np.testing.assert_array_equal(free.predict(queries), default.predict(queries))
+    with pytest.raises(ConfigError, match=rf"^{cls}: request_time_limit_s = 0;"):
+        est(request_time_limit_s=0, **common).fit(X, y)

@@ -38,13 +38,30 @@ True
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from ppknn.core.errors import ConfigError
+from ppknn.protocols.dp_knn.cost import (
+    DEFAULT_REQUEST_MEMORY_LIMIT_BYTES,
+    DEFAULT_REQUEST_TIME_LIMIT_S,
+    check_request_limits,
+)
 from ppknn.protocols.dp_knn.knn import KNN_ALGORITHMS
 from ppknn.protocols.dp_knn.rn import RN_ALGORITHMS
 from ppknn.simulations.estimators import params as P
 from ppknn.simulations.estimators.base import BATCH_DEPENDENT, ProtocolClassifier
 from ppknn.simulations.estimators.simulate import Planned
+
+
+def _request_limits(who: str, seconds: Any, size: Any) -> dict[str, Any]:
+    """The owner's request limits as protocol keys (``ConfigError`` naming a bad value)."""
+    try:
+        seconds, size = check_request_limits(seconds, size)
+    except ConfigError as exc:
+        raise ConfigError(f"{who}: {exc}") from None
+    return {"request_time_limit_s": "none" if seconds is None else seconds,
+            "request_memory_limit_bytes": "none" if size is None else size}
 
 
 class _DPOwnerClassifier(ProtocolClassifier):
@@ -66,10 +83,18 @@ class _DPOwnerClassifier(ProtocolClassifier):
                 "utility_folds": P.integer(who, "utility_folds", self.utility_folds, low=0,
                                            allowed="an int >= 0 (0: no check)"),
                 **(caps := P.budgets(who, self.budget, self.budget_delta)),
-                "accountant": P.accountant(who, self.accountant, caps["budget_delta"])}
+                "accountant": P.accountant(who, self.accountant, caps["budget_delta"]),
+                "request_limits": _request_limits(who, self.request_time_limit_s,
+                                                  self.request_memory_limit_bytes)}
 
     def _parties(self, p: dict[str, Any]) -> tuple[int, int]:
         return 1, p["n_analysts"]
+
+    def _refusal(self, exc: ConfigError) -> ConfigError:
+        """As the base's; a request too big is split by the estimator's own means."""
+        text = re.sub(r" \(protocol\.batches = .*?data\.max_queries\)$",
+                      "; predict fewer rows per call or raise n_analysts", str(exc))
+        return super()._refusal(ConfigError(text))
 
     def _guarantee(self) -> str:
         return "ε-DP, add/remove one training record (central owner's ledger)"
@@ -128,6 +153,13 @@ class DPRadiusNeighborsClassifier(_DPOwnerClassifier):
         and warn (``BelowMajorityWarning``) unless the mean held-out accuracy
         ``expected_accuracy_`` is above ``majority_accuracy_`` (always predicting the
         majority class); 0 turns the check off.
+    request_time_limit_s, request_memory_limit_bytes:
+        The owner's limits on one request's worst-case estimated time (seconds) and
+        peak memory (bytes) (:mod:`~ppknn.protocols.dp_knn.cost`; defaults 600 s and
+        8 GiB; ``None``: no limit). A ``predict`` whose request would be over either is
+        refused before it runs (``ConfigError``, naming the largest batch that fits):
+        predict fewer rows per call, raise ``n_analysts`` (each analyst's request is
+        charged ``epsilon``) or raise the limit.
 
     Attributes
     ----------
@@ -158,7 +190,10 @@ class DPRadiusNeighborsClassifier(_DPOwnerClassifier):
                  algorithm: str = "proposed",
                  n_analysts: int = 1, bounds: Any = "data", runtime: str = "inprocess",
                  channels: bool = False, random_state: Any = None,
-                 utility_folds: int = 3) -> None:
+                 utility_folds: int = 3,
+                 request_time_limit_s: float | None = DEFAULT_REQUEST_TIME_LIMIT_S,
+                 request_memory_limit_bytes: int | None = DEFAULT_REQUEST_MEMORY_LIMIT_BYTES
+                 ) -> None:
         self.radius = radius
         self.epsilon = epsilon
         self.budget = budget
@@ -171,6 +206,8 @@ class DPRadiusNeighborsClassifier(_DPOwnerClassifier):
         self.channels = channels
         self.random_state = random_state
         self.utility_folds = utility_folds
+        self.request_time_limit_s = request_time_limit_s
+        self.request_memory_limit_bytes = request_memory_limit_bytes
 
     def _validated(self) -> dict[str, Any]:
         who = type(self).__name__
@@ -179,7 +216,7 @@ class DPRadiusNeighborsClassifier(_DPOwnerClassifier):
 
     def _protocol(self, p: dict[str, Any], n_train: int) -> dict[str, Any]:
         return {"name": "dp-knn", "task": "rn", "algorithm": p["algorithm"],
-                "epsilon": p["epsilon"], "radius": p["radius"]}
+                "epsilon": p["epsilon"], "radius": p["radius"], **p["request_limits"]}
 
 
 class DPKNeighborsClassifier(_DPOwnerClassifier):
@@ -203,6 +240,8 @@ class DPKNeighborsClassifier(_DPOwnerClassifier):
         Share of ε spent on the conversion (converted algorithms), in (0, 1).
     n_analysts, bounds, runtime, channels, utility_folds, random_state:
         As :class:`DPRadiusNeighborsClassifier`.
+    request_time_limit_s, request_memory_limit_bytes:
+        As :class:`DPRadiusNeighborsClassifier`.
 
     Attributes
     ----------
@@ -225,7 +264,10 @@ class DPKNeighborsClassifier(_DPOwnerClassifier):
                  accountant: str = "auto", algorithm: str = "interactive", weight: float = 0.5,
                  n_analysts: int = 1,
                  bounds: Any = "data", runtime: str = "inprocess", channels: bool = False,
-                 random_state: Any = None, utility_folds: int = 3) -> None:
+                 random_state: Any = None, utility_folds: int = 3,
+                 request_time_limit_s: float | None = DEFAULT_REQUEST_TIME_LIMIT_S,
+                 request_memory_limit_bytes: int | None = DEFAULT_REQUEST_MEMORY_LIMIT_BYTES
+                 ) -> None:
         self.n_neighbors = n_neighbors
         self.epsilon = epsilon
         self.budget = budget
@@ -239,6 +281,8 @@ class DPKNeighborsClassifier(_DPOwnerClassifier):
         self.channels = channels
         self.random_state = random_state
         self.utility_folds = utility_folds
+        self.request_time_limit_s = request_time_limit_s
+        self.request_memory_limit_bytes = request_memory_limit_bytes
 
     def _validated(self) -> dict[str, Any]:
         who = type(self).__name__
@@ -252,7 +296,8 @@ class DPKNeighborsClassifier(_DPOwnerClassifier):
 
     def _protocol(self, p: dict[str, Any], n_train: int) -> dict[str, Any]:
         return {"name": "dp-knn", "task": "knn", "algorithm": p["algorithm"],
-                "epsilon": p["epsilon"], "k": p["n_neighbors"], "weight": p["weight"]}
+                "epsilon": p["epsilon"], "k": p["n_neighbors"], "weight": p["weight"],
+                **p["request_limits"]}
 
 
 __all__ = ["DPKNeighborsClassifier", "DPRadiusNeighborsClassifier"]
