@@ -187,3 +187,33 @@ def test_registered_as_a_reproduction():
 
     assert reproduce.load("gursoy").run is not None
     assert "Gursoy" in reproduce.available()["gursoy"]
+
+
+def test_cached_plans_keep_no_edges_and_answer_as_a_fresh_owner():
+    """A dense batch's plan is cached in O(n) memory; the answers do not change."""
+    from ppknn.protocols.dp_knn.parties.dp_owner import DPOwner
+    from ppknn.protocols.dp_knn.protocol import Answer, Query
+    from ppknn.protocols.dp_knn.rn import plan_rn
+    from tests.dpknn.conftest import owner_kwargs
+
+    x = np.random.default_rng(8).random((300, 2))
+    full = plan_rn(x, np.full(300, 0.2))
+    assert len(full.graph.edges) > 10_000  # dense: most pairs overlap
+
+    def ask(owner, rid, epsilon):
+        q = Query(task="rn", algorithm="proposed", x=x, radius=0.2, epsilon=epsilon)
+        return Answer.from_message(owner.answer(q.to_message(
+            run_id="run", sender="alice", receiver="owner", request=rid)))
+
+    owner = DPOwner(**owner_kwargs(epsilon=10.0))
+    answers = [ask(owner, rid, eps) for rid, eps in ((0, 1.0), (1, 2.0), (2, 1.0))]
+    (plan,) = owner._plans.values()  # one batch at three ε: analysed once
+    kept = sum(a.nbytes for a in (plan.graph.edges, plan.graph.component, plan.cliques.size))
+    assert kept < 100 * 300 < full.graph.edges.nbytes
+    np.testing.assert_array_equal(plan.graph.component, full.graph.component)
+    np.testing.assert_array_equal(plan.cliques.size, full.cliques.size)
+    for rid, eps in ((1, 2.0), (2, 1.0)):  # each answer equals a fresh owner's (no cache)
+        fresh = ask(DPOwner(**owner_kwargs(epsilon=10.0)), rid, eps)
+        got = answers[rid]
+        for field in ("labels", "sensitivity", "component", "clique_method"):
+            np.testing.assert_array_equal(getattr(got, field), getattr(fresh, field))
