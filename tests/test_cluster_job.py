@@ -57,6 +57,22 @@ def _wait_for_port(port: int, proc: subprocess.Popen, timeout: float) -> None:
     pytest.fail(f"the head's dashboard did not open port {port} in {timeout} s")
 
 
+AGENT_NOT_READY = "No available agent to submit job, please try again later"
+
+
+def _submit(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    """``ray job submit``, tried again (for up to 60 s) while the head says its job agent is
+    not registered yet and to try again later (a head just started, on a loaded machine)."""
+    deadline = time.monotonic() + 60
+    while True:
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300,
+                              cwd=cwd)
+        if (done.returncode == 0 or AGENT_NOT_READY not in done.stdout + done.stderr
+                or time.monotonic() > deadline):
+            return done
+        time.sleep(2)
+
+
 def _stop(proc: subprocess.Popen, temp: Path) -> None:
     """Stop this head only: its process group, then any process still naming its temp dir."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -109,6 +125,7 @@ def head(tmp_path):
                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         _wait_for_port(dash, proc, timeout=120)
+        _wait_for_port(agent_http, proc, timeout=120)  # the agent that takes the jobs
         yield {"env": env, "address": f"http://127.0.0.1:{dash}"}
     finally:
         _stop(proc, temp)
@@ -140,8 +157,7 @@ hosts = 1
               "--working-dir", str(job_dir), "--",
               sys.executable, "-m", "ppknn", "run", "pima.toml", "--address", "auto",
               "--output", str(out)]
-    done = subprocess.run(submit, env=client_env, capture_output=True, text=True, timeout=300,
-                          cwd=tmp_path)
+    done = _submit(submit, client_env, tmp_path)
     logs = done.stdout + done.stderr
     assert done.returncode == 0, logs
     assert "succeeded" in logs
@@ -175,8 +191,7 @@ def test_the_readme_cluster_recipe_runs_as_written(head, tmp_path):
                    .replace("/tmp/ppknn-results", str(results)))
         argv = shlex.split(command)
         argv[0] = str(RAY)
-        done = subprocess.run(argv, env=client_env, capture_output=True, text=True,
-                              timeout=300, cwd=ROOT)
+        done = _submit(argv, client_env, ROOT)
         logs = done.stdout + done.stderr
         assert done.returncode == 0, logs
         assert "succeeded" in logs, logs
