@@ -84,12 +84,16 @@ Examples
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
 
 from ppknn.core.errors import ConfigError, RequestTooLarge
+from ppknn.core.progress import BEAT_INTERVAL_S, beat
 from ppknn.protocols.dp_knn.cliques import DEFAULT_CLIQUE_WORK
 
 NS_PER_PAIR = 180
@@ -270,8 +274,54 @@ def check_request(n: int, d: int, *, task: str, algorithm: str,
                           f"{describe(e)} ({WORST_CASE}), over {' and '.join(over)}; {fix}")
 
 
+class MemoryGate:
+    """Admits concurrent requests while their estimated peak memory sums within a limit.
+
+    An owner serving several analysts at once (``max_concurrency > 1``) would
+    otherwise hold several requests of up to the limit each. A request whose
+    estimate would take the admitted sum over ``limit_bytes`` waits until enough
+    of the others have finished; one request alone is always admitted (its own
+    estimate was checked against the limit by :func:`check_request`). Waiting
+    changes no answer: a request's noise depends on its analyst and id only.
+    While it waits it beats (:func:`~core.progress.beat`): the requests it
+    waits for are working. ``limit_bytes=None`` admits everything at once.
+
+    Examples
+    --------
+    >>> gate = MemoryGate(100)
+    >>> with gate.admitted(60):
+    ...     gate.reserved
+    60
+    >>> gate.reserved, gate.peak
+    (0, 60)
+    """
+
+    def __init__(self, limit_bytes: int | None) -> None:
+        self.limit_bytes = limit_bytes
+        self.reserved = 0
+        self.peak = 0
+        self._changed = threading.Condition()
+
+    @contextmanager
+    def admitted(self, size: int) -> Iterator[None]:
+        """Hold ``size`` bytes of the limit while the block runs (waiting for room first)."""
+        with self._changed:
+            while (self.limit_bytes is not None and self.reserved
+                   and self.reserved + size > self.limit_bytes):
+                self._changed.wait(timeout=BEAT_INTERVAL_S)
+                beat()
+            self.reserved += size
+            self.peak = max(self.peak, self.reserved)
+        try:
+            yield
+        finally:
+            with self._changed:
+                self.reserved -= size
+                self._changed.notify_all()
+
+
 __all__ = ["BYTES_FIXED", "BYTES_PER_PAIR", "BYTES_PER_QUERY", "BYTES_PER_QUERY_FEATURE",
            "DEFAULT_REQUEST_MEMORY_LIMIT_BYTES", "DEFAULT_REQUEST_TIME_LIMIT_S",
-           "GRAPH_ALGORITHMS", "NS_PER_PAIR", "NS_PER_PAIR_FEATURE", "NS_PER_QUERY",
+           "GRAPH_ALGORITHMS", "MemoryGate", "NS_PER_PAIR", "NS_PER_PAIR_FEATURE", "NS_PER_QUERY",
            "NS_PER_WORK_UNIT", "RequestEstimate", "check_request", "check_request_limits",
            "describe", "estimate_request", "largest_request"]

@@ -334,3 +334,56 @@ def test_the_estimators_take_the_limits_and_say_how_to_split(cls):
     np.testing.assert_array_equal(free.predict(queries), default.predict(queries))
     with pytest.raises(ConfigError, match=rf"^{cls}: request_time_limit_s = 0;"):
         est(request_time_limit_s=0, **common).fit(X, y)
+
+
+def test_concurrent_requests_are_admitted_within_the_memory_limit(queries):
+    """Two requests that fit alone but not together run one after the other, with the
+    answers they get alone; with room for both they overlap."""
+    import threading
+
+    one = estimate_request(40, 2, task="rn", algorithm="proposed").bytes
+
+    def serve(limit):
+        owner = DPOwner(**owner_kwargs(epsilon=10.0, request_memory_limit_bytes=limit))
+        inside, both = [], threading.Event()
+        compute = owner._compute
+
+        def slow(*args, **kwargs):  # hold the first request until the second is in, or 1 s
+            inside.append(1)
+            if len(inside) == 2:
+                both.set()
+            both.wait(timeout=1.0)
+            return compute(*args, **kwargs)
+
+        owner._compute = slow
+        q = Query(task="rn", algorithm="proposed", x=queries, radius=0.2, epsilon=0.5)
+        got = {}
+
+        def ask_one(who, rid):
+            got[who] = Answer.from_message(owner.answer(q.to_message(
+                run_id="run", sender=who, receiver="owner", request=rid)))
+
+        threads = [threading.Thread(target=ask_one, args=(w, i)) for i, w in
+                   enumerate(("alice", "bob"))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return owner, got
+
+    tight, tight_got = serve(2 * one - 1)
+    roomy, roomy_got = serve(2 * one)
+    assert tight._memory.peak == one and not tight._memory.reserved  # one at a time
+    assert roomy._memory.peak == 2 * one and roomy.peak_concurrency == 2  # together
+    for who in ("alice", "bob"):
+        np.testing.assert_array_equal(tight_got[who].labels, roomy_got[who].labels)
+
+
+def test_the_gate_lets_a_lone_request_in_and_none_admits_all():
+    gate = cost.MemoryGate(10)
+    with gate.admitted(50):  # one request alone: its own check was against the limit
+        assert gate.reserved == 50
+    unlimited = cost.MemoryGate(None)
+    with unlimited.admitted(10**15), unlimited.admitted(10**15):
+        assert unlimited.reserved == 2 * 10**15
+    assert (gate.reserved, unlimited.reserved) == (0, 0)

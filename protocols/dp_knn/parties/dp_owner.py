@@ -10,7 +10,9 @@ batch to ε-DP radii alone (``"convert"`` queries). For every request it
    the algorithm and the clique budget, never the data) is over
    ``request_time_limit_s`` or ``request_memory_limit_bytes``
    (:class:`~core.errors.RequestTooLarge`, naming the largest batch that
-   fits), before its id is claimed or the ledger charged;
+   fits), before its id is claimed or the ledger charged; requests served
+   at the same time are admitted while their estimates sum within
+   ``request_memory_limit_bytes`` (the others wait: :class:`~protocols.dp_knn.cost.MemoryGate`);
 2. does the data-free work: the region overlap graph, its components and
    clique bounds (cached per batch, so the same batch at several ε is
    analysed once); for an r-N batch without a radius this waits until the
@@ -81,6 +83,7 @@ from ppknn.protocols.dp_knn.conversion import convert_interactive, convert_nonin
 from ppknn.protocols.dp_knn.cost import (
     DEFAULT_REQUEST_MEMORY_LIMIT_BYTES,
     DEFAULT_REQUEST_TIME_LIMIT_S,
+    MemoryGate,
     check_request,
     check_request_limits,
 )
@@ -186,6 +189,7 @@ class DPOwner(DPOwnerAPI):
             clique_work_limit, clique_time_limit_s)
         self.request_time_limit_s, self.request_memory_limit_bytes = check_request_limits(
             request_time_limit_s, request_memory_limit_bytes)
+        self._memory = MemoryGate(self.request_memory_limit_bytes)
         self.count_share = count_share
         self._lock = threading.Lock()
         self._seen: set[tuple[str, int]] = set()
@@ -267,12 +271,17 @@ class DPOwner(DPOwnerAPI):
                               f"data has {self.n_features}")
         analyst = request.sender
         # public facts only, before the id is claimed and the ledger charged
-        check_request(query.n_queries, self.n_features, task=query.task,
-                      algorithm=query.algorithm, clique_work_limit=self.clique_work_limit,
-                      time_limit_s=self.request_time_limit_s,
-                      memory_limit_bytes=self.request_memory_limit_bytes,
-                      what=f"request {rid}")
+        estimate = check_request(query.n_queries, self.n_features, task=query.task,
+                                 algorithm=query.algorithm,
+                                 clique_work_limit=self.clique_work_limit,
+                                 time_limit_s=self.request_time_limit_s,
+                                 memory_limit_bytes=self.request_memory_limit_bytes,
+                                 what=f"request {rid}")
         self._claim(analyst, rid)
+        with self._memory.admitted(estimate.bytes):  # with the requests running beside it
+            return self._admitted(query, rid, analyst, request)
+
+    def _admitted(self, query: Query, rid: int, analyst: str, request: Message) -> Message:
         plan = None
         if query.task == "rn" and query.algorithm == "proposed" and not query.auto_radius:
             plan = self._plan(query.x, query.radius)  # public: test instances only
