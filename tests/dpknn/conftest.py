@@ -29,3 +29,17 @@ def make_owner():
 @pytest.fixture
 def queries():
     return np.random.default_rng(5).random((40, 2))
+
+
+class IndexSpy:
+    """Stands in for the owner's private index and records every access."""
+
+    def __init__(self, real):
+        self.real, self.calls = real, []
+        self.n_features, self.n_classes, self.size = real.n_features, real.n_classes, real.size
+
+    def __getattr__(self, name):
+        def record(*args, **kwargs):
+            self.calls.append(name)
+            return getattr(self.real, name)(*args, **kwargs)
+        return record

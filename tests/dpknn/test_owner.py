@@ -16,7 +16,7 @@ from ppknn.protocols.dp_knn.parties import analyst_spec, dp_owner_spec
 from ppknn.protocols.dp_knn.parties.analyst import Analyst, one_at_a_time
 from ppknn.protocols.dp_knn.protocol import Answer, Query
 from ppknn.protocols.dp_knn.rn import classify_rn
-from tests.dpknn.conftest import owner_kwargs
+from tests.dpknn.conftest import IndexSpy, owner_kwargs
 
 
 def _ask(owner, analyst, query):
@@ -37,20 +37,6 @@ def test_answer_is_the_classifier_on_the_owners_stream(make_owner, queries):
     assert ans.epsilon == 0.7 and ans.request == 0
 
 
-class _Spy:
-    """Stands in for the owner's private index and records every access."""
-
-    def __init__(self, real):
-        self.real, self.calls = real, []
-        self.n_features, self.n_classes, self.size = real.n_features, real.n_classes, real.size
-
-    def __getattr__(self, name):
-        def record(*args, **kwargs):
-            self.calls.append(name)
-            return getattr(self.real, name)(*args, **kwargs)
-        return record
-
-
 @pytest.mark.parametrize("query", [
     dict(task="rn", algorithm="proposed", radius=0.2),
     dict(task="rn", algorithm="baseline-laplace", radius=0.2),
@@ -59,7 +45,7 @@ class _Spy:
 ])
 def test_overspending_batch_is_refused_before_any_data_access(make_owner, queries, query):
     owner = make_owner(epsilon=1.0)
-    spy = _Spy(owner._index)
+    spy = IndexSpy(owner._index)
     owner._index = spy
     alice = Analyst(party_id="alice", owner="owner", run_id="run")
     _ask(owner, alice, Query(x=queries, epsilon=0.75, **query))

@@ -19,7 +19,7 @@ from ppknn.protocols.dp_knn.parties import analyst_spec, dp_owner_spec
 from ppknn.protocols.dp_knn.parties.analyst import Analyst
 from ppknn.protocols.dp_knn.parties.dp_owner import DPOwner
 from ppknn.protocols.dp_knn.protocol import Answer, Query
-from tests.dpknn.conftest import owner_kwargs
+from tests.dpknn.conftest import IndexSpy, owner_kwargs
 
 ALGORITHMS = [("rn", "proposed"), ("rn", "baseline-laplace"), ("rn", "baseline-exponential"),
               ("knn", "interactive"), ("knn", "noninteractive"), ("knn", "baseline"),
@@ -117,25 +117,11 @@ def test_none_disables_the_limits():
     assert (owner.request_time_limit_s, owner.request_memory_limit_bytes) == (None, None)
 
 
-class _Spy:
-    """Stands in for the owner's private index and records every access."""
-
-    def __init__(self, real):
-        self.real, self.calls = real, []
-        self.n_features, self.n_classes, self.size = real.n_features, real.n_classes, real.size
-
-    def __getattr__(self, name):
-        def record(*args, **kwargs):
-            self.calls.append(name)
-            return getattr(self.real, name)(*args, **kwargs)
-        return record
-
-
 @pytest.mark.parametrize("query", [dict(task="rn", algorithm="proposed", radius=0.2),
                                    dict(task="knn", algorithm="interactive", k=5)])
 def test_refused_before_the_ledger_and_the_id_stays_free(make_owner, queries, query):
     owner = make_owner(epsilon=1.0, request_memory_limit_bytes=TIGHT)
-    spy = owner._index = _Spy(owner._index)
+    spy = owner._index = IndexSpy(owner._index)
     q = Query(x=queries, epsilon=0.5, **query)
     request = q.to_message(run_id="run", sender="alice", receiver="owner", request=0)
     with pytest.raises(RequestTooLarge, match=r"^request 0 of 40 queries \(2 features, .*"
