@@ -199,7 +199,7 @@ class Result:
               plot: bool = False) -> Path:
         """Write the results folder (refuses an existing one unless ``overwrite``, a bool).
 
-        ``plot``: also render ``summary.png`` and ``leakage.png`` (a bool).
+        ``plot``: also render ``summary.svg`` and ``leakage.svg`` (a bool).
         """
         from ppknn.simulations.output import check_flag, staged
 
@@ -279,7 +279,7 @@ def run(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, *,
     progress:
         Called with ``(phase, done, total)``.
     plot:
-        With ``output``, also render ``summary.png`` and ``leakage.png`` (a bool; later
+        With ``output``, also render ``summary.svg`` and ``leakage.svg`` (a bool; later
         from the folder: ``ppknn show --plot``).
 
     Returns

@@ -331,7 +331,7 @@ def run(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing results "
                                    "folder (only once the new run is complete)."),
     plot: Optional[bool] = typer.Option(
-        None, "--plot/--no-plot", help="Render summary.png and leakage.png (default: when "
+        None, "--plot/--no-plot", help="Render summary.svg and leakage.svg (default: when "
         "the output is a terminal; later from the folder: ppknn show --plot)."),
 ) -> None:
     """Run a scenario (any registered protocol, or several) and write its results folder."""
@@ -413,7 +413,7 @@ def _print_run(whole: Any, folder: Path) -> None:
     if deviations is not None:
         print_deviations(deviations.as_dict())
     out.print(escape(f"phases: {phases_line(written.get('timings_s') or s['timings_s'])}"))
-    plots = "summary.png, " if (folder / "summary.png").is_file() else ""
+    plots = "summary.svg, " if (folder / "summary.svg").is_file() else ""
     out.print(f"results written to [bold]{escape(str(folder))}[/] ({plots}summary.json, "
               "...)")
     if not plots:
@@ -469,7 +469,7 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
             ) -> None:
     """Recompute the leakage table (and the ring's disclosure) from a saved transcript.
 
-    Writes ``leakage.csv`` and ``leakage.png`` (and, for the ring,
+    Writes ``leakage.csv`` and ``leakage.svg`` (and, for the ring,
     ``disclosure.csv``) into the folder: the same rows ``ppknn run`` wrote.
     """
     from ppknn.core.leakage import DisclosureReport
@@ -508,7 +508,7 @@ def leakage(results_dir: Path = typer.Argument(..., help="A results folder of `p
         # under the folder's lock; each file replaces its namesake, never writing through a link
         with rewriting(results_dir) as scratch:
             leakage_table.write_table(rows, scratch / "leakage.csv")
-            leakage_table.plot_table(rows, scratch / "leakage.png",
+            leakage_table.plot_table(rows, scratch / "leakage.svg",
                                      title=str(public.get("run_id", results_dir.name)))
             if failed_after is not None:  # the summary it kept lacks the table: add it
                 _add_leakage_summary(results_dir / "summary.json", leakage_table.summary(rows),
@@ -591,8 +591,8 @@ def audit(
 @app.command()
 def show(results_dir: Path = typer.Argument(..., help="A folder written by `ppknn run`, "
                                             "`sweep`, `audit`, `chaos` or `compare`."),
-         plot: bool = typer.Option(False, "--plot", help="Also render a run's summary.png "
-                                   "and leakage.png from the folder's files.")) -> None:
+         plot: bool = typer.Option(False, "--plot", help="Also render a run's summary.svg "
+                                   "and leakage.svg from the folder's files.")) -> None:
     """Print a run's (or a sweep's, audit's, chaos run's, comparison's) summary."""
     try:
         show_folder(results_dir)

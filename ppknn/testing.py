@@ -60,7 +60,7 @@ ScenarioLike = str | os.PathLike[str] | Mapping[str, Any] | Scenario
 PluginLike = str | registry.ProtocolPlugin | type[registry.ProtocolPlugin]
 
 COMMON_FILES = ("scenario.json", "public.json", "predictions.csv", "parties.csv",
-                "summary.json", "summary.png", "transcript/totals.json")
+                "summary.json", "summary.svg", "transcript/totals.json")
 """Files every run's results folder holds."""
 MAX_QUERIES = 60
 """The battery's runs answer at most this many queries."""

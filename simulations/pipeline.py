@@ -69,8 +69,8 @@ def run_scenario(scenario: Any, *, stage: Path | None = None,
 
     With ``stage``, the results folder is written there: what scoring needs
     as soon as the protocols complete (:func:`~simulations.results.write_recorded`),
-    then, once measured and scored, the results (with ``summary.png`` and
-    ``leakage.png`` when ``plot``), the audit and the deviation report.
+    then, once measured and scored, the results (with ``summary.svg`` and
+    ``leakage.svg`` when ``plot``), the audit and the deviation report.
     Without, nothing is written, no leakage table is scored (``ppknn.Result``
     scores it on first use) and the transcript stays in memory.
     """
@@ -103,8 +103,8 @@ def write_results(result: RunResult, output: str | Path, *, plot: bool = True) -
     """Score the run's leakage table and write its results folder; returns its path.
 
     For a run measured outside :func:`run_scenario`
-    (e.g. :func:`~simulations.runner.execute`); ``plot``: also ``summary.png``
-    and ``leakage.png``.
+    (e.g. :func:`~simulations.runner.execute`); ``plot``: also ``summary.svg``
+    and ``leakage.svg``.
     """
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)

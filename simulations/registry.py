@@ -208,7 +208,7 @@ class ProtocolPlugin(abc.ABC):
         return []
 
     def plot(self, ax: Any, outcome: Any) -> bool:
-        """Draw the protocol's own panel of ``summary.png``; False if it has none."""
+        """Draw the protocol's own panel of ``summary.svg``; False if it has none."""
         return False
 
     # -- optional evaluation hooks: the generic leakage, audit, deviation and comparison

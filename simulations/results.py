@@ -14,14 +14,14 @@ Layout::
                          start-up, protocol, recorded: writing the public facts and
                          ground truth, measure, leakage scoring, write, plots),
                          randomness mode
-      summary.png        (when plotted) accuracy vs baseline, the protocol's own panel,
+      summary.svg        (when plotted) accuracy vs baseline, the protocol's own panel,
                          bytes per party
       transcript/        every message (Parquet parts) and totals.json; each protocol's
                          ground truth for the scorers (truth-PROTOCOL.npz)
       disclosure.csv     (ppknn-ring) per node: disclosure probability, 95% interval
       leakage.csv        every protocol: one row per (observer, target, attack): measured
                          quantity, 95% interval, promised bound, verdict (also the
-                         ``leakage`` section of summary.json, and leakage.png when plotted)
+                         ``leakage`` section of summary.json, and leakage.svg when plotted)
 
 Plots are rendered where a person will look (``ppknn run`` on a terminal,
 ``--plot``, :func:`simulations.pipeline.write_results`' default) or later from the folder
@@ -40,6 +40,7 @@ is measured: a run that fails while measuring or scoring keeps a folder
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,6 @@ from ppknn.core.leakage import DisclosureReport
 from ppknn.core.rng import describe as describe_randomness
 from ppknn.simulations.reporting import jsonio
 from ppknn.simulations.reporting.csvio import write_rows
-from ppknn.simulations.reporting.plots import save_png
 from ppknn.simulations.runner import RunResult
 
 MAX_LABELLED_PARTIES = 40
@@ -192,7 +192,7 @@ def write_folder(result: RunResult, output: str | Path, leakage_rows: list[Any],
     Only writes: the leakage table ``leakage_rows`` was scored beforehand
     (:func:`simulations.pipeline.score_leakage`). ``summary.json`` is written
     last, with the time the other files took (``write_s``) and, with
-    ``plot``, the time ``summary.png`` and ``leakage.png`` took (``plots_s``).
+    ``plot``, the time ``summary.svg`` and ``leakage.svg`` took (``plots_s``).
     """
     from ppknn.simulations import leakage
 
@@ -212,8 +212,8 @@ def write_folder(result: RunResult, output: str | Path, leakage_rows: list[Any],
     timings["write_s"] = time.perf_counter() - t0
     if plot:
         t0 = time.perf_counter()
-        plot_summary(result, out / "summary.png")
-        leakage.plot_table(leakage_rows, out / "leakage.png", title=result.prepared.run_id)
+        plot_summary(result, out / "summary.svg")
+        leakage.plot_table(leakage_rows, out / "leakage.svg", title=result.prepared.run_id)
         timings["plots_s"] = time.perf_counter() - t0
     (out / "summary.json").write_text(jsonio.dumps(summary, default=float))
     return out
@@ -304,8 +304,7 @@ def plot_summary(result: RunResult, path: Path) -> None:
     _plot_accuracy(axes[0], [(o.name, o.accuracy, o.baseline.name, o.baseline_accuracy)
                              for o in result.outcomes], p.run_id, p.data.dataset.name)
     ax = axes[1]
-    drawn = any(o_plugin.plot(ax, o) for o in result.outcomes
-                for o_plugin in [_plugin(o.name)])
+    drawn = any(_plugin_panel(ax, o) for o in result.outcomes)
     if not drawn and not _plot_privacy(ax, [(f"{o.name}:{party}", e) for o in result.outcomes
                                             for party, (e, _) in
                                             o.result.privacy.per_party.items()]):
@@ -317,7 +316,7 @@ def plot_summary(result: RunResult, path: Path) -> None:
 
 
 def plot_folder(folder: Path, into: Path | None = None) -> list[Path]:
-    """``summary.png`` and ``leakage.png`` of a run drawn from its folder's files.
+    """``summary.svg`` and ``leakage.svg`` of a run drawn from its folder's files.
 
     The same panels as a run renders, read from ``summary.json``,
     ``parties.csv``, ``disclosure.csv`` and ``leakage.csv``; the protocol's
@@ -344,11 +343,11 @@ def plot_folder(folder: Path, into: Path | None = None) -> list[Path]:
         _nothing(axes[1])
     _plot_communication(axes[2], {r["party"]: (r.get("sent_bytes", 0), r.get("received_bytes", 0))
                                   for r in parties}, summary["communication"]["messages"])
-    written = [into / "summary.png"]
+    written = [into / "summary.svg"]
     _save(fig, written[0])
     if (folder / "leakage.csv").is_file():
         rows = rows_from_csv(folder / "leakage.csv")
-        written.append(plot_table(rows, into / "leakage.png", title=summary["run_id"]))
+        written.append(plot_table(rows, into / "leakage.svg", title=summary["run_id"]))
     return written
 
 
@@ -376,18 +375,14 @@ def _spent_of(parties: list[dict[str, Any]], protocols: list[str]) -> list[tuple
 
 
 def _figure() -> tuple[Any, Any]:
-    """A 15 x 4.2 in figure of three panels on an Agg canvas (the object API, no pyplot)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    """A 15 x 4.2 in SVG figure of three panels side by side (:mod:`~.reporting.svg`)."""
+    from ppknn.simulations.reporting.svg import Figure
 
-    fig = Figure(figsize=(15, 4.2), dpi=110)
-    FigureCanvasAgg(fig)
-    return fig, fig.subplots(1, 3)
+    return Figure.grid(15, 4.2, rows=1, cols=3)
 
 
 def _save(fig: Any, path: Path) -> None:
-    fig.tight_layout()
-    save_png(fig, path, dpi=110)
+    fig.save(path)
 
 
 def _nothing(ax: Any) -> None:
@@ -434,6 +429,23 @@ def _plot_communication(ax: Any, per: dict[str, tuple[float, float]], count: Any
     if top > 0:  # room above the bars for the legend
         ax.set_ylim(top=top * (4.0 if ax.get_yscale() == "log" else 1.25))
     ax.legend(loc="upper center", ncol=2)
+
+
+def _plugin_panel(ax: Any, outcome: Any) -> bool:
+    """The protocol's own panel (its plugin's ``plot``); a call the panel lacks is a warning.
+
+    The panel takes the matplotlib ``Axes`` calls :mod:`~simulations.reporting.svg` lists;
+    a plugin written for others loses its panel, not the run's results.
+    """
+    try:
+        return bool(_plugin(outcome.name).plot(ax, outcome))
+    except AttributeError as exc:
+        warnings.warn(f"protocol {outcome.name!r}: its summary panel was not drawn ({exc}); "
+                      "a plugin's plot(ax, outcome) gets a ppknn.simulations.reporting.svg."
+                      "Panel, which takes the matplotlib Axes calls its docstring lists",
+                      RuntimeWarning, stacklevel=2)
+        ax.clear()
+        return False
 
 
 def _plugin(name: str) -> Any:

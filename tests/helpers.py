@@ -50,3 +50,23 @@ def run_on(kind, parts_X, parts_y, n_classes, queries, *, k=5, p0=1.0, d=0.5, ro
     finally:
         rt.shutdown()
     return result, totals
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def figure_texts(path) -> str:
+    """The words of an SVG figure ppknn drew, after checking it is one.
+
+    It parses as XML with an ``<svg>`` root, has a width and height, and draws more
+    than ten marks (rectangles, circles, lines, polylines, polygons). Returns every
+    ``<text>``'s content, one per line.
+    """
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(path).getroot()
+    assert root.tag == SVG + "svg", root.tag
+    assert float(root.get("width", "0pt")[:-2]) > 0 and float(root.get("height", "0pt")[:-2]) > 0
+    marks = {SVG + t for t in ("rect", "circle", "line", "polyline", "polygon")}
+    assert sum(e.tag in marks for e in root.iter()) > 10, f"{path}: too few marks"
+    return "\n".join("".join(t.itertext()) for t in root.iter(SVG + "text"))

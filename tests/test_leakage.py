@@ -63,7 +63,7 @@ def run_into(folder: Path, scenario: dict):
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
     base = tmp_path_factory.mktemp("leak")
-    with pytest.MonkeyPatch.context() as mp:  # summary.png is not under test here
+    with pytest.MonkeyPatch.context() as mp:  # summary.svg is not under test here
         mp.setattr("ppknn.simulations.results.plot_summary", lambda result, path: None)
         return {name: (base / name, run_into(base / name, small(name)))
                 for name in PROTOCOLS}
@@ -83,7 +83,7 @@ def test_every_protocol_writes_a_row_per_observing_party(folders, name):
     observers = {m for r in rows for m in str(r["observer"]).split("+")}
     assert _observers(result) <= observers, (name, _observers(result) - observers)
     assert {r["verdict"] for r in rows} <= {WITHIN, ABOVE, NO_BOUND}
-    assert (folder / "leakage.png").stat().st_size > 0
+    assert (folder / "leakage.svg").stat().st_size > 0
     summary = json.loads((folder / "summary.json").read_text())["leakage"]
     assert summary["rows"] == len(rows)
     assert summary["above_bound"] == 0  # honest runs keep their promises
@@ -515,7 +515,7 @@ def test_dp_knn_owner_counts_distinct_instances_when_test_rows_repeat(tmp_path):
 
 
 def test_plot_shows_the_strongest_rows_ranked_by_verdict_advantage_then_value():
-    """``leakage.png`` draws at most PLOT_ROWS rows a panel: above-bound rows first, then
+    """``leakage.svg`` draws at most PLOT_ROWS rows a panel: above-bound rows first, then
     the largest advantage over the no-transcript baseline, then the largest value; rows
     without a baseline after those with one; NaN last; the table's order when all fit."""
     import math

@@ -255,7 +255,7 @@ def test_leakage_never_writes_through_a_link_in_the_folder(tmp_path):
     assert _run(out).exit_code == 0
     outside = tmp_path / "outside"
     outside.mkdir()
-    names = ("leakage.csv", "leakage.png", "disclosure.csv", ".summary.json.partial")
+    names = ("leakage.csv", "leakage.svg", "disclosure.csv", ".summary.json.partial")
     for name in names:
         (outside / name).write_text("precious")
         (out / name).unlink(missing_ok=True)

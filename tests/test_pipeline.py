@@ -13,6 +13,7 @@ from ppknn.simulations.leakage import measure
 from ppknn.simulations.leakage.table import rows_from_csv, write_table
 from ppknn.simulations.pipeline import run_scenario
 from ppknn.simulations.scenario import parse_scenario
+from tests.helpers import figure_texts
 
 SMALL = {"run": {"name": "pipe", "seed": 3}, "data": {"dataset": "glass"},
          "parties": {"n": 4}, "protocol": {"k": 3, "rounds": 2},
@@ -29,14 +30,15 @@ def test_a_folder_run_times_its_phases_and_plots_only_when_asked(tmp_path):
     done = _run(tmp_path / "a")
     names = {p.name for p in (tmp_path / "a").iterdir()}
     assert {"summary.json", "leakage.csv", "predictions.csv", "disclosure.csv"} <= names
-    assert not names & {"summary.png", "leakage.png"}
+    assert not names & {"summary.svg", "leakage.svg"}
     timings = json.loads((tmp_path / "a" / "summary.json").read_text())["timings_s"]
     assert list(timings) == ["prepare_s", "startup_s", "protocol_s", "recorded_s",
                              "measure_s", "leakage_s", "write_s"]
     assert done.run.timings["leakage_s"] == timings["leakage_s"]
     _run(tmp_path / "b", plot=True)
-    assert (tmp_path / "b" / "summary.png").stat().st_size > 10_000
-    assert (tmp_path / "b" / "leakage.png").stat().st_size > 10_000
+    run_id = json.loads((tmp_path / "b" / "summary.json").read_text())["run_id"]
+    assert f"{run_id}: glass" in figure_texts(tmp_path / "b" / "summary.svg")
+    assert f"leakage: {run_id}" in figure_texts(tmp_path / "b" / "leakage.svg")
     assert "plots_s" in json.loads((tmp_path / "b" / "summary.json").read_text())["timings_s"]
     for name in ("predictions.csv", "parties.csv", "disclosure.csv", "leakage.csv",
                  "public.json", "scenario.json"):  # plotting changes nothing else

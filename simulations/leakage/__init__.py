@@ -1,7 +1,7 @@
 """What every party learns, in every protocol: one leakage table per run.
 
 - :mod:`.table`: the row model (observer, target, attack, measured quantity
-  with a 95% interval, promised bound, verdict), ``leakage.csv`` / ``.png``.
+  with a 95% interval, promised bound, verdict), ``leakage.csv`` / ``.svg``.
 - :mod:`.attacks`: the attacks per protocol (defaults and scripted) and their
   scorers over views, provenance and ground truth.
 - :mod:`.truth`: the simulation-only ground truth saved beside the transcript.

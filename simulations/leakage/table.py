@@ -423,7 +423,7 @@ def _json_row(row: LeakageRow) -> dict[str, Any]:
 
 
 PLOT_ROWS = 16
-"""Most rows drawn per panel of ``leakage.png`` (the strongest; :func:`strongest`)."""
+"""Most rows drawn per panel of ``leakage.svg`` (the strongest; :func:`strongest`)."""
 
 
 def strongest(rows: Sequence[LeakageRow], limit: int) -> list[LeakageRow]:
@@ -454,79 +454,71 @@ def strongest(rows: Sequence[LeakageRow], limit: int) -> list[LeakageRow]:
 
 
 def plot_table(rows: Sequence[LeakageRow], path: Path, *, title: str) -> Path:
-    """``leakage.png``: one panel per protocol, each row's value with its 95% interval.
+    """``leakage.svg``: one panel per protocol, each row's value with its 95% interval.
 
     Rows are grouped by quantity (different units sit in different panels);
-    a promised bound is drawn as a red tick beside its row. A panel draws at most
-    :data:`PLOT_ROWS` rows, the strongest (:func:`strongest`), and says how many it
-    left out; ``leakage.csv`` has every row.
+    a promised bound is drawn as a red tick beside its row, the no-transcript
+    baseline as an open diamond. A panel draws at most :data:`PLOT_ROWS` rows, the
+    strongest (:func:`strongest`), and says how many it left out; ``leakage.csv``
+    has every row. Drawn as SVG text (:mod:`~simulations.reporting.svg`).
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
-
-    from ppknn.simulations.reporting.plots import save_png
+    from ppknn.simulations.reporting.svg import Figure, Key, colour
 
     groups: dict[tuple[str, str], list[LeakageRow]] = {}
     for r in rows:
         groups.setdefault((r.protocol, r.quantity), []).append(r)
-    n = max(1, len(groups))
     row_in = 0.34  # inches per row: two-line labels fit
     heights = [min(len(g), PLOT_ROWS) * row_in + 1.1 for g in groups.values()] or [1.5]
-    head_in = 1.25  # the title and the legend above the panels (and a two-line panel title)
-    fig = Figure(figsize=(11, sum(heights) + head_in + 0.3), dpi=90)
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(n, 1, squeeze=False, gridspec_kw={"height_ratios": heights})
+    fig, axes = Figure.grid(11, sum(heights), rows=len(heights), cols=1,
+                            height_ratios=heights, title=f"leakage: {title}")
     if not groups:
-        axes[0][0].text(0.5, 0.5, "no party observes anything", ha="center", va="center")
-        axes[0][0].set_axis_off()
-    for ax, ((protocol, quantity), group) in zip(axes[:, 0], groups.items()):
-        shown = strongest(group, PLOT_ROWS)
-        y = np.arange(len(shown))
-        vals = _finite([r.value for r in shown])
-        lo = _finite([r.ci_low for r in shown])
-        hi = _finite([r.ci_high for r in shown])
-        with np.errstate(invalid="ignore"):
-            err = np.vstack([np.maximum(vals - lo, 0), np.maximum(hi - vals, 0)])
-        err[~np.isfinite(err)] = 0
-        colours = ["tab:red" if r.verdict == ABOVE else "tab:blue" for r in shown]
-        ax.errorbar(vals, y, xerr=err, fmt="none", ecolor="gray", capsize=2)
-        ax.scatter(vals, y, c=colours, s=22, zorder=3)
-        based = [(i, r.baseline) for i, r in enumerate(shown) if math.isfinite(r.baseline)]
-        if based:
-            ax.scatter([b for _, b in based], [i for i, _ in based], marker="D",
-                       facecolors="none", edgecolors="black", s=22, zorder=2)
-        bounded = [(i, r.bound) for i, r in enumerate(shown)
-                   if r.bound is not None and math.isfinite(r.bound)]
-        if bounded:
-            ax.scatter([b for _, b in bounded], [i for i, _ in bounded], marker="|",
-                       color="tab:red", s=140, zorder=2)
-        attacks = {r.attack for r in group}
-        common = attacks.pop() if len(attacks) == 1 else None  # then named in the title
-        ax.set_yticks(y, [_row_label(r, attack=common is None) for r in shown], fontsize=7.5)
-        ax.set_ylim(len(shown) - 0.4, -0.6)  # the first (strongest) row on top
-        ax.set_xlabel(quantity, fontsize=9)
-        more = ("" if len(group) == len(shown) else
-                f"({len(shown)} strongest of {len(group)}; every row in leakage.csv)")
-        what = f"{protocol}: {quantity}" + ("" if common is None else f", attack {common}")
-        ax.set_title(what + (f"\n{more.strip()}" if more else ""), fontsize=9.5, y=1.0, pad=6)
-        ax.grid(axis="x", alpha=0.3)
-    height = fig.get_figheight()
-    fig.suptitle(f"leakage: {title}", fontsize=11, y=1 - 0.12 / height, va="top")
-    fig.legend(handles=[
-        Line2D([], [], marker="o", ls="-", color="gray", markerfacecolor="tab:blue",
-               markeredgecolor="tab:blue", label="measured, 95% CI (within its bound or none)"),
-        Line2D([], [], marker="o", ls="-", color="gray", markerfacecolor="tab:red",
-               markeredgecolor="tab:red", label="measured, 95% CI (above its bound)"),
-        Line2D([], [], marker="|", ls="", color="tab:red", markersize=12,
-               label="promised bound"),
-        Line2D([], [], marker="D", ls="", markerfacecolor="none", markeredgecolor="black",
-               label="baseline (no transcript)")],
-        loc="upper center", ncol=4, fontsize=8, frameon=False,
-        bbox_to_anchor=(0.5, 1 - 0.45 / height))
-    fig.subplots_adjust(left=0.34, right=0.98, top=1 - head_in / height,
-                        bottom=0.6 / height, hspace=1.1 / (sum(heights) / n))
-    return save_png(fig, path, dpi=90)
+        axes[0].text(0.5, 0.5, "no party observes anything", ha="center", va="center")
+        axes[0].set_axis_off()
+    for ax, ((protocol, quantity), group) in zip(axes, groups.items()):
+        _plot_group(ax, protocol, quantity, group)
+    grey, red, blue = colour("gray"), colour("tab:red"), colour("tab:blue")
+    fig.legend([Key("measured, 95% CI (within its bound or none)", face=blue, edge=blue,
+                    line=grey, marker="o"),
+                Key("measured, 95% CI (above its bound)", face=red, edge=red, line=grey,
+                    marker="o"),
+                Key("promised bound", face=red, edge=red, marker="|"),
+                Key("baseline (no transcript)", edge=colour("black"), marker="D")],
+               ncol=4, fontsize=8)
+    return fig.save(path)
+
+
+def _plot_group(ax: Any, protocol: str, quantity: str, group: list[LeakageRow]) -> None:
+    """One panel of :func:`plot_table`: the group's strongest rows, strongest on top."""
+    shown = strongest(group, PLOT_ROWS)
+    y = np.arange(len(shown))
+    vals = _finite([r.value for r in shown])
+    lo = _finite([r.ci_low for r in shown])
+    hi = _finite([r.ci_high for r in shown])
+    with np.errstate(invalid="ignore"):
+        err = np.vstack([np.maximum(vals - lo, 0), np.maximum(hi - vals, 0)])
+    err[~np.isfinite(err)] = 0
+    colours = ["tab:red" if r.verdict == ABOVE else "tab:blue" for r in shown]
+    ax.errorbar(vals, y, xerr=err, fmt="none", ecolor="gray", capsize=2)
+    ax.scatter(vals, y, c=colours, s=22, zorder=3)
+    based = [(i, r.baseline) for i, r in enumerate(shown) if math.isfinite(r.baseline)]
+    if based:
+        ax.scatter([b for _, b in based], [i for i, _ in based], marker="D",
+                   facecolors="none", edgecolors="black", s=22, zorder=2)
+    bounded = [(i, r.bound) for i, r in enumerate(shown)
+               if r.bound is not None and math.isfinite(r.bound)]
+    if bounded:
+        ax.scatter([b for _, b in bounded], [i for i, _ in bounded], marker="|",
+                   color="tab:red", s=140, zorder=2)
+    attacks = {r.attack for r in group}
+    common = attacks.pop() if len(attacks) == 1 else None  # then named in the title
+    ax.set_yticks(y, [_row_label(r, attack=common is None) for r in shown], fontsize=7.5)
+    ax.set_ylim(len(shown) - 0.4, -0.6)  # the first (strongest) row on top
+    ax.set_xlabel(quantity, fontsize=9)
+    more = ("" if len(group) == len(shown) else
+            f"({len(shown)} strongest of {len(group)}; every row in leakage.csv)")
+    what = f"{protocol}: {quantity}" + ("" if common is None else f", attack {common}")
+    ax.set_title(what + (f"\n{more.strip()}" if more else ""), fontsize=9.5)
+    ax.grid(axis="x", alpha=0.3)
 
 
 def _row_label(row: LeakageRow, *, attack: bool = True) -> str:

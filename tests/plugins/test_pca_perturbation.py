@@ -19,7 +19,7 @@ from tests.plugins.equivalence import assert_ray_equals_inprocess, assert_refuse
 NAME = "pca-perturbation"
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / f"{NAME}.toml"
 COMMON_FILES = ("scenario.json", "public.json", "predictions.csv", "parties.csv",
-                "summary.json", "summary.png", "transcript/totals.json")
+                "summary.json", "summary.svg", "transcript/totals.json")
 
 
 def raw(**protocol) -> dict:

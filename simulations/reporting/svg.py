@@ -1,0 +1,704 @@
+r"""A run's figures as SVG, drawn in milliseconds: a :class:`Figure` of :class:`Panel`\\ s.
+
+``ppknn run`` draws ``summary.svg`` and ``leakage.svg`` whenever a person will look
+(a terminal), so they must cost little beside the protocol: matplotlib's import and
+Agg drawing took about 1 s for the two. This module writes the same charts as text:
+no import beyond the standard library and numpy, no rasterising, and a vector file
+that any browser, notebook or editor shows and that scales for print.
+
+A :class:`Panel` takes the subset of matplotlib's ``Axes`` calls the run figures and
+the protocol plugins' own panels use (``bar``, ``bar_label``, ``errorbar``, ``scatter``,
+``plot``, ``fill_between``, ``axhline``, ``text``, ticks, limits, labels, ``legend``,
+``grid``, ``set_yscale("log")``), with the same meanings, so a plugin's
+``plot(ax, outcome)`` reads as matplotlib code. Anything else raises
+``AttributeError``. Text widths are estimated (0.6 em a character), so layouts leave
+room rather than measure it.
+
+>>> fig, (ax,) = Figure.grid(4.0, 3.0, rows=1, cols=1, title="run-1")
+>>> bars = ax.bar([0, 1], [0.5, 0.8], label="accuracy")
+>>> ax.bar_label(bars, fmt="%.2f")
+>>> ax.set_ylabel("accuracy"); ax.legend()
+>>> svg = fig.to_svg()
+>>> svg.startswith("<svg") and "run-1" in svg and "0.80" in svg
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape
+
+import numpy as np
+
+COLOURS = {"tab:blue": "#1f77b4", "tab:orange": "#ff7f0e", "tab:green": "#2ca02c",
+           "tab:red": "#d62728", "tab:purple": "#9467bd", "tab:brown": "#8c564b",
+           "tab:pink": "#e377c2", "tab:gray": "#7f7f7f", "tab:grey": "#7f7f7f",
+           "tab:olive": "#bcbd22", "tab:cyan": "#17becf", "gray": "#808080", "grey": "#808080",
+           "black": "#000000", "white": "#ffffff", "red": "#ff0000", "blue": "#0000ff",
+           "none": "none"}
+CYCLE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+         "#7f7f7f", "#bcbd22", "#17becf"]
+FONT = "DejaVu Sans, Arial, Helvetica, sans-serif"
+EM = 0.6  # estimated width of a character, in font sizes
+DASHES = {"--": "5,3", ":": "1.5,2.5", "-.": "6,2.5,1.5,2.5", "-": None, "": None}
+
+
+def colour(c: Any) -> str:
+    """An SVG colour for a matplotlib colour name (``"tab:red"``, ``"C1"``) or ``#rrggbb``."""
+    c = str(c)
+    if c.startswith("C") and c[1:].isdigit():
+        return CYCLE[int(c[1:]) % len(CYCLE)]
+    return COLOURS.get(c, c)
+
+
+def text_size(s: str, size: float) -> tuple[float, float]:
+    r"""Estimated (width, height) in points of ``s`` (lines split at ``\\n``) at ``size`` pt."""
+    lines = str(s).split("\n")
+    return max(len(x) for x in lines) * EM * size, len(lines) * 1.2 * size
+
+
+def _num(v: float) -> str:
+    return f"{v:.2f}".rstrip("0").rstrip(".")
+
+
+def _text(x: float, y: float, s: str, size: float, *, anchor: str = "middle",
+          baseline: str = "auto", rotate: float = 0.0, fill: str = "#000000",
+          weight: str = "normal") -> str:
+    """An SVG ``<text>``; ``baseline`` ``top``/``center``/``bottom`` places its lines."""
+    lines = str(s).split("\n")
+    step = 1.2 * size
+    first = {"top": 0.8 * size, "center": 0.35 * size - (len(lines) - 1) * step / 2,
+             "bottom": -(len(lines) - 1) * step - 0.2 * size}.get(baseline, 0.0)
+    rot = f' transform="rotate({_num(rotate)} {_num(x)} {_num(y)})"' if rotate else ""
+    bold = ' font-weight="bold"' if weight != "normal" else ""
+    spans = "".join(f'<tspan x="{_num(x)}" dy="{_num(first if i == 0 else step)}">'
+                    f"{escape(line)}</tspan>" for i, line in enumerate(lines))
+    return (f'<text x="{_num(x)}" y="{_num(y)}" font-size="{_num(size)}" '
+            f'text-anchor="{anchor}" fill="{fill}"{bold}{rot}>{spans}</text>')
+
+
+@dataclass(frozen=True)
+class Key:
+    """One legend entry: a swatch (bar), a line, a marker, or a line with a marker."""
+
+    label: str
+    face: str = "none"
+    edge: str = "none"
+    line: str | None = None
+    dash: str | None = None
+    marker: str | None = None
+    patch: bool = False
+
+    def draw(self, x: float, y: float, size: float) -> str:
+        """The swatch at (x, y) (its left, mid-height) and the label after it."""
+        out = []
+        if self.patch:
+            out.append(f'<rect x="{_num(x)}" y="{_num(y - 0.35 * size)}" width="{_num(1.6 * size)}"'
+                       f' height="{_num(0.7 * size)}" fill="{self.face}"/>')
+        if self.line:
+            dash = f' stroke-dasharray="{self.dash}"' if self.dash else ""
+            out.append(f'<line x1="{_num(x)}" y1="{_num(y)}" x2="{_num(x + 1.6 * size)}" '
+                       f'y2="{_num(y)}" stroke="{self.line}" stroke-width="1.2"{dash}/>')
+        if self.marker:
+            out.append(_marker(self.marker, x + 0.8 * size, y, 0.35 * size, self.face, self.edge))
+        out.append(_text(x + 2.0 * size, y, self.label, size, anchor="start", baseline="center"))
+        return "".join(out)
+
+    def width(self, size: float) -> float:
+        """Points the entry takes across at ``size`` pt."""
+        return 2.0 * size + text_size(self.label, size)[0]
+
+
+def _marker(kind: str, x: float, y: float, r: float, face: str, edge: str) -> str:
+    stroke = f' stroke="{edge}" stroke-width="1"' if edge != "none" else ""
+    if kind == "D":
+        pts = f"{_num(x)},{_num(y - r)} {_num(x + r)},{_num(y)} {_num(x)},{_num(y + r)} " \
+              f"{_num(x - r)},{_num(y)}"
+        return f'<polygon points="{pts}" fill="{face}"{stroke}/>'
+    if kind == "|":
+        return (f'<line x1="{_num(x)}" y1="{_num(y - r)}" x2="{_num(x)}" y2="{_num(y + r)}" '
+                f'stroke="{edge if edge != "none" else face}" stroke-width="1.6"/>')
+    return f'<circle cx="{_num(x)}" cy="{_num(y)}" r="{_num(r)}" fill="{face}"{stroke}/>'
+
+
+def _keys_block(keys: Sequence[Key], x_mid: float, y_top: float, size: float, ncol: int,
+                frame: bool) -> tuple[str, float]:
+    """Legend keys in ``ncol`` columns centred on ``x_mid`` from ``y_top``; (svg, height)."""
+    ncol = max(1, min(ncol, len(keys)))
+    rows = math.ceil(len(keys) / ncol)
+    col_w = [max(k.width(size) for k in keys[c::ncol]) + size for c in range(ncol)]
+    width, height = sum(col_w) + 0.6 * size, rows * 1.5 * size + 0.4 * size
+    left = x_mid - width / 2
+    out = [f'<rect x="{_num(left)}" y="{_num(y_top)}" width="{_num(width)}" '
+           f'height="{_num(height)}" fill="#ffffff" fill-opacity="0.85" stroke="#cccccc"/>'
+           ] if frame else []
+    for i, k in enumerate(keys):
+        r, c = divmod(i, ncol)
+        out.append(k.draw(left + 0.4 * size + sum(col_w[:c]),
+                          y_top + (r + 0.5) * 1.5 * size + 0.2 * size, size))
+    return "".join(out), height
+
+
+@dataclass
+class _Artist:
+    kind: str
+    data: dict[str, Any]
+    z: float
+    key: Key | None = None
+
+
+@dataclass
+class Bars:
+    """What :meth:`Panel.bar` returns: the bars' centres, heights and width (for ``bar_label``)."""
+
+    x: np.ndarray
+    height: np.ndarray
+    width: float
+
+
+def _arr(v: Any, n: int | None = None) -> np.ndarray:
+    a = np.atleast_1d(np.asarray(v, dtype=np.float64))
+    return np.broadcast_to(a, (n,)).copy() if n is not None and a.size == 1 else a
+
+
+def nice_ticks(lo: float, hi: float, *, log: bool = False, most: int = 6) -> list[float]:
+    """Round tick values covering [lo, hi] (decades on a log axis).
+
+    >>> nice_ticks(0.0, 1.05)
+    [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    >>> nice_ticks(3.0, 2000.0, log=True)
+    [10.0, 100.0, 1000.0]
+    """
+    lo, hi = min(lo, hi), max(lo, hi)
+    if log:
+        a, b = math.ceil(math.log10(lo) - 1e-9), math.floor(math.log10(hi) + 1e-9)
+        step = max(1, math.ceil((b - a + 1) / most))
+        return [10.0 ** e for e in range(a, b + 1, step)] or [lo]
+    if not hi > lo:
+        return [lo]
+    raw = (hi - lo) / most
+    mag = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    first = math.ceil(lo / step - 1e-9)
+    out = [round(i * step, 12) for i in range(first, int(math.floor(hi / step + 1e-9)) + 1)]
+    return [0.0 if v == 0 else v for v in out]
+
+
+def _tick_label(v: float) -> str:
+    return f"{v:.6g}"
+
+
+@dataclass
+class _Axis:
+    lim: tuple[float | None, float | None] = (None, None)
+    log: bool = False
+    ticks: list[float] | None = None
+    labels: list[str] | None = None
+    rotation: float = 0.0
+    size: float = 9.0
+    label: str = ""
+    label_size: float = 10.0
+    grid: bool = False
+
+
+@dataclass
+class Panel:
+    """One chart: matplotlib ``Axes`` calls recorded, drawn by :meth:`Figure.to_svg`."""
+
+    x: _Axis = field(default_factory=_Axis)
+    y: _Axis = field(default_factory=_Axis)
+    title: str = ""
+    title_size: float = 11.0
+    off: bool = False
+    artists: list[_Artist] = field(default_factory=list)
+    texts: list[tuple[float, float, str, dict[str, Any]]] = field(default_factory=list)
+    legend_at: tuple[str, int, float] | None = None
+    _lines: int = 0
+    _patches: int = 0
+
+    def _next(self, which: str) -> str:
+        n = getattr(self, which)
+        setattr(self, which, n + 1)
+        return CYCLE[n % len(CYCLE)]
+
+    # -- drawing ----------------------------------------------------------------------
+    def bar(self, x: Any, height: Any, width: float = 0.8, *, color: Any = None,
+            label: str | None = None, **_: Any) -> Bars:
+        """Vertical bars from 0; ``color`` one colour or one per bar."""
+        xs = _arr(x)
+        hs = _arr(height, xs.size)
+        base = self._next("_patches") if color is None else None
+        cols = ([colour(c) for c in color] if isinstance(color, (list, tuple)) else
+                [colour(color) if color is not None else base] * xs.size)
+        self.artists.append(_Artist("bar", {"x": xs, "h": hs, "w": float(width), "c": cols}, 1,
+                                    Key(label, face=cols[0], patch=True) if label else None))
+        return Bars(xs, hs, float(width))
+
+    def bar_label(self, bars: Bars, labels: Sequence[str] | None = None, *, fmt: str = "%g",
+                  fontsize: float = 9.0, **_: Any) -> None:
+        """Each bar's value (or ``labels``) just above it."""
+        words = list(labels) if labels is not None else [
+            "" if not math.isfinite(h) else fmt % h for h in bars.height]
+        for x, h, w in zip(bars.x, bars.height, words):
+            if w and math.isfinite(h):
+                self.texts.append((float(x), float(h), w, {"size": fontsize, "above": True}))
+
+    def errorbar(self, x: Any, y: Any, *, yerr: Any = None, xerr: Any = None, fmt: str = "",
+                 capsize: float = 0.0, ecolor: Any = None, color: Any = None,
+                 label: str | None = None, **_: Any) -> None:
+        """Points with error bars: ``yerr``/``xerr`` one value or ``[below, above]``."""
+        xs, ys = _arr(x), _arr(y)
+        c = colour(color) if color is not None else self._next("_lines")
+        spans = {}
+        for axis, err in (("y", yerr), ("x", xerr)):
+            if err is not None:
+                e = np.asarray(err, dtype=np.float64)
+                spans[axis] = (e[0], e[1]) if e.ndim == 2 else (_arr(e, xs.size),) * 2
+        marker = "o" if "o" in fmt and fmt != "none" else None
+        self.artists.append(_Artist("errorbar", {"x": xs, "y": ys, "spans": spans,
+                                                 "cap": capsize, "e": colour(ecolor or c),
+                                                 "c": c, "marker": marker}, 2,
+                                    Key(label, face=c, edge=c, line=colour(ecolor or c),
+                                        marker=marker) if label else None))
+
+    def scatter(self, x: Any, y: Any, *, s: float = 36.0, c: Any = None, color: Any = None,
+                marker: str = "o", facecolors: Any = None, edgecolors: Any = None,
+                zorder: float = 1.0, label: str | None = None, **_: Any) -> None:
+        """Markers (``o``, ``D``, ``|``) of area ``s`` pt²; ``c`` one colour per point."""
+        xs, ys = _arr(x), _arr(y)
+        base = colour(color) if color is not None else None
+        if isinstance(c, (list, tuple)):
+            faces = [colour(v) for v in c]
+        else:
+            faces = [colour(c) if c is not None else base or self._next("_patches")] * xs.size
+        if facecolors is not None:
+            faces = [colour(facecolors)] * xs.size
+        edge = colour(edgecolors) if edgecolors is not None else "none"
+        if marker == "|" and edge == "none":
+            edge = faces[0]
+        self.artists.append(_Artist("scatter", {"x": xs, "y": ys, "r": math.sqrt(s) / 2,
+                                                "faces": faces, "edge": edge, "m": marker},
+                                    zorder, Key(label, face=faces[0], edge=edge, marker=marker)
+                                    if label else None))
+
+    def plot(self, x: Any, y: Any, *, lw: float = 1.5, color: Any = None, ls: str = "-",
+             label: str | None = None, **_: Any) -> None:
+        """A polyline (non-finite points break it)."""
+        c = colour(color) if color is not None else self._next("_lines")
+        self.artists.append(_Artist("line", {"x": _arr(x), "y": _arr(y), "lw": lw, "c": c,
+                                             "dash": DASHES.get(ls)}, 2,
+                                    Key(label, line=c, dash=DASHES.get(ls)) if label else None))
+
+    def fill_between(self, x: Any, y1: Any, y2: Any = 0.0, *, alpha: float = 1.0,
+                     color: Any = None, label: str | None = None, **_: Any) -> None:
+        """The band between ``y1`` and ``y2``."""
+        xs = _arr(x)
+        c = colour(color) if color is not None else self._next("_patches")
+        self.artists.append(_Artist("band", {"x": xs, "y1": _arr(y1, xs.size),
+                                             "y2": _arr(y2, xs.size), "c": c, "a": alpha}, 1,
+                                    Key(label, face=c, patch=True) if label else None))
+
+    def axhline(self, y: float, *, color: Any = "black", ls: str = "-", lw: float = 1.2,
+                label: str | None = None, **_: Any) -> None:
+        """A horizontal line across the panel."""
+        c = colour(color)
+        self.artists.append(_Artist("hline", {"y": float(y), "c": c, "dash": DASHES.get(ls),
+                                              "lw": lw}, 2,
+                                    Key(label, line=c, dash=DASHES.get(ls)) if label else None))
+
+    def text(self, x: float, y: float, s: str, *, ha: str = "left", va: str = "baseline",
+             fontsize: float = 10.0, **_: Any) -> None:
+        """Text at data coordinates (0-1 on an empty panel)."""
+        self.texts.append((float(x), float(y), str(s), {"size": fontsize, "ha": ha, "va": va}))
+
+    def clear(self) -> None:
+        """Forget everything drawn and set: a blank panel."""
+        self.__dict__.update(Panel().__dict__)
+
+    # -- axes -------------------------------------------------------------------------
+    def set_xticks(self, ticks: Any, labels: Sequence[str] | None = None, *,
+                   rotation: float = 0.0, fontsize: float = 9.0, **_: Any) -> None:
+        """Ticks at ``ticks`` (labelled ``labels``, or their values), rotated by degrees."""
+        self.x.ticks, self.x.labels = list(map(float, ticks)), \
+            None if labels is None else [str(v) for v in labels]
+        self.x.rotation, self.x.size = float(rotation), float(fontsize)
+
+    def set_yticks(self, ticks: Any, labels: Sequence[str] | None = None, *,
+                   fontsize: float = 9.0, **_: Any) -> None:
+        """Ticks at ``ticks`` labelled ``labels`` (or their values)."""
+        self.y.ticks, self.y.labels = list(map(float, ticks)), \
+            None if labels is None else [str(v) for v in labels]
+        self.y.size = float(fontsize)
+
+    def set_xlim(self, left: float | None = None, right: float | None = None) -> None:
+        """Fix one or both x limits (``left > right`` reverses the axis)."""
+        self.x.lim = (left if left is not None else self.x.lim[0],
+                      right if right is not None else self.x.lim[1])
+
+    def set_ylim(self, bottom: float | None = None, top: float | None = None) -> None:
+        """Fix one or both y limits (``bottom > top`` reverses the axis)."""
+        self.y.lim = (bottom if bottom is not None else self.y.lim[0],
+                      top if top is not None else self.y.lim[1])
+
+    def set_xlabel(self, s: str, fontsize: float = 10.0, **_: Any) -> None:
+        """The x axis's label."""
+        self.x.label, self.x.label_size = str(s), float(fontsize)
+
+    def set_ylabel(self, s: str, fontsize: float = 10.0, **_: Any) -> None:
+        """The y axis's label."""
+        self.y.label, self.y.label_size = str(s), float(fontsize)
+
+    def set_title(self, s: str, fontsize: float = 11.0, **_: Any) -> None:
+        """The panel's title (lines split at newlines)."""
+        self.title, self.title_size = str(s), float(fontsize)
+
+    def set_yscale(self, scale: str) -> None:
+        """``"linear"`` or ``"log"`` (non-positive values are not drawn)."""
+        if scale not in ("linear", "log"):
+            raise ValueError(f"set_yscale({scale!r}): 'linear' or 'log'")
+        self.y.log = scale == "log"
+
+    def get_yscale(self) -> str:
+        """``"linear"`` or ``"log"``."""
+        return "log" if self.y.log else "linear"
+
+    def set_axis_off(self) -> None:
+        """No axes, ticks or frame: the panel holds text only."""
+        self.off = True
+
+    def grid(self, visible: bool = True, *, axis: str = "both", **_: Any) -> None:
+        """Light lines at the ticks of ``axis`` (``"x"``, ``"y"`` or ``"both"``)."""
+        for a in ((self.x,) if axis == "x" else (self.y,) if axis == "y" else (self.x, self.y)):
+            a.grid = visible
+
+    def legend(self, *, loc: str = "upper right", ncol: int = 1, fontsize: float = 8.5,
+               **_: Any) -> None:
+        """A legend of the labelled artists, inside the panel at ``loc`` (top only)."""
+        self.legend_at = (loc, ncol, fontsize)
+
+    # -- layout -----------------------------------------------------------------------
+    def _limits(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        xs: list[np.ndarray] = []
+        ys: list[np.ndarray] = []
+        sticky_y0 = False
+        for a in self.artists:
+            d = a.data
+            if a.kind == "bar":
+                xs += [d["x"] - d["w"] / 2, d["x"] + d["w"] / 2]
+                ys += [d["h"], np.zeros(1)]
+                sticky_y0 = True
+            elif a.kind == "errorbar":
+                xs.append(d["x"])
+                ys.append(d["y"])
+                for axis, (lo, hi) in d["spans"].items():
+                    (xs if axis == "x" else ys).extend([d[axis] - lo, d[axis] + hi])
+            elif a.kind in ("scatter", "line"):
+                xs.append(d["x"])
+                ys.append(d["y"])
+            elif a.kind == "band":
+                xs.append(d["x"])
+                ys += [d["y1"], d["y2"]]
+            elif a.kind == "hline":
+                ys.append(np.array([d["y"]]))
+        for x, y, _, _ in self.texts:
+            xs.append(np.array([x]))
+            ys.append(np.array([y]))
+        return (_span(xs, self.x, False), _span(ys, self.y, sticky_y0))
+
+    def _margins(self) -> tuple[float, float, float, float]:
+        """(left, right, top, bottom) in points around the plotting area."""
+        if self.off:
+            top = text_size(self.title, self.title_size)[1] + 6 if self.title else 4
+            return 6.0, 6.0, top, 6.0
+        (xl, yl) = self._limits()
+        ylabels = self.y.labels or [_tick_label(v) for v in self._ticks(self.y, yl)]
+        left = max([text_size(s, self.y.size)[0] for s in ylabels] + [0]) + 8
+        if self.y.label:
+            left += text_size(self.y.label, self.y.label_size)[1] + 4
+        xlabels = self.x.labels or [_tick_label(v) for v in self._ticks(self.x, xl)]
+        sizes = [text_size(s, self.x.size) for s in xlabels] or [(0.0, 0.0)]
+        if self.x.rotation:
+            th = math.radians(self.x.rotation)
+            bottom = max(w * math.sin(th) + h * math.cos(th) for w, h in sizes) + 8
+        else:
+            bottom = max(h for _, h in sizes) + 8
+        if self.x.label:
+            bottom += text_size(self.x.label, self.x.label_size)[1] + 4
+        top = text_size(self.title, self.title_size)[1] + 8 if self.title else 6
+        return left, 12.0, top, bottom
+
+    @staticmethod
+    def _ticks(axis: _Axis, lim: tuple[float, float]) -> list[float]:
+        if axis.ticks is not None:
+            return axis.ticks
+        return nice_ticks(*lim, log=axis.log)
+
+    def _svg(self, box: tuple[float, float, float, float], uid: int) -> str:
+        """The panel drawn with its plotting area at ``box`` = (x, y, width, height)."""
+        x0, y0, w, h = box
+        out: list[str] = []
+        if self.title:
+            out.append(_text(x0 + w / 2, y0 - 6, self.title, self.title_size,
+                             baseline="bottom"))
+        if self.off:
+            for x, y, s, o in self.texts:
+                out.append(_text(x0 + x * w, y0 + (1 - y) * h, s, o["size"],
+                                 anchor=_ANCHOR[o.get("ha", "left")], baseline="center"))
+            return "".join(out)
+        (xl, yl) = self._limits()
+
+        def px(v: np.ndarray | float) -> Any:
+            return x0 + (np.asarray(v, dtype=np.float64) - xl[0]) / (xl[1] - xl[0]) * w
+
+        def py(v: np.ndarray | float) -> Any:
+            v = np.asarray(v, dtype=np.float64)
+            if self.y.log:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    v = np.log10(np.where(v > 0, v, np.nan))
+                lo, hi = math.log10(yl[0]), math.log10(yl[1])
+            else:
+                lo, hi = yl
+            return y0 + h - (v - lo) / (hi - lo) * h
+
+        out.append(f'<clipPath id="c{uid}"><rect x="{_num(x0)}" y="{_num(y0)}" '
+                   f'width="{_num(w)}" height="{_num(h)}"/></clipPath>')
+        out += self._axes_svg(px, py, xl, yl, box)
+        out.append(f'<g clip-path="url(#c{uid})">')
+        for a in sorted(self.artists, key=lambda a: a.z):
+            out.append(_draw(a, px, py, x0, w, y0 + h if self.y.log else None))
+        out.append("</g>")
+        for x, y, s, o in self.texts:
+            if o.get("above"):
+                out.append(_text(float(px(x)), float(py(y)) - 2, s, o["size"],
+                                 baseline="bottom"))
+            else:
+                out.append(_text(float(px(x)), float(py(y)), s, o["size"],
+                                 anchor=_ANCHOR[o.get("ha", "left")], baseline="center"))
+        out.append(f'<rect x="{_num(x0)}" y="{_num(y0)}" width="{_num(w)}" height="{_num(h)}" '
+                   'fill="none" stroke="#000000" stroke-width="0.8"/>')
+        keys = [a.key for a in self.artists if a.key is not None]
+        if self.legend_at and keys:
+            loc, ncol, size = self.legend_at
+            centre = x0 + w / 2 if "center" in loc else None
+            width = max(k.width(size) for k in keys) * min(ncol, len(keys)) + 2 * size
+            mid = centre if centre is not None else (
+                x0 + w - width / 2 - 4 if "right" in loc else x0 + width / 2 + 4)
+            block, _ = _keys_block(keys, mid, y0 + 4, size, ncol, frame=True)
+            out.append(block)
+        return "".join(out)
+
+    def _axes_svg(self, px: Any, py: Any, xl: tuple[float, float], yl: tuple[float, float],
+                  box: tuple[float, float, float, float]) -> list[str]:
+        x0, y0, w, h = box
+        out = []
+        xt = [v for v in self._ticks(self.x, xl) if min(xl) - 1e-9 <= v <= max(xl) + 1e-9]
+        for i, v in enumerate(self._ticks(self.x, xl)):
+            if v not in xt:
+                continue
+            x = float(px(v))
+            label = self.x.labels[i] if self.x.labels and i < len(self.x.labels) else \
+                _tick_label(v)
+            if self.x.grid:
+                out.append(f'<line x1="{_num(x)}" y1="{_num(y0)}" x2="{_num(x)}" '
+                           f'y2="{_num(y0 + h)}" stroke="#b0b0b0" stroke-width="0.6"/>')
+            out.append(f'<line x1="{_num(x)}" y1="{_num(y0 + h)}" x2="{_num(x)}" '
+                       f'y2="{_num(y0 + h + 3.5)}" stroke="#000000" stroke-width="0.8"/>')
+            if self.x.rotation:
+                out.append(_text(x, y0 + h + 6, label, self.x.size, anchor="end",
+                                 baseline="top", rotate=-self.x.rotation))
+            else:
+                out.append(_text(x, y0 + h + 5, label, self.x.size, baseline="top"))
+        ticks = self._ticks(self.y, yl)
+        for i, v in enumerate(ticks):
+            if not min(yl) - 1e-9 <= v <= max(yl) + 1e-9:
+                continue
+            y = float(py(v))
+            label = self.y.labels[i] if self.y.labels and i < len(self.y.labels) else \
+                _tick_label(v)
+            if self.y.grid:
+                out.append(f'<line x1="{_num(x0)}" y1="{_num(y)}" x2="{_num(x0 + w)}" '
+                           f'y2="{_num(y)}" stroke="#b0b0b0" stroke-width="0.6"/>')
+            out.append(f'<line x1="{_num(x0 - 3.5)}" y1="{_num(y)}" x2="{_num(x0)}" '
+                       f'y2="{_num(y)}" stroke="#000000" stroke-width="0.8"/>')
+            out.append(_text(x0 - 5, y, label, self.y.size, anchor="end", baseline="center"))
+        if self.x.label:
+            _, lb = self._margins()[2:]
+            out.append(_text(x0 + w / 2, y0 + h + lb - 2, self.x.label, self.x.label_size,
+                             baseline="bottom"))
+        if self.y.label:
+            left = self._margins()[0]
+            out.append(_text(x0 - left + 2, y0 + h / 2, self.y.label, self.y.label_size,
+                             baseline="top", rotate=-90))
+        return out
+
+
+_ANCHOR = {"left": "start", "center": "middle", "right": "end"}
+
+
+def _span(parts: list[np.ndarray], axis: _Axis, sticky0: bool) -> tuple[float, float]:
+    """The axis limits: the set ones, else the finite data with 5% margins (log: >0 only)."""
+    v = np.concatenate(parts) if parts else np.zeros(0)
+    v = v[np.isfinite(v)]
+    if axis.log:
+        v = v[v > 0]
+    if v.size == 0:
+        lo, hi = (1.0, 10.0) if axis.log else (0.0, 1.0)
+    else:
+        lo, hi = float(v.min()), float(v.max())
+        if axis.log:
+            a, b = math.log10(lo), math.log10(hi)
+            pad = 0.05 * (b - a) if b > a else 0.5
+            lo, hi = 10 ** (a - pad), 10 ** (b + pad)
+        else:
+            pad = 0.05 * (hi - lo) if hi > lo else max(abs(hi) * 0.05, 0.5)
+            lo, hi = (lo if sticky0 and lo == 0 else lo - pad), hi + pad
+    lo = axis.lim[0] if axis.lim[0] is not None else lo
+    hi = axis.lim[1] if axis.lim[1] is not None else hi
+    if lo == hi:
+        hi = lo + 1.0
+    return float(lo), float(hi)
+
+
+def _pts(xs: Any, ys: Any) -> str:
+    return " ".join(f"{_num(a)},{_num(b)}" for a, b in zip(xs, ys)
+                    if math.isfinite(a) and math.isfinite(b))
+
+
+def _draw(a: _Artist, px: Any, py: Any, x0: float, w: float, bottom: float | None) -> str:
+    """One artist as SVG; ``bottom``: the bottom edge in points on a log axis, else None."""
+    d = a.data
+    if a.kind == "bar":
+        left, right = px(d["x"] - d["w"] / 2), px(d["x"] + d["w"] / 2)
+        top = py(d["h"])
+        # a log axis has no 0: its bars stand on the panel's bottom edge
+        zero = np.full(d["h"].shape, float(py(0.0)) if bottom is None else bottom)
+        return "".join(
+            f'<rect x="{_num(lf)}" y="{_num(min(t, z))}" width="{_num(rt - lf)}" '
+            f'height="{_num(abs(z - t))}" fill="{c}"/>'
+            for lf, rt, t, z, c in zip(left, right, top, zero, d["c"])
+            if math.isfinite(t) and math.isfinite(z))
+    if a.kind == "errorbar":
+        out = []
+        X, Y = px(d["x"]), py(d["y"])
+        for axis, (lo, hi) in d["spans"].items():
+            if axis == "y":
+                A, B = py(d["y"] - lo), py(d["y"] + hi)
+                segs = [(x, p, x, q) for x, p, q in zip(X, A, B)]
+            else:
+                A, B = px(d["x"] - lo), px(d["x"] + hi)
+                segs = [(p, y, q, y) for y, p, q in zip(Y, A, B)]
+            cap = d["cap"]
+            for x1, y1, x2, y2 in segs:
+                if not all(math.isfinite(v) for v in (x1, y1, x2, y2)):
+                    continue
+                out.append(f'<line x1="{_num(x1)}" y1="{_num(y1)}" x2="{_num(x2)}" '
+                           f'y2="{_num(y2)}" stroke="{d["e"]}" stroke-width="1"/>')
+                if cap:
+                    for (cx, cy) in ((x1, y1), (x2, y2)):
+                        dx, dy = (cap, 0) if axis == "y" else (0, cap)
+                        out.append(f'<line x1="{_num(cx - dx)}" y1="{_num(cy - dy)}" '
+                                   f'x2="{_num(cx + dx)}" y2="{_num(cy + dy)}" '
+                                   f'stroke="{d["e"]}" stroke-width="1"/>')
+        if d["marker"]:
+            out += [_marker("o", x, y, 3.0, d["c"], d["c"]) for x, y in zip(X, Y)
+                    if math.isfinite(x) and math.isfinite(y)]
+        return "".join(out)
+    if a.kind == "scatter":
+        return "".join(_marker(d["m"], x, y, d["r"], f, d["edge"])
+                       for x, y, f in zip(px(d["x"]), py(d["y"]), d["faces"])
+                       if math.isfinite(x) and math.isfinite(y))
+    if a.kind == "line":
+        dash = f' stroke-dasharray="{d["dash"]}"' if d["dash"] else ""
+        return (f'<polyline points="{_pts(px(d["x"]), py(d["y"]))}" fill="none" '
+                f'stroke="{d["c"]}" stroke-width="{_num(d["lw"])}"{dash}/>')
+    if a.kind == "band":
+        X = px(d["x"])
+        pts = _pts(np.concatenate([X, X[::-1]]),
+                   np.concatenate([py(d["y1"]), py(d["y2"])[::-1]]))
+        return f'<polygon points="{pts}" fill="{d["c"]}" fill-opacity="{_num(d["a"])}"/>'
+    y = float(py(d["y"]))  # hline
+    dash = f' stroke-dasharray="{d["dash"]}"' if d["dash"] else ""
+    return (f'<line x1="{_num(x0)}" y1="{_num(y)}" x2="{_num(x0 + w)}" y2="{_num(y)}" '
+            f'stroke="{d["c"]}" stroke-width="{_num(d["lw"])}"{dash}/>')
+
+
+@dataclass
+class Figure:
+    """Panels in a grid under a title and an optional figure-wide legend."""
+
+    width: float
+    heights: list[float]
+    cols: int
+    panels: list[Panel]
+    title: str = ""
+    title_size: float = 12.0
+    keys: list[Key] = field(default_factory=list)
+    keys_ncol: int = 1
+    keys_size: float = 8.0
+
+    @classmethod
+    def grid(cls, width_in: float, height_in: float, *, rows: int, cols: int,
+             height_ratios: Sequence[float] | None = None, title: str = ""
+             ) -> tuple[Figure, list[Panel]]:
+        """A ``width_in`` × ``height_in`` inch figure of ``rows`` × ``cols`` panels."""
+        if rows < 1 or cols < 1:
+            raise ValueError(f"a figure has at least one row and column; got {rows} x {cols}")
+        ratios = list(height_ratios or [1.0] * rows)
+        if len(ratios) != rows:
+            raise ValueError(f"height_ratios has {len(ratios)} values for {rows} rows")
+        total = sum(ratios)
+        panels = [Panel() for _ in range(rows * cols)]
+        fig = cls(width_in * 72, [height_in * 72 * r / total for r in ratios], cols, panels,
+                  title=title)
+        return fig, panels
+
+    def legend(self, keys: Sequence[Key], *, ncol: int = 1, fontsize: float = 8.0) -> None:
+        """A legend of ``keys`` under the title, across the figure."""
+        self.keys, self.keys_ncol, self.keys_size = list(keys), ncol, fontsize
+
+    def to_svg(self) -> str:
+        """The figure as one SVG document; rows keep their heights, margins align."""
+        rows = len(self.heights)
+        head = text_size(self.title, self.title_size)[1] + 10 if self.title else 4
+        out: list[str] = []
+        if self.title:
+            out.append(_text(self.width / 2, 6, self.title, self.title_size, baseline="top",
+                             weight="bold"))
+        if self.keys:
+            block, height = _keys_block(self.keys, self.width / 2, head, self.keys_size,
+                                        self.keys_ncol, frame=False)
+            out.append(block)
+            head += height + 4
+        margins = [p._margins() for p in self.panels]
+        col_w = self.width / self.cols
+        left = [max(margins[r * self.cols + c][0] for r in range(rows)) for c in range(self.cols)]
+        y = head
+        for r, height in enumerate(self.heights):
+            top = max(margins[r * self.cols + c][2] for c in range(self.cols))
+            bottom = max(margins[r * self.cols + c][3] for c in range(self.cols))
+            for c in range(self.cols):
+                i = r * self.cols + c
+                x = c * col_w + left[c]
+                w = max(col_w - left[c] - margins[i][1], 10.0)
+                h = max(height - top - bottom, 10.0)
+                out.append(self.panels[i]._svg((x, y + top, w, h), i))
+            y += height
+        total = y + 4
+        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_num(self.width)}pt" '
+                f'height="{_num(total)}pt" viewBox="0 0 {_num(self.width)} {_num(total)}" '
+                f'font-family="{FONT}"><rect width="100%" height="100%" fill="#ffffff"/>'
+                + "".join(out) + "</svg>\n")
+
+    def save(self, path: Path | str) -> Path:
+        """Write the SVG at ``path`` (its folder is made if missing); returns ``path``."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.to_svg(), encoding="utf-8")
+        return path
+
+
+__all__ = ["Bars", "Figure", "Key", "Panel", "colour", "nice_ticks", "text_size"]
