@@ -186,3 +186,23 @@ def test_leakage_figure_draws_each_shown_row_its_bound_and_baseline(tmp_path):
     diamonds = list(root.iter(SVG + "polygon"))
     assert len(diamonds) == 1 + 1  # t1's baseline and its legend key
     assert np.isfinite([float(c.get("cx")) for c in reds + blues]).all()
+
+
+def test_a_long_curve_is_thinned_keeping_its_extremes():
+    """100,000 parties' sorted curves: a bounded file with the same lowest and highest points."""
+    from ppknn.simulations.reporting.svg import MAX_POINTS, thin
+
+    rng = np.random.default_rng(0)
+    y = np.sort(rng.exponential(size=100_000))
+    y[50_000] = np.nan
+    fig, (ax,) = Figure.grid(5, 3, rows=1, cols=1)
+    ax.plot(np.arange(y.size), y)
+    ax.fill_between(np.arange(y.size), y * 0.9, y * 1.1, alpha=0.3)
+    text = fig.to_svg()
+    assert len(text) < 400_000
+    (line,) = list(ET.fromstring(text).iter(SVG + "polyline"))
+    assert len(line.get("points").split()) <= MAX_POINTS + 2
+    keep = thin(y)
+    assert np.nanmax(y[keep]) == np.nanmax(y) and np.nanmin(y[keep]) == np.nanmin(y)
+    assert keep[0] == 0 and keep[-1] == y.size - 1
+    assert isinstance(thin(y[:MAX_POINTS]), slice)  # short curves keep every point
