@@ -226,9 +226,15 @@ def _report(rows: list[dict], sweeps: dict[str, list[dict]], out: Path) -> None:
     for case in sorted({r["case"] for r in rows}):
         cold = {s: [r for r in rows if r["case"] == case and r["side"] == s
                     and r["mode"] == "cold"] for s in ("old", "new", "new+plot")}
-        if cold["old"] and cold["new"]:
-            ratio = _median(cold["new"], "overhead_s") / _median(cold["old"], "overhead_s")
-            print(f"{case}: cold overhead new / old = {ratio:.3f}")
+        for label in ("new", "new+plot"):  # median over median; then round by round
+            if not (cold["old"] and cold[label]):
+                continue
+            ratio = _median(cold[label], "overhead_s") / _median(cold["old"], "overhead_s")
+            paired = sorted(a["overhead_s"] / b["overhead_s"] for a in cold[label]
+                            for b in cold["old"] if a.get("round") == b.get("round"))
+            rounds = (f" (each round's {paired[0]:.3f}-{paired[-1]:.3f}, {len(paired)} rounds)"
+                      if paired else "")
+            print(f"{case}: cold overhead {label} / old = {ratio:.3f}{rounds}")
         for r in cold["new"]:
             r["measure_leakage_s"] = r["measure_s"] + r.get("leakage_s", 0.0)
         if cold["new"]:
@@ -616,7 +622,7 @@ def main() -> None:
                 for side in order:
                     labels = ["old"] if side == "old" else ["new", "new+plot"]
                     for label in labels:
-                        rows.append(_cold(side, label, args.old, case, tmp))
+                        rows.append(_cold(side, label, args.old, case, tmp) | {"round": i})
                         print(f"round {i} {case} {label} cold: wall "
                               f"{rows[-1]['wall_s']:.2f} s, overhead "
                               f"{rows[-1]['overhead_s']:.2f} s", flush=True)
