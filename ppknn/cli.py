@@ -413,7 +413,8 @@ def _print_run(whole: Any, folder: Path) -> None:
     if deviations is not None:
         print_deviations(deviations.as_dict())
     out.print(escape(f"phases: {phases_line(written.get('timings_s') or s['timings_s'])}"))
-    plots = "summary.svg, " if (folder / "summary.svg").is_file() else ""
+    plots = "".join(f"{name}, " for name in ("summary.svg", "leakage.svg")
+                    if (folder / name).is_file())
     out.print(f"results written to [bold]{escape(str(folder))}[/] ({plots}summary.json, "
               "...)")
     if not plots:

@@ -12,7 +12,8 @@ the protocol plugins' own panels use (``bar``, ``bar_label``, ``errorbar``, ``sc
 ``grid``, ``set_yscale("log")``), with the same meanings, so a plugin's
 ``plot(ax, outcome)`` reads as matplotlib code. Anything else raises
 ``AttributeError``. Text widths are estimated (0.6 em a character), so layouts leave
-room rather than measure it.
+room rather than measure it. The marks (text, markers, legend keys, ticks) are drawn by
+:mod:`~simulations.reporting.svgmarks`; this module lays panels and figures out.
 
 >>> fig, (ax,) = Figure.grid(4.0, 3.0, rows=1, cols=1, title="run-1")
 >>> bars = ax.bar([0, 1], [0.5, 0.8], label="accuracy")
@@ -30,222 +31,43 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape
 
 import numpy as np
 
-COLOURS = {"tab:blue": "#1f77b4", "tab:orange": "#ff7f0e", "tab:green": "#2ca02c",
-           "tab:red": "#d62728", "tab:purple": "#9467bd", "tab:brown": "#8c564b",
-           "tab:pink": "#e377c2", "tab:gray": "#7f7f7f", "tab:grey": "#7f7f7f",
-           "tab:olive": "#bcbd22", "tab:cyan": "#17becf", "gray": "#808080", "grey": "#808080",
-           "black": "#000000", "white": "#ffffff", "red": "#ff0000", "blue": "#0000ff",
-           "none": "none"}
-CYCLE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-         "#7f7f7f", "#bcbd22", "#17becf"]
-FONT = "DejaVu Sans, Arial, Helvetica, sans-serif"
-EM = 0.6  # estimated width of a character, in font sizes
-DASHES = {"--": "5,3", ":": "1.5,2.5", "-.": "6,2.5,1.5,2.5", "-": None, "": None}
-
-
-def colour(c: Any) -> str:
-    """An SVG colour for a matplotlib colour name (``"tab:red"``, ``"C1"``) or ``#rrggbb``."""
-    c = str(c)
-    if c.startswith("C") and c[1:].isdigit():
-        return CYCLE[int(c[1:]) % len(CYCLE)]
-    return COLOURS.get(c, c)
-
-
-def text_size(s: str, size: float) -> tuple[float, float]:
-    r"""Estimated (width, height) in points of ``s`` (lines split at ``\\n``) at ``size`` pt."""
-    lines = str(s).split("\n")
-    return max(len(x) for x in lines) * EM * size, len(lines) * 1.2 * size
-
-
-def _num(v: float) -> str:
-    return f"{v:.2f}".rstrip("0").rstrip(".")
-
-
-def _text(x: float, y: float, s: str, size: float, *, anchor: str = "middle",
-          baseline: str = "auto", rotate: float = 0.0, fill: str = "#000000",
-          weight: str = "normal") -> str:
-    """An SVG ``<text>``; ``baseline`` ``top``/``center``/``bottom`` places its lines."""
-    lines = str(s).split("\n")
-    step = 1.2 * size
-    first = {"top": 0.8 * size, "center": 0.35 * size - (len(lines) - 1) * step / 2,
-             "bottom": -(len(lines) - 1) * step - 0.2 * size}.get(baseline, 0.0)
-    rot = f' transform="rotate({_num(rotate)} {_num(x)} {_num(y)})"' if rotate else ""
-    bold = ' font-weight="bold"' if weight != "normal" else ""
-    spans = "".join(f'<tspan x="{_num(x)}" dy="{_num(first if i == 0 else step)}">'
-                    f"{escape(line)}</tspan>" for i, line in enumerate(lines))
-    return (f'<text x="{_num(x)}" y="{_num(y)}" font-size="{_num(size)}" '
-            f'text-anchor="{anchor}" fill="{fill}"{bold}{rot}>{spans}</text>')
-
-
-@dataclass(frozen=True)
-class Key:
-    """One legend entry: a swatch (bar), a line, a marker, or a line with a marker."""
-
-    label: str
-    face: str = "none"
-    edge: str = "none"
-    line: str | None = None
-    dash: str | None = None
-    marker: str | None = None
-    patch: bool = False
-
-    def draw(self, x: float, y: float, size: float) -> str:
-        """The swatch at (x, y) (its left, mid-height) and the label after it."""
-        out = []
-        if self.patch:
-            out.append(f'<rect x="{_num(x)}" y="{_num(y - 0.35 * size)}" width="{_num(1.6 * size)}"'
-                       f' height="{_num(0.7 * size)}" fill="{self.face}"/>')
-        if self.line:
-            dash = f' stroke-dasharray="{self.dash}"' if self.dash else ""
-            out.append(f'<line x1="{_num(x)}" y1="{_num(y)}" x2="{_num(x + 1.6 * size)}" '
-                       f'y2="{_num(y)}" stroke="{self.line}" stroke-width="1.2"{dash}/>')
-        if self.marker:
-            out.append(_marker(self.marker, x + 0.8 * size, y, 0.35 * size, self.face, self.edge))
-        out.append(_text(x + 2.0 * size, y, self.label, size, anchor="start", baseline="center"))
-        return "".join(out)
-
-    def width(self, size: float) -> float:
-        """Points the entry takes across at ``size`` pt."""
-        return 2.0 * size + text_size(self.label, size)[0]
-
-
-def _marker(kind: str, x: float, y: float, r: float, face: str, edge: str) -> str:
-    stroke = f' stroke="{edge}" stroke-width="1"' if edge != "none" else ""
-    if kind == "D":
-        pts = f"{_num(x)},{_num(y - r)} {_num(x + r)},{_num(y)} {_num(x)},{_num(y + r)} " \
-              f"{_num(x - r)},{_num(y)}"
-        return f'<polygon points="{pts}" fill="{face}"{stroke}/>'
-    if kind == "|":
-        return (f'<line x1="{_num(x)}" y1="{_num(y - r)}" x2="{_num(x)}" y2="{_num(y + r)}" '
-                f'stroke="{edge if edge != "none" else face}" stroke-width="1.6"/>')
-    return f'<circle cx="{_num(x)}" cy="{_num(y)}" r="{_num(r)}" fill="{face}"{stroke}/>'
-
-
-def _keys_block(keys: Sequence[Key], x_mid: float, y_top: float, size: float, ncol: int,
-                frame: bool) -> tuple[str, float]:
-    """Legend keys in ``ncol`` columns centred on ``x_mid`` from ``y_top``; (svg, height)."""
-    ncol = max(1, min(ncol, len(keys)))
-    rows = math.ceil(len(keys) / ncol)
-    col_w = [max(k.width(size) for k in keys[c::ncol]) + size for c in range(ncol)]
-    width, height = sum(col_w) + 0.6 * size, rows * 1.5 * size + 0.4 * size
-    left = x_mid - width / 2
-    out = [f'<rect x="{_num(left)}" y="{_num(y_top)}" width="{_num(width)}" '
-           f'height="{_num(height)}" fill="#ffffff" fill-opacity="0.85" stroke="#cccccc"/>'
-           ] if frame else []
-    for i, k in enumerate(keys):
-        r, c = divmod(i, ncol)
-        out.append(k.draw(left + 0.4 * size + sum(col_w[:c]),
-                          y_top + (r + 0.5) * 1.5 * size + 0.2 * size, size))
-    return "".join(out), height
-
-
-@dataclass
-class _Artist:
-    kind: str
-    data: dict[str, Any]
-    z: float
-    key: Key | None = None
-
-
-@dataclass
-class Bars:
-    """What :meth:`Panel.bar` returns: the bars' centres, heights and width (for ``bar_label``)."""
-
-    x: np.ndarray
-    height: np.ndarray
-    width: float
-
-
-def _arr(v: Any, n: int | None = None) -> np.ndarray:
-    a = np.atleast_1d(np.asarray(v, dtype=np.float64))
-    return np.broadcast_to(a, (n,)).copy() if n is not None and a.size == 1 else a
-
-
-MAX_POINTS = 4000
-"""Points a line or band keeps: past it, each bucket keeps its lowest and highest point."""
-
-
-def thin(*ys: np.ndarray) -> Any:
-    """Indices of the points a line through ``ys`` keeps (all of them up to ``MAX_POINTS``).
-
-    The points are cut into ``MAX_POINTS // 2`` buckets in order; each keeps the
-    index of its lowest and its highest value of every ``y`` (and the first and last
-    point stay), so the drawn line has the same extremes, bucket by bucket, as the whole.
-
-    >>> y = np.sin(np.linspace(0, 20, 100_000)); keep = thin(y)
-    >>> len(keep) <= MAX_POINTS + 2, float(y[keep].max()) == float(y.max())
-    (True, True)
-    """
-    n = ys[0].size
-    if n <= MAX_POINTS:
-        return slice(None)
-    b = math.ceil(n / (MAX_POINTS // 2))
-    m = math.ceil(n / b)
-    starts = np.arange(m) * b
-    picks = [np.array([0, n - 1])]
-    for y in ys:
-        finite = np.isfinite(y)
-        for fill, pick in ((np.inf, np.argmin), (-np.inf, np.argmax)):
-            padded = np.full(m * b, fill)
-            padded[:n] = np.where(finite, y, fill)
-            picks.append(np.minimum(pick(padded.reshape(m, b), axis=1) + starts, n - 1))
-    return np.unique(np.concatenate(picks))
-
-
-def nice_ticks(lo: float, hi: float, *, log: bool = False, most: int = 6) -> list[float]:
-    """Round tick values covering [lo, hi] (decades on a log axis).
-
-    >>> nice_ticks(0.0, 1.05)
-    [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
-    >>> nice_ticks(3.0, 2000.0, log=True)
-    [10.0, 100.0, 1000.0]
-    """
-    lo, hi = min(lo, hi), max(lo, hi)
-    if log:
-        a, b = math.ceil(math.log10(lo) - 1e-9), math.floor(math.log10(hi) + 1e-9)
-        step = max(1, math.ceil((b - a + 1) / most))
-        return [10.0 ** e for e in range(a, b + 1, step)] or [lo]
-    if not hi > lo:
-        return [lo]
-    raw = (hi - lo) / most
-    mag = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    first = math.ceil(lo / step - 1e-9)
-    out = [round(i * step, 12) for i in range(first, int(math.floor(hi / step + 1e-9)) + 1)]
-    return [0.0 if v == 0 else v for v in out]
-
-
-def _tick_label(v: float) -> str:
-    return f"{v:.6g}"
-
-
-@dataclass
-class _Axis:
-    lim: tuple[float | None, float | None] = (None, None)
-    log: bool = False
-    ticks: list[float] | None = None
-    labels: list[str] | None = None
-    rotation: float = 0.0
-    size: float = 9.0
-    label: str = ""
-    label_size: float = 10.0
-    grid: bool = False
+from ppknn.simulations.reporting.svgmarks import (
+    ANCHOR,
+    CYCLE,
+    DASHES,
+    FONT,
+    MAX_POINTS,
+    Artist,
+    Axis,
+    Bars,
+    Key,
+    arr,
+    colour,
+    draw,
+    keys_block,
+    nice_ticks,
+    num,
+    span,
+    text,
+    text_size,
+    thin,
+    tick_label,
+)
 
 
 @dataclass
 class Panel:
     """One chart: matplotlib ``Axes`` calls recorded, drawn by :meth:`Figure.to_svg`."""
 
-    x: _Axis = field(default_factory=_Axis)
-    y: _Axis = field(default_factory=_Axis)
+    x: Axis = field(default_factory=Axis)
+    y: Axis = field(default_factory=Axis)
     title: str = ""
     title_size: float = 11.0
     off: bool = False
-    artists: list[_Artist] = field(default_factory=list)
+    artists: list[Artist] = field(default_factory=list)
     texts: list[tuple[float, float, str, dict[str, Any]]] = field(default_factory=list)
     legend_at: tuple[str, int, float] | None = None
     _lines: int = 0
@@ -260,12 +82,12 @@ class Panel:
     def bar(self, x: Any, height: Any, width: float = 0.8, *, color: Any = None,
             label: str | None = None, **_: Any) -> Bars:
         """Vertical bars from 0; ``color`` one colour or one per bar."""
-        xs = _arr(x)
-        hs = _arr(height, xs.size)
+        xs = arr(x)
+        hs = arr(height, xs.size)
         base = self._next("_patches") if color is None else None
         cols = ([colour(c) for c in color] if isinstance(color, (list, tuple)) else
                 [colour(color) if color is not None else base] * xs.size)
-        self.artists.append(_Artist("bar", {"x": xs, "h": hs, "w": float(width), "c": cols}, 1,
+        self.artists.append(Artist("bar", {"x": xs, "h": hs, "w": float(width), "c": cols}, 1,
                                     Key(label, face=cols[0], patch=True) if label else None))
         return Bars(xs, hs, float(width))
 
@@ -282,15 +104,15 @@ class Panel:
                  capsize: float = 0.0, ecolor: Any = None, color: Any = None,
                  label: str | None = None, **_: Any) -> None:
         """Points with error bars: ``yerr``/``xerr`` one value or ``[below, above]``."""
-        xs, ys = _arr(x), _arr(y)
+        xs, ys = arr(x), arr(y)
         c = colour(color) if color is not None else self._next("_lines")
         spans = {}
         for axis, err in (("y", yerr), ("x", xerr)):
             if err is not None:
                 e = np.asarray(err, dtype=np.float64)
-                spans[axis] = (e[0], e[1]) if e.ndim == 2 else (_arr(e, xs.size),) * 2
+                spans[axis] = (e[0], e[1]) if e.ndim == 2 else (arr(e, xs.size),) * 2
         marker = "o" if "o" in fmt and fmt != "none" else None
-        self.artists.append(_Artist("errorbar", {"x": xs, "y": ys, "spans": spans,
+        self.artists.append(Artist("errorbar", {"x": xs, "y": ys, "spans": spans,
                                                  "cap": capsize, "e": colour(ecolor or c),
                                                  "c": c, "marker": marker}, 2,
                                     Key(label, face=c, edge=c, line=colour(ecolor or c),
@@ -300,7 +122,7 @@ class Panel:
                 marker: str = "o", facecolors: Any = None, edgecolors: Any = None,
                 zorder: float = 1.0, label: str | None = None, **_: Any) -> None:
         """Markers (``o``, ``D``, ``|``) of area ``s`` pt²; ``c`` one colour per point."""
-        xs, ys = _arr(x), _arr(y)
+        xs, ys = arr(x), arr(y)
         base = colour(color) if color is not None else None
         if isinstance(c, (list, tuple)):
             faces = [colour(v) for v in c]
@@ -311,7 +133,7 @@ class Panel:
         edge = colour(edgecolors) if edgecolors is not None else "none"
         if marker == "|" and edge == "none":
             edge = faces[0]
-        self.artists.append(_Artist("scatter", {"x": xs, "y": ys, "r": math.sqrt(s) / 2,
+        self.artists.append(Artist("scatter", {"x": xs, "y": ys, "r": math.sqrt(s) / 2,
                                                 "faces": faces, "edge": edge, "m": marker},
                                     zorder, Key(label, face=faces[0], edge=edge, marker=marker)
                                     if label else None))
@@ -320,20 +142,20 @@ class Panel:
              label: str | None = None, **_: Any) -> None:
         """A polyline through the finite points (thinned past :data:`MAX_POINTS`)."""
         c = colour(color) if color is not None else self._next("_lines")
-        xs, ys = _arr(x), _arr(y)
+        xs, ys = arr(x), arr(y)
         keep = thin(ys)
-        self.artists.append(_Artist("line", {"x": xs[keep], "y": ys[keep], "lw": lw, "c": c,
+        self.artists.append(Artist("line", {"x": xs[keep], "y": ys[keep], "lw": lw, "c": c,
                                              "dash": DASHES.get(ls)}, 2,
                                     Key(label, line=c, dash=DASHES.get(ls)) if label else None))
 
     def fill_between(self, x: Any, y1: Any, y2: Any = 0.0, *, alpha: float = 1.0,
                      color: Any = None, label: str | None = None, **_: Any) -> None:
         """The band between ``y1`` and ``y2`` (thinned past :data:`MAX_POINTS`)."""
-        xs = _arr(x)
-        lo, hi = _arr(y1, xs.size), _arr(y2, xs.size)
+        xs = arr(x)
+        lo, hi = arr(y1, xs.size), arr(y2, xs.size)
         keep = thin(lo, hi)
         c = colour(color) if color is not None else self._next("_patches")
-        self.artists.append(_Artist("band", {"x": xs[keep], "y1": lo[keep], "y2": hi[keep],
+        self.artists.append(Artist("band", {"x": xs[keep], "y1": lo[keep], "y2": hi[keep],
                                              "c": c, "a": alpha}, 1,
                                     Key(label, face=c, patch=True) if label else None))
 
@@ -341,7 +163,7 @@ class Panel:
                 label: str | None = None, **_: Any) -> None:
         """A horizontal line across the panel."""
         c = colour(color)
-        self.artists.append(_Artist("hline", {"y": float(y), "c": c, "dash": DASHES.get(ls),
+        self.artists.append(Artist("hline", {"y": float(y), "c": c, "dash": DASHES.get(ls),
                                               "lw": lw}, 2,
                                     Key(label, line=c, dash=DASHES.get(ls)) if label else None))
 
@@ -442,7 +264,7 @@ class Panel:
         for x, y, _, _ in self.texts:
             xs.append(np.array([x]))
             ys.append(np.array([y]))
-        return (_span(xs, self.x, False), _span(ys, self.y, sticky_y0))
+        return (span(xs, self.x, False), span(ys, self.y, sticky_y0))
 
     def _margins(self) -> tuple[float, float, float, float]:
         """(left, right, top, bottom) in points around the plotting area."""
@@ -450,11 +272,11 @@ class Panel:
             top = text_size(self.title, self.title_size)[1] + 6 if self.title else 4
             return 6.0, 6.0, top, 6.0
         (xl, yl) = self._limits()
-        ylabels = self.y.labels or [_tick_label(v) for v in self._ticks(self.y, yl)]
+        ylabels = self.y.labels or [tick_label(v) for v in self._ticks(self.y, yl)]
         left = max([text_size(s, self.y.size)[0] for s in ylabels] + [0]) + 8
         if self.y.label:
             left += text_size(self.y.label, self.y.label_size)[1] + 4
-        xlabels = self.x.labels or [_tick_label(v) for v in self._ticks(self.x, xl)]
+        xlabels = self.x.labels or [tick_label(v) for v in self._ticks(self.x, xl)]
         sizes = [text_size(s, self.x.size) for s in xlabels] or [(0.0, 0.0)]
         if self.x.rotation:
             th = math.radians(self.x.rotation)
@@ -467,7 +289,7 @@ class Panel:
         return left, 12.0, top, bottom
 
     @staticmethod
-    def _ticks(axis: _Axis, lim: tuple[float, float]) -> list[float]:
+    def _ticks(axis: Axis, lim: tuple[float, float]) -> list[float]:
         if axis.ticks is not None:
             return axis.ticks
         return nice_ticks(*lim, log=axis.log)
@@ -477,12 +299,12 @@ class Panel:
         x0, y0, w, h = box
         out: list[str] = []
         if self.title:
-            out.append(_text(x0 + w / 2, y0 - 6, self.title, self.title_size,
+            out.append(text(x0 + w / 2, y0 - 6, self.title, self.title_size,
                              baseline="bottom"))
         if self.off:
             for x, y, s, o in self.texts:
-                out.append(_text(x0 + x * w, y0 + (1 - y) * h, s, o["size"],
-                                 anchor=_ANCHOR[o.get("ha", "left")], baseline="center"))
+                out.append(text(x0 + x * w, y0 + (1 - y) * h, s, o["size"],
+                                 anchor=ANCHOR[o.get("ha", "left")], baseline="center"))
             return "".join(out)
         (xl, yl) = self._limits()
 
@@ -499,21 +321,21 @@ class Panel:
                 lo, hi = yl
             return y0 + h - (v - lo) / (hi - lo) * h
 
-        out.append(f'<clipPath id="c{uid}"><rect x="{_num(x0)}" y="{_num(y0)}" '
-                   f'width="{_num(w)}" height="{_num(h)}"/></clipPath>')
+        out.append(f'<clipPath id="c{uid}"><rect x="{num(x0)}" y="{num(y0)}" '
+                   f'width="{num(w)}" height="{num(h)}"/></clipPath>')
         out += self._axes_svg(px, py, xl, yl, box)
         out.append(f'<g clip-path="url(#c{uid})">')
         for a in sorted(self.artists, key=lambda a: a.z):
-            out.append(_draw(a, px, py, x0, w, y0 + h if self.y.log else None))
+            out.append(draw(a, px, py, x0, w, y0 + h if self.y.log else None))
         out.append("</g>")
         for x, y, s, o in self.texts:
             if o.get("above"):
-                out.append(_text(float(px(x)), float(py(y)) - 2, s, o["size"],
+                out.append(text(float(px(x)), float(py(y)) - 2, s, o["size"],
                                  baseline="bottom"))
             else:
-                out.append(_text(float(px(x)), float(py(y)), s, o["size"],
-                                 anchor=_ANCHOR[o.get("ha", "left")], baseline="center"))
-        out.append(f'<rect x="{_num(x0)}" y="{_num(y0)}" width="{_num(w)}" height="{_num(h)}" '
+                out.append(text(float(px(x)), float(py(y)), s, o["size"],
+                                 anchor=ANCHOR[o.get("ha", "left")], baseline="center"))
+        out.append(f'<rect x="{num(x0)}" y="{num(y0)}" width="{num(w)}" height="{num(h)}" '
                    'fill="none" stroke="#000000" stroke-width="0.8"/>')
         keys = [a.key for a in self.artists if a.key is not None]
         if self.legend_at and keys:
@@ -522,7 +344,7 @@ class Panel:
             width = max(k.width(size) for k in keys) * min(ncol, len(keys)) + 2 * size
             mid = centre if centre is not None else (
                 x0 + w - width / 2 - 4 if "right" in loc else x0 + width / 2 + 4)
-            block, _ = _keys_block(keys, mid, y0 + 4, size, ncol, frame=True)
+            block, _ = keys_block(keys, mid, y0 + 4, size, ncol, frame=True)
             out.append(block)
         return "".join(out)
 
@@ -536,129 +358,39 @@ class Panel:
                 continue
             x = float(px(v))
             label = self.x.labels[i] if self.x.labels and i < len(self.x.labels) else \
-                _tick_label(v)
+                tick_label(v)
             if self.x.grid:
-                out.append(f'<line x1="{_num(x)}" y1="{_num(y0)}" x2="{_num(x)}" '
-                           f'y2="{_num(y0 + h)}" stroke="#b0b0b0" stroke-width="0.6"/>')
-            out.append(f'<line x1="{_num(x)}" y1="{_num(y0 + h)}" x2="{_num(x)}" '
-                       f'y2="{_num(y0 + h + 3.5)}" stroke="#000000" stroke-width="0.8"/>')
+                out.append(f'<line x1="{num(x)}" y1="{num(y0)}" x2="{num(x)}" '
+                           f'y2="{num(y0 + h)}" stroke="#b0b0b0" stroke-width="0.6"/>')
+            out.append(f'<line x1="{num(x)}" y1="{num(y0 + h)}" x2="{num(x)}" '
+                       f'y2="{num(y0 + h + 3.5)}" stroke="#000000" stroke-width="0.8"/>')
             if self.x.rotation:
-                out.append(_text(x, y0 + h + 6, label, self.x.size, anchor="end",
+                out.append(text(x, y0 + h + 6, label, self.x.size, anchor="end",
                                  baseline="top", rotate=-self.x.rotation))
             else:
-                out.append(_text(x, y0 + h + 5, label, self.x.size, baseline="top"))
+                out.append(text(x, y0 + h + 5, label, self.x.size, baseline="top"))
         ticks = self._ticks(self.y, yl)
         for i, v in enumerate(ticks):
             if not min(yl) - 1e-9 <= v <= max(yl) + 1e-9:
                 continue
             y = float(py(v))
             label = self.y.labels[i] if self.y.labels and i < len(self.y.labels) else \
-                _tick_label(v)
+                tick_label(v)
             if self.y.grid:
-                out.append(f'<line x1="{_num(x0)}" y1="{_num(y)}" x2="{_num(x0 + w)}" '
-                           f'y2="{_num(y)}" stroke="#b0b0b0" stroke-width="0.6"/>')
-            out.append(f'<line x1="{_num(x0 - 3.5)}" y1="{_num(y)}" x2="{_num(x0)}" '
-                       f'y2="{_num(y)}" stroke="#000000" stroke-width="0.8"/>')
-            out.append(_text(x0 - 5, y, label, self.y.size, anchor="end", baseline="center"))
+                out.append(f'<line x1="{num(x0)}" y1="{num(y)}" x2="{num(x0 + w)}" '
+                           f'y2="{num(y)}" stroke="#b0b0b0" stroke-width="0.6"/>')
+            out.append(f'<line x1="{num(x0 - 3.5)}" y1="{num(y)}" x2="{num(x0)}" '
+                       f'y2="{num(y)}" stroke="#000000" stroke-width="0.8"/>')
+            out.append(text(x0 - 5, y, label, self.y.size, anchor="end", baseline="center"))
         if self.x.label:
             _, lb = self._margins()[2:]
-            out.append(_text(x0 + w / 2, y0 + h + lb - 2, self.x.label, self.x.label_size,
+            out.append(text(x0 + w / 2, y0 + h + lb - 2, self.x.label, self.x.label_size,
                              baseline="bottom"))
         if self.y.label:
             left = self._margins()[0]
-            out.append(_text(x0 - left + 2, y0 + h / 2, self.y.label, self.y.label_size,
+            out.append(text(x0 - left + 2, y0 + h / 2, self.y.label, self.y.label_size,
                              baseline="top", rotate=-90))
         return out
-
-
-_ANCHOR = {"left": "start", "center": "middle", "right": "end"}
-
-
-def _span(parts: list[np.ndarray], axis: _Axis, sticky0: bool) -> tuple[float, float]:
-    """The axis limits: the set ones, else the finite data with 5% margins (log: >0 only)."""
-    v = np.concatenate(parts) if parts else np.zeros(0)
-    v = v[np.isfinite(v)]
-    if axis.log:
-        v = v[v > 0]
-    if v.size == 0:
-        lo, hi = (1.0, 10.0) if axis.log else (0.0, 1.0)
-    else:
-        lo, hi = float(v.min()), float(v.max())
-        if axis.log:
-            a, b = math.log10(lo), math.log10(hi)
-            pad = 0.05 * (b - a) if b > a else 0.5
-            lo, hi = 10 ** (a - pad), 10 ** (b + pad)
-        else:
-            pad = 0.05 * (hi - lo) if hi > lo else max(abs(hi) * 0.05, 0.5)
-            lo, hi = (lo if sticky0 and lo == 0 else lo - pad), hi + pad
-    lo = axis.lim[0] if axis.lim[0] is not None else lo
-    hi = axis.lim[1] if axis.lim[1] is not None else hi
-    if lo == hi:
-        hi = lo + 1.0
-    return float(lo), float(hi)
-
-
-def _pts(xs: Any, ys: Any) -> str:
-    return " ".join(f"{_num(a)},{_num(b)}" for a, b in zip(xs, ys)
-                    if math.isfinite(a) and math.isfinite(b))
-
-
-def _draw(a: _Artist, px: Any, py: Any, x0: float, w: float, bottom: float | None) -> str:
-    """One artist as SVG; ``bottom``: the bottom edge in points on a log axis, else None."""
-    d = a.data
-    if a.kind == "bar":
-        left, right = px(d["x"] - d["w"] / 2), px(d["x"] + d["w"] / 2)
-        top = py(d["h"])
-        # a log axis has no 0: its bars stand on the panel's bottom edge
-        zero = np.full(d["h"].shape, float(py(0.0)) if bottom is None else bottom)
-        return "".join(
-            f'<rect x="{_num(lf)}" y="{_num(min(t, z))}" width="{_num(rt - lf)}" '
-            f'height="{_num(abs(z - t))}" fill="{c}"/>'
-            for lf, rt, t, z, c in zip(left, right, top, zero, d["c"])
-            if math.isfinite(t) and math.isfinite(z))
-    if a.kind == "errorbar":
-        out = []
-        X, Y = px(d["x"]), py(d["y"])
-        for axis, (lo, hi) in d["spans"].items():
-            if axis == "y":
-                A, B = py(d["y"] - lo), py(d["y"] + hi)
-                segs = [(x, p, x, q) for x, p, q in zip(X, A, B)]
-            else:
-                A, B = px(d["x"] - lo), px(d["x"] + hi)
-                segs = [(p, y, q, y) for y, p, q in zip(Y, A, B)]
-            cap = d["cap"]
-            for x1, y1, x2, y2 in segs:
-                if not all(math.isfinite(v) for v in (x1, y1, x2, y2)):
-                    continue
-                out.append(f'<line x1="{_num(x1)}" y1="{_num(y1)}" x2="{_num(x2)}" '
-                           f'y2="{_num(y2)}" stroke="{d["e"]}" stroke-width="1"/>')
-                if cap:
-                    for (cx, cy) in ((x1, y1), (x2, y2)):
-                        dx, dy = (cap, 0) if axis == "y" else (0, cap)
-                        out.append(f'<line x1="{_num(cx - dx)}" y1="{_num(cy - dy)}" '
-                                   f'x2="{_num(cx + dx)}" y2="{_num(cy + dy)}" '
-                                   f'stroke="{d["e"]}" stroke-width="1"/>')
-        if d["marker"]:
-            out += [_marker("o", x, y, 3.0, d["c"], d["c"]) for x, y in zip(X, Y)
-                    if math.isfinite(x) and math.isfinite(y)]
-        return "".join(out)
-    if a.kind == "scatter":
-        return "".join(_marker(d["m"], x, y, d["r"], f, d["edge"])
-                       for x, y, f in zip(px(d["x"]), py(d["y"]), d["faces"])
-                       if math.isfinite(x) and math.isfinite(y))
-    if a.kind == "line":
-        dash = f' stroke-dasharray="{d["dash"]}"' if d["dash"] else ""
-        return (f'<polyline points="{_pts(px(d["x"]), py(d["y"]))}" fill="none" '
-                f'stroke="{d["c"]}" stroke-width="{_num(d["lw"])}"{dash}/>')
-    if a.kind == "band":
-        X = px(d["x"])
-        pts = _pts(np.concatenate([X, X[::-1]]),
-                   np.concatenate([py(d["y1"]), py(d["y2"])[::-1]]))
-        return f'<polygon points="{pts}" fill="{d["c"]}" fill-opacity="{_num(d["a"])}"/>'
-    y = float(py(d["y"]))  # hline
-    dash = f' stroke-dasharray="{d["dash"]}"' if d["dash"] else ""
-    return (f'<line x1="{_num(x0)}" y1="{_num(y)}" x2="{_num(x0 + w)}" y2="{_num(y)}" '
-            f'stroke="{d["c"]}" stroke-width="{_num(d["lw"])}"{dash}/>')
 
 
 @dataclass
@@ -701,10 +433,10 @@ class Figure:
         head = text_size(self.title, self.title_size)[1] + 10 if self.title else 4
         out: list[str] = []
         if self.title:
-            out.append(_text(self.width / 2, 6, self.title, self.title_size, baseline="top",
+            out.append(text(self.width / 2, 6, self.title, self.title_size, baseline="top",
                              weight="bold"))
         if self.keys:
-            block, height = _keys_block(self.keys, self.width / 2, head, self.keys_size,
+            block, height = keys_block(self.keys, self.width / 2, head, self.keys_size,
                                         self.keys_ncol, frame=False)
             out.append(block)
             head += height + 4
@@ -723,8 +455,8 @@ class Figure:
                 out.append(self.panels[i]._svg((x, y + top, w, h), i))
             y += height
         total = y + 4
-        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_num(self.width)}pt" '
-                f'height="{_num(total)}pt" viewBox="0 0 {_num(self.width)} {_num(total)}" '
+        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{num(self.width)}pt" '
+                f'height="{num(total)}pt" viewBox="0 0 {num(self.width)} {num(total)}" '
                 f'font-family="{FONT}"><rect width="100%" height="100%" fill="#ffffff"/>'
                 + "".join(out) + "</svg>\n")
 
