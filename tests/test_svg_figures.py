@@ -206,3 +206,14 @@ def test_a_long_curve_is_thinned_keeping_its_extremes():
     assert np.nanmax(y[keep]) == np.nanmax(y) and np.nanmin(y[keep]) == np.nanmin(y)
     assert keep[0] == 0 and keep[-1] == y.size - 1
     assert isinstance(thin(y[:MAX_POINTS]), slice)  # short curves keep every point
+
+
+def test_a_row_label_shows_rounding_noise_in_the_advantage_as_zero():
+    from dataclasses import replace
+
+    from ppknn.simulations.leakage.table import LeakageRow, _row_label
+
+    base = LeakageRow(protocol="p", observer="a", target="t", attack="x", quantity="q",
+                      value=0.5, ci_low=0.4, ci_high=0.6, trials=100)
+    assert _row_label(replace(base, advantage=-4.44e-18)) == "a → t (x) adv. +0"
+    assert _row_label(replace(base, advantage=-0.0123)) == "a → t (x) adv. -0.0123"

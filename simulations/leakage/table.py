@@ -532,7 +532,8 @@ def _row_label(row: LeakageRow, *, attack: bool = True) -> str:
         pair = f"{'+'.join(members[:2])}+... ({len(members)} parties) → {row.target}"
     tail = f"({row.attack})" if attack else ""
     if math.isfinite(row.advantage):  # the advantage over the baseline (no transcript)
-        tail += f" adv. {row.advantage:+.3g}"
+        adv = 0.0 if abs(row.advantage) < 1e-12 else row.advantage  # rounding noise: 0
+        tail += f" adv. {adv:+.3g}"
     tail = tail.strip()
     label = f"{pair} {tail}".strip()
     return label if len(label) <= 48 or not tail else f"{pair}\n{tail}"
