@@ -195,6 +195,23 @@ class Result:
         """
         return {o.name: o.leakage for o in self.run.outcomes}
 
+    def figure(self, which: str = "summary") -> Any:
+        """The run's ``"summary"`` or ``"leakage"`` figure; nothing is written.
+
+        An SVG :class:`~ppknn.simulations.reporting.svg.Figure`: a notebook shows it
+        inline, ``.to_svg()`` is its text and ``.save(path)`` writes it. The same
+        figures as ``summary.svg`` and ``leakage.svg`` of :meth:`write` with ``plot``.
+        """
+        if which == "summary":
+            from ppknn.simulations.results import summary_figure
+
+            return summary_figure(self.run)
+        if which == "leakage":
+            from ppknn.simulations.leakage.table import leakage_figure
+
+            return leakage_figure(self._leakage_rows, title=self.run.prepared.run_id)
+        raise ConfigError(f"figure({which!r}): 'summary' or 'leakage'")
+
     def write(self, output: str | os.PathLike[str], *, overwrite: bool = False,
               plot: bool = False) -> Path:
         """Write the results folder (refuses an existing one unless ``overwrite``, a bool).

@@ -298,7 +298,15 @@ def _plot_privacy(ax: Any, spent: list[tuple[str, float]]) -> bool:
 
 
 def plot_summary(result: RunResult, path: Path) -> None:
-    """Accuracy vs baseline, the protocol's own panel, communication per party."""
+    """``summary.svg`` at ``path``: :func:`summary_figure` saved."""
+    summary_figure(result).save(path)
+
+
+def summary_figure(result: RunResult) -> Any:
+    """Accuracy vs baseline, the protocol's own panel, communication per party.
+
+    An SVG :class:`~simulations.reporting.svg.Figure` (a notebook shows it inline).
+    """
     p = result.prepared
     fig, axes = _figure()
     _plot_accuracy(axes[0], [(o.name, o.accuracy, o.baseline.name, o.baseline_accuracy)
@@ -312,7 +320,7 @@ def plot_summary(result: RunResult, path: Path) -> None:
     per = result.communication.get("per_party", {})
     _plot_communication(axes[2], {n: (per[n]["sent_bytes"], per[n]["received_bytes"])
                                   for n in per}, result.communication.get("messages"))
-    _save(fig, path)
+    return fig
 
 
 def plot_folder(folder: Path, into: Path | None = None) -> list[Path]:
@@ -455,5 +463,6 @@ def _plugin(name: str) -> Any:
 
 
 __all__ = ["RECORDED", "ScenarioRun", "plot_disclosure", "plot_folder", "plot_summary",
+           "summary_figure",
            "prediction_rows", "party_rows", "summary_of",
            "write_disclosure_csv", "write_extras", "write_folder", "write_recorded"]

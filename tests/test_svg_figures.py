@@ -217,3 +217,22 @@ def test_a_row_label_shows_rounding_noise_in_the_advantage_as_zero():
                       value=0.5, ci_low=0.4, ci_high=0.6, trials=100)
     assert _row_label(replace(base, advantage=-4.44e-18)) == "a → t (x) adv. +0"
     assert _row_label(replace(base, advantage=-0.0123)) == "a → t (x) adv. -0.0123"
+
+
+def test_a_result_shows_its_figures_inline_without_writing(tmp_path, monkeypatch):
+    import ppknn
+    from ppknn.core.errors import ConfigError
+
+    monkeypatch.chdir(tmp_path)
+    result = ppknn.run({"run": {"name": "inline"}, "data": {"dataset": "glass",
+                                                             "max_queries": 20},
+                        "parties": {"n": 3}, "runtime": {"kind": "inprocess"}})
+    summary = result.figure()
+    assert ET.fromstring(summary._repr_svg_()).tag == SVG + "svg"
+    run_id = result.run.prepared.run_id
+    assert f"{run_id}: " in "".join(figure_texts_of(summary))
+    leak = result.figure("leakage")
+    assert f"leakage: {run_id}" in figure_texts_of(leak)
+    assert list(tmp_path.iterdir()) == []  # nothing written
+    with pytest.raises(ConfigError, match="figure\\('tables'\\): 'summary' or 'leakage'"):
+        result.figure("tables")

@@ -454,7 +454,12 @@ def strongest(rows: Sequence[LeakageRow], limit: int) -> list[LeakageRow]:
 
 
 def plot_table(rows: Sequence[LeakageRow], path: Path, *, title: str) -> Path:
-    """``leakage.svg``: one panel per protocol, each row's value with its 95% interval.
+    """``leakage.svg`` at ``path``: :func:`leakage_figure` saved; returns ``path``."""
+    return leakage_figure(rows, title=title).save(path)
+
+
+def leakage_figure(rows: Sequence[LeakageRow], *, title: str) -> Any:
+    """The leakage figure: one panel per protocol, each row's value with its 95% interval.
 
     Rows are grouped by quantity (different units sit in different panels);
     a promised bound is drawn as a red tick beside its row, the no-transcript
@@ -484,7 +489,7 @@ def plot_table(rows: Sequence[LeakageRow], path: Path, *, title: str) -> Path:
                 Key("promised bound", face=red, edge=red, marker="|"),
                 Key("baseline (no transcript)", edge=colour("black"), marker="D")],
                ncol=4, fontsize=8)
-    return fig.save(path)
+    return fig
 
 
 def _plot_group(ax: Any, protocol: str, quantity: str, group: list[LeakageRow]) -> None:
@@ -572,6 +577,6 @@ def dumps(rows: Sequence[LeakageRow]) -> str:
 __all__ = ["ABOVE", "COLUMNS", "NO_BOUND", "WITHIN", "LeakageRow", "bound_baseline",
            "clustered_proportion_row", "dumps", "epsilon_from_rates", "epsilon_row", "mean_row",
            "newcombe_paired", "newcombe_unpaired", "paired_mean_difference",
-           "paired_rate_baseline", "PLOT_ROWS", "plot_table", "proportion_row", "rate_baseline",
-           "read_table",
+           "paired_rate_baseline", "PLOT_ROWS", "leakage_figure", "plot_table", "proportion_row",
+           "rate_baseline", "read_table",
            "rows_equal", "strongest", "summary", "with_baseline", "write_table"]

@@ -460,6 +460,10 @@ class Figure:
                 f'font-family="{FONT}"><rect width="100%" height="100%" fill="#ffffff"/>'
                 + "".join(out) + "</svg>\n")
 
+    def _repr_svg_(self) -> str:
+        """What Jupyter and IPython show for the figure: the SVG itself."""
+        return self.to_svg()
+
     def save(self, path: Path | str) -> Path:
         """Write the SVG at ``path`` (its folder is made if missing); returns ``path``."""
         path = Path(path)
