@@ -205,6 +205,13 @@ def test_a_long_curve_is_thinned_keeping_its_extremes():
     keep = thin(y)
     assert np.nanmax(y[keep]) == np.nanmax(y) and np.nanmin(y[keep]) == np.nanmin(y)
     assert keep[0] == 0 and keep[-1] == y.size - 1
+    noise = rng.normal(size=100_000)  # not monotone: every bucket keeps its own extremes
+    kept = np.zeros(noise.size, dtype=bool)
+    kept[thin(noise)] = True
+    width = -(-noise.size // (MAX_POINTS // 2))
+    for start in range(0, noise.size, width):
+        part, mask = noise[start:start + width], kept[start:start + width]
+        assert part[mask].max() == part.max() and part[mask].min() == part.min()
     assert isinstance(thin(y[:MAX_POINTS]), slice)  # short curves keep every point
 
 
