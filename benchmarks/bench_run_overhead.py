@@ -21,7 +21,7 @@ the same machine in the same run:
 * ``cold``: the whole command ``ppknn run SCENARIO --output TMP`` timed from outside
   (process start to exit, imports included); ``overhead`` is that wall time minus the
   run's own ``startup_s + protocol_s`` (``summary.json``). ``old`` always renders its
-  plots; ``new`` renders none off a terminal (``new``) or with ``--plot`` (``new+plot``).
+  plots; ``new`` renders none (``--no-plot``) or both (``new+plot``, ``--plot``: the default).
 * ``warm``: a second run in the same process (imports done, caches warm) through the
   scenario pipeline into a results folder, wall time of that call alone.
 * the phases of each run (``timings_s``) and the digests of the written

@@ -330,15 +330,14 @@ def run(
                                   "data.dataset=pima (protocol[1].k with several protocols)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing results "
                                    "folder (only once the new run is complete)."),
-    plot: Optional[bool] = typer.Option(
-        None, "--plot/--no-plot", help="Render summary.svg and leakage.svg (default: when "
-        "the output is a terminal; later from the folder: ppknn show --plot)."),
+    plot: bool = typer.Option(
+        True, "--plot/--no-plot", help="Draw summary.svg and leakage.svg (a few hundredths "
+        "of a second; later from the folder: ppknn show --plot)."),
 ) -> None:
     """Run a scenario (any registered protocol, or several) and write its results folder."""
     try:
         sc = _run_scenario_of(scenario, runtime, address, seed, sets)
-        folder, whole = _run_into_folder(sc, output, overwrite,
-                                         out.is_terminal if plot is None else plot)
+        folder, whole = _run_into_folder(sc, output, overwrite, plot)
     except (PartyFailure, IntegrityError) as exc:  # the run failed (not its input): 3
         _fail(exc, 3)
     except PpknnError as exc:

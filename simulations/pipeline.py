@@ -9,9 +9,9 @@ the ``[audit]``, then hand everything computed to the writer
 (``timings_s`` in ``summary.json``: prepare, start-up, protocol, recorded,
 measure, leakage, write, plots), so a user sees where a run's time went.
 
-Plots are rendered only where a person will look: ``ppknn run`` on a
-terminal, or when asked (``plot=True``, ``ppknn run --plot``, or later from
-the folder with ``ppknn show --plot``); sweeps render no per-run plot.
+Plots are drawn when asked: ``plot=True`` (``ppknn run`` asks unless
+``--no-plot``), or later from the folder with ``ppknn show --plot``; sweeps draw
+no per-run plot.
 """
 
 from __future__ import annotations

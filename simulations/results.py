@@ -23,9 +23,9 @@ Layout::
                          quantity, 95% interval, promised bound, verdict (also the
                          ``leakage`` section of summary.json, and leakage.svg when plotted)
 
-Plots are rendered where a person will look (``ppknn run`` on a terminal,
-``--plot``, :func:`simulations.pipeline.write_results`' default) or later from the folder
-(``ppknn show --plot``); sweeps and the Python API render none unless asked.
+Plots are drawn by ``ppknn run`` (unless ``--no-plot``) and
+:func:`simulations.pipeline.write_results` by default, or later from the folder
+(``ppknn show --plot``); sweeps and the Python API draw none unless asked.
 
 With one protocol, its figures are also at the top level of ``summary.json``
 (``accuracy_ppknn``, ``topk_exact_fraction``, ...).

@@ -345,11 +345,18 @@ def test_a_warning_is_printed_once_per_run(tmp_path):
     assert result.output.count("warning:") == 1, result.output
 
 
-def test_run_renders_no_plot_unless_asked_and_show_plots_from_the_folder(tmp_path):
+def test_run_plots_unless_told_not_to_and_show_plots_from_the_folder(tmp_path):
+    drawn = tmp_path / "drawn"
+    scen = tmp_path / "d.toml"
+    scen.write_text(SMALL.format(out=drawn))
+    result = runner.invoke(app, ["run", str(scen)])  # not a terminal: the figures all the same
+    assert result.exit_code == 0, result.output
+    assert "plots_s" in json.loads((drawn / "summary.json").read_text())["timings_s"]
+    assert "summary.svg, leakage.svg, summary.json" in _flat_output(result)
     out = tmp_path / "res"
     scen = tmp_path / "s.toml"
     scen.write_text(SMALL.format(out=out))
-    result = runner.invoke(app, ["run", str(scen)])  # not a terminal: no plot
+    result = runner.invoke(app, ["run", str(scen), "--no-plot"])
     assert result.exit_code == 0, result.output
     assert not (out / "summary.svg").exists() and not (out / "leakage.svg").exists()
     summary = json.loads((out / "summary.json").read_text())
