@@ -352,7 +352,7 @@ def plot_folder(folder: Path, into: Path | None = None) -> list[Path]:
     _plot_communication(axes[2], {r["party"]: (r.get("sent_bytes", 0), r.get("received_bytes", 0))
                                   for r in parties}, summary["communication"]["messages"])
     written = [into / "summary.svg"]
-    _save(fig, written[0])
+    fig.save(written[0])
     if (folder / "leakage.csv").is_file():
         rows = rows_from_csv(folder / "leakage.csv")
         written.append(plot_table(rows, into / "leakage.svg", title=summary["run_id"]))
@@ -387,10 +387,6 @@ def _figure() -> tuple[Any, Any]:
     from ppknn.simulations.reporting.svg import Figure
 
     return Figure.grid(15, 4.2, rows=1, cols=3)
-
-
-def _save(fig: Any, path: Path) -> None:
-    fig.save(path)
 
 
 def _nothing(ax: Any) -> None:

@@ -350,46 +350,47 @@ class Panel:
 
     def _axes_svg(self, px: Any, py: Any, xl: tuple[float, float], yl: tuple[float, float],
                   box: tuple[float, float, float, float]) -> list[str]:
+        """Ticks, tick labels, grid lines and axis labels around the plotting area."""
         x0, y0, w, h = box
-        out = []
-        xt = [v for v in self._ticks(self.x, xl) if min(xl) - 1e-9 <= v <= max(xl) + 1e-9]
-        for i, v in enumerate(self._ticks(self.x, xl)):
-            if v not in xt:
-                continue
-            x = float(px(v))
-            label = self.x.labels[i] if self.x.labels and i < len(self.x.labels) else \
-                tick_label(v)
-            if self.x.grid:
-                out.append(f'<line x1="{num(x)}" y1="{num(y0)}" x2="{num(x)}" '
-                           f'y2="{num(y0 + h)}" stroke="#b0b0b0" stroke-width="0.6"/>')
-            out.append(f'<line x1="{num(x)}" y1="{num(y0 + h)}" x2="{num(x)}" '
-                       f'y2="{num(y0 + h + 3.5)}" stroke="#000000" stroke-width="0.8"/>')
-            if self.x.rotation:
-                out.append(text(x, y0 + h + 6, label, self.x.size, anchor="end",
-                                 baseline="top", rotate=-self.x.rotation))
-            else:
-                out.append(text(x, y0 + h + 5, label, self.x.size, baseline="top"))
-        ticks = self._ticks(self.y, yl)
-        for i, v in enumerate(ticks):
-            if not min(yl) - 1e-9 <= v <= max(yl) + 1e-9:
-                continue
-            y = float(py(v))
-            label = self.y.labels[i] if self.y.labels and i < len(self.y.labels) else \
-                tick_label(v)
-            if self.y.grid:
-                out.append(f'<line x1="{num(x0)}" y1="{num(y)}" x2="{num(x0 + w)}" '
-                           f'y2="{num(y)}" stroke="#b0b0b0" stroke-width="0.6"/>')
-            out.append(f'<line x1="{num(x0 - 3.5)}" y1="{num(y)}" x2="{num(x0)}" '
-                       f'y2="{num(y)}" stroke="#000000" stroke-width="0.8"/>')
-            out.append(text(x0 - 5, y, label, self.y.size, anchor="end", baseline="center"))
+        out: list[str] = []
+        for axis, lim, place in ((self.x, xl, px), (self.y, yl, py)):
+            for i, v in enumerate(self._ticks(axis, lim)):
+                if not min(lim) - 1e-9 <= v <= max(lim) + 1e-9:
+                    continue
+                at = float(place(v))
+                label = axis.labels[i] if axis.labels and i < len(axis.labels) else \
+                    tick_label(v)
+                out += self._tick(axis is self.x, at, label, box)
+        left, _, _, bottom = self._margins()
         if self.x.label:
-            _, lb = self._margins()[2:]
-            out.append(text(x0 + w / 2, y0 + h + lb - 2, self.x.label, self.x.label_size,
-                             baseline="bottom"))
+            out.append(text(x0 + w / 2, y0 + h + bottom - 2, self.x.label, self.x.label_size,
+                            baseline="bottom"))
         if self.y.label:
-            left = self._margins()[0]
             out.append(text(x0 - left + 2, y0 + h / 2, self.y.label, self.y.label_size,
-                             baseline="top", rotate=-90))
+                            baseline="top", rotate=-90))
+        return out
+
+    def _tick(self, on_x: bool, at: float, label: str,
+              box: tuple[float, float, float, float]) -> list[str]:
+        """One tick at ``at`` (points) on the x (``on_x``) or y axis: grid line, mark, label."""
+        x0, y0, w, h = box
+        axis = self.x if on_x else self.y
+        # (grid from, grid to, mark from, mark to) as (x1, y1, x2, y2)
+        grid = (at, y0, at, y0 + h) if on_x else (x0, at, x0 + w, at)
+        mark = (at, y0 + h, at, y0 + h + 3.5) if on_x else (x0 - 3.5, at, x0, at)
+        out = []
+        for (x1, y1, x2, y2), stroke, width, drawn in ((grid, "#b0b0b0", "0.6", axis.grid),
+                                                       (mark, "#000000", "0.8", True)):
+            if drawn:
+                out.append(f'<line x1="{num(x1)}" y1="{num(y1)}" x2="{num(x2)}" '
+                           f'y2="{num(y2)}" stroke="{stroke}" stroke-width="{width}"/>')
+        if not on_x:
+            out.append(text(x0 - 5, at, label, axis.size, anchor="end", baseline="center"))
+        elif axis.rotation:
+            out.append(text(at, y0 + h + 6, label, axis.size, anchor="end", baseline="top",
+                            rotate=-axis.rotation))
+        else:
+            out.append(text(at, y0 + h + 5, label, axis.size, baseline="top"))
         return out
 
 
