@@ -258,14 +258,23 @@ def end_to_end(s: dict[str, Any], tmp: Path, log: Callable[[str], None]) -> dict
                    "@ray.remote(num_cpus=0)\nclass A:\n    def ping(self):\n        return 1\n"
                    f"ray.get([a.ping.remote() for a in [A.remote() for _ in range({actors_n})]])\n"
                    "ray.shutdown()")
+    # the same start, stopped as ppknn stops the Ray it started (core.runtime.ray_runtime.
+    # stop_ray: the autoscaler monitor killed first, so Ray's shutdown does not wait a second
+    # for it): what the hosted run pays beyond Ray, like for like
+    bare_quick_stop = ("import ray; ray.init(address='local', include_dashboard=False, "
+                       "logging_level='ERROR', log_to_driver=False)\n"
+                       "for info in ray._private.worker._global_node.all_processes.get("
+                       "'monitor', []):\n    info.process.kill(); info.process.wait()\n"
+                       "ray.shutdown()")
     runs = [("inprocess", "hosted")] + [("ray", lay) for lay in s["e2e_layouts"]]
-    labels = (["bare_ray", "bare_ray_actors"]
+    labels = (["bare_ray", "bare_ray_actors", "bare_ray_quick_stop"]
               + [k if k == "inprocess" else f"ray-{lay}" for k, lay in runs])
     samples: dict[str, list[float]] = {label: [] for label in labels}
     for r in range(s["e2e_rounds"]):
         samples["bare_ray"].append(_wall([py, "-c", bare]))
         samples["bare_ray_actors"].append(_wall([py, "-c", bare_actors]))
-        for (kind, layout), label in zip(runs, labels[2:]):
+        samples["bare_ray_quick_stop"].append(_wall([py, "-c", bare_quick_stop]))
+        for (kind, layout), label in zip(runs, labels[3:]):
             folder = tmp / f"e2e-{label}-{r}"
             sc = _scenario(tmp / f"{label}-{r}.toml", n=s["e2e_parties"],
                            queries=s["e2e_queries"], kind=kind, layout=layout, output=folder)
@@ -296,11 +305,18 @@ def end_to_end(s: dict[str, Any], tmp: Path, log: Callable[[str], None]) -> dict
                                                                   with_actors[-1]]
         log(f"  (ppknn run {label} - bare with {actors_n} actors) / in-process: median "
             f"{statistics.median(with_actors):.2f} ({with_actors[0]:.2f}-{with_actors[-1]:.2f})")
+        like = sorted((ray_s - bare_s) / local_s for ray_s, bare_s, local_s in
+                      zip(samples[label], samples["bare_ray_quick_stop"], samples["inprocess"]))
+        out[f"{label}_minus_bare_quick_stop_over_inprocess"] = statistics.median(like)
+        out[f"{label}_minus_bare_quick_stop_over_inprocess_range"] = [like[0], like[-1]]
+        log(f"  (ppknn run {label} - bare stopped as ppknn stops it) / in-process: median "
+            f"{statistics.median(like):.2f} ({like[0]:.2f}-{like[-1]:.2f})")
     return out
 
 
 _E2E_NAMES = {"bare_ray": "bare ray.init + shutdown",
-              "bare_ray_actors": "bare ray.init + empty actors + shutdown"}
+              "bare_ray_actors": "bare ray.init + empty actors + shutdown",
+              "bare_ray_quick_stop": "bare ray.init + shutdown, monitor killed first"}
 
 
 class _Bare:
@@ -607,6 +623,9 @@ def _plot(result: dict[str, Any], path: Path) -> None:
                      1.15 if layout == "hosted" else None))
         bars.append((f"run ray-{layout}\n(−bare+actors)/inproc",
                      e2e[f"ray-{layout}_minus_bare_actors_over_inprocess"], None))
+        if f"ray-{layout}_minus_bare_quick_stop_over_inprocess" in e2e:
+            bars.append((f"run ray-{layout}\n(−bare, same stop)/inproc",
+                         e2e[f"ray-{layout}_minus_bare_quick_stop_over_inprocess"], None))
     a = result["actors"]
     bars += [("actor start\n/bare", a["start_ratio"], 1.3),
              ("actor call\n/bare", a["call_ratio"], 1.5)]

@@ -76,7 +76,9 @@ def pytest_sessionfinish(session, exitstatus):
         import ray
 
         if ray.is_initialized():
-            ray.shutdown()
+            from ppknn.core.runtime.ray_runtime import stop_ray
+
+            stop_ray()
 
 
 @pytest.fixture(autouse=True)

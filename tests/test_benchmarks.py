@@ -34,7 +34,8 @@ def test_quick_suite_writes_every_measurement(tmp_path):
     e2e = result["end_to_end"]
     assert e2e["bare_ray_s"] > 0 and e2e["inprocess_s"] > 0 and e2e["ray-hosted_s"] > 0
     # the runs alternate over two rounds; figures and the ratio are medians of the rounds'
-    for label in ("bare_ray", "bare_ray_actors", "inprocess", "ray-hosted"):
+    for label in ("bare_ray", "bare_ray_actors", "bare_ray_quick_stop", "inprocess",
+                  "ray-hosted"):
         assert len(e2e[f"{label}_samples_s"]) == 2
         assert e2e[f"{label}_s"] == pytest.approx(sum(e2e[f"{label}_samples_s"]) / 2)
     lo, hi = e2e["ray-hosted_minus_bare_over_inprocess_range"]
@@ -42,6 +43,9 @@ def test_quick_suite_writes_every_measurement(tmp_path):
     assert e2e["ray-hosted_minus_bare_over_inprocess"] == pytest.approx((lo + hi) / 2)
     lo, hi = e2e["ray-hosted_minus_bare_actors_over_inprocess_range"]
     assert e2e["ray-hosted_minus_bare_actors_over_inprocess"] == pytest.approx((lo + hi) / 2)
+    # like for like: bare Ray stopped as ppknn stops the Ray it started
+    lo, hi = e2e["ray-hosted_minus_bare_quick_stop_over_inprocess_range"]
+    assert e2e["ray-hosted_minus_bare_quick_stop_over_inprocess"] == pytest.approx((lo + hi) / 2)
     assert {"startup_s", "protocol_s"} <= set(e2e["ray-hosted_timings"])
     a = result["actors"]
     assert a["party_start_s"] > 0 and a["bare_call_ms"] > 0 and a["party_worker_rss_mib"] > 0
