@@ -250,9 +250,11 @@ def end_to_end(s: dict[str, Any], tmp: Path, log: Callable[[str], None]) -> dict
     out: dict[str, Any] = {"parties": s["e2e_parties"], "queries": s["e2e_queries"]}
     bare = ("import ray; ray.init(address='local', include_dashboard=False, "
             "logging_level='ERROR', log_to_driver=False); ray.shutdown()")
-    # the same start plus as many empty actors as the hosted layout starts (a host per CPU
-    # and the transcript recorder), each answering one call: what any actor program pays
-    actors_n = (os.cpu_count() or 1) + 1
+    # the same start plus as many empty actors as the hosted layout starts (its default
+    # hosts and the transcript recorder), each answering one call: what any actor program pays
+    from ppknn.core.runtime.ray_runtime import default_hosts
+
+    actors_n = default_hosts(os.cpu_count() or 1) + 1
     bare_actors = ("import ray; ray.init(address='local', include_dashboard=False, "
                    "logging_level='ERROR', log_to_driver=False)\n"
                    "@ray.remote(num_cpus=0)\nclass A:\n    def ping(self):\n        return 1\n"

@@ -70,6 +70,7 @@ def _start(events, n, **options):
 
 @pytest.mark.parametrize("options, n_hosts", [
     ({"layout": "hosted", "hosts": 2}, 2),
+    ({"layout": "hosted"}, 1),  # the default on 2 CPUs: one host, and the recorder
     ({"layout": "actor-per-party"}, 2),
 ])
 def test_start_makes_one_setup_call_per_host_before_any_wait(ray_local, spy, options, n_hosts):

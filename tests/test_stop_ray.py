@@ -91,3 +91,8 @@ def test_a_local_ray_stops_whole_with_its_monitor_killed_first(tmp_path):
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out == {"monitors": 1, "alive_at_shutdown": [False], "left": [],
                    "initialized": False}
+
+
+@pytest.mark.parametrize("cpus, hosts", [(1, 1), (2, 1), (2.0, 1), (3, 2), (64, 63), (0.5, 1)])
+def test_the_default_host_count_leaves_a_cpu_to_the_recorder(cpus, hosts):
+    assert ray_runtime.default_hosts(cpus) == hosts

@@ -178,6 +178,17 @@ def init_keeping_sigterm(**kwargs: Any) -> None:
             signal.signal(signal.SIGTERM, before)
 
 
+def default_hosts(cpus: float) -> int:
+    """Host actors of the hosted layout when the scenario names none: ``cpus - 1``, at least 1.
+
+    The transcript recorder is the remaining actor: one actor per CPU, as many as the
+    workers a local Ray starts ahead of its first task. On the 2-core machine one host
+    against two started 0.5-0.7 s sooner and ran the protocol as fast or faster, at
+    64 and at 2,000 parties (``docs/manual/performance.md``).
+    """
+    return max(1, int(cpus) - 1)
+
+
 def stop_ray() -> None:
     """``ray.shutdown()``, without its one-second wait on the autoscaler monitor.
 
@@ -236,8 +247,9 @@ class RayRuntime(Runtime):
         :meth:`chain` are in-process calls. Every logical message is still
         sealed, opened and recorded exactly as in the other layout.
     hosts:
-        Number of host actors for the hosted layout (``None``: the cluster's
-        CPU count).
+        Number of host actors for the hosted layout (``None``: one fewer than the
+        cluster's CPUs, at least one, so that with the transcript recorder there is
+        one actor per CPU; a local Ray starts that many workers ahead, one per CPU).
     placement:
         Custom resources per party (``{"owner-00": {"org_a": 0.01}}``): the
         party's host is scheduled on a node that has them. Parties with
@@ -404,7 +416,7 @@ class RayRuntime(Runtime):
         """
         if self.layout == "actor-per-party":
             return [[s] for s in specs]
-        n_hosts = self.n_hosts or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        n_hosts = self.n_hosts or default_hosts(ray.cluster_resources().get("CPU", 1))
         n_grouped = sum(1 for s in specs if s.max_concurrency == 1)
         size = max(1, -(-n_grouped // n_hosts))  # ceil
         groups: list[list[PartySpec]] = []
@@ -905,4 +917,4 @@ def _get_nested(refs: Any) -> Any:
 
 
 __all__ = ["CONNECT_TIMEOUT_S", "RECORDER", "RayRecorderClient", "RayRuntime",
-           "check_cluster_answers", "stop_ray"]
+           "check_cluster_answers", "default_hosts", "stop_ray"]
