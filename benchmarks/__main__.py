@@ -254,7 +254,7 @@ def end_to_end(s: dict[str, Any], tmp: Path, log: Callable[[str], None]) -> dict
     # hosts and the transcript recorder), each answering one call: what any actor program pays
     from ppknn.core.runtime.ray_runtime import default_hosts
 
-    actors_n = default_hosts(os.cpu_count() or 1) + 1
+    actors_n = default_hosts(os.cpu_count() or 1, s["e2e_parties"]) + 1
     bare_actors = ("import ray; ray.init(address='local', include_dashboard=False, "
                    "logging_level='ERROR', log_to_driver=False)\n"
                    "@ray.remote(num_cpus=0)\nclass A:\n    def ping(self):\n        return 1\n"

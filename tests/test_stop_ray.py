@@ -93,6 +93,10 @@ def test_a_local_ray_stops_whole_with_its_monitor_killed_first(tmp_path):
                    "initialized": False}
 
 
-@pytest.mark.parametrize("cpus, hosts", [(1, 1), (2, 1), (2.0, 1), (3, 2), (64, 63), (0.5, 1)])
-def test_the_default_host_count_leaves_a_cpu_to_the_recorder(cpus, hosts):
-    assert ray_runtime.default_hosts(cpus) == hosts
+@pytest.mark.parametrize("cpus, parties, hosts", [
+    (1, 64, 1), (2, 64, 1), (2.0, 64, 1), (3, 64, 2), (64, 64, 63), (0.5, 64, 1),
+    (2, ray_runtime.HOST_PER_CPU_FROM - 1, 1),  # one actor per CPU with the recorder
+    (2, ray_runtime.HOST_PER_CPU_FROM, 2), (8, 100_000, 8), (1, 100_000, 1),  # a host per CPU
+])
+def test_the_default_host_count(cpus, parties, hosts):
+    assert ray_runtime.default_hosts(cpus, parties) == hosts

@@ -178,14 +178,24 @@ def init_keeping_sigterm(**kwargs: Any) -> None:
             signal.signal(signal.SIGTERM, before)
 
 
-def default_hosts(cpus: float) -> int:
-    """Host actors of the hosted layout when the scenario names none: ``cpus - 1``, at least 1.
+HOST_PER_CPU_FROM = 5000
+"""From this many grouped parties on, the hosted layout's default is a host per CPU."""
 
-    The transcript recorder is the remaining actor: one actor per CPU, as many as the
-    workers a local Ray starts ahead of its first task. On the 2-core machine one host
-    against two started 0.5-0.7 s sooner and ran the protocol as fast or faster, at
-    64 and at 2,000 parties (``docs/manual/performance.md``).
+
+def default_hosts(cpus: float, parties: int = 0) -> int:
+    """Host actors of the hosted layout when the scenario names none.
+
+    Below :data:`HOST_PER_CPU_FROM` parties: ``cpus - 1``, at least 1. With the
+    transcript recorder that is one actor per CPU, as many as the workers a local Ray
+    starts ahead of its first task; a further host waits for a worker of its own. On the
+    2-core machine one host against two started a 64-party run 0.5-0.7 s sooner and ran
+    its protocol as fast or faster, and at 2,000 parties the two were level. From
+    :data:`HOST_PER_CPU_FROM` parties on: ``cpus``, since the hosts build their parties
+    and run their steps in parallel: at 20,000 parties two hosts started 1-2.7 s sooner
+    than one (``docs/manual/performance.md``).
     """
+    if parties >= HOST_PER_CPU_FROM:
+        return max(1, int(cpus))
     return max(1, int(cpus) - 1)
 
 
@@ -247,9 +257,10 @@ class RayRuntime(Runtime):
         :meth:`chain` are in-process calls. Every logical message is still
         sealed, opened and recorded exactly as in the other layout.
     hosts:
-        Number of host actors for the hosted layout (``None``: one fewer than the
-        cluster's CPUs, at least one, so that with the transcript recorder there is
-        one actor per CPU; a local Ray starts that many workers ahead, one per CPU).
+        Number of host actors for the hosted layout (``None``: :func:`default_hosts`,
+        one fewer than the cluster's CPUs, at least one, so that with the transcript
+        recorder there is one actor per CPU; one per CPU from
+        :data:`HOST_PER_CPU_FROM` parties on).
     placement:
         Custom resources per party (``{"owner-00": {"org_a": 0.01}}``): the
         party's host is scheduled on a node that has them. Parties with
@@ -416,8 +427,8 @@ class RayRuntime(Runtime):
         """
         if self.layout == "actor-per-party":
             return [[s] for s in specs]
-        n_hosts = self.n_hosts or default_hosts(ray.cluster_resources().get("CPU", 1))
         n_grouped = sum(1 for s in specs if s.max_concurrency == 1)
+        n_hosts = self.n_hosts or default_hosts(ray.cluster_resources().get("CPU", 1), n_grouped)
         size = max(1, -(-n_grouped // n_hosts))  # ceil
         groups: list[list[PartySpec]] = []
         alone = False  # the last group holds a concurrent party
@@ -916,5 +927,5 @@ def _get_nested(refs: Any) -> Any:
     raise ConfigError(f"cannot fetch {type(refs).__name__}")
 
 
-__all__ = ["CONNECT_TIMEOUT_S", "RECORDER", "RayRecorderClient", "RayRuntime",
+__all__ = ["CONNECT_TIMEOUT_S", "HOST_PER_CPU_FROM", "RECORDER", "RayRecorderClient", "RayRuntime",
            "check_cluster_answers", "default_hosts", "stop_ray"]
