@@ -620,13 +620,13 @@ def _plot(result: dict[str, Any], path: Path) -> None:
     bars: list[tuple[str, float, float | None]] = []  # label, measured ratio, target
     e2e = result["end_to_end"]
     for layout in result["settings"]["e2e_layouts"]:
-        bars.append((f"run ray-{layout}\n(−bare)/inproc",
+        bars.append((f"run ray-{layout}\n(−bare)\n/inproc",
                      e2e[f"ray-{layout}_minus_bare_over_inprocess"],
                      1.15 if layout == "hosted" else None))
-        bars.append((f"run ray-{layout}\n(−bare+actors)/inproc",
+        bars.append((f"run ray-{layout}\n(−bare+actors)\n/inproc",
                      e2e[f"ray-{layout}_minus_bare_actors_over_inprocess"], None))
         if f"ray-{layout}_minus_bare_quick_stop_over_inprocess" in e2e:
-            bars.append((f"run ray-{layout}\n(−bare, same stop)/inproc",
+            bars.append((f"run ray-{layout}\n(−bare, same stop)\n/inproc",
                          e2e[f"ray-{layout}_minus_bare_quick_stop_over_inprocess"], None))
     a = result["actors"]
     bars += [("actor start\n/bare", a["start_ratio"], 1.3),
@@ -637,7 +637,7 @@ def _plot(result: dict[str, Any], path: Path) -> None:
     for r in result["dp_owner"]:
         bars.append((f"DP {r['task']}\n/sklearn", r["cold_over_sklearn"],
                      5.0 if r["task"] == "knn" else None))
-    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(bars)), 4.6))
+    fig, ax = plt.subplots(figsize=(max(6, 1.35 * len(bars)), 4.8))
     xs = range(len(bars))
     ax.bar(xs, [b[1] for b in bars], color="tab:blue", label="measured ratio")
     targets = [(x, b[2]) for x, b in zip(xs, bars) if b[2] is not None]
