@@ -611,6 +611,11 @@ def scale(s: dict[str, Any], tmp: Path, log: Callable[[str], None]) -> list[dict
 
 
 # --------------------------------------------------------------------------- output
+def _wrap(layout: str) -> str:
+    """A layout's name for a bar label: ``actor-per-party`` on two lines."""
+    return layout.replace("-per-", "-per-\n")
+
+
 def _plot(result: dict[str, Any], path: Path) -> None:
     import matplotlib
 
@@ -620,13 +625,13 @@ def _plot(result: dict[str, Any], path: Path) -> None:
     bars: list[tuple[str, float, float | None]] = []  # label, measured ratio, target
     e2e = result["end_to_end"]
     for layout in result["settings"]["e2e_layouts"]:
-        bars.append((f"run ray-{layout}\n(−bare)\n/inproc",
+        bars.append((f"run ray-{_wrap(layout)}\n(−bare)\n/inproc",
                      e2e[f"ray-{layout}_minus_bare_over_inprocess"],
                      1.15 if layout == "hosted" else None))
-        bars.append((f"run ray-{layout}\n(−bare+actors)\n/inproc",
+        bars.append((f"run ray-{_wrap(layout)}\n(−bare+actors)\n/inproc",
                      e2e[f"ray-{layout}_minus_bare_actors_over_inprocess"], None))
         if f"ray-{layout}_minus_bare_quick_stop_over_inprocess" in e2e:
-            bars.append((f"run ray-{layout}\n(−bare, same stop)\n/inproc",
+            bars.append((f"run ray-{_wrap(layout)}\n(−bare, same stop)\n/inproc",
                          e2e[f"ray-{layout}_minus_bare_quick_stop_over_inprocess"], None))
     a = result["actors"]
     bars += [("actor start\n/bare", a["start_ratio"], 1.3),
@@ -658,7 +663,7 @@ def _plot(result: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     from ppknn.simulations.reporting.plots import save_png
 
-    save_png(fig, path, dpi=120)
+    save_png(fig, path, dpi=90)  # 13 bars: wide enough at 90 dpi
     plt.close(fig)
 
 
@@ -689,7 +694,7 @@ def _plot_scale(result: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     from ppknn.simulations.reporting.plots import save_png
 
-    save_png(fig, path, dpi=120)
+    save_png(fig, path, dpi=100)
     plt.close(fig)
 
 
