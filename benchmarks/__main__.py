@@ -262,7 +262,8 @@ def end_to_end(s: dict[str, Any], tmp: Path, log: Callable[[str], None]) -> dict
                    "ray.shutdown()")
     # the same start, stopped as ppknn stops the Ray it started (core.runtime.ray_runtime.
     # stop_ray: the autoscaler monitor killed first, so Ray's shutdown does not wait a second
-    # for it): what the hosted run pays beyond Ray, like for like
+    # for it): what the hosted run pays beyond Ray, like for like. The same two lines as
+    # stop_ray, written out: importing ppknn would add its imports to the baseline
     bare_quick_stop = ("import ray; ray.init(address='local', include_dashboard=False, "
                        "logging_level='ERROR', log_to_driver=False)\n"
                        "for info in ray._private.worker._global_node.all_processes.get("

@@ -63,7 +63,7 @@ def test_a_monitor_that_cannot_be_killed_leaves_the_shutdown_to_ray(monkeypatch)
 
 
 _SCRIPT = """
-import json, os, ray
+import json, ray
 from ppknn.core.runtime import ray_runtime
 
 ray.init(address="local", include_dashboard=False, logging_level="ERROR",
