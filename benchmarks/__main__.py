@@ -509,6 +509,11 @@ def ppknn_compute(s: dict[str, Any], log: Callable[[str], None]) -> list[dict[st
     from sklearn.neighbors import KNeighborsClassifier
     from threadpoolctl import threadpool_limits
 
+    from ppknn.protocols.ppknn_ring import pp_topk
+
+    # which PP-TopK step ran: compiled (_topk_kernel.c, built at install) or numpy
+    step_kind = "compiled" if pp_topk._kernel is not None else "numpy"
+    log(f"  PP-TopK step: {step_kind}")
     rows = []
     for n in s["ppknn_parties"]:
         data = {"data": {"dataset": "abalone", "test_fraction": 0.25,
@@ -528,7 +533,8 @@ def ppknn_compute(s: dict[str, Any], log: Callable[[str], None]) -> list[dict[st
                 s["repeats"])
         floors = _ppknn_floors(result, prepared, s["repeats"], k=5)
         colds = sorted(c for c, _, _ in samples)
-        rows.append({"parties": n, "queries": len(prepared.queries), "startup_s": startup,
+        rows.append({"parties": n, "queries": len(prepared.queries), "topk_step": step_kind,
+                     "startup_s": startup,
                      "first_run_s": first_run, "cold_s": cold, "cold_samples_s": colds,
                      "sklearn_first_s": sk_first, "sklearn_median_s": sk_med,
                      "cold_over_sklearn": cold / sk_first,

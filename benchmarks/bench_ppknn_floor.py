@@ -2,6 +2,8 @@
 
 Run:  git worktree add /tmp/ppknn-old <commit>
       python benchmarks/bench_ppknn_floor.py --old /tmp/ppknn-old [--rounds 8] [--samples 3]
+      python benchmarks/bench_ppknn_floor.py --old numpy-step   # this checkout, PP-TopK's
+                                               # compiled step off on the "old" side
 
 Each sample side runs in a fresh interpreter (``--child``), alternating this
 checkout and the ``--old`` tree (imported in place of the installed package).
@@ -115,7 +117,8 @@ def _summary(values: list[float]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--old", required=True, help="the other tree (e.g. a git worktree)")
+    ap.add_argument("--old", required=True, help="the other tree (e.g. a git worktree), or "
+                    "'numpy-step': this checkout with PP-TopK's compiled step off")
     ap.add_argument("--parties", type=int, default=64)
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=8, help="old/new pairs, order alternated")
@@ -123,14 +126,20 @@ def main() -> None:
     ap.add_argument("--child", choices=["old", "new"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        tree = args.old if args.child == "old" else str(ROOT)
-        if args.child == "old":
+        numpy_step = args.child == "old" and args.old == "numpy-step"
+        tree = args.old if args.child == "old" and not numpy_step else str(ROOT)
+        if tree != str(ROOT):
             _use_tree(tree)
         else:
             sys.path.insert(0, tree)
         import ppknn.protocols.ppknn_ring.parties.ring_owner as owner
+        from ppknn.protocols.ppknn_ring import pp_topk
 
         assert owner.__file__.startswith(tree), f"{owner.__file__} is not from {tree}"
+        if numpy_step:
+            pp_topk._kernel = None
+        kind = "numpy" if getattr(pp_topk, "_kernel", None) is None else "compiled"
+        print(f"PP-TopK step: {kind}", file=sys.stderr)
         print(json.dumps(child(args.parties, args.queries, args.samples)))
         return
     sides = {"old": [], "new": []}

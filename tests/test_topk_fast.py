@@ -1,11 +1,21 @@
-"""The PP-TopK step's sorted-rows path gives what the sorting path gives, bit for bit.
+"""The PP-TopK step's fast paths give what the sorting path gives, bit for bit.
 
 ``_original_topk_step`` is ``topk_step`` as it was before the sorted-rows path was added
 (one stable sort of ``G ∪ V`` for every row, a stable re-sort when any row is filled),
 copied here so that the comparison does not depend on the module's own fallback.
+
+The comparisons run twice (``path``): with the compiled step (``_topk_kernel.c``, taken
+first when it is built) and with it off (the numpy sorted-rows path).
 """
 
 from __future__ import annotations
+
+import contextlib
+import importlib.util
+import shutil
+import subprocess
+import sysconfig
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -59,6 +69,22 @@ def _original_topk_step(g, g_prov, v, *, own, already_inserted, p_r, delta, rng)
     return out, prov, real, fill, m
 
 
+PATHS = ["compiled", "numpy"]
+
+
+@contextlib.contextmanager
+def _path(path: str, kernel=None):
+    """Run ``topk_step`` with the compiled step (``kernel``, else the built one) or without."""
+    if path == "compiled" and (kernel or pp_topk._kernel) is None:
+        pytest.skip("the compiled step is not built (no C compiler at install)")
+    saved = pp_topk._kernel
+    pp_topk._kernel = (kernel or saved) if path == "compiled" else None
+    try:
+        yield
+    finally:
+        pp_topk._kernel = saved
+
+
 def _outputs(outcome) -> tuple:
     return outcome.g, outcome.provenance, outcome.inserted, outcome.randomised, outcome.m
 
@@ -100,16 +126,107 @@ def _check(g, g_prov, v, kw, seed) -> bool:
     return _same(_outputs(got), want)
 
 
+class _Counting:
+    """A compiled step that notes what each call returned (1: done; 0, 2: numpy decides)."""
+
+    def __init__(self, kernel) -> None:
+        self.kernel, self.status = kernel, []
+
+    def step(self, *args):
+        self.status.append(self.kernel.step(*args))
+        return self.status[-1]
+
+
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("block", range(8))
-def test_sorted_rows_path_is_the_original_step(block):
-    with np.errstate(all="ignore"):
+def test_sorted_rows_path_is_the_original_step(block, path):
+    counting = _Counting(pp_topk._kernel) if pp_topk._kernel else None
+    with _path(path, counting), np.errstate(all="ignore"):
         for seed in range(block * 100, (block + 1) * 100):
             g, g_prov, v, kw = _case(seed)
             assert pp_topk._ascending_rows(g) and pp_topk._ascending_rows(v)
             assert _check(g, g_prov, v, kw, seed), seed
+    if path == "compiled":  # int32 provenance (odd seeds): the compiled step did most
+        assert counting.status.count(1) >= 40, counting.status
+
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "protocols" / "ppknn_ring" / "_topk_kernel.c"
+
+
+def _compiler() -> str | None:
+    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    return shutil.which(cc) or shutil.which("cc")
+
+
+def _build(tmp_path: Path, text: str, name: str):
+    """``text`` (a variant of the compiled step's source) built and loaded as a module."""
+    src = tmp_path / f"{name}.c"
+    src.write_text(text)
+    out = tmp_path / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
+    subprocess.run([_compiler(), "-shared", "-fPIC", "-O2", "-ffp-contract=off",
+                    f"-I{sysconfig.get_paths()['include']}", str(src), "-o", str(out)],
+                   check=True, capture_output=True)
+    spec = importlib.util.spec_from_file_location("_topk_kernel", out)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_compiled_step_is_built_where_a_c_compiler_is():
+    """An install on a machine with a C compiler builds it (optional only for those without)."""
+    if _compiler() is None:
+        pytest.skip("no C compiler here")
+    assert pp_topk._kernel is not None
+
+
+@pytest.mark.parametrize("mutation", [
+    ("if (vr[j] < gr[i])", "if (vr[j] <= gr[i])"),  # V first among equals in the merge
+    ("o[s] = d + lo;", "o[s] = fma(u[r * k + s], w, lo);"),  # one rounding, not two
+    ("while (t >= 0 && o[t] > x)", "while (t >= 0 && o[t] >= x)"),  # an unstable sort
+    ("p[s] = RANDOM_FILL;", "p[s] = own;"),  # a fill credited to the node
+])
+def test_a_broken_compiled_step_is_caught(tmp_path, mutation):
+    """Each deliberate change to the C source makes the bit-for-bit comparison fail."""
+    if _compiler() is None or not SOURCE.exists():
+        pytest.skip("no C compiler or no source here")
+    text = SOURCE.read_text()
+    assert text.count(mutation[0]) == 1
+    broken = _Counting(_build(tmp_path, text.replace(*mutation), "broken"))
+    caught = 0
+    with _path("compiled", broken), np.errstate(all="ignore"):
+        for seed in range(1, 400, 2):  # int32 provenance: the compiled step runs
+            g, g_prov, v, kw = _case(seed)
+            caught += not _check(g, g_prov, v, kw, seed)
+    assert broken.status.count(1) > 100 and caught >= 3, (caught, broken.status.count(1))
+
+
+def test_the_source_as_shipped_passes_the_same_comparison(tmp_path):
+    """The unmutated source built the same way agrees everywhere (the control)."""
+    if _compiler() is None or not SOURCE.exists():
+        pytest.skip("no C compiler or no source here")
+    built = _Counting(_build(tmp_path, SOURCE.read_text(), "control"))
+    with _path("compiled", built), np.errstate(all="ignore"):
+        for seed in range(1, 400, 2):
+            g, g_prov, v, kw = _case(seed)
+            assert _check(g, g_prov, v, kw, seed), seed
+    assert built.status.count(1) > 100
+
+
+def test_a_ring_run_takes_the_compiled_step_at_every_step(tmp_path, monkeypatch):
+    """The benchmark's 64-owner run: every step compiled, and the recorded hash unchanged."""
+    if pp_topk._kernel is None:
+        pytest.skip("the compiled step is not built")
+    from tests.test_perf_golden import CASES, GOLDEN, run_digest
+
+    counting = _Counting(pp_topk._kernel)
+    monkeypatch.setattr(pp_topk, "_kernel", counting)
+    assert run_digest(CASES["bench-ppknn-64"], tmp_path) == GOLDEN["bench-ppknn-64"]
+    assert counting.status == [1] * (64 * 2)  # 64 owners, 2 rounds
 
 
 def test_the_sorted_rows_path_is_taken_and_the_sorting_one_otherwise(monkeypatch):
+    monkeypatch.setattr(pp_topk, "_kernel", None)  # the numpy paths
     calls = []
     for name in ("_step_sorted_rows", "_step_by_sorting"):
         original = getattr(pp_topk, name)
@@ -132,9 +249,10 @@ def test_the_sorted_rows_path_is_taken_and_the_sorting_one_otherwise(monkeypatch
     assert calls == ["_step_by_sorting"]
 
 
-def test_rows_that_are_not_ascending_or_hold_nan_use_the_sorting_path():
+@pytest.mark.parametrize("path", PATHS)
+def test_rows_that_are_not_ascending_or_hold_nan_use_the_sorting_path(path):
     caught = 0
-    with np.errstate(all="ignore"):
+    with _path(path), np.errstate(all="ignore"):
         for seed in range(300):
             g, g_prov, v, kw = _case(seed)
             r = np.random.default_rng(seed)
@@ -182,6 +300,7 @@ def test_a_broken_sorted_rows_path_is_caught(monkeypatch):
         return real_step(g, g_prov, np.asarray(v).view(_Flipped), **kw)
 
     monkeypatch.setattr(pp_topk, "_step_sorted_rows", broken)
+    monkeypatch.setattr(pp_topk, "_kernel", None)  # the numpy paths
     caught = 0
     with np.errstate(all="ignore"):
         for seed in range(1, 200, 2):  # tied grids
@@ -190,9 +309,15 @@ def test_a_broken_sorted_rows_path_is_caught(monkeypatch):
     assert caught > 10
 
 
+@pytest.mark.parametrize("path", PATHS)
+def test_property_sorted_rows_equal_the_original(path):
+    with _path(path):
+        _property_sorted_rows_equal_the_original()
+
+
 @settings(max_examples=300, deadline=None)
 @given(k=st.integers(1, 6), q=st.integers(1, 6), data=st.data())
-def test_property_sorted_rows_equal_the_original(k, q, data):
+def _property_sorted_rows_equal_the_original(k, q, data):
     values = st.sampled_from([-0.0, 0.0, 0.25, 0.5, 0.5, 1.0, 3.0, np.inf])
     grid = data.draw(st.lists(st.lists(values, min_size=2 * k, max_size=2 * k),
                               min_size=q, max_size=q))
@@ -209,7 +334,8 @@ def test_property_sorted_rows_equal_the_original(k, q, data):
         assert _check(g, g_prov.reshape(q, k), v, kw, data.draw(st.integers(0, 2**32)))
 
 
-def test_floating_point_warnings_are_the_original_ones():
+@pytest.mark.parametrize("path", PATHS)
+def test_floating_point_warnings_are_the_original_ones(path):
     """lo, hi and the draws are the same floats for every row, so the same warnings arise."""
     import warnings
 
@@ -222,7 +348,9 @@ def test_floating_point_warnings_are_the_original_ones():
     warned = 0
     for seed in range(0, 400, 5):  # cases with +inf in G and V
         g, g_prov, v, kw = _case(seed)
-        got = messages(topk_step, g, g_prov, v, rng=np.random.default_rng(seed), **kw)
+        g_prov = g_prov.astype(PROVENANCE_DTYPE)  # the compiled step's provenance
+        with _path(path):
+            got = messages(topk_step, g, g_prov, v, rng=np.random.default_rng(seed), **kw)
         want = messages(_original_topk_step, g, g_prov, v, rng=np.random.default_rng(seed),
                         **kw)
         assert got == want, seed

@@ -65,6 +65,11 @@ from ppknn.core.errors import ConfigError, ProtocolError
 from ppknn.core.knn import euclidean_distances, local_topk
 from ppknn.core.messages import PROVENANCE_DTYPE, PUBLIC, RANDOM_FILL
 
+try:  # the step compiled (built by pip install when a C compiler is there; optional)
+    from ppknn.protocols.ppknn_ring import _topk_kernel as _kernel
+except ImportError:  # pragma: no cover - exercised by the tests' kernel-off runs
+    _kernel = None
+
 PROTOCOL = "pp-topk"
 
 SCHEDULES = ("r-1", "r")
@@ -237,11 +242,45 @@ def topk_step(
     if g_prov.shape != g.shape:
         raise ProtocolError(f"provenance shape {g_prov.shape} does not match {g.shape}")
     already_inserted = np.asarray(already_inserted)
+    if _kernel is not None and v_ascending is not False:
+        done = _compiled_step(g, g_prov, v, own, already_inserted, p_r, delta, coins,
+                              uniforms, check_v=v_ascending is None)
+        if done is not None:
+            return done
     fast = (already_inserted.dtype == bool and _ascending_rows(g)
             and (_ascending_rows(v) if v_ascending is None else v_ascending))
     step = _step_sorted_rows if fast else _step_by_sorting
     return step(g, g_prov, v, own=own, already_inserted=already_inserted, p_r=p_r,
                 delta=delta, coins=coins, uniforms=uniforms)
+
+
+_INT32 = np.iinfo(np.int32)
+
+
+def _compiled_step(g: np.ndarray, g_prov: np.ndarray, v: np.ndarray, own: int,
+                   already_inserted: np.ndarray, p_r: float, delta: float, coins: np.ndarray,
+                   uniforms: np.ndarray, *, check_v: bool) -> StepOutcome | None:
+    """:func:`_step_sorted_rows` compiled (``_topk_kernel.c``), or ``None`` where it does not apply.
+
+    The same outputs bit for bit, in one pass per row. ``None`` (the caller then takes the
+    numpy paths, which decide as before) when the inputs are not the common case (a boolean
+    mask of the batch's length, ``int32`` provenance, C-ordered arrays, ``own`` an
+    ``int32``), when a row is not ascending or holds a NaN, and when a random fill's
+    arithmetic could warn or meets zeros of opposite sign (numpy's own rules decide those).
+    """
+    q, k = g.shape
+    if not (already_inserted.dtype == bool and already_inserted.shape == (q,)
+            and g_prov.dtype == PROVENANCE_DTYPE and g.flags.c_contiguous
+            and v.flags.c_contiguous and g_prov.flags.c_contiguous
+            and already_inserted.flags.c_contiguous and _INT32.min <= own <= _INT32.max):
+        return None
+    out = np.empty((q, k))
+    prov = np.empty((q, k), dtype=PROVENANCE_DTYPE)
+    real, fill = np.empty(q, dtype=bool), np.empty(q, dtype=bool)
+    m = np.empty(q, dtype=np.int64)
+    status = _kernel.step(g, g_prov, v, already_inserted, coins, uniforms, out, prov, real,
+                          fill, m, q, k, int(own), float(p_r), float(delta), check_v)
+    return StepOutcome(out, prov, real, fill, m) if status == 1 else None
 
 
 def ascending_rows(a: np.ndarray) -> bool:
