@@ -87,9 +87,9 @@ def test_the_reports_and_figures_are_in_the_site(site):
         report = site / "reproductions" / name / "index.html"
         assert report.is_file(), name
         assert '<img alt="' in report.read_text()
-    assert (site / "benchmarks" / "idle-9" / "bench.png").is_file()
+    assert (site / "benchmarks" / "idle-10" / "bench.png").is_file()
     bench = (site / "performance" / "index.html").read_text()
-    assert "../benchmarks/idle-9/bench.png" in bench
+    assert "../benchmarks/idle-10/bench.png" in bench
     assert "../reproductions/xiong/" in (site / "reproducing" / "index.html").read_text()
 
 
