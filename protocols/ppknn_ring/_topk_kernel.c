@@ -38,6 +38,24 @@ static int ascending(const double *a, Py_ssize_t k) {
 
 static int bounded(double x) { return isfinite(x) && fabs(x) <= BOUND; }
 
+/* A row's tail length (slots i with V[k-1-i] < G[i]), then lo (G'[k], 1-indexed) and
+ * G[k-m] as the numpy path reads them; ``reported`` is the m the step reports (0 once
+ * inserted), which picks G[k-1] for g_km as numpy does. */
+static Py_ssize_t tail_length(const double *gr, const double *vr, Py_ssize_t k) {
+    Py_ssize_t mt = 0;
+    for (Py_ssize_t i = 0; i < k; i++) mt += vr[k - 1 - i] < gr[i];
+    return mt;
+}
+
+static void fill_bounds(const double *gr, const double *vr, Py_ssize_t k, Py_ssize_t mt,
+                        int64_t reported, double *lo, double *g_km) {
+    double v_last = vr[mt > 0 ? mt - 1 : 0];
+    double g_last = gr[k - mt - 1 > 0 ? k - mt - 1 : 0];
+    int v_later = mt > 0 && (mt == k || v_last >= g_last);
+    *lo = v_later ? v_last : g_last;
+    *g_km = gr[reported > 0 ? k - mt : k - 1];
+}
+
 static int check_len(Py_buffer *b, Py_ssize_t n, const char *name) {
     if (b->len != n) {
         PyErr_Format(PyExc_ValueError, "%s: %zd bytes, expected %zd", name, b->len, n);
@@ -89,8 +107,7 @@ static PyObject *step(PyObject *self, PyObject *args) {
             status = 0;
             break;
         }
-        int64_t mt = 0;  /* slot i is in the tail iff V[k-1-i] < G[i] */
-        for (Py_ssize_t i = 0; i < k; i++) mt += vr[k - 1 - i] < gr[i];
+        Py_ssize_t mt = tail_length(gr, vr, k);
         int active = (vr[0] < gr[k - 1]) && !ins[r];  /* tail[:, k-1] & ~inserted */
         int randomise = coins[r] < p_r;
         real[r] = active && !randomise;
@@ -104,13 +121,8 @@ static PyObject *step(PyObject *self, PyObject *args) {
         if (!bounded(delta)) status = 2;
         for (Py_ssize_t r = 0; r < q && status == 1; r++) {
             const double *gr = g + r * k, *vr = v + r * k;
-            Py_ssize_t mt = 0;
-            for (Py_ssize_t i = 0; i < k; i++) mt += vr[k - 1 - i] < gr[i];
-            double v_last = vr[mt > 0 ? mt - 1 : 0];
-            double g_last = gr[k - mt - 1 > 0 ? k - mt - 1 : 0];
-            int v_later = mt > 0 && (mt == k || v_last >= g_last);
-            double lo = v_later ? v_last : g_last;
-            double g_km = gr[m[r] > 0 ? k - mt : k - 1];
+            double lo, g_km;
+            fill_bounds(gr, vr, k, tail_length(gr, vr, k), m[r], &lo, &g_km);
             double a = lo + delta;
             if (!bounded(lo) || !bounded(a) || !bounded(g_km)) status = 2;
             else if (a == 0.0 && g_km == 0.0 && signbit(a) != signbit(g_km)) status = 2;
@@ -130,12 +142,10 @@ static PyObject *step(PyObject *self, PyObject *args) {
                     else { o[s] = gr[i++]; p[s] = gpr[i - 1]; }
                 }
             } else if (fill[r]) {  /* G[:k-m], then m draws; the values sorted, stably */
-                Py_ssize_t mt = m[r];
-                double v_last = vr[mt - 1];
-                double g_last = gr[k - mt - 1 > 0 ? k - mt - 1 : 0];
-                int v_later = mt == k || v_last >= g_last;
-                double lo = v_later ? v_last : g_last;
-                double a = lo + delta, g_km = gr[k - mt];
+                Py_ssize_t mt = m[r];  /* a fill row is active: m is the tail's length */
+                double lo, g_km;
+                fill_bounds(gr, vr, k, mt, mt, &lo, &g_km);
+                double a = lo + delta;
                 double hi = (a >= g_km) ? a : g_km;  /* np.maximum, no NaN, zeros agree */
                 double w = hi - lo;
                 for (Py_ssize_t s = 0; s < k; s++) {
