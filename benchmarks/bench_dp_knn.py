@@ -100,7 +100,7 @@ def main() -> None:
     t["owner_message_round_trip"] = median_time(owner_answer, args.repeats)
     base = t["sklearn_rn"]
     print(f"{args.dataset}: {len(x)} test instances, {len(Xtr)} training rows, r = {r:.4f}; "
-          f"{graph.n_components} components, {len(graph.edges)} edges, max clique "
+          f"{graph.n_components} components, {graph.n_edges} edges, max clique "
           f"{int(plan.cliques.size.max())} ({plan.cliques.counts()})")
     print(f"{'step':<28}{'seconds':>10}{'x sklearn r-N':>16}")
     for name, secs in t.items():

@@ -1,7 +1,7 @@
 """DP owner scaling: interactive DP k-NN, the current code beside the previous one.
 
 Run:  python benchmarks/bench_dp_owner_scaling.py [--cases phoneme:1000,phoneme:10000,adult:1000]
-      [--repeats 3] [--no-previous] [--profile] [--deadline SECONDS]
+      [--repeats 3] [--no-previous] [--profile] [--deadline SECONDS] [--no-compiled]
 
 Each case: a min-max-normalised dataset split 75/25 (seed 0); the queries are the
 held-out rows, and when more are asked than are held out, held-out rows drawn with
@@ -44,6 +44,8 @@ from sklearn.neighbors import KNeighborsClassifier
 from threadpoolctl import threadpool_limits
 
 from ppknn.core.data import DomainBounds, load_dataset
+from ppknn.protocols.dp_knn import cliques as cliques_module
+from ppknn.protocols.dp_knn import overlap as overlap_module
 from ppknn.protocols.dp_knn.cliques import STOPS, clique_bounds
 from ppknn.protocols.dp_knn.conversion import convert_interactive
 from ppknn.protocols.dp_knn.index import LabelIndex
@@ -113,7 +115,7 @@ def run_case(name: str, q: int, repeats: int, previous: bool, profile: bool,
     t_cliq, cb = _timed(lambda: clique_bounds(graph))
     t_counts, _ = _timed(lambda: fresh.radius_counts(x, conv.radii))
     row.update(conversion_s=t_conv, graph_s=t_graph, cliques_s=t_cliq, counts_s=t_counts,
-               edges=len(graph.edges), max_clique=int(cb.size.max()), paths=cb.counts(),
+               edges=graph.n_edges, max_clique=int(cb.size.max()), paths=cb.counts(),
                search_s=cb.search_seconds, work=int(cb.work.sum()), work_limit=cb.work_limit,
                stopped_by=sorted({STOPS[t] for t in cb.stop}))
     sk = [_timed(lambda: KNeighborsClassifier(30, algorithm="brute").fit(Xtr, ytr).predict(x)
@@ -143,7 +145,14 @@ def main() -> None:
     ap.add_argument("--no-previous", action="store_true")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--deadline", type=float, default=None)
+    ap.add_argument("--no-compiled", action="store_true",
+                    help="run the numpy / Python paths (what an install without a C compiler runs)")
     args = ap.parse_args()
+    if args.no_compiled:
+        overlap_module._kernel = None
+        cliques_module._kernel = None
+    print(f"overlap graph: {'compiled' if overlap_module._kernel else 'numpy'}; "
+          f"clique search: {'compiled' if cliques_module._kernel else 'Python'}")
     rows = []
     with threadpool_limits(limits=1):
         for case in args.cases.split(","):
@@ -162,6 +171,14 @@ def main() -> None:
               f"{r['cold_s'] / sk:>9.1f}{r['warm_s'] / sk:>9.1f}{prev / sk:>9.1f}"
               f"{1e3 * r['warm_s'] / q:>10.3f}  {r.get('equal', '-')}  {r['digest']}"
               f"{'' if r['repeatable'] else ' (not repeatable)'}")
+    # time per query, the largest batch of a dataset against its smallest (flat: ~1)
+    for name in dict.fromkeys(r["case"].split(":")[0] for r in rows):
+        mine = sorted((int(r["case"].split(":")[1]), r["warm_s"]) for r in rows
+                      if r["case"].split(":")[0] == name)
+        if len(mine) > 1:
+            (q0, t0), (q1, t1) = mine[0], mine[-1]
+            print(f"{name}: warm time per query at {q1:,} / at {q0:,} queries = "
+                  f"{(t1 / q1) / (t0 / q0):.2f}")
 
 
 if __name__ == "__main__":

@@ -56,6 +56,17 @@ queries takes 7.0×10^8 units (which a 5 s clock reached on an idle 2-core
 machine), and at 10,000 queries the budget costs about 3.5 s of search there
 (``docs/benchmarks/dp-owner-scaling.md``).
 
+Compiled
+--------
+Components handled densely (up to :data:`_DENSE_MAX` vertices) are searched by an
+optional C extension (``_clique_kernel.c``) when it is built: the same ordering,
+renumbering, colouring, greedy clique and search on the same bitsets, charging the
+same units in the same order and reading the clock cap (and beating) after the same
+charges, so its bounds, work and stops are the Python path's, field for field
+(``tests/dpknn/test_clique_kernel.py``); only the time differs. It reads the overlap
+graph's packed adjacency (:attr:`OverlapGraph.packed`) directly. Without the
+extension the Python path below runs.
+
 An optional wall-clock cap (``time_limit_s``, off by default) also stops
 the search; setting it makes the released answers depend on the machine's
 speed and load whenever it is the limit that stops a component.
@@ -88,6 +99,11 @@ import numpy as np
 from ppknn.core.errors import ConfigError
 from ppknn.core.progress import beat
 from ppknn.protocols.dp_knn.overlap import OverlapGraph
+
+try:  # the dense path compiled (optional: without a C compiler the Python path runs)
+    from ppknn.protocols.dp_knn import _clique_kernel as _kernel
+except ImportError:  # pragma: no cover - depends on the install
+    _kernel = None
 
 METHODS = (
     "single",  # 0: one vertex
@@ -320,6 +336,11 @@ class _Limits:
         self.charges = 0
         self.search_seconds = 0.0
 
+    def tick(self) -> bool:
+        """After every 64th charge: a progress beat, and whether the clock cap has passed."""
+        beat()
+        return self.deadline is not None and _clock() > self.deadline
+
     def charge(self, units: int) -> None:
         """Spend ``units`` of work; :class:`_Stopped` when the budget (or the cap) is out.
 
@@ -474,6 +495,9 @@ def _component_bound_dense(adj: np.ndarray, limits: _Limits
     the same bitsets (the matrix reordered smallest-last, packed), the same
     search.
     """
+    if _kernel is not None:
+        return _compiled_bound(_packed(adj), len(adj), limits)
+
     def drop(key: np.ndarray, v: int) -> None:
         key -= adj[v]
 
@@ -483,6 +507,59 @@ def _component_bound_dense(adj: np.ndarray, limits: _Limits
     packed = np.packbits(m, axis=1, bitorder="little")
     nbrs = [int.from_bytes(row.tobytes(), "little") for row in packed]
     return _search_bound(nbrs, degeneracy, m, limits)
+
+
+def _packed(adj: np.ndarray) -> np.ndarray:
+    """A boolean ``(n, n)`` matrix packed as :attr:`OverlapGraph.packed` is.
+
+    ``(n, w)`` uint64, ``w = (n + 63) // 64``: bit j of row i is bit ``j & 63`` of
+    word ``j >> 6``.
+    """
+    n = len(adj)
+    w = (n + 63) // 64
+    packed = np.zeros((n, w * 8), dtype=np.uint8)
+    packed[:, :(n + 7) // 8] = np.packbits(adj, axis=1, bitorder="little")
+    return packed.view("<u8")
+
+
+def _compiled_bound(packed: np.ndarray, n: int, limits: _Limits
+                    ) -> tuple[int, bool, int, int, int]:
+    """:func:`_component_bound_dense` by the compiled kernel (``_clique_kernel.c``).
+
+    The same steps on the same bitsets -- degeneracy ordering by the scan, the
+    matrix renumbered smallest-last, the greedy colouring's count, the greedy
+    clique, the search -- and the same work units charged in the same order, so
+    the result and the budget left are those of the Python path. The search calls
+    :meth:`_Limits.tick` after every 64th charge, as :meth:`_Limits.charge` beats
+    and reads the clock.
+    """
+    beat()  # as the Python path's ordering beats at its first step
+    packed = np.ascontiguousarray(packed, dtype="<u8")
+    order, degeneracy = _kernel.degeneracy(packed, n)
+    smallest_last = np.frombuffer(order, dtype=np.int64)[::-1].copy()
+    nbrs = _kernel.reorder(packed, n, smallest_last)
+    colours = _kernel.colours(nbrs, n)
+    ub = min(colours, degeneracy + 1)
+    start = max(2, _kernel.greedy(nbrs, n)) if 2 < ub and n <= _GREEDY_MAX else 2
+    if start >= ub:
+        return start, True, start, 2, 0
+    t0 = _clock()
+    left = -1 if limits.left == math.inf else int(limits.left)
+    try:
+        best, top_bound, stop, spent, charges, left = _kernel.search(
+            nbrs, n, start, ub, left, limits.charges, limits.tick)
+    finally:
+        limits.search_seconds += _clock() - t0
+    limits.spent += spent
+    limits.charges = charges
+    if limits.left != math.inf:
+        limits.left = left
+    if stop:
+        partial = max(best, top_bound)
+        options = ((colours, 3), (degeneracy + 1, 4), (partial, 5))
+        size, method = min(options, key=lambda t: (t[0], t[1]))
+        return size, False, best, method, stop
+    return best, True, best, 2, 0
 
 
 def _search_bound(nbrs: list[int], degeneracy: int, m: np.ndarray | None, limits: _Limits
@@ -524,6 +601,22 @@ def _induced(indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray
     local = np.empty(n, dtype=np.int64)
     local[nodes] = np.arange(len(nodes))
     return sub_indptr, local[indices[at]]
+
+
+def _edges_by_component(graph: OverlapGraph) -> tuple[np.ndarray, np.ndarray]:
+    """The edges ordered by component (in order within each) and each component's cut."""
+    edges, comp = graph.edges, graph.component
+    if graph.n_components > 1:
+        edges = edges[np.argsort(comp[edges[:, 0]], kind="stable")]
+    return edges, np.searchsorted(comp[edges[:, 0]], np.arange(graph.n_components + 1))
+
+
+def _unpacked(packed: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """The boolean adjacency among ``nodes`` (ascending) read off a packed matrix."""
+    n = len(packed)
+    bits = np.unpackbits(np.ascontiguousarray(packed[nodes]).view(np.uint8), axis=1,
+                         bitorder="little")[:, :n]
+    return bits[:, nodes].astype(bool)
 
 
 def _check_limits(work_limit: object, time_limit_s: object) -> tuple[int | None, float | None]:
@@ -571,8 +664,8 @@ def clique_bounds(graph: OverlapGraph, *, work_limit: int | None = DEFAULT_CLIQU
     n_comp = graph.n_components
     comp = graph.component
     sizes = np.bincount(comp, minlength=n_comp).astype(np.int64)
-    n_edges = np.bincount(comp[graph.edges[:, 0]], minlength=n_comp) if len(graph.edges) \
-        else np.zeros(n_comp, dtype=np.int64)
+    packed = graph.packed
+    n_edges = np.bincount(comp, weights=graph.degrees(), minlength=n_comp).astype(np.int64) // 2
     size = sizes.copy()
     exact = np.ones(n_comp, dtype=bool)
     method = np.where(sizes == 1, 0, 1).astype(np.int8)
@@ -584,21 +677,25 @@ def clique_bounds(graph: OverlapGraph, *, work_limit: int | None = DEFAULT_CLIQU
         members = np.argsort(comp, kind="stable")  # by component, ascending within
         cuts = np.searchsorted(comp[members], np.arange(n_comp + 1))
         local = np.empty(graph.n, dtype=np.int64)
-        edges = graph.edges
-        if n_comp > 1:  # the edges by component (in order within each)
-            edges = edges[np.argsort(comp[edges[:, 0]], kind="stable")]
-        edge_cuts = np.searchsorted(comp[edges[:, 0]], np.arange(n_comp + 1))
+        component_edges = None if packed is not None else _edges_by_component(graph)
         csr: tuple[np.ndarray, np.ndarray] | None = None
         for c in hard[np.argsort(-sizes[hard], kind="stable")]:
             nodes = members[cuts[c]:cuts[c + 1]]  # ascending: local ids keep the vertex order
             spent = limits.spent
-            if len(nodes) <= _DENSE_MAX:
-                local[nodes] = np.arange(len(nodes))
-                e = edges[edge_cuts[c]:edge_cuts[c + 1]]
-                adj = np.zeros((len(nodes), len(nodes)), dtype=bool)
-                li, lj = local[e[:, 0]], local[e[:, 1]]
-                adj[li, lj] = True
-                adj[lj, li] = True
+            if len(nodes) <= _DENSE_MAX and packed is not None and _kernel is not None:
+                sub = packed if len(nodes) == graph.n else _packed(_unpacked(packed, nodes))
+                out = _compiled_bound(sub, len(nodes), limits)
+            elif len(nodes) <= _DENSE_MAX:
+                if packed is not None:
+                    adj = _unpacked(packed, nodes)
+                else:
+                    edges, edge_cuts = component_edges
+                    local[nodes] = np.arange(len(nodes))
+                    e = edges[edge_cuts[c]:edge_cuts[c + 1]]
+                    adj = np.zeros((len(nodes), len(nodes)), dtype=bool)
+                    li, lj = local[e[:, 0]], local[e[:, 1]]
+                    adj[li, lj] = True
+                    adj[lj, li] = True
                 out = _component_bound_dense(adj, limits)
             else:
                 csr = graph.csr() if csr is None else csr

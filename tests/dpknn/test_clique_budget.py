@@ -19,6 +19,17 @@ from ppknn.protocols.dp_knn.protocol import Answer, Query
 from ppknn.protocols.dp_knn.rn import plan_rn
 
 FIELDS = ("size", "exact", "lower", "method", "work", "stop")
+PATHS = ["compiled", "python"]
+
+
+@pytest.fixture(params=PATHS)
+def path(request, monkeypatch):
+    """The clique search compiled (``_clique_kernel.c``) or in Python: the same bounds."""
+    if request.param == "compiled" and cliques._kernel is None:
+        pytest.skip("the compiled clique search is not built")
+    if request.param == "python":
+        monkeypatch.setattr(cliques, "_kernel", None)
+    return request.param
 
 
 class _SlowMachine:
@@ -75,7 +86,8 @@ def _bounds_on_a_slow_machine(monkeypatch, g, **limits):
 
 # ------------------------------------------------------------------ the clock does not matter
 @pytest.mark.parametrize("seed", range(4))
-def test_the_budget_gives_the_same_bounds_on_a_machine_slower_by_any_factor(seed, monkeypatch):
+def test_the_budget_gives_the_same_bounds_on_a_machine_slower_by_any_factor(path, seed,
+                                                                           monkeypatch):
     g = _graph(seed, sizes=(70, 40, 1, 25))
     fast = clique_bounds(g)
     slow, clock = _bounds_on_a_slow_machine(monkeypatch, g)
@@ -86,7 +98,7 @@ def test_the_budget_gives_the_same_bounds_on_a_machine_slower_by_any_factor(seed
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_the_same_check_catches_a_wall_clock_cap(seed, monkeypatch):
+def test_the_same_check_catches_a_wall_clock_cap(path, seed, monkeypatch):
     """The check above, against the opt-in time cap: it must fail there (power)."""
     g = _graph(seed, sizes=(70, 40, 1, 25))
     fast = clique_bounds(g, time_limit_s=3600.0)  # an hour: never reached here
@@ -100,7 +112,7 @@ def test_the_same_check_catches_a_wall_clock_cap(seed, monkeypatch):
 # ------------------------------------------------------------------ exhaustion
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("work_limit", [1, 60, 600])
-def test_a_tiny_budget_gives_valid_upper_bounds(seed, work_limit):
+def test_a_tiny_budget_gives_valid_upper_bounds(path, seed, work_limit):
     g = _graph(seed, sizes=(60, 35, 2, 1))
     omega = _omega(g)
     res = clique_bounds(g, work_limit=work_limit)
@@ -117,7 +129,7 @@ def test_a_tiny_budget_gives_valid_upper_bounds(seed, work_limit):
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("work_limit", [None, DEFAULT_CLIQUE_WORK])
-def test_an_ample_budget_gives_the_exact_clique_numbers(seed, work_limit):
+def test_an_ample_budget_gives_the_exact_clique_numbers(path, seed, work_limit):
     g = _graph(seed, sizes=(60, 35, 2, 1))
     res = clique_bounds(g, work_limit=work_limit)
     np.testing.assert_array_equal(res.size, _omega(g))
@@ -125,7 +137,7 @@ def test_an_ample_budget_gives_the_exact_clique_numbers(seed, work_limit):
     assert res.work[:2].min() > 0 and res.work[2:].sum() == 0
 
 
-def test_the_budget_is_shared_largest_component_first():
+def test_the_budget_is_shared_largest_component_first(path):
     g = _graph(7, sizes=(30, 60, 45))
     full = clique_bounds(g, work_limit=None)
     assert full.exact.all() and full.work.min() > 0
@@ -141,6 +153,8 @@ def test_the_budget_is_shared_largest_component_first():
 
 def test_the_search_charges_what_the_docstring_says(monkeypatch):
     """Units: ``w`` per node plus ``popcount(p) * w`` per colour sort (w = 64-bit words)."""
+    # the Python search; the compiled one charges the same (tests/dpknn/test_clique_kernel.py)
+    monkeypatch.setattr(cliques, "_kernel", None)
     g = _graph(3, sizes=(130,))  # w = 3
     charges: list[int] = []
     sorts: list[int] = []

@@ -196,6 +196,7 @@ def test_cached_plans_keep_no_edges_and_answer_as_a_fresh_owner():
     (plan,) = owner._plans.values()  # one batch at three ε: analysed once
     kept = sum(a.nbytes for a in (plan.graph.edges, plan.graph.component, plan.cliques.size))
     assert kept < 100 * 300 < full.graph.edges.nbytes
+    assert plan.graph.packed is None  # nor the packed adjacency
     np.testing.assert_array_equal(plan.graph.component, full.graph.component)
     np.testing.assert_array_equal(plan.cliques.size, full.cliques.size)
     for rid, eps in ((1, 2.0), (2, 1.0)):  # each answer equals a fresh owner's (no cache)

@@ -168,6 +168,8 @@ def test_a_broken_search_is_caught(monkeypatch):
         frame[4] -= 2
         return False
 
+    # the Python search (the compiled one's mutations: tests/dpknn/test_clique_kernel.py)
+    monkeypatch.setattr(cliques, "_kernel", None)
     monkeypatch.setattr(cliques._Search, "_after_child", broken)
     monkeypatch.setattr(cliques, "_GREEDY_MAX", 0)  # the search must find the clique
     differ = 0

@@ -95,7 +95,7 @@ from ppknn.protocols.dp_knn.rn import DEFAULT_CLIQUE_WORK, RNPlan, classify_rn, 
 from ppknn.protocols.dp_knn.validation import encode_labels
 
 PLAN_CACHE = 32
-"""Overlap-graph plans kept (least recently used dropped), each without its edge list."""
+"""Overlap-graph plans kept (least recently used dropped), each without its edges."""
 
 _NO_EDGES = np.zeros((0, 2), dtype=np.int64)
 _NO_EDGES.flags.writeable = False
@@ -207,9 +207,10 @@ class DPOwner(DPOwnerAPI):
         """The data-free overlap analysis of one batch (cached).
 
         An answer needs the components and their clique bounds only, so the plan is
-        kept, and returned, without its edge list (``graph.edges`` empty): O(n)
-        memory per batch instead of O(edges) -- a dense batch of 10,000 queries has
-        about 32 million edges, 512 MB, and :data:`PLAN_CACHE` of them would not fit.
+        kept, and returned, without its edge list or packed adjacency (``graph.edges``
+        empty, ``graph.packed`` None): O(n) memory per batch instead of O(edges) -- a
+        dense batch of 10,000 queries has about 32 million edges, 512 MB as a list and
+        12.5 MB packed, and :data:`PLAN_CACHE` of them would not fit.
         """
         h = hashlib.sha256(np.ascontiguousarray(x).tobytes())
         h.update(np.ascontiguousarray(radius).tobytes())
@@ -221,7 +222,8 @@ class DPOwner(DPOwnerAPI):
                 return self._plans[key]
         plan = plan_rn(x, radius, work_limit=self.clique_work_limit,
                        time_limit_s=self.clique_time_limit_s)
-        plan = dataclasses.replace(plan, graph=dataclasses.replace(plan.graph, edges=_NO_EDGES))
+        plan = dataclasses.replace(plan, graph=dataclasses.replace(plan.graph, edges=_NO_EDGES,
+                                                                   packed=None))
         with self._lock:
             self._plans[key] = plan
             while len(self._plans) > PLAN_CACHE:
