@@ -39,12 +39,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _use_tree(tree: str) -> None:
-    """Import ``ppknn`` from ``tree`` (an editable install maps the package to folders)."""
-    import __editable___ppknn_0_1_0_finder as finder  # the installed package's finder
+    """Import ``ppknn`` from ``tree`` (:func:`in_tree.use_tree`)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from in_tree import use_tree
 
-    for name, path in list(finder.MAPPING.items()):
-        finder.MAPPING[name] = path.replace(str(ROOT), tree)
-    sys.path.insert(0, tree)
+    use_tree(tree)
 
 
 def child(n: int, queries: int, samples: int) -> dict:
