@@ -58,7 +58,7 @@ machine), and at 10,000 queries the budget costs about 3.5 s of search there
 
 Compiled
 --------
-Components handled densely (up to :data:`_DENSE_MAX` vertices) are searched by an
+Components of a packed graph (up to :data:`_COMPILED_MAX` vertices) are searched by an
 optional C extension (``_clique_kernel.c``) when it is built: the same ordering,
 renumbering, colouring, greedy clique and search on the same bitsets, charging the
 same units in the same order and reading the clock cap (and beating) after the same
@@ -176,6 +176,10 @@ _GREEDY_MAX = 12288
 
 _DENSE_MAX = 12288
 """Largest component handled as a dense boolean matrix (at most 151 MB)."""
+
+_COMPILED_MAX = 32768
+"""Largest component of a packed graph searched by the compiled path (its bit matrices,
+about five of ``n**2 / 8`` bytes: 640 MB at most); larger ones take the CSR path."""
 
 _SCAN_MAX = 3000
 """Largest component always ordered by scanning all degrees per step (quadratic)."""
@@ -515,9 +519,9 @@ def _packed(adj: np.ndarray) -> np.ndarray:
     ``(n, w)`` uint64, ``w = (n + 63) // 64``: bit j of row i is bit ``j & 63`` of
     word ``j >> 6``.
     """
-    n = len(adj)
+    n = adj.shape[1]  # (rows of a square matrix may come a block at a time)
     w = (n + 63) // 64
-    packed = np.zeros((n, w * 8), dtype=np.uint8)
+    packed = np.zeros((len(adj), w * 8), dtype=np.uint8)
     packed[:, :(n + 7) // 8] = np.packbits(adj, axis=1, bitorder="little")
     return packed.view("<u8")
 
@@ -611,12 +615,32 @@ def _edges_by_component(graph: OverlapGraph) -> tuple[np.ndarray, np.ndarray]:
     return edges, np.searchsorted(comp[edges[:, 0]], np.arange(graph.n_components + 1))
 
 
-def _unpacked(packed: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-    """The boolean adjacency among ``nodes`` (ascending) read off a packed matrix."""
+def _unpacked(packed: np.ndarray, nodes: np.ndarray, cols: np.ndarray | None = None
+              ) -> np.ndarray:
+    """The boolean adjacency of rows ``nodes`` to columns ``cols``, from a packed matrix.
+
+    ``cols`` defaults to ``nodes`` (both ascending).
+    """
     n = len(packed)
     bits = np.unpackbits(np.ascontiguousarray(packed[nodes]).view(np.uint8), axis=1,
                          bitorder="little")[:, :n]
-    return bits[:, nodes].astype(bool)
+    return bits[:, nodes if cols is None else cols].astype(bool)
+
+
+def _sub_packed(packed: np.ndarray, nodes: np.ndarray, rows: int | None = None
+                ) -> np.ndarray:
+    """The packed adjacency among ``nodes`` (ascending), read ``rows`` rows at a time.
+
+    By default as many rows as keep one block's unpacked bits within 16 MB.
+    """
+    n, m = len(packed), len(nodes)
+    if m == n:
+        return packed
+    out = np.empty((m, (m + 63) // 64), dtype="<u8")
+    rows = max(1, (1 << 24) // max(1, n)) if rows is None else rows
+    for lo in range(0, m, rows):
+        out[lo:lo + rows] = _packed(_unpacked(packed, nodes[lo:lo + rows], nodes))
+    return out
 
 
 def _check_limits(work_limit: object, time_limit_s: object) -> tuple[int | None, float | None]:
@@ -682,9 +706,8 @@ def clique_bounds(graph: OverlapGraph, *, work_limit: int | None = DEFAULT_CLIQU
         for c in hard[np.argsort(-sizes[hard], kind="stable")]:
             nodes = members[cuts[c]:cuts[c + 1]]  # ascending: local ids keep the vertex order
             spent = limits.spent
-            if len(nodes) <= _DENSE_MAX and packed is not None and _kernel is not None:
-                sub = packed if len(nodes) == graph.n else _packed(_unpacked(packed, nodes))
-                out = _compiled_bound(sub, len(nodes), limits)
+            if len(nodes) <= _COMPILED_MAX and packed is not None and _kernel is not None:
+                out = _compiled_bound(_sub_packed(packed, nodes), len(nodes), limits)
             elif len(nodes) <= _DENSE_MAX:
                 if packed is not None:
                     adj = _unpacked(packed, nodes)

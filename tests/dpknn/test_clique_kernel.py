@@ -79,6 +79,38 @@ def test_compiled_bounds_of_point_batches_are_the_python_bounds(seed, monkeypatc
 
 @needs_kernel
 @pytest.mark.parametrize("seed", range(6))
+def test_components_above_the_dense_size_are_the_csr_paths_bounds(seed, monkeypatch):
+    """A packed graph's big components go to the compiled path, not the CSR one: the same
+    bounds (several components: the sub-matrices are read off the packed rows)."""
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rng.random((int(rng.integers(20, 200)), 2)) + 3 * c
+                        for c in range(int(rng.integers(1, 4)))])
+    g = overlap_graph(x, np.full(len(x), float(rng.choice([0.08, 0.2]))))
+    assert g.packed is not None
+    monkeypatch.setattr(cliques, "_DENSE_MAX", 10)
+    for work_limit in (None, 5_000):
+        got = clique_bounds(g, work_limit=work_limit)
+        with monkeypatch.context() as m:
+            m.setattr(cliques, "_kernel", None)
+            want = clique_bounds(g, work_limit=work_limit)
+        assert [f for f in FIELDS
+                if not np.array_equal(getattr(got, f), getattr(want, f))] == [], work_limit
+
+
+@needs_kernel
+def test_the_sub_matrix_of_a_packed_graph_is_read_in_blocks():
+    rng = np.random.default_rng(3)
+    upper = np.triu(rng.random((300, 300)) < 0.4, 1)
+    adj = upper | upper.T
+    nodes = np.sort(rng.choice(300, 170, replace=False))
+    packed = cliques._packed(adj)
+    for rows in (None, 7, 1):  # one block, blocks of 7 rows, row by row
+        np.testing.assert_array_equal(cliques._sub_packed(packed, nodes, rows),
+                                      cliques._packed(adj[nodes][:, nodes]))
+
+
+@needs_kernel
+@pytest.mark.parametrize("seed", range(6))
 def test_the_compiled_pieces_are_the_python_pieces(seed):
     kernel = cliques._kernel
     rng = np.random.default_rng(seed)

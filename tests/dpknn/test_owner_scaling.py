@@ -139,6 +139,7 @@ def test_clique_bounds_are_the_previous_bounds(seed, monkeypatch):
     _same_bounds(cliques.clique_bounds(g, work_limit=None), ref)
     # the sparse-matrix path with the degree scan (not the buckets) on big components
     monkeypatch.setattr(cliques, "_DENSE_MAX", 10)
+    monkeypatch.setattr(cliques, "_COMPILED_MAX", 10)
     monkeypatch.setattr(cliques, "_SCAN_MAX", 10)
     monkeypatch.setattr(cliques, "_SCAN_PER_EDGE", 10**9)
     _same_bounds(cliques.clique_bounds(g, work_limit=None), ref)
@@ -197,6 +198,7 @@ def test_interactive_knn_answers_are_the_previous_answers(d, n, q, seed, monkeyp
                         rng=np.random.default_rng(seed + 7))
     monkeypatch.setattr(overlap, "BRUTE_FORCE_MAX", 100)  # the large-batch graph paths
     monkeypatch.setattr(cliques, "_DENSE_MAX", 150)  # and big components too
+    monkeypatch.setattr(cliques, "_COMPILED_MAX", 150)
     got = classify_knn(LabelIndex(X, y, n_classes=2), x, 30, algorithm="interactive",
                        epsilon=1.0, rng=np.random.default_rng(seed + 7), bounds=bounds)
     np.testing.assert_array_equal(got.radii, ref[1])
