@@ -11,10 +11,6 @@ first when it is built) and with it off (the numpy sorted-rows path).
 from __future__ import annotations
 
 import contextlib
-import importlib.util
-import shutil
-import subprocess
-import sysconfig
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +22,7 @@ from ppknn.core.errors import ProtocolError
 from ppknn.core.messages import PROVENANCE_DTYPE, RANDOM_FILL
 from ppknn.protocols.ppknn_ring import pp_topk
 from ppknn.protocols.ppknn_ring.pp_topk import topk_step
+from tests.c_kernels import build_variant, compiler
 
 
 def _original_topk_step(g, g_prov, v, *, own, already_inserted, p_r, delta, rng):
@@ -154,28 +151,14 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "protocols" / "ppknn_ring" / "_topk_kernel.c"
 
 
-def _compiler() -> str | None:
-    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
-    return shutil.which(cc) or shutil.which("cc")
-
-
 def _build(tmp_path: Path, text: str, name: str):
-    """``text`` (a variant of the compiled step's source) built and loaded as a module."""
-    src = tmp_path / f"{name}.c"
-    src.write_text(text)
-    out = tmp_path / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
-    subprocess.run([_compiler(), "-shared", "-fPIC", "-O2", "-ffp-contract=off",
-                    f"-I{sysconfig.get_paths()['include']}", str(src), "-o", str(out)],
-                   check=True, capture_output=True)
-    spec = importlib.util.spec_from_file_location("_topk_kernel", out)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """``text`` (a variant of the kernel's source) built and loaded as a module."""
+    return build_variant(tmp_path, text, name, "_topk_kernel")
 
 
 def test_the_compiled_step_is_built_where_a_c_compiler_is():
     """An install on a machine with a C compiler builds it (optional only for those without)."""
-    if _compiler() is None:
+    if compiler() is None:
         pytest.skip("no C compiler here")
     assert pp_topk._kernel is not None
 
@@ -188,7 +171,7 @@ def test_the_compiled_step_is_built_where_a_c_compiler_is():
 ])
 def test_a_broken_compiled_step_is_caught(tmp_path, mutation):
     """Each deliberate change to the C source makes the bit-for-bit comparison fail."""
-    if _compiler() is None or not SOURCE.exists():
+    if compiler() is None or not SOURCE.exists():
         pytest.skip("no C compiler or no source here")
     text = SOURCE.read_text()
     assert text.count(mutation[0]) == 1
@@ -203,7 +186,7 @@ def test_a_broken_compiled_step_is_caught(tmp_path, mutation):
 
 def test_the_source_as_shipped_passes_the_same_comparison(tmp_path):
     """The unmutated source built the same way agrees everywhere (the control)."""
-    if _compiler() is None or not SOURCE.exists():
+    if compiler() is None or not SOURCE.exists():
         pytest.skip("no C compiler or no source here")
     built = _Counting(_build(tmp_path, SOURCE.read_text(), "control"))
     with _path("compiled", built), np.errstate(all="ignore"):

@@ -98,7 +98,7 @@ import numpy as np
 
 from ppknn.core.errors import ConfigError
 from ppknn.core.progress import beat
-from ppknn.protocols.dp_knn.overlap import OverlapGraph
+from ppknn.protocols.dp_knn.overlap import OverlapGraph, pack_rows, unpack_rows
 
 try:  # the dense path compiled (optional: without a C compiler the Python path runs)
     from ppknn.protocols.dp_knn import _clique_kernel as _kernel
@@ -500,7 +500,7 @@ def _component_bound_dense(adj: np.ndarray, limits: _Limits
     search.
     """
     if _kernel is not None:
-        return _compiled_bound(_packed(adj), len(adj), limits)
+        return _compiled_bound(pack_rows(adj, (len(adj) + 63) // 64), len(adj), limits)
 
     def drop(key: np.ndarray, v: int) -> None:
         key -= adj[v]
@@ -511,19 +511,6 @@ def _component_bound_dense(adj: np.ndarray, limits: _Limits
     packed = np.packbits(m, axis=1, bitorder="little")
     nbrs = [int.from_bytes(row.tobytes(), "little") for row in packed]
     return _search_bound(nbrs, degeneracy, m, limits)
-
-
-def _packed(adj: np.ndarray) -> np.ndarray:
-    """A boolean ``(n, n)`` matrix packed as :attr:`OverlapGraph.packed` is.
-
-    ``(n, w)`` uint64, ``w = (n + 63) // 64``: bit j of row i is bit ``j & 63`` of
-    word ``j >> 6``.
-    """
-    n = adj.shape[1]  # (rows of a square matrix may come a block at a time)
-    w = (n + 63) // 64
-    packed = np.zeros((len(adj), w * 8), dtype=np.uint8)
-    packed[:, :(n + 7) // 8] = np.packbits(adj, axis=1, bitorder="little")
-    return packed.view("<u8")
 
 
 def _compiled_bound(packed: np.ndarray, n: int, limits: _Limits
@@ -559,11 +546,16 @@ def _compiled_bound(packed: np.ndarray, n: int, limits: _Limits
     if limits.left != math.inf:
         limits.left = left
     if stop:
-        partial = max(best, top_bound)
-        options = ((colours, 3), (degeneracy + 1, 4), (partial, 5))
-        size, method = min(options, key=lambda t: (t[0], t[1]))
-        return size, False, best, method, stop
+        return _stopped_bound(colours, degeneracy, best, top_bound, stop)
     return best, True, best, 2, 0
+
+
+def _stopped_bound(colours: int, degeneracy: int, best: int, top_bound: int, stop: int
+                   ) -> tuple[int, bool, int, int, int]:
+    """Step 4 of the module docstring: a stopped search's bound, the smallest valid one."""
+    options = ((colours, 3), (degeneracy + 1, 4), (max(best, top_bound), 5))
+    size, method = min(options, key=lambda t: (t[0], t[1]))
+    return size, False, best, method, stop
 
 
 def _search_bound(nbrs: list[int], degeneracy: int, m: np.ndarray | None, limits: _Limits
@@ -579,10 +571,8 @@ def _search_bound(nbrs: list[int], degeneracy: int, m: np.ndarray | None, limits
         if search.best < ub:
             search.expand(0, (1 << len(nbrs)) - 1, top=True)
     except _Stopped as stopped:
-        partial = max(search.best, search.top_bound)
-        options = ((colours, 3), (degeneracy + 1, 4), (partial, 5))
-        size, method = min(options, key=lambda t: (t[0], t[1]))
-        return size, False, search.best, method, stopped.stop
+        return _stopped_bound(colours, degeneracy, search.best, search.top_bound,
+                              stopped.stop)
     finally:
         limits.search_seconds += _clock() - t0
     return search.best, True, search.best, 2, 0
@@ -621,9 +611,7 @@ def _unpacked(packed: np.ndarray, nodes: np.ndarray, cols: np.ndarray | None = N
 
     ``cols`` defaults to ``nodes`` (both ascending).
     """
-    n = len(packed)
-    bits = np.unpackbits(np.ascontiguousarray(packed[nodes]).view(np.uint8), axis=1,
-                         bitorder="little")[:, :n]
+    bits = unpack_rows(packed[nodes], len(packed))
     return bits[:, nodes if cols is None else cols].astype(bool)
 
 
@@ -639,7 +627,7 @@ def _sub_packed(packed: np.ndarray, nodes: np.ndarray, rows: int | None = None
     out = np.empty((m, (m + 63) // 64), dtype="<u8")
     rows = max(1, (1 << 24) // max(1, n)) if rows is None else rows
     for lo in range(0, m, rows):
-        out[lo:lo + rows] = _packed(_unpacked(packed, nodes[lo:lo + rows], nodes))
+        out[lo:lo + rows] = pack_rows(_unpacked(packed, nodes[lo:lo + rows], nodes), out.shape[1])
     return out
 
 

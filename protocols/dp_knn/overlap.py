@@ -347,7 +347,7 @@ def _packed_numpy(x: np.ndarray, r: np.ndarray, sure_ok: bool) -> np.ndarray:
         if ti.size:
             a, b = np.minimum(i[ti], tj), np.maximum(i[ti], tj)
             keep[ti, tj] = _exact(x, r, a, b)
-        packed[start:stop] = _pack_rows(keep, w)
+        packed[start:stop] = pack_rows(keep, w)
     return packed
 
 
@@ -356,7 +356,7 @@ def _words(n: int) -> int:
     return (n + 63) // 64
 
 
-def _pack_rows(bits: np.ndarray, w: int) -> np.ndarray:
+def pack_rows(bits: np.ndarray, w: int) -> np.ndarray:
     """``(m, n)`` bool rows packed into ``(m, w)`` uint64 (bit j: word j >> 6, bit j & 63)."""
     by = np.packbits(bits, axis=1, bitorder="little")
     out = np.zeros((len(bits), 8 * w), dtype=np.uint8)
@@ -364,7 +364,7 @@ def _pack_rows(bits: np.ndarray, w: int) -> np.ndarray:
     return out.view("<u8").astype(np.uint64, copy=False)
 
 
-def _unpack_rows(packed: np.ndarray, n: int) -> np.ndarray:
+def unpack_rows(packed: np.ndarray, n: int) -> np.ndarray:
     """``(m, w)`` packed rows as ``(m, n)`` uint8 zeros and ones."""
     by = packed.astype("<u8", copy=False).view(np.uint8)
     return np.unpackbits(by, axis=1, count=n, bitorder="little")
@@ -391,7 +391,7 @@ def _unpack_blocks(packed: np.ndarray):
     n = len(packed)
     rows = max(1, _UNPACK_BYTES // max(1, n))
     for start in range(0, n, rows):
-        yield start, _unpack_rows(packed[start:start + rows], n)
+        yield start, unpack_rows(packed[start:start + rows], n)
 
 
 def _packed_edges(packed: np.ndarray) -> np.ndarray:
@@ -433,7 +433,7 @@ def _packed_components(packed: np.ndarray) -> tuple[int, np.ndarray]:
     labels = np.empty(n, dtype=np.int64)
     if _kernel is not None:
         return int(_kernel.components(np.ascontiguousarray(packed), n, labels)), labels
-    unseen = _pack_rows(np.ones((1, n), dtype=bool), _words(n))[0]
+    unseen = pack_rows(np.ones((1, n), dtype=bool), _words(n))[0]
     n_comp, low = 0, 0
     while True:
         while low < len(unseen) and not unseen[low]:
@@ -447,7 +447,7 @@ def _packed_components(packed: np.ndarray) -> tuple[int, np.ndarray]:
             labels[frontier] = n_comp
             new = np.bitwise_or.reduce(packed[frontier], axis=0) & unseen
             unseen &= ~new
-            frontier = np.flatnonzero(_unpack_rows(new[None, :], n)[0])
+            frontier = np.flatnonzero(unpack_rows(new[None, :], n)[0])
         n_comp += 1
 
 
@@ -478,4 +478,5 @@ def overlap_graph(x: np.ndarray, r: np.ndarray) -> OverlapGraph:
     return OverlapGraph(n=n, edges=edges, component=rank[labels], n_components=int(n_comp))
 
 
-__all__ = ["EDGE_SLACK", "OverlapGraph", "overlap_edges", "overlap_graph"]
+__all__ = ["EDGE_SLACK", "OverlapGraph", "overlap_edges", "overlap_graph", "pack_rows",
+           "unpack_rows"]

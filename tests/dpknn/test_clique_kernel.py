@@ -11,10 +11,6 @@ way, passes it (the control).
 
 from __future__ import annotations
 
-import importlib.util
-import shutil
-import subprocess
-import sysconfig
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +18,8 @@ import pytest
 
 from ppknn.protocols.dp_knn import cliques
 from ppknn.protocols.dp_knn.cliques import clique_bounds
-from ppknn.protocols.dp_knn.overlap import overlap_graph
+from ppknn.protocols.dp_knn.overlap import overlap_graph, pack_rows
+from tests.c_kernels import build_variant, compiler
 from tests.dpknn.test_clique_budget import FIELDS, _graph
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,10 +100,10 @@ def test_the_sub_matrix_of_a_packed_graph_is_read_in_blocks():
     upper = np.triu(rng.random((300, 300)) < 0.4, 1)
     adj = upper | upper.T
     nodes = np.sort(rng.choice(300, 170, replace=False))
-    packed = cliques._packed(adj)
+    packed = pack_rows(adj, 5)
     for rows in (None, 7, 1):  # one block, blocks of 7 rows, row by row
         np.testing.assert_array_equal(cliques._sub_packed(packed, nodes, rows),
-                                      cliques._packed(adj[nodes][:, nodes]))
+                                      pack_rows(adj[nodes][:, nodes], 3))
 
 
 @needs_kernel
@@ -117,7 +114,7 @@ def test_the_compiled_pieces_are_the_python_pieces(seed):
     n = int(rng.choice([1, 2, 63, 64, 65, 129, 300]))
     upper = np.triu(rng.random((n, n)) < float(rng.choice([0.1, 0.5, 0.9])), 1)
     adj = upper | upper.T
-    packed = cliques._packed(adj)
+    packed = pack_rows(adj, (n + 63) // 64)
 
     def drop(key, v):
         key -= adj[v]
@@ -130,7 +127,7 @@ def test_the_compiled_pieces_are_the_python_pieces(seed):
     m = adj[sl][:, sl]
     nbrs = kernel.reorder(packed, n, sl)
     np.testing.assert_array_equal(np.frombuffer(nbrs, dtype="<u8").reshape(n, -1),
-                                  cliques._packed(m))
+                                  pack_rows(m, (n + 63) // 64))
     bitsets = [int.from_bytes(row.tobytes(), "little")
                for row in np.packbits(m, axis=1, bitorder="little")]
     assert kernel.colours(nbrs, n) == cliques._colour_count(cliques._outside(bitsets))
@@ -179,23 +176,9 @@ def test_the_compiled_kernel_refuses_a_buffer_of_the_wrong_size():
 
 
 # ------------------------------------------------------------------ broken builds are caught
-def _compiler() -> str | None:
-    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
-    return shutil.which(cc) or shutil.which("cc")
-
-
 def _build(tmp_path: Path, text: str, name: str):
     """``text`` (a variant of the kernel's source) built and loaded as a module."""
-    src = tmp_path / f"{name}.c"
-    src.write_text(text)
-    out = tmp_path / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
-    subprocess.run([_compiler(), "-shared", "-fPIC", "-O3",
-                    f"-I{sysconfig.get_paths()['include']}", str(src), "-o", str(out)],
-                   check=True, capture_output=True)
-    spec = importlib.util.spec_from_file_location("_clique_kernel", out)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return build_variant(tmp_path, text, name, "_clique_kernel")
 
 
 def _caught(kernel, monkeypatch) -> int:
@@ -203,7 +186,7 @@ def _caught(kernel, monkeypatch) -> int:
                for _, g in _cases(range(12)) for work_limit in (2_000, 200_000))
 
 
-needs_compiler = pytest.mark.skipif(_compiler() is None or not SOURCE.exists(),
+needs_compiler = pytest.mark.skipif(compiler() is None or not SOURCE.exists(),
                                     reason="no C compiler or no source here")
 
 
@@ -230,6 +213,6 @@ def test_the_source_as_shipped_passes_the_same_comparison(tmp_path, monkeypatch)
 
 def test_the_compiled_search_is_built_where_a_c_compiler_is():
     """An install on a machine with a C compiler builds it (optional only for those without)."""
-    if _compiler() is None:
+    if compiler() is None:
         pytest.skip("no C compiler here")
     assert cliques._kernel is not None

@@ -17,10 +17,6 @@ comparison; the source as shipped, built the same way, passes it.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import shutil
-import subprocess
-import sysconfig
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +24,7 @@ import pytest
 
 from ppknn.protocols.dp_knn import overlap
 from ppknn.protocols.dp_knn.overlap import EDGE_SLACK, OverlapGraph
+from tests.c_kernels import build_variant, compiler
 from tests.dpknn.reference import ref_overlap_dense as ref
 
 SOURCE = Path(overlap.__file__).with_name("_overlap_kernel.c")
@@ -194,7 +191,7 @@ def _kernel_classes(kernel, x: np.ndarray, r: np.ndarray, wide: bool, seed: int)
     row_word = np.arange(q)[:, None] >> 6
     own = np.arange(w)[None, :] >= row_word
     kept = bool(np.all(packed[~own] == PATTERN))
-    bits = overlap._unpack_rows(np.where(own, packed, np.uint64(0)), q).astype(bool)
+    bits = overlap.unpack_rows(np.where(own, packed, np.uint64(0)), q).astype(bool)
     listed = np.concatenate(pairs)
     border = np.zeros((q, q), dtype=bool)
     border[listed[:, 0], listed[:, 1]] = True
@@ -396,23 +393,9 @@ def test_the_kernel_checks_its_buffers():
 
 
 # --------------------------------------------------------------------------- the C source
-def _compiler() -> str | None:
-    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
-    return shutil.which(cc) or shutil.which("cc")
-
-
 def _build(tmp_path: Path, text: str, name: str):
     """``text`` (a variant of the kernel's source) built and loaded as a module."""
-    src = tmp_path / f"{name}.c"
-    src.write_text(text)
-    out = tmp_path / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
-    subprocess.run([_compiler(), "-shared", "-fPIC", "-O2", "-ffp-contract=off",
-                    f"-I{sysconfig.get_paths()['include']}", str(src), "-o", str(out)],
-                   check=True, capture_output=True)
-    spec = importlib.util.spec_from_file_location("_overlap_kernel", out)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return build_variant(tmp_path, text, name, "_overlap_kernel")
 
 
 MUTATION_CASES = range(0, 96, 2)
@@ -438,7 +421,7 @@ def _caught(kernel, monkeypatch) -> int:
 
 def test_the_compiled_test_is_built_where_a_c_compiler_is():
     """An install on a machine with a C compiler builds it (optional only for those without)."""
-    if _compiler() is None:
+    if compiler() is None:
         pytest.skip("no C compiler here")
     assert overlap._kernel is not None
     assert overlap._kernel.lanes(False) == 2  # GCC/Clang vectors
@@ -463,7 +446,7 @@ def test_the_compiled_test_is_built_where_a_c_compiler_is():
 ])
 def test_a_broken_kernel_is_caught(tmp_path, monkeypatch, mutation):
     """Each deliberate change to the C source makes the comparison fail."""
-    if _compiler() is None or not SOURCE.exists():
+    if compiler() is None or not SOURCE.exists():
         pytest.skip("no C compiler or no source here")
     text = SOURCE.read_text()
     assert text.count(mutation[0]) == 1, mutation[0]
@@ -473,7 +456,7 @@ def test_a_broken_kernel_is_caught(tmp_path, monkeypatch, mutation):
 
 def test_the_source_as_shipped_passes_the_same_comparison(tmp_path, monkeypatch):
     """The unmutated source built the same way agrees everywhere (the control)."""
-    if _compiler() is None or not SOURCE.exists():
+    if compiler() is None or not SOURCE.exists():
         pytest.skip("no C compiler or no source here")
     built = _build(tmp_path, SOURCE.read_text(), "control")
     assert _caught(built, monkeypatch) == 0
