@@ -1,4 +1,6 @@
-/* One PP-TopK step (Algorithm 2) for ascending rows, compiled: the same outputs as
+/* The ring's two compiled loops: PP-TopK's step and the paper's class votes.
+ *
+ * One PP-TopK step (Algorithm 2) for ascending rows, compiled: the same outputs as
  * pp_topk._step_sorted_rows, bit for bit, in one pass per row instead of ~40 array
  * operations over the batch.
  *
@@ -177,13 +179,65 @@ done:
     return result;
 }
 
+/* class_counts(dist, final, labels, counts, q, w, k, c) -> int
+ *
+ * The paper's vote with uniform weights (votes.voter_mask(dist, final, "paper") counted
+ * per class, as RingDataOwner._class_votes counts it): counts[r, labels[j]] += 1 for
+ * every column j of row r with dist[r, j] <= final[r, k - 1], in one pass over the
+ * distances (numpy builds the mask, finds its entries and counts them in four).
+ *
+ * dist float64 (q, w), final float64 (q, k), labels int64 (w,), counts uint64 (q, c)
+ * zeroed by the caller (C-contiguous buffers). A NaN compares false, as in numpy.
+ * Returns 1 when the counts are written; 0 when a label is outside [0, c), writing
+ * nothing (the caller takes the numpy path, which decides what such a label does).
+ */
+static PyObject *class_counts(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer bd, bf, bl, bc;
+    Py_ssize_t q, w, k, c;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*nnnn", &bd, &bf, &bl, &bc, &q, &w, &k, &c))
+        return NULL;
+    Py_buffer *all[] = {&bd, &bf, &bl, &bc};
+    PyObject *result = NULL;
+    int status = 1;
+    if (q < 0 || w < 0 || k < 1 || c < 1) {
+        PyErr_SetString(PyExc_ValueError, "q, w must be >= 0 and k, c >= 1");
+        goto done;
+    }
+    if (!check_len(&bd, q * w * 8, "dist") || !check_len(&bf, q * k * 8, "final") ||
+        !check_len(&bl, w * 8, "labels") || !check_len(&bc, q * c * 8, "counts"))
+        goto done;
+    const double *dist = bd.buf, *final = bf.buf;
+    const int64_t *labels = bl.buf;
+    uint64_t *counts = bc.buf;
+    for (Py_ssize_t j = 0; j < w; j++)
+        if (labels[j] < 0 || labels[j] >= c) status = 0;
+    if (status == 1) {
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t r = 0; r < q; r++) {
+            const double *d = dist + r * w;
+            const double delta = final[r * k + k - 1];
+            uint64_t *out = counts + r * c;
+            for (Py_ssize_t j = 0; j < w; j++)
+                if (d[j] <= delta) out[labels[j]]++;  /* few columns vote: a branch */
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = PyLong_FromLong(status);
+done:
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) PyBuffer_Release(all[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"step", step, METH_VARARGS, "One PP-TopK step over ascending rows (see the source)."},
+    {"class_counts", class_counts, METH_VARARGS,
+     "The paper's uniform class votes per query, in one pass (see the source)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_topk_kernel",
-                                    "PP-TopK's step, compiled (pp_topk._step_sorted_rows).",
+                                    "The ring's compiled loops (see the source).",
                                     -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__topk_kernel(void) { return PyModule_Create(&module); }

@@ -50,6 +50,11 @@ import numpy as np
 
 from ppknn.core.errors import ConfigError
 
+try:  # optional: an install without a C compiler counts with numpy (the same counts)
+    from ppknn.protocols.ppknn_ring import _topk_kernel as _kernel
+except ImportError:  # pragma: no cover - depends on the install
+    _kernel = None
+
 VOTE_RULES = ("paper", "exact-k", "k-weighted")
 """Who votes: every point within the k-th value, only points whose distance is in the
 final vector, or those with weight 1 and the rest sharing the remaining weight."""
@@ -98,6 +103,39 @@ def voter_mask(dist: np.ndarray, final: np.ndarray, rule: str,
     return out
 
 
+def paper_counts(dist: np.ndarray, final: np.ndarray, labels: np.ndarray,
+                 n_classes: int) -> np.ndarray | None:
+    """Uniform class votes of the paper's rule, ``(Q, C)`` uint64, or ``None``.
+
+    Row ``q`` counts, per class, the columns ``j`` with ``dist[q, j] <= final[q, -1]``
+    whose point has class ``labels[j]``: ``voter_mask(dist, final, "paper")`` counted
+    per class, the counts a node adds to the secure sum. Computed in one compiled pass
+    over the distances (``_topk_kernel.class_counts``); ``None`` when the compiled
+    extension is absent or the inputs are not the common case (float64 C-ordered
+    ``dist`` and ``final``, one int64 label per column, each in ``[0, n_classes)``):
+    the caller then counts with numpy (``tests/test_votes_kernel.py`` checks the two
+    agree).
+
+    >>> counts = paper_counts(np.array([[0.1, 0.5, 0.3]]), np.array([[0.1, 0.3]]),
+    ...                       np.array([1, 0, 1]), 2)
+    >>> counts is None or counts.tolist() == [[0, 2]]
+    True
+    """
+    count = getattr(_kernel, "class_counts", None)  # absent from a build that predates it
+    if count is None:
+        return None
+    q, w = dist.shape
+    if (dist.dtype != np.float64 or final.dtype != np.float64 or final.ndim != 2
+            or len(final) != q or final.shape[1] < 1 or labels.dtype != np.int64
+            or labels.shape != (w,) or n_classes < 1 or not dist.flags.c_contiguous
+            or not final.flags.c_contiguous or not labels.flags.c_contiguous):
+        return None
+    counts = np.zeros((q, n_classes), dtype=np.uint64)
+    if count(dist, final, labels, counts, q, w, final.shape[1], n_classes) != 1:
+        return None
+    return counts
+
+
 def combine_k_weighted(total: np.ndarray, n_classes: int, k: int) -> np.ndarray:
     """``(Q, C)`` class scores from the ``(Q, 2C + 2)`` total of ``"k-weighted"`` votes.
 
@@ -117,4 +155,4 @@ def combine_k_weighted(total: np.ndarray, n_classes: int, k: int) -> np.ndarray:
     return matched + w[:, None] * rest
 
 
-__all__ = ["VOTE_RULES", "combine_k_weighted", "voter_mask"]
+__all__ = ["VOTE_RULES", "combine_k_weighted", "paper_counts", "voter_mask"]

@@ -37,7 +37,12 @@ from ppknn.protocols.ppknn_ring.pp_topk import (
     local_topk,
     topk_step,
 )
-from ppknn.protocols.ppknn_ring.votes import VOTE_RULES, combine_k_weighted, voter_mask
+from ppknn.protocols.ppknn_ring.votes import (
+    VOTE_RULES,
+    combine_k_weighted,
+    paper_counts,
+    voter_mask,
+)
 from ppknn.protocols.ring_nb import steps as nb
 from ppknn.protocols.ring_nb.api import RingNBOwnerAPI
 from ppknn.protocols.ring_nb.config import GROUPS, RingNBSetup
@@ -297,6 +302,11 @@ class RingDataOwner(RingOwnerAPI, RingNBOwnerAPI):
                 and len(blocks[0][0]) == len(g)):
             # one block holding the whole batch (in query order): its counts are the vector
             ((_, dist, rows),) = self._index.within(g[:, -1])
+            if self.vote == "paper" and rows.ndim == 2 and len(rows) and rows.strides[0] == 0:
+                # one row order shared by every query: counted in one compiled pass
+                counts = paper_counts(dist, g, self.y[rows[0]], c_n)
+                if counts is not None:
+                    return counts
             return self._class_votes(dist, rows, voter_mask(dist, g, self.vote, rows), None, None)
         votes = np.zeros((len(g), 2 * c_n + 2 if weighted else c_n), dtype=np.uint64)
         scale = (ss.weight_scale(g[:, 0], self.params.k) if self.weighting == "distance"
