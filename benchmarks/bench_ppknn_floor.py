@@ -4,6 +4,7 @@ Run:  git worktree add /tmp/ppknn-old <commit>
       python benchmarks/bench_ppknn_floor.py --old /tmp/ppknn-old [--rounds 8] [--samples 3]
       python benchmarks/bench_ppknn_floor.py --old numpy-step   # this checkout, PP-TopK's
                                                # compiled step off on the "old" side
+      python benchmarks/bench_ppknn_floor.py --parts 10   # where a cold run's time goes
 
 Each sample side runs in a fresh interpreter (``--child``), alternating this
 checkout and the ``--old`` tree (imported in place of the installed package).
@@ -109,6 +110,103 @@ def child(n: int, queries: int, samples: int) -> dict:
             "predictions": hashlib.sha256(preds).hexdigest()}
 
 
+# (label, module, attribute path, floor part it holds or "") timed by ``--parts``; each
+# part's own time excludes the parts timed inside it
+_PARTS = [
+    ("start-up (runtime, hosts, owners; less the parts below)", "ppknn.core.runtime.inprocess",
+     "InProcessRuntime.start", ""),
+    ("owners' set-up", "ppknn.protocols.ppknn_ring.parties.ring_owner",
+     "RingDataOwner.__init__", ""),
+    ("key pairs", "ppknn.core.channels", "SecureEndpoint.__init__", "key agreements"),
+    ("distances (a cdist call per owner)", "ppknn.protocols.ppknn_ring.parties.ring_owner",
+     "euclidean_distances", "distances"),
+    ("local top-k", "ppknn.protocols.ppknn_ring.parties.ring_owner", "local_topk",
+     "local selection"),
+    ("load_queries, the rest", "ppknn.protocols.ppknn_ring.parties.ring_owner",
+     "RingDataOwner.load_queries", ""),
+    ("PP-TopK steps", "ppknn.protocols.ppknn_ring.parties.ring_owner",
+     "RingDataOwner.topk_step", ""),
+    ("votes", "ppknn.protocols.ppknn_ring.parties.ring_owner", "RingDataOwner.local_votes", ""),
+    ("secure sum steps", "ppknn.protocols.ppknn_ring.parties.ring_owner",
+     "RingDataOwner.ring_sum_step", ""),
+    ("totals received (predictions)", "ppknn.protocols.ppknn_ring.parties.ring_owner",
+     "RingDataOwner.receive_total", ""),
+    ("pair keys (X25519, HKDF, AES-GCM set-up)", "ppknn.core.channels", "SecureEndpoint._cipher",
+     "key agreements"),
+    ("seal (encrypt; less the keys)", "ppknn.core.channels", "SecureEndpoint.seal", "sealing"),
+    ("open (decrypt, decode; less the keys)", "ppknn.core.channels", "SecureEndpoint.open",
+     "sealing"),
+    ("host: calls, encoding, records (less the above)", "ppknn.core.runtime.host",
+     "PartyHost.invoke", ""),
+    ("runtime: running queued calls", "ppknn.core.runtime.inprocess", "_Batch.run", ""),
+]
+
+
+def parts(n: int, queries: int, runs: int) -> None:
+    """Where a cold run's time goes: each part's own time per run, beside the floor's parts.
+
+    Wall-clock timers around the functions in ``_PARTS`` (nested parts subtracted), over
+    ``runs`` cold runs after one warm-up, in this checkout. The timers add ~5% to a run.
+    """
+    import importlib
+
+    from benchmarks.__main__ import _ppknn_floors
+    from ppknn.simulations.prepare import prepare_data
+    from ppknn.simulations.runner import execute
+    from ppknn.simulations.scenario import parse_scenario
+
+    own = {label: 0.0 for label, *_ in _PARTS}
+    stack: list[float] = []
+
+    def timed(fn, label):
+        def wrapper(*args, **kwargs):
+            t0 = time.perf_counter()
+            stack.append(0.0)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent = time.perf_counter() - t0
+                inner = stack.pop()
+                own[label] += spent - inner
+                if stack:
+                    stack[-1] += spent
+        return wrapper
+
+    for label, module, path, _ in _PARTS:
+        owner = importlib.import_module(module)
+        *outer, name = path.split(".")
+        for attr in outer:
+            owner = getattr(owner, attr)
+        setattr(owner, name, timed(getattr(owner, name), label))
+    sc = parse_scenario({"data": {"dataset": "abalone", "test_fraction": 0.25,
+                                  "max_queries": queries},
+                         "parties": {"n": n}, "protocol": {"name": "ppknn-ring", "k": 5},
+                         "runtime": {"kind": "inprocess", "channels": True}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        execute(sc)  # imports and first-use caches
+        for key in own:
+            own[key] = 0.0
+        total = 0.0
+        for _ in range(runs):
+            result = execute(sc)
+            total += result.timings["startup_s"] + result.timings["protocol_s"]
+        floors = _ppknn_floors(result, prepare_data(sc), 5, k=5)
+    floor_of = {"distances": floors["floor_distances_s"],
+                "local selection": floors["floor_selection_s"],
+                "key agreements": floors["floor_key_agreements_s"],
+                "sealing": floors["floor_channels_s"]}
+    timed_total = sum(own.values())
+    print(f"PP-kNN cold, n = {n}, {queries} queries, channels on: {total / runs * 1e3:.1f} ms "
+          f"a run (mean of {runs}, timers on); floor {floors['floor_s'] * 1e3:.1f} ms")
+    print(f"{'part':56s} {'ms a run':>9s}  floor part")
+    for label, _, _, floor in _PARTS:
+        print(f"{label:56s} {own[label] / runs * 1e3:9.2f}  {floor}")
+    print(f"{'driver and the rest (untimed)':56s} {(total - timed_total) / runs * 1e3:9.2f}")
+    for name, value in floor_of.items():
+        print(f"floor: {name:49s} {value * 1e3:9.2f}")
+
+
 def _summary(values: list[float]) -> str:
     v = sorted(values)
     return f"{statistics.median(v) * 1e3:.1f} ms ({v[0] * 1e3:.1f}-{v[-1] * 1e3:.1f})"
@@ -116,7 +214,9 @@ def _summary(values: list[float]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--old", required=True, help="the other tree (e.g. a git worktree), or "
+    ap.add_argument("--parts", type=int, metavar="RUNS", help="no A/B: time the parts of "
+                    "RUNS cold runs of this checkout beside the floor's parts")
+    ap.add_argument("--old", help="the other tree (e.g. a git worktree), or "
                     "'numpy-step': this checkout with PP-TopK's compiled step off")
     ap.add_argument("--parties", type=int, default=64)
     ap.add_argument("--queries", type=int, default=1000)
@@ -124,6 +224,14 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=3, help="cold and warm samples per side")
     ap.add_argument("--child", choices=["old", "new"], help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.parts is not None:
+        if args.parts < 1:
+            ap.error(f"--parts must be at least 1, got {args.parts}")
+        sys.path.insert(0, str(ROOT))
+        parts(args.parties, args.queries, args.parts)
+        return
+    if args.old is None:
+        ap.error("give --old TREE (or 'numpy-step') for an A/B, or --parts RUNS")
     if args.child:
         numpy_step = args.child == "old" and args.old == "numpy-step"
         tree = args.old if args.child == "old" and not numpy_step else str(ROOT)
