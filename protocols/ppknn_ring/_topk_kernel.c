@@ -117,59 +117,58 @@ static PyObject *step(PyObject *self, PyObject *args) {
         m[r] = active ? mt : 0;
         any_fill |= fill[r];
     }
-    /* pass 2: with a fill anywhere, numpy computes lo and hi for every row; only values
-     * whose arithmetic cannot warn (and no signed-zero maximum) stay here */
-    if (status == 1 && any_fill) {
-        if (!bounded(delta)) status = 2;
-        for (Py_ssize_t r = 0; r < q && status == 1; r++) {
-            const double *gr = g + r * k, *vr = v + r * k;
-            double lo, g_km;
+    /* pass 2: the outputs. With a fill anywhere, numpy computes lo and hi for every row:
+     * a row whose lo or hi arithmetic could warn, or whose maximum meets zeros of
+     * opposite sign, hands the whole step back (status 2; the caller discards what was
+     * written), so every row's bounds are checked here, and a fill row's are used. */
+    if (status == 1 && any_fill && !bounded(delta)) status = 2;
+    for (Py_ssize_t r = 0; r < q && status == 1; r++) {
+        const double *gr = g + r * k, *vr = v + r * k;
+        const int32_t *gpr = gp + r * k;
+        double *o = out + r * k;
+        int32_t *p = prov + r * k;
+        double lo = 0.0, g_km = 0.0;
+        if (any_fill) {
             fill_bounds(gr, vr, k, tail_length(gr, vr, k), m[r], &lo, &g_km);
             double a = lo + delta;
-            if (!bounded(lo) || !bounded(a) || !bounded(g_km)) status = 2;
-            else if (a == 0.0 && g_km == 0.0 && signbit(a) != signbit(g_km)) status = 2;
-        }
-    }
-    /* pass 3: the outputs */
-    if (status == 1) {
-        for (Py_ssize_t r = 0; r < q; r++) {
-            const double *gr = g + r * k, *vr = v + r * k;
-            const int32_t *gpr = gp + r * k;
-            double *o = out + r * k;
-            int32_t *p = prov + r * k;
-            if (real[r]) {  /* the stable merge of G and V, G first among equals */
-                Py_ssize_t i = 0, j = 0;
-                for (Py_ssize_t s = 0; s < k; s++) {
-                    if (vr[j] < gr[i]) { o[s] = vr[j++]; p[s] = own; }
-                    else { o[s] = gr[i++]; p[s] = gpr[i - 1]; }
-                }
-            } else if (fill[r]) {  /* G[:k-m], then m draws; the values sorted, stably */
-                Py_ssize_t mt = m[r];  /* a fill row is active: m is the tail's length */
-                double lo, g_km;
-                fill_bounds(gr, vr, k, mt, mt, &lo, &g_km);
-                double a = lo + delta;
-                double hi = (a >= g_km) ? a : g_km;  /* np.maximum, no NaN, zeros agree */
-                double w = hi - lo;
-                for (Py_ssize_t s = 0; s < k; s++) {
-                    if (s >= k - mt) {
-                        volatile double d = u[r * k + s] * w;  /* rounded, then the sum */
-                        o[s] = d + lo;
-                        p[s] = RANDOM_FILL;
-                    } else {
-                        o[s] = gr[s];
-                        p[s] = gpr[s];
-                    }
-                }
-                for (Py_ssize_t s = 1; s < k; s++) {  /* insertion sort: stable */
-                    double x = o[s];
-                    Py_ssize_t t = s - 1;
-                    while (t >= 0 && o[t] > x) { o[t + 1] = o[t]; t--; }
-                    o[t + 1] = x;
-                }
-            } else {
-                memcpy(o, gr, k * sizeof(double));
-                memcpy(p, gpr, k * sizeof(int32_t));
+            if (!bounded(lo) || !bounded(a) || !bounded(g_km) ||
+                (a == 0.0 && g_km == 0.0 && signbit(a) != signbit(g_km))) {
+                status = 2;
+                break;
             }
+        }
+        if (real[r]) {  /* the stable merge of G and V, G first among equals */
+            Py_ssize_t i = 0, j = 0;
+            for (Py_ssize_t s = 0; s < k; s++) {
+                if (vr[j] < gr[i]) { o[s] = vr[j++]; p[s] = own; }
+                else { o[s] = gr[i++]; p[s] = gpr[i - 1]; }
+            }
+        } else if (fill[r]) {  /* G[:k-m], then m draws; the values sorted, stably */
+            /* a fill row is active: m is the tail's length, and lo and G[k-m] are the
+             * bounds checked above (fill_bounds with the tail's length reported) */
+            Py_ssize_t mt = m[r];
+            double a = lo + delta;
+            double hi = (a >= g_km) ? a : g_km;  /* np.maximum, no NaN, zeros agree */
+            double w = hi - lo;
+            for (Py_ssize_t s = 0; s < k; s++) {
+                if (s >= k - mt) {
+                    volatile double d = u[r * k + s] * w;  /* rounded, then the sum */
+                    o[s] = d + lo;
+                    p[s] = RANDOM_FILL;
+                } else {
+                    o[s] = gr[s];
+                    p[s] = gpr[s];
+                }
+            }
+            for (Py_ssize_t s = 1; s < k; s++) {  /* insertion sort: stable */
+                double x = o[s];
+                Py_ssize_t t = s - 1;
+                while (t >= 0 && o[t] > x) { o[t + 1] = o[t]; t--; }
+                o[t + 1] = x;
+            }
+        } else {
+            memcpy(o, gr, k * sizeof(double));
+            memcpy(p, gpr, k * sizeof(int32_t));
         }
     }
     Py_END_ALLOW_THREADS
