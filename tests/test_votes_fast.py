@@ -119,3 +119,29 @@ def test_local_votes_equal_the_original(seed):
     want = _original_local_votes(owner)
     assert got.dtype == want.dtype == np.uint64 and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_block_of_every_row_read_in_place_gives_the_same_index(seed):
+    """``every=True`` (the caller's word that the one block is every query and row, in
+    order) skips the index checks: the same distances, prefixes and top-k as checking."""
+    from ppknn.protocols.ppknn_ring.parties.ring_owner import NeighbourBlocks
+
+    rng = np.random.default_rng(seed)
+    q, n = int(rng.integers(1, 60)), int(rng.integers(1, 80))
+    queries, X = rng.random((q, 3)), rng.random((n, 3))
+    blocks = [(np.arange(q), np.arange(n))]
+    limit = [20_000_000, 64, 0][seed % 3]
+    fast = NeighbourBlocks(queries, X, blocks, limit, every=True)
+    checked = NeighbourBlocks(queries, X, blocks, limit)
+    assert checked._in_order == fast._in_order == [(True, True)]
+    for a, b in zip(fast.prefix, checked.prefix):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_array_equal(a[0], b[0])
+            np.testing.assert_array_equal(a[1], b[1])
+    k = int(rng.integers(1, 6))
+    np.testing.assert_array_equal(fast.topk(k), checked.topk(k))
+    # a block that is not every row in order is read through its indices
+    shuffled = NeighbourBlocks(queries, X, [(np.arange(q), np.arange(n)[::-1].copy())], limit)
+    assert shuffled._in_order[0][1] == (n == 1)

@@ -197,7 +197,8 @@ class RingDataOwner(RingOwnerAPI, RingNBOwnerAPI):
                     raise ConfigError(f"{self.party_id}: query_block needs one id per query")
                 blocks = [(np.flatnonzero(query_block == b), np.flatnonzero(self.row_block == b))
                           for b in np.unique(query_block)]
-            self._index = NeighbourBlocks(queries, self.X, blocks, self.cache_limit)
+            self._index = NeighbourBlocks(queries, self.X, blocks, self.cache_limit,
+                                          every=query_block is None)
         self.v = self._index.topk(self.params.k)
         self._v_ascending = ascending_rows(self.v)  # checked once, not at every step
         self.inserted = np.zeros(len(queries), dtype=bool)
@@ -673,23 +674,32 @@ class NeighbourBlocks:
     reaches past the prefix, the block's distances are recomputed in full.
     Distances come from :func:`~protocols.ppknn_ring.pp_topk.euclidean_distances`
     either way, so results do not depend on the cache.
+
+    ``every``: the caller built ``blocks`` as one block of every query and every row,
+    in order (``np.arange`` of each), so the arrays are read in place without checking
+    the indices (a check costs each owner of a 64-party ring more than its votes).
     """
 
     MAX_WIDTH = 256
     FULL_ROWS = 1024
 
     def __init__(self, queries: np.ndarray, X: np.ndarray,
-                 blocks: list[tuple[np.ndarray, np.ndarray]], cache_limit: int) -> None:
+                 blocks: list[tuple[np.ndarray, np.ndarray]], cache_limit: int, *,
+                 every: bool = False) -> None:
         self.queries, self.X, self.blocks = queries, X, blocks
         n_q = sum(len(q) for q, _ in blocks)
+        # per block: whether its query and row indices are every query / row in order
+        self._in_order = ([(True, True)] if every else
+                          [(_every_row(q, len(queries)), _every_row(r, len(X)))
+                           for q, r in blocks])
         self.width = int(min(self.MAX_WIDTH, cache_limit // max(1, n_q)))
         whole = self.width >= 1 and sum(len(q) * len(r) for q, r in blocks) <= cache_limit
         self.prefix: list[tuple[np.ndarray, np.ndarray] | None] = []
-        for q_idx, r_idx in blocks:
+        for i, (q_idx, r_idx) in enumerate(blocks):
             if self.width < 1 or len(q_idx) == 0:
                 self.prefix.append(None)
                 continue
-            dist = euclidean_distances(_rows(queries, q_idx), _rows(X, r_idx))
+            dist = self._distances(i)
             w = min(self.width, dist.shape[1])
             if whole and dist.shape[1] <= self.FULL_ROWS:
                 w = dist.shape[1]
@@ -699,10 +709,15 @@ class NeighbourBlocks:
             else:  # the whole block: kept as computed, rows shared by every query
                 self.prefix.append((dist, np.broadcast_to(r_idx, dist.shape)))
 
+    def _distances(self, i: int) -> np.ndarray:
+        """Block ``i``'s distances, ``(queries of the block, rows of the block)``."""
+        (q_idx, r_idx), (all_q, all_r) = self.blocks[i], self._in_order[i]
+        return euclidean_distances(self.queries if all_q else self.queries[q_idx],
+                                   self.X if all_r else self.X[r_idx])
+
     def _full(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        q_idx, r_idx = self.blocks[i]
-        dist = euclidean_distances(_rows(self.queries, q_idx), _rows(self.X, r_idx))
-        return dist, np.broadcast_to(r_idx, dist.shape)
+        dist = self._distances(i)
+        return dist, np.broadcast_to(self.blocks[i][1], dist.shape)
 
     def topk(self, k: int) -> np.ndarray:
         """``V``: the k smallest distances per query, ascending, padded with ``+inf``."""
@@ -714,7 +729,7 @@ class NeighbourBlocks:
                 part = local_topk(cached[0], k)  # the prefix holds the k smallest
             else:
                 part = local_topk(self._full(i)[0], k)
-            if (len(self.blocks) == 1 and _every_row(q_idx, n_q) and part.dtype == np.float64
+            if (len(self.blocks) == 1 and self._in_order[0][0] and part.dtype == np.float64
                     and part.flags.c_contiguous and part.flags.writeable):
                 return part  # one block holding the whole batch, in query order
             if v is None:
@@ -744,11 +759,6 @@ def _every_row(index: np.ndarray, n: int) -> bool:
     """Whether ``index`` is ``0, 1, ..., n - 1`` (every row, in order)."""
     return len(index) == n and (n == 0 or (index[0] == 0 and index[-1] == n - 1
                                            and np.array_equal(index, np.arange(n))))
-
-
-def _rows(a: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """``a[index]``; ``a`` itself when ``index`` is every row in order (no copy)."""
-    return a if _every_row(index, len(a)) else a[index]
 
 
 __all__ = ["WEIGHTINGS", "RingDataOwner"]
