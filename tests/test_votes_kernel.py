@@ -142,7 +142,7 @@ def _caught(module) -> int:
     wrong = 0
     for seed in range(200):
         dist, final, labels, c_n = _case(seed)
-        counts = np.zeros((len(dist), c_n), dtype=np.uint64)
+        counts = np.full((len(dist), c_n), 7, dtype=np.uint64)  # overwritten where counted
         status = module.class_counts(dist, final, labels, counts, len(dist), dist.shape[1],
                                      final.shape[1], c_n)
         wrong += status != 1 or not np.array_equal(counts, _numpy_counts(dist, final,
@@ -152,11 +152,13 @@ def _caught(module) -> int:
 
 @pytest.mark.parametrize("mutation", [
     ("if (d[j] <= delta) out[labels[j]]++;", "if (d[j] < delta) out[labels[j]]++;"),
+    ("memset(counts, 0, (size_t)(q * c) * sizeof(uint64_t));", ""),
     ("const double delta = final[r * k + k - 1];", "const double delta = final[r * k];"),
     ("if (d[j] <= delta) out[labels[j]]++;", "if (!(d[j] > delta)) out[labels[j]]++;"),
 ])
 def test_a_broken_count_is_caught(tmp_path, mutation):
-    """A tie at Delta dropped, the first value read as Delta, a NaN counted: each caught."""
+    """A tie at Delta dropped, counts not cleared, the first value read as Delta, a NaN
+    counted: each caught."""
     if compiler() is None or not SOURCE.exists():
         pytest.skip("no C compiler or no source here")
     text = SOURCE.read_text()

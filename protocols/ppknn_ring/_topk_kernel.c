@@ -185,8 +185,8 @@ done:
  * every column j of row r with dist[r, j] <= final[r, k - 1], in one pass over the
  * distances (numpy builds the mask, finds its entries and counts them in four).
  *
- * dist float64 (q, w), final float64 (q, k), labels int64 (w,), counts uint64 (q, c)
- * zeroed by the caller (C-contiguous buffers). A NaN compares false, as in numpy.
+ * dist float64 (q, w), final float64 (q, k), labels int64 (w,), counts uint64 (q, c),
+ * overwritten (C-contiguous buffers). A NaN compares false, as in numpy.
  * Returns 1 when the counts are written; 0 when a label is outside [0, c), writing
  * nothing (the caller takes the numpy path, which decides what such a label does).
  */
@@ -213,6 +213,7 @@ static PyObject *class_counts(PyObject *self, PyObject *args) {
         if (labels[j] < 0 || labels[j] >= c) status = 0;
     if (status == 1) {
         Py_BEGIN_ALLOW_THREADS
+        memset(counts, 0, (size_t)(q * c) * sizeof(uint64_t));
         for (Py_ssize_t r = 0; r < q; r++) {
             const double *d = dist + r * w;
             const double delta = final[r * k + k - 1];
