@@ -47,6 +47,16 @@ def _use_tree(tree: str) -> None:
     use_tree(tree)
 
 
+def _scenario(n: int, queries: int):
+    """The measured run: in-process PP-kNN on abalone, channels on (both modes time it)."""
+    from ppknn.simulations.scenario import parse_scenario
+
+    return parse_scenario({"data": {"dataset": "abalone", "test_fraction": 0.25,
+                                    "max_queries": queries},
+                           "parties": {"n": n}, "protocol": {"name": "ppknn-ring", "k": 5},
+                           "runtime": {"kind": "inprocess", "channels": True}})
+
+
 def child(n: int, queries: int, samples: int) -> dict:
     """One side: cold and warm samples, the floor and a digest of the predictions."""
     from benchmarks.__main__ import _ppknn_floors
@@ -56,7 +66,6 @@ def child(n: int, queries: int, samples: int) -> dict:
     from ppknn.protocols.ppknn_ring.pp_topk import TopKParams
     from ppknn.simulations.prepare import prepare_data
     from ppknn.simulations.runner import execute
-    from ppknn.simulations.scenario import parse_scenario
 
     cpu = [0.0]
 
@@ -71,10 +80,7 @@ def child(n: int, queries: int, samples: int) -> dict:
 
     inprocess.InProcessRuntime.start = timed(inprocess.InProcessRuntime.start)
     driver.run_ppknn = timed(driver.run_ppknn)  # what the registry's driver calls
-    sc = parse_scenario({"data": {"dataset": "abalone", "test_fraction": 0.25,
-                                  "max_queries": queries},
-                         "parties": {"n": n}, "protocol": {"name": "ppknn-ring", "k": 5},
-                         "runtime": {"kind": "inprocess", "channels": True}})
+    sc = _scenario(n, queries)
 
     def cold():
         cpu[0] = 0.0
@@ -153,7 +159,6 @@ def parts(n: int, queries: int, runs: int) -> None:
     from benchmarks.__main__ import _ppknn_floors
     from ppknn.simulations.prepare import prepare_data
     from ppknn.simulations.runner import execute
-    from ppknn.simulations.scenario import parse_scenario
 
     own = {label: 0.0 for label, *_ in _PARTS}
     stack: list[float] = []
@@ -178,10 +183,7 @@ def parts(n: int, queries: int, runs: int) -> None:
         for attr in outer:
             owner = getattr(owner, attr)
         setattr(owner, name, timed(getattr(owner, name), label))
-    sc = parse_scenario({"data": {"dataset": "abalone", "test_fraction": 0.25,
-                                  "max_queries": queries},
-                         "parties": {"n": n}, "protocol": {"name": "ppknn-ring", "k": 5},
-                         "runtime": {"kind": "inprocess", "channels": True}})
+    sc = _scenario(n, queries)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         execute(sc)  # imports and first-use caches
