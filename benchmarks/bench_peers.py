@@ -41,6 +41,7 @@ flwr[simulation]``). Without it the section says so and is skipped. Writes
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -65,11 +66,13 @@ VENV = Path(os.environ.get("PPKNN_PEERS_VENV", Path.home() / ".cache" / "ppknn" 
 REQUIREMENTS = ("mpyc", "flwr[simulation]")
 K = 5
 
+# mpyc_prss: MPyC's pseudorandom secret sharing (its default) or, False, its --no-prss;
+# --no-prss was the faster on this 2-CPU machine (docs/benchmarks/peers/README.md)
 QUICK = {"mpyc_parties": (4,), "mpyc_queries": (20,), "ring_kinds": ("inprocess",),
-         "flower_clients": (8,), "repeats": 1, "small_queries": 100}
+         "flower_clients": (8,), "repeats": 1, "small_queries": 100, "mpyc_prss": False}
 FULL = {"mpyc_parties": (4, 8, 16), "mpyc_queries": (100, 1000),
         "ring_kinds": ("inprocess", "ray"), "flower_clients": (64, 1000), "repeats": 2,
-        "small_queries": 100}
+        "small_queries": 100, "mpyc_prss": False}
 
 # --------------------------------------------------------------------------- MPyC party
 MPYC_SCRIPT = r'''
@@ -315,11 +318,21 @@ def _run_group(cmd: list[str], env: dict[str, str], timeout: float | None
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
         return None, out, err, time.perf_counter() - t0
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM via main): leave no party behind
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
 
 
 def mpyc_case(python: Path, split: dict[str, Any], n: int, folder: Path,
-              timeout: float) -> dict[str, Any]:
-    """One MPyC secure-kNN run, ``n`` party processes on loopback."""
+              timeout: float, *, prss: bool = True) -> dict[str, Any]:
+    """One MPyC secure-kNN run, ``n`` party processes on loopback.
+
+    ``prss=False`` passes MPyC's ``--no-prss``: its random sharings then come from t + 1
+    parties' inputs instead of pseudorandom secret sharing, whose cost per random value
+    grows as C(n, t) (4 at n = 4, 56 at n = 8, 11,440 at n = 16).
+    """
     out = folder / f"mpyc-{n}-{len(split['labels'])}-{time.monotonic_ns()}"
     out.mkdir()
     script = folder / "mpyc_knn.py"
@@ -329,10 +342,12 @@ def mpyc_case(python: Path, split: dict[str, Any], n: int, folder: Path,
                                "scale": (2 ** 20 - 1) / split["diameter"],
                                "diameter": split["diameter"], "classes": split["classes"]}))
     env = {**os.environ, "PPKNN_MPYC_JOB": str(job)}
-    cmd = [str(python), str(script), "-M", str(n), "-B", str(_free_port_base(n)), "--no-log"]
+    cmd = [str(python), str(script), "-M", str(n), "-B", str(_free_port_base(n)), "--no-log",
+           *(() if prss else ("--no-prss",))]
     launched = time.time()
     code, stdout, stderr, wall = _run_group(cmd, env, timeout)
-    row: dict[str, Any] = {"system": "MPyC", "form": f"{n} processes, loopback TCP",
+    row: dict[str, Any] = {"system": "MPyC", "form": f"{n} processes, loopback TCP"
+                           + ("" if prss else ", --no-prss"),
                            "parties": n, "queries": len(split["labels"])}
     if code is None:
         return {**row, "timed_out": True, "cold_s": wall,
@@ -441,7 +456,8 @@ def run_section(s: dict[str, Any], log: Callable[[str], None], *, python: Path,
                     samples: dict[str, list[dict[str, Any]]] = {}
                     for _ in range(repeats):  # alternate: MPyC, then each ring form
                         samples.setdefault("mpyc", []).append(
-                            mpyc_case(python, split, n, tmp, mpyc_timeout))
+                            mpyc_case(python, split, n, tmp, mpyc_timeout,
+                                      prss=s.get("mpyc_prss", False)))
                         for kind in s["ring_kinds"]:
                             samples.setdefault(kind, []).append(
                                 ring_case(split, n, queries, kind))
@@ -616,13 +632,13 @@ def write(result: dict[str, Any], out: Path) -> None:
 
 
 def section(quick: bool, log: Callable[[str], None], *, mpyc_timeout: float = 600.0,
-            only: set[str] | None = None) -> dict[str, Any] | None:
+            only: set[str] | None = None, mpyc_prss: bool = False) -> dict[str, Any] | None:
     """The peers' section for ``python -m benchmarks``: ``None`` (and a message) if missing."""
     python, msg = ensure_venv(create=False)
     log(f"  {msg}" + ("; skipped" if python is None else ""))
     if python is None:
         return None
-    s = QUICK if quick else FULL
+    s = {**(QUICK if quick else FULL), "mpyc_prss": mpyc_prss}
     result = {"mode": "quick" if quick else "full", "started": time.time(), "peers": msg,
               "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                           "platform": platform.platform()},
@@ -632,6 +648,10 @@ def section(quick: bool, log: Callable[[str], None], *, mpyc_timeout: float = 60
     return result
 
 
+def _terminate(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_peers",
                                  description=__doc__.splitlines()[0])
@@ -639,19 +659,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--output", default="results/peers", help="folder for peers.csv/json/png")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing folder")
     ap.add_argument("--install", action="store_true",
-                    help=f"create the peers' virtual environment ({VENV}) if missing")
+                    help=f"create the peers' virtual environment ({VENV}) if missing, "
+                         "then stop")
+    ap.add_argument("--mpyc-prss", action="store_true",
+                    help="MPyC with its pseudorandom secret sharing (its default) instead "
+                         "of --no-prss, which was faster here")
     ap.add_argument("--only", nargs="+", choices=["mpyc", "flower"], help="run only these")
     ap.add_argument("--mpyc-timeout", type=float, default=600.0,
                     help="stop an MPyC run after this many seconds (marked in the table)")
     args = ap.parse_args(argv)
+    if args.install:
+        python, msg = ensure_venv(create=True)
+        print(msg, flush=True)
+        return 0 if python is not None else 1
     out = Path(args.output)
     if out.exists() and not args.overwrite:
         print(f"error: {out} exists; pass --overwrite to replace it", file=sys.stderr)
         return 2
-    if args.install:
-        print(ensure_venv(create=True)[1], flush=True)
+    # a SIGTERM (a job's time limit, a kill) ends the run like Ctrl-C, so that the party
+    # processes of the case under way are stopped with it (_run_group)
+    signal.signal(signal.SIGTERM, _terminate)
     result = section(args.quick, lambda m: print(m, flush=True),
-                     mpyc_timeout=args.mpyc_timeout, only=set(args.only or ()) or None)
+                     mpyc_timeout=args.mpyc_timeout, only=set(args.only or ()) or None,
+                     mpyc_prss=args.mpyc_prss)
     if result is None:
         return 0
     print(table(result))
