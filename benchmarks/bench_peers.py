@@ -11,12 +11,16 @@ Two comparisons, every figure measured in this one run on this machine:
   splits, each followed by a Batcher sort, vectorised over the queries) and takes the
   majority vote (pairwise label equality, argmax; the smallest label wins a tie), and only
   the predicted label is opened. The parties run as separate processes talking TCP over
-  loopback (MPyC's ``-M n``), the honest multi-party form. Distances enter as 20-bit fixed
+  loopback (MPyC's ``-M n``), the honest multi-party form, with MPyC's ``--no-prss``
+  (``--mpyc-prss`` for its default pseudorandom secret sharing, whose cost per random value
+  grows as C(n, t)) and the queries in secure batches of 400 / n (:func:`mpyc_batch`).
+  Distances enter as 20-bit fixed
   point (resolution diameter / 2^20) in 24-bit secure integers. Recorded: the end-to-end
   wall time of a fresh start (cold: interpreters, imports, connecting the parties, the
   local part, the secure part, shut-down), the start-up until all parties are connected,
   the secure part alone (warm: parties up and connected), the bytes all parties sent (MPyC's
-  own counters: payload + 12-byte header per message), accuracy and agreement with plain
+  own counters: payload + 12-byte header per message), the largest party's peak memory,
+  accuracy and agreement with plain
   kNN on the union. Beside it ppknn's ``ppknn-ring`` (defaults: P0 = 1, d = 0.5,
   rounds = 2, channels on), in-process and on Ray with the hosted layout, each in a fresh
   process: a cold run (start-up, including Ray's start, and the first run), then a warm
@@ -450,6 +454,8 @@ def _median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
         return rows[0]
     out = dict(rows[0])
     for key, value in rows[0].items():
+        if isinstance(value, int) and all(r.get(key) == value for r in rows):
+            continue  # a setting (parties, queries, batch), not a measurement
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             values = [r[key] for r in rows if r.get(key) is not None]
             out[key] = statistics.median(values)
@@ -523,6 +529,13 @@ def _rows(result: dict[str, Any]) -> list[dict[str, Any]]:
             + [{"section": "start-up + one round", **r} for r in result.get("flower", [])])
 
 
+def _ratio(v: Any) -> str:
+    """A ratio for the table: 23.9, 353, 11,240 (no exponent, so the columns stay apart)."""
+    if v is None:
+        return "-"
+    return f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
+
+
 def _cell(v: Any) -> str:
     if v is None:
         return "-"
@@ -538,25 +551,27 @@ def _cell(v: Any) -> str:
 def table(result: dict[str, Any]) -> str:
     """The two comparisons as plain-text tables."""
     lines = ["secure kNN on abalone (k = 5): MPyC beside ppknn's ring, the same split",
-             f"{'system':<11}{'form':<27}{'n':>4}{'queries':>8}{'cold s':>9}{'start s':>9}"
-             f"{'proto s':>10}{'warm s':>9}{'MB':>9}{'acc':>6}{'=kNN':>6}{'discl':>7}"
-             f"{'t x':>9}{'B x':>7}"]
+             f"{'system':<11}{'form':<38}{'n':>4}{'queries':>8}{'cold s':>9}{'start s':>9}"
+             f"{'proto s':>10}{'warm s':>9}{'MB':>9}{'peak MB':>8}{'acc':>6}{'=kNN':>6}"
+             f"{'discl':>7}{'t x':>9}{'B x':>8}"]
     for r in result.get("mpyc", []):
         if r.get("timed_out"):
-            lines.append(f"{r['system']:<11}{r['form']:<27}{r['parties']:>4}{r['queries']:>8}"
+            lines.append(f"{r['system']:<11}{r['form']:<38}{r['parties']:>4}{r['queries']:>8}"
                          f"{r['cold_s']:>9.1f}  {r.get('note', '')}")
             continue
         lines.append(
-            f"{r['system']:<11}{r['form']:<27}{r['parties']:>4}{r['queries']:>8}"
+            f"{r['system']:<11}{r['form']:<38}{r['parties']:>4}{r['queries']:>8}"
             f"{r['cold_s']:>9.2f}{r['startup_s']:>9.2f}{r['protocol_s']:>10.4f}"
-            f"{_cell(r.get('warm_s')):>9}{r['bytes'] / 1e6:>9.2f}{r['accuracy']:>6.2f}"
+            f"{_cell(r.get('warm_s')):>9}{r['bytes'] / 1e6:>9.2f}"
+            f"{_cell(r.get('party_peak_mb')):>8}{r['accuracy']:>6.2f}"
             f"{r['agreement_knn']:>6.2f}{r['disclosure_mean']:>7.2f}"
-            f"{_cell(r.get('mpyc_protocol_over_ring')):>9}"
-            f"{_cell(r.get('mpyc_bytes_over_ring')):>7}")
+            f"{_ratio(r.get('mpyc_protocol_over_ring')):>9}"
+            f"{_ratio(r.get('mpyc_bytes_over_ring')):>8}")
     lines.append("(cold: a fresh process to the answers (ring: and its leakage scored); start: "
                  "until the parties are up; proto: the protocol (MPyC: the secure part); "
                  "warm: the ring's second run in the same process; =kNN: agreement with plain "
-                 "kNN; discl: measured per-node disclosure, mean over nodes; t x, B x: MPyC's "
+                 "kNN; peak MB: MPyC's largest party's peak memory; discl: measured per-node "
+                 "disclosure, mean over nodes; t x, B x: MPyC's "
                  "protocol time and bytes over this ring row's)")
     if result.get("flower"):
         lines += ["", "start-up + one round: Flower simulation beside ppknn run (hosted ring)",
@@ -650,7 +665,7 @@ def write(result: dict[str, Any], out: Path) -> None:
          f" {time.strftime('%Y-%m-%d', time.localtime(result['started']))})")
 
 
-def section(quick: bool, log: Callable[[str], None], *, mpyc_timeout: float = 600.0,
+def section(quick: bool, log: Callable[[str], None], *, mpyc_timeout: float = 900.0,
             only: set[str] | None = None, mpyc_prss: bool = False) -> dict[str, Any] | None:
     """The peers' section for ``python -m benchmarks``: ``None`` (and a message) if missing."""
     python, msg = ensure_venv(create=False)
@@ -684,7 +699,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="MPyC with its pseudorandom secret sharing (its default) instead "
                          "of --no-prss, which was faster here")
     ap.add_argument("--only", nargs="+", choices=["mpyc", "flower"], help="run only these")
-    ap.add_argument("--mpyc-timeout", type=float, default=600.0,
+    ap.add_argument("--mpyc-timeout", type=float, default=900.0,
                     help="stop an MPyC run after this many seconds (marked in the table)")
     args = ap.parse_args(argv)
     if args.install:
