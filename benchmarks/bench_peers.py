@@ -345,7 +345,7 @@ def mpyc_batch(n: int) -> int:
 
 
 def mpyc_case(python: Path, split: dict[str, Any], n: int, folder: Path,
-              timeout: float, *, prss: bool = True) -> dict[str, Any]:
+              timeout: float, *, prss: bool = False) -> dict[str, Any]:
     """One MPyC secure-kNN run, ``n`` party processes on loopback.
 
     ``prss=False`` passes MPyC's ``--no-prss``: its random sharings then come from t + 1
