@@ -70,13 +70,11 @@ VENV = Path(os.environ.get("PPKNN_PEERS_VENV", Path.home() / ".cache" / "ppknn" 
 REQUIREMENTS = ("mpyc", "flwr[simulation]")
 K = 5
 
-# mpyc_prss: MPyC's pseudorandom secret sharing (its default) or, False, its --no-prss;
-# --no-prss was the faster on this 2-CPU machine (docs/benchmarks/peers/README.md)
 QUICK = {"mpyc_parties": (4,), "mpyc_queries": (20,), "ring_kinds": ("inprocess",),
-         "flower_clients": (8,), "repeats": 1, "small_queries": 100, "mpyc_prss": False}
+         "flower_clients": (8,), "repeats": 1, "small_queries": 100}
 FULL = {"mpyc_parties": (4, 8, 16), "mpyc_queries": (100, 1000),
         "ring_kinds": ("inprocess", "ray"), "flower_clients": (64, 1000), "repeats": 2,
-        "small_queries": 100, "mpyc_prss": False}
+        "small_queries": 100}
 
 # --------------------------------------------------------------------------- MPyC party
 MPYC_SCRIPT = r'''
@@ -672,6 +670,8 @@ def section(quick: bool, log: Callable[[str], None], *, mpyc_timeout: float = 90
     log(f"  {msg}" + ("; skipped" if python is None else ""))
     if python is None:
         return None
+    # mpyc_prss: MPyC's pseudorandom secret sharing (its default) or, False, its --no-prss,
+    # the faster on this 2-CPU machine (docs/benchmarks/peers/README.md)
     s = {**(QUICK if quick else FULL), "mpyc_prss": mpyc_prss}
     result = {"mode": "quick" if quick else "full", "started": time.time(), "peers": msg,
               "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
@@ -712,10 +712,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # a SIGTERM (a job's time limit, a kill) ends the run like Ctrl-C, so that the party
     # processes of the case under way are stopped with it (_run_group)
-    signal.signal(signal.SIGTERM, _terminate)
-    result = section(args.quick, lambda m: print(m, flush=True),
-                     mpyc_timeout=args.mpyc_timeout, only=set(args.only or ()) or None,
-                     mpyc_prss=args.mpyc_prss)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        result = section(args.quick, lambda m: print(m, flush=True),
+                         mpyc_timeout=args.mpyc_timeout, only=set(args.only or ()) or None,
+                         mpyc_prss=args.mpyc_prss)
+    finally:  # a caller's own handler (main called from Python) is back afterwards
+        signal.signal(signal.SIGTERM, previous)
     if result is None:
         return 0
     print(table(result))

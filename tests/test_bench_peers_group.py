@@ -91,3 +91,16 @@ def test_install_alone_stops_after_the_environment(monkeypatch, tmp_path, capsys
     assert bench_peers.main(["--install", "--output", str(tmp_path / "out")]) == 0
     assert calls == [True] and "ready" in capsys.readouterr().out
     assert not (tmp_path / "out").exists()
+
+
+def test_main_gives_back_the_callers_sigterm_handler(monkeypatch, tmp_path):
+    def mine(signum, frame):
+        return None
+
+    previous = signal.signal(signal.SIGTERM, mine)
+    try:
+        monkeypatch.setattr(bench_peers, "section", lambda *a, **k: None)
+        assert bench_peers.main(["--output", str(tmp_path / "out")]) == 0
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, previous)
