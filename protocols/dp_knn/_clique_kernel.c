@@ -40,6 +40,48 @@
 typedef uint64_t word;
 
 static int popcount(word x) { return __builtin_popcountll(x); }
+
+/* WIDE: the function compiled twice, for AVX2 and for the baseline, the copy run chosen
+ * by the CPU when the module loads (GCC or Clang on x86-64 glibc; elsewhere one copy).
+ * Integer code only, so both copies compute the same values. */
+#if defined(__x86_64__) && defined(__GLIBC__) && \
+    ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 6))
+#define WIDE __attribute__((target_clones("avx2", "default")))
+#else
+#define WIDE
+#endif
+
+/* BITS8[b][l] = bit l of the byte b: subtracting it from 8 consecutive counters takes one
+ * from those whose bit is set, 8 counters per vector operation (sub_bits). */
+static int32_t BITS8[256][8];
+
+static void init_bits8(void) {
+    for (int b = 0; b < 256; b++)
+        for (int l = 0; l < 8; l++) BITS8[b][l] = (b >> l) & 1;
+}
+
+/* key[0..64) -= the bits of x (bit l of x from key[l]): 8 counters a step, as one
+ * 32-byte vector with GCC/Clang vector extensions (one AVX2 operation, two SSE2 ones). */
+#if defined(__GNUC__) || defined(__clang__)
+typedef int32_t counters8 __attribute__((vector_size(32)));
+
+static inline void sub_bits(int32_t *key, word x) {
+    for (int b = 0; b < 8; b++, x >>= 8) {
+        counters8 k, t;
+        memcpy(&k, key + 8 * b, sizeof k);
+        memcpy(&t, BITS8[x & 255], sizeof t);
+        k -= t;
+        memcpy(key + 8 * b, &k, sizeof k);
+    }
+}
+#else
+static inline void sub_bits(int32_t *key, word x) {
+    for (int b = 0; b < 8; b++, x >>= 8) {
+        const int32_t *t = BITS8[x & 255];
+        for (int l = 0; l < 8; l++) key[8 * b + l] -= t[l];
+    }
+}
+#endif
 static int lowbit(word x) { return __builtin_ctzll(x); }
 
 static int check_graph(Py_buffer *b, Py_ssize_t n) {
@@ -65,45 +107,32 @@ static void fill_all(word *p, Py_ssize_t n, Py_ssize_t w) {
 }
 
 
-/* The first index of the smallest (largest, with ``largest``) of ``a[0..n)``: a reduction
- * the compiler vectorises, then a scan for its first occurrence. */
-static Py_ssize_t first_extreme(const int32_t *a, Py_ssize_t n, int largest) {
+/* The first index of the smallest (largest, with ``largest``) of ``a[0..n)``: the first
+ * block of 128 that holds the extreme (a reduction per block, which the compiler
+ * vectorises), then a scan of that block for its first occurrence. */
+static inline Py_ssize_t first_extreme(const int32_t *a, Py_ssize_t n, int largest) {
     int32_t best = a[0];
-    if (largest) {
-        for (Py_ssize_t u = 1; u < n; u++) best = a[u] > best ? a[u] : best;
-    } else {
-        for (Py_ssize_t u = 1; u < n; u++) best = a[u] < best ? a[u] : best;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t lo = 0; lo < n; lo += 128) {
+        Py_ssize_t hi = lo + 128 < n ? lo + 128 : n;
+        int32_t m = a[lo];
+        if (largest) {
+            for (Py_ssize_t u = lo + 1; u < hi; u++) m = a[u] > m ? a[u] : m;
+            if (m > best) best = m, at = lo;
+        } else {
+            for (Py_ssize_t u = lo + 1; u < hi; u++) m = a[u] < m ? a[u] : m;
+            if (m < best) best = m, at = lo;
+        }
     }
-    Py_ssize_t v = 0;
-    while (a[v] != best) v++;
-    return v;
+    while (a[at] != best) at++;
+    return at;
 }
 
-static PyObject *degeneracy(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer b;
-    Py_ssize_t n;
-    if (!PyArg_ParseTuple(args, "y*n", &b, &n)) return NULL;
-    if (!check_graph(&b, n) || n > INT32_MAX / 2) {
-        if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "n = %zd: too large", n);
-        PyBuffer_Release(&b);
-        return NULL;
-    }
-    Py_ssize_t w = (n + 63) / 64;
-    const word *adj = (const word *)b.buf;
-    PyObject *order_bytes = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
-    int32_t *key = malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
-    word *rem = malloc((size_t)(w > 0 ? w : 1) * sizeof(word));
-    if (order_bytes == NULL || key == NULL || rem == NULL) {
-        Py_XDECREF(order_bytes);
-        free(key);
-        free(rem);
-        PyBuffer_Release(&b);
-        return PyErr_NoMemory();
-    }
-    int64_t *order = (int64_t *)PyBytes_AS_STRING(order_bytes);
+/* degeneracy's loop: key holds 64 * w counters, rem w words; returns the degeneracy. */
+static WIDE int64_t degeneracy_run(const word *adj, Py_ssize_t n, Py_ssize_t w,
+                                   int32_t *restrict key, word *rem, int64_t *order) {
     int64_t degen = 0;
-    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t v = n; v < 64 * w; v++) key[v] = INT32_MAX; /* padding, never read */
     fill_all(rem, n, w);
     for (Py_ssize_t v = 0; v < n; v++) {
         int32_t d = 0;
@@ -122,12 +151,39 @@ static PyObject *degeneracy(PyObject *self, PyObject *args) {
         const word *row = adj + v * w;
         for (Py_ssize_t k = 0; k < w; k++) {
             word x = row[k] & rem[k];
-            while (x) {
-                key[k * 64 + lowbit(x)] -= 1;
-                x &= x - 1;
-            }
+            if (x) sub_bits(key + k * 64, x);
         }
     }
+    return degen;
+}
+
+static PyObject *degeneracy(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer b;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "y*n", &b, &n)) return NULL;
+    if (!check_graph(&b, n) || n > INT32_MAX / 2) {
+        if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "n = %zd: too large", n);
+        PyBuffer_Release(&b);
+        return NULL;
+    }
+    Py_ssize_t w = (n + 63) / 64;
+    const word *adj = (const word *)b.buf;
+    PyObject *order_bytes = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    /* 64 * w keys: sub_bits writes whole words' keys (the padding's bits are never set) */
+    int32_t *key = malloc((size_t)(w > 0 ? 64 * w : 1) * sizeof(int32_t));
+    word *rem = malloc((size_t)(w > 0 ? w : 1) * sizeof(word));
+    if (order_bytes == NULL || key == NULL || rem == NULL) {
+        Py_XDECREF(order_bytes);
+        free(key);
+        free(rem);
+        PyBuffer_Release(&b);
+        return PyErr_NoMemory();
+    }
+    int64_t *order = (int64_t *)PyBytes_AS_STRING(order_bytes);
+    int64_t degen = 0;
+    Py_BEGIN_ALLOW_THREADS
+    degen = degeneracy_run(adj, n, w, key, rem, order);
     Py_END_ALLOW_THREADS
     free(key);
     free(rem);
@@ -154,7 +210,7 @@ static PyObject *reorder(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*ny*", &b, &n, &bp)) return NULL;
     PyObject *out = NULL;
     int64_t *seen = NULL;
-    word *rows = NULL, *tr = NULL;
+    word *tr = NULL;
     if (!check_graph(&b, n)) goto done;
     if (bp.len != n * (Py_ssize_t)sizeof(int64_t)) {
         PyErr_Format(PyExc_ValueError, "perm: %zd bytes, expected %zd", bp.len,
@@ -164,9 +220,8 @@ static PyObject *reorder(PyObject *self, PyObject *args) {
     const int64_t *perm = (const int64_t *)bp.buf;
     Py_ssize_t w = (n + 63) / 64;
     seen = calloc((size_t)(n > 0 ? n : 1), sizeof(int64_t));
-    rows = calloc((size_t)(64 * w > 0 ? 64 * w * w : 1), sizeof(word));
     tr = malloc((size_t)(64 * w > 0 ? 64 * w * w : 1) * sizeof(word));
-    if (seen == NULL || rows == NULL || tr == NULL) {
+    if (seen == NULL || tr == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -181,25 +236,30 @@ static PyObject *reorder(PyObject *self, PyObject *args) {
     if (out == NULL) goto done;
     word *dst = (word *)PyBytes_AS_STRING(out);
     const word *adj = (const word *)b.buf;
-    /* m[i][k] = adj[perm[i]][perm[k]]: the rows permuted, the bit matrix transposed (its
-     * rows are then adj's columns, permuted), the rows permuted again -- and as adj is
-     * symmetric, row perm[i] of the transpose is m's row i. */
+    /* m[i][k] = adj[perm[i]][perm[k]]: the rows permuted and the bit matrix transposed
+     * in one pass, 64 x 64 bits at a time (tr's rows are then adj's columns, permuted;
+     * rows i >= n of the last block read as zero), the rows permuted again -- and as adj
+     * is symmetric, row perm[i] of the transpose is m's row i. */
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++)
-        memcpy(rows + i * w, adj + perm[i] * w, (size_t)w * sizeof(word));
     word block[64];
-    for (Py_ssize_t bi = 0; bi < w; bi++)
-        for (Py_ssize_t bj = 0; bj < w; bj++) {
-            for (int r = 0; r < 64; r++) block[r] = rows[(bi * 64 + r) * w + bj];
-            transpose64(block);
-            for (int r = 0; r < 64; r++) tr[(bj * 64 + r) * w + bi] = block[r];
-        }
+    const word *src[8 * 64]; /* 8 blocks of rows at a time: tr is written a cache line a row */
+    for (Py_ssize_t b0 = 0; b0 < w; b0 += 8) {
+        Py_ssize_t b1 = b0 + 8 < w ? b0 + 8 : w;
+        for (Py_ssize_t i = b0 * 64; i < b1 * 64; i++)
+            src[i - b0 * 64] = i < n ? adj + perm[i] * w : NULL;
+        for (Py_ssize_t bj = 0; bj < w; bj++)
+            for (Py_ssize_t bi = b0; bi < b1; bi++) {
+                const word **rows = src + (bi - b0) * 64;
+                for (int r = 0; r < 64; r++) block[r] = rows[r] != NULL ? rows[r][bj] : 0;
+                transpose64(block);
+                for (int r = 0; r < 64; r++) tr[(bj * 64 + r) * w + bi] = block[r];
+            }
+    }
     for (Py_ssize_t i = 0; i < n; i++)
         memcpy(dst + i * w, tr + perm[i] * w, (size_t)w * sizeof(word));
     Py_END_ALLOW_THREADS
 done:
     free(seen);
-    free(rows);
     free(tr);
     PyBuffer_Release(&b);
     PyBuffer_Release(&bp);
@@ -265,30 +325,11 @@ static PyObject *colours(PyObject *self, PyObject *args) {
     return PyLong_FromLongLong(used);
 }
 
-static PyObject *greedy(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer b;
-    Py_ssize_t n;
-    if (!PyArg_ParseTuple(args, "y*n", &b, &n)) return NULL;
-    if (!check_graph(&b, n) || n > INT32_MAX / 4) {
-        if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "n = %zd: too large", n);
-        PyBuffer_Release(&b);
-        return NULL;
-    }
-    Py_ssize_t w = (n + 63) / 64;
-    const word *m = (const word *)b.buf;
-    int32_t *score = malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
-    word *rem = malloc((size_t)(w > 0 ? w : 1) * sizeof(word));
-    word *gone = malloc((size_t)(w > 0 ? w : 1) * sizeof(word));
-    if (score == NULL || rem == NULL || gone == NULL) {
-        free(score);
-        free(rem);
-        free(gone);
-        PyBuffer_Release(&b);
-        return PyErr_NoMemory();
-    }
+/* greedy's loop: score holds 64 * w counters, rem and gone w words; returns the size. */
+static WIDE long long greedy_run(const word *m, Py_ssize_t n, Py_ssize_t w,
+                                 int32_t *restrict score, word *rem, word *gone) {
     long long size = 0;
-    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t v = n; v < 64 * w; v++) score[v] = 0; /* padding, never read */
     fill_all(rem, n, w);
     for (Py_ssize_t v = 0; v < n; v++) {
         int32_t d = 0;
@@ -318,15 +359,40 @@ static PyObject *greedy(PyObject *self, PyObject *args) {
                 const word *r = m + g * w;
                 for (Py_ssize_t j = 0; j < w; j++) {
                     word y = r[j] & rem[j];
-                    while (y) {
-                        score[j * 64 + lowbit(y)] -= 1;
-                        y &= y - 1;
-                    }
+                    if (y) sub_bits(score + j * 64, y);
                 }
                 x &= x - 1;
             }
         }
     }
+    return size;
+}
+
+static PyObject *greedy(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer b;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "y*n", &b, &n)) return NULL;
+    if (!check_graph(&b, n) || n > INT32_MAX / 4) {
+        if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "n = %zd: too large", n);
+        PyBuffer_Release(&b);
+        return NULL;
+    }
+    Py_ssize_t w = (n + 63) / 64;
+    const word *m = (const word *)b.buf;
+    int32_t *score = malloc((size_t)(w > 0 ? 64 * w : 1) * sizeof(int32_t)); /* sub_bits */
+    word *rem = malloc((size_t)(w > 0 ? w : 1) * sizeof(word));
+    word *gone = malloc((size_t)(w > 0 ? w : 1) * sizeof(word));
+    if (score == NULL || rem == NULL || gone == NULL) {
+        free(score);
+        free(rem);
+        free(gone);
+        PyBuffer_Release(&b);
+        return PyErr_NoMemory();
+    }
+    long long size = 0;
+    Py_BEGIN_ALLOW_THREADS
+    size = greedy_run(m, n, w, score, rem, gone);
     Py_END_ALLOW_THREADS
     free(score);
     free(rem);
@@ -580,4 +646,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_clique_kernel",
                                     "(protocols/dp_knn/cliques.py).",
                                     -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__clique_kernel(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__clique_kernel(void) {
+    init_bits8();
+    return PyModule_Create(&module);
+}

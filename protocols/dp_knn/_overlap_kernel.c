@@ -5,7 +5,7 @@
  * Packed adjacency: an (n, w) uint64 matrix, w = (n + 63) / 64; bit j of row i is bit
  * j & 63 (least significant first) of word j >> 6, set iff i and j are joined.
  *
- * rows(xt, r, q, d, start, stop, slack, sure_ok, wide, packed) -> bytes
+ * rows(xt, r, q, d, start, stop, slack, sure_ok, most, packed) -> bytes
  *     xt float64 (d, q): the coordinates feature by feature (x transposed, C-contiguous);
  *     r float64 (q,): the radii; packed uint64 (q, w), written in place. For every row
  *     i in [start, stop) the words i >> 6 .. w - 1 of row i are overwritten: bit j
@@ -13,8 +13,9 @@
  *     (bits j <= i of word i >> 6 are cleared too; earlier words are not touched).
  *     Returns the borderline pairs (i, j), i < j, as int64 values i0, j0, i1, j1, ...
  *     in row-major order: the caller decides them with the exact test and sets their
- *     bits. wide: the full words may be tested 4 columns at a time with AVX2 when the
- *     CPU has it (lanes()); the bits are the same with any lane count.
+ *     bits. most: the full words are tested up to ``most`` columns at a time (8 with
+ *     AVX-512, 4 with AVX2, when the CPU has them; lanes()); the bits are the same with
+ *     any lane count.
  *
  *     A pair is classified as overlap's numpy pre-test classifies it, in its order of
  *     operations:
@@ -44,9 +45,10 @@
  *     out int64 (E, 2) (the sorted edge list); columns the column of every bit into out
  *     int64 (the CSR indices). ValueError unless out holds exactly that many values.
  *
- * lanes(wide) -> int
- *     Columns per vector that rows() uses: 4 with wide and a CPU with AVX2 (x86), else 2
- *     (16-byte vectors), 1 when built without GCC/Clang vector extensions.
+ * lanes(most) -> int
+ *     Columns per vector that rows() uses: the most of 8 (a CPU with AVX-512F, x86-64), 4
+ *     (AVX2) and 2 (16-byte vectors) that is at most ``most`` (2 when ``most`` < 2), 1 when
+ *     built without GCC/Clang vector extensions.
  *
  * components(packed, n, labels) -> int
  *     Connected components of the symmetric packed graph: a breadth-first search from
@@ -133,7 +135,8 @@ static void word_scalar(const double *xt, const double *r, Py_ssize_t q, Py_ssiz
  * expression of word_scalar, rounded alike (vector operations are lane-wise IEEE
  * operations; the sum over the features runs in the same order). Defined twice below:
  * two lanes (16-byte vectors: SSE2 on x86-64, any GCC/Clang target) and, on x86-64,
- * four lanes compiled for AVX2, taken at run time when the CPU has it. */
+ * four lanes compiled for AVX2 and eight for AVX-512F, taken at run time when the CPU has
+ * them. */
 #define DEFINE_WORD_FULL(NAME, LANES, ATTRIBUTES)                                          \
     ATTRIBUTES static void NAME(const double *xt, const double *r, Py_ssize_t q,            \
                                 Py_ssize_t d, const double *xi, double ri, Py_ssize_t base,   \
@@ -186,16 +189,20 @@ DEFINE_WORD_FULL(word_full_2, 2, )
 #if defined(__x86_64__) || defined(__i386__)
 DEFINE_WORD_FULL(word_full_4, 4, __attribute__((target("avx2"))))
 #define HAVE_WORD_FULL_4 1
+DEFINE_WORD_FULL(word_full_8, 8, __attribute__((target("avx512f"))))
+#define HAVE_WORD_FULL_8 1
 #endif
 #endif
 
-/* Widest lanes to use: 4 with wide and a CPU with AVX2, else 2 (1 without vectors). */
-static int pick_lanes(int wide) {
+/* Lanes to use: the most of 8 (AVX-512F), 4 (AVX2) and 2 the CPU has, at most ``most``
+ * (2 below that; 1 without vectors). */
+static int pick_lanes(int most) {
 #ifdef HAVE_WORD_FULL_4
     __builtin_cpu_init();
-    if (wide && __builtin_cpu_supports("avx2")) return 4;
+    if (most >= 8 && __builtin_cpu_supports("avx512f")) return 8;
+    if (most >= 4 && __builtin_cpu_supports("avx2")) return 4;
 #endif
-    (void)wide;
+    (void)most;
 #ifdef HAVE_WORD_FULL
     return 2;
 #else
@@ -215,7 +222,9 @@ static void row_words(const double *xt, const double *r, Py_ssize_t q, Py_ssize_
 #ifdef HAVE_WORD_FULL
         if (base + 64 <= q && lanes > 1) {
 #ifdef HAVE_WORD_FULL_4
-            if (lanes == 4)
+            if (lanes == 8)
+                word_full_8(xt, r, q, d, xi, ri, base, slack, sure_ok, &sure, &maybe);
+            else if (lanes == 4)
                 word_full_4(xt, r, q, d, xi, ri, base, slack, sure_ok, &sure, &maybe);
             else
 #endif
@@ -246,9 +255,9 @@ static PyObject *rows(PyObject *self, PyObject *args) {
     Py_buffer bx, br, bp;
     Py_ssize_t q, d, start, stop;
     double slack;
-    int sure_ok, wide;
-    if (!PyArg_ParseTuple(args, "y*y*nnnndppw*", &bx, &br, &q, &d, &start, &stop, &slack,
-                          &sure_ok, &wide, &bp))
+    int sure_ok, most;
+    if (!PyArg_ParseTuple(args, "y*y*nnnndpiw*", &bx, &br, &q, &d, &start, &stop, &slack,
+                          &sure_ok, &most, &bp))
         return NULL;
     PyObject *result = NULL;
     Pairs border = {NULL, 0, 0, 0};
@@ -268,7 +277,7 @@ static PyObject *rows(PyObject *self, PyObject *args) {
     }
     const double *xt = bx.buf, *r = br.buf;
     uint64_t *packed = bp.buf;
-    const int lanes = pick_lanes(wide);
+    const int lanes = pick_lanes(most);
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = start; i < stop && !border.failed; i++)
         row_words(xt, r, q, d, i, slack, sure_ok, packed + i * w, w, lanes, scratch, &border);
@@ -454,9 +463,9 @@ static PyObject *columns(PyObject *self, PyObject *args) {
 
 static PyObject *lanes(PyObject *self, PyObject *args) {
     (void)self;
-    int wide;
-    if (!PyArg_ParseTuple(args, "p", &wide)) return NULL;
-    return PyLong_FromLong(pick_lanes(wide));
+    int most;
+    if (!PyArg_ParseTuple(args, "i", &most)) return NULL;
+    return PyLong_FromLong(pick_lanes(most));
 }
 
 static PyMethodDef methods[] = {

@@ -71,8 +71,9 @@ _BLOCK_PAIRS = 1 << 16
 _KERNEL_BLOCK_PAIRS = 1 << 21
 """Pairs tested per call of the compiled test (a beat between calls, a few ms apart)."""
 
-_KERNEL_WIDE = True
-"""Whether the compiled test may use the CPU's widest vectors (AVX2: 4 lanes; else 2)."""
+_KERNEL_LANES = 8
+"""The most columns per vector the compiled test may use (the CPU's widest of 8 with
+AVX-512, 4 with AVX2, else 2): any count gives the same bits."""
 
 _UNPACK_BYTES = 1 << 22
 """Unpacked adjacency bytes per block when the edges or the CSR are read off ``packed``."""
@@ -312,7 +313,7 @@ def _packed_compiled(x: np.ndarray, r: np.ndarray, sure_ok: bool) -> np.ndarray:
         beat()  # a big request's graph takes a while: the step is still working
         stop = min(q, start + rows)
         border = _kernel.rows(xt, r, q, d, start, stop, 1.0 + EDGE_SLACK, sure_ok,
-                              _KERNEL_WIDE, packed)
+                              _KERNEL_LANES, packed)
         pairs = np.frombuffer(border, dtype=np.int64).reshape(-1, 2)
         if len(pairs):
             a, b = pairs[:, 0], pairs[:, 1]

@@ -197,7 +197,13 @@ needs_compiler = pytest.mark.skipif(compiler() is None or not SOURCE.exists(),
     ("if (units > s->left) {", "if (units >= s->left) {"),  # the budget stops one unit early
     ("memcpy(dst + i * w, tr + perm[i] * w,", "memcpy(dst + i * w, tr + i * w,"),  # renumbering
     ("if (score[v] < 0) break;", "if (score[v] <= 0) break;"),  # the greedy clique cut short
-    ("key[k * 64 + lowbit(x)] -= 1;", "key[k * 64 + lowbit(x)] -= 2;"),  # the ordering
+    # the ordering: one neighbour's key not decremented
+    ("if (x) sub_bits(key + k * 64, x);", "if (x) sub_bits(key + k * 64, x & (x - 1));"),
+    # the greedy clique: one score not decremented
+    ("if (y) sub_bits(score + j * 64, y);", "if (y) sub_bits(score + j * 64, y & (y - 1));"),
+    ("BITS8[b][l] = (b >> l) & 1;", "BITS8[b][l] = (b >> l) & 1 & (l != 7);"),  # a lane lost
+    ("if (m < best) best = m, at = lo;", "if (m <= best) best = m, at = lo;"),  # a later tie
+    ("if (m > best) best = m, at = lo;", "if (m >= best) best = m, at = lo;"),
 ])
 def test_a_broken_compiled_search_is_caught(tmp_path, monkeypatch, mutation):
     text = SOURCE.read_text()

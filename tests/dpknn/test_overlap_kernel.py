@@ -3,8 +3,9 @@
 The reference is ``overlap.py`` as it was before the packed adjacency
 (``tests/dpknn/reference/ref_overlap_dense.py``, verbatim): the same edges, component
 labels and component count, on every case, by each route of the new code -- compiled
-with the CPU's widest vectors (``wide``), compiled with two-lane vectors (``narrow``),
-and numpy (``numpy``, the compiled test off, as an install without a C compiler runs).
+with up to eight-lane vectors (``8``: AVX-512 when the CPU has it), up to four (``4``:
+AVX2), two-lane vectors (``2``), and numpy (``numpy``, the compiled test off, as an
+install without a C compiler runs).
 
 The compiled test is also held to the numpy pre-test's three-way classification of
 every pair (edge for sure / borderline, for the exact test / not an edge): the cases
@@ -17,6 +18,7 @@ comparison; the source as shipped, built the same way, passes it.
 from __future__ import annotations
 
 import dataclasses
+import platform
 from pathlib import Path
 
 import numpy as np
@@ -29,19 +31,20 @@ from tests.dpknn.reference import ref_overlap_dense as ref
 
 SOURCE = Path(overlap.__file__).with_name("_overlap_kernel.c")
 SLACK = 1.0 + EDGE_SLACK
-ROUTES = ("wide", "narrow", "numpy")
+ROUTES = ("8", "4", "2", "numpy")
+LANES = (8, 4, 2)
 
 
 # --------------------------------------------------------------------------- routes
 @pytest.fixture(params=ROUTES)
 def route(request, monkeypatch):
-    """The route under test: overlap's kernel (wide or two lanes) or none (numpy)."""
+    """The route under test: overlap's kernel (at most 8, 4 or 2 lanes) or none (numpy)."""
     if request.param == "numpy":
         monkeypatch.setattr(overlap, "_kernel", None)
     elif overlap._kernel is None:
         pytest.skip("the compiled test is not built")
     else:
-        monkeypatch.setattr(overlap, "_KERNEL_WIDE", request.param == "wide")
+        monkeypatch.setattr(overlap, "_KERNEL_LANES", int(request.param))
     return request.param
 
 
@@ -174,7 +177,7 @@ def _reference_classes(x: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.nda
 PATTERN = np.uint64(0xA5A5A5A5A5A5A5A5)
 
 
-def _kernel_classes(kernel, x: np.ndarray, r: np.ndarray, wide: bool, seed: int):
+def _kernel_classes(kernel, x: np.ndarray, r: np.ndarray, lanes: int, seed: int):
     """The compiled test's (sure, borderline) pairs, row blocks of random sizes, and
     whether it wrote exactly the words it owns (row i's from i >> 6 on) and listed the
     borderline pairs in row-major order."""
@@ -185,7 +188,7 @@ def _kernel_classes(kernel, x: np.ndarray, r: np.ndarray, wide: bool, seed: int)
     cuts = np.unique(np.r_[0, np.random.default_rng(seed).integers(0, q + 1, 3), q])
     pairs = [np.zeros((0, 2), dtype=np.int64)]
     for start, stop in zip(cuts[:-1], cuts[1:]):
-        border = kernel.rows(xt, r, q, d, int(start), int(stop), SLACK, _sure_ok(x, r), wide,
+        border = kernel.rows(xt, r, q, d, int(start), int(stop), SLACK, _sure_ok(x, r), lanes,
                              packed)
         pairs.append(np.frombuffer(border, dtype=np.int64).reshape(-1, 2))
     row_word = np.arange(q)[:, None] >> 6
@@ -202,14 +205,14 @@ def _kernel_classes(kernel, x: np.ndarray, r: np.ndarray, wide: bool, seed: int)
 def _class_problems(kernel, x: np.ndarray, r: np.ndarray, seed: int) -> list[str]:
     want_sure, want_border = _reference_classes(x, r)
     problems = []
-    for wide in (True, False):
-        sure, border, tidy = _kernel_classes(kernel, x, r, wide, seed)
+    for lanes in LANES:
+        sure, border, tidy = _kernel_classes(kernel, x, r, lanes, seed)
         if not np.array_equal(sure, want_sure):
-            problems.append(f"sure pairs (wide={wide})")
+            problems.append(f"sure pairs (lanes <= {lanes})")
         if not np.array_equal(border, want_border):
-            problems.append(f"borderline pairs (wide={wide})")
+            problems.append(f"borderline pairs (lanes <= {lanes})")
         if not tidy:
-            problems.append(f"words written or pairs listed out of place (wide={wide})")
+            problems.append(f"words written or pairs listed out of place (lanes <= {lanes})")
     return problems
 
 
@@ -410,8 +413,8 @@ def _caught(kernel, monkeypatch) -> int:
         x, r = _case(seed)
         try:
             problems = _class_problems(kernel, x, r, seed)
-            for wide in (True, False):
-                monkeypatch.setattr(overlap, "_KERNEL_WIDE", wide)
+            for lanes in LANES:
+                monkeypatch.setattr(overlap, "_KERNEL_LANES", lanes)
                 problems += _graph_problems(x, r)
         except ValueError as err:
             problems = [str(err)]
@@ -424,7 +427,19 @@ def test_the_compiled_test_is_built_where_a_c_compiler_is():
     if compiler() is None:
         pytest.skip("no C compiler here")
     assert overlap._kernel is not None
-    assert overlap._kernel.lanes(False) == 2  # GCC/Clang vectors
+    assert overlap._kernel.lanes(2) == overlap._kernel.lanes(0) == 2  # GCC/Clang vectors
+
+
+def test_the_widest_vectors_the_cpu_has_are_taken():
+    """8 lanes where the CPU has AVX-512F, else 4 where it has AVX2 (x86-64), else 2."""
+    if overlap._kernel is None:
+        pytest.skip("the compiled test is not built")
+    flags = Path("/proc/cpuinfo").read_text().split() if Path("/proc/cpuinfo").exists() else []
+    if not flags or platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("reads the x86-64 CPU's flags from /proc/cpuinfo")
+    avx2, avx512 = "avx2" in flags, "avx512f" in flags
+    assert overlap._kernel.lanes(8) == (8 if avx512 else 4 if avx2 else 2)
+    assert overlap._kernel.lanes(4) == (4 if avx2 else 2)
 
 
 @pytest.mark.parametrize("mutation", [
