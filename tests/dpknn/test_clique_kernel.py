@@ -217,6 +217,17 @@ def test_the_source_as_shipped_passes_the_same_comparison(tmp_path, monkeypatch)
     assert _caught(_build(tmp_path, SOURCE.read_text(), "control"), monkeypatch) == 0
 
 
+@needs_compiler
+def test_the_baseline_copy_of_the_vectorised_loops_passes_too(tmp_path, monkeypatch):
+    """The loops compiled twice (AVX2 and the baseline, ``WIDE``) give the same results in
+    the copy a CPU without AVX2 runs: built here with one baseline copy only."""
+    text = SOURCE.read_text()
+    wide = '#define WIDE __attribute__((target_clones("avx2", "default")))'
+    assert text.count(wide) == 1
+    baseline = _build(tmp_path, text.replace(wide, "#define WIDE"), "baseline")
+    assert _caught(baseline, monkeypatch) == 0
+
+
 def test_the_compiled_search_is_built_where_a_c_compiler_is():
     """An install on a machine with a C compiler builds it (optional only for those without)."""
     if compiler() is None:
