@@ -30,6 +30,12 @@
  * recursive formulation), the frames' candidate sets and coloured vertices in two arenas
  * used as stacks. Bit operations skip the words where a set has no bits (below its lowest
  * word), which changes the time, never the units charged.
+ *
+ * The ordering and the greedy clique keep a counter per vertex and take one off the
+ * counters of a removed vertex's neighbours a byte of its row at a time (8 counters a
+ * vector step, sub_bits), then look for the first extreme counter block by block; their
+ * loops are compiled for AVX2 and for the baseline (WIDE), the CPU picking one when the
+ * module loads. Integer arithmetic throughout: every copy gives the same results.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
