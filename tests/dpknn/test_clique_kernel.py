@@ -2,8 +2,9 @@
 
 Bounds, paths, work units and limits are compared field by field with the Python path
 of :mod:`protocols.dp_knn.cliques` on random dense components (one to three, 1 to 200
-vertices, across word boundaries), under budgets from one unit to none, on overlap
-graphs built from points (the packed adjacency read directly), and piece by piece
+vertices, across word boundaries; single ones of 513 to 1,100), under budgets from one
+unit to none, on overlap graphs built from points (the packed adjacency read directly),
+and piece by piece
 (ordering, renumbering, colours, greedy clique). Deliberately broken builds of the C
 source must be caught by the same comparison; the source as shipped, built the same
 way, passes it (the control).
@@ -59,6 +60,16 @@ def test_compiled_bounds_are_the_python_bounds(block, monkeypatch):
             methods |= set(clique_bounds(g, work_limit=work_limit).method.tolist())
     # finished searches, and stopped ones ended by the colouring and the partial search
     assert {2, 5} <= methods and (block > 0 or 3 in methods), methods
+
+
+@needs_kernel
+@pytest.mark.parametrize(("n", "p"), [(513, 0.5), (577, 0.9), (1100, 0.7)])
+def test_compiled_bounds_beyond_eight_words_a_row_are_the_python_bounds(n, p, monkeypatch):
+    """Components of more than 512 vertices: the renumbering's groups of 8 row blocks
+    (and a last, partial group), the ordering's and greedy clique's counter blocks."""
+    g = _graph(n, sizes=(n,), p=p)
+    for work_limit in (2_000, 200_000):
+        assert _differs(cliques._kernel, g, work_limit, monkeypatch) == [], work_limit
 
 
 @needs_kernel
@@ -210,6 +221,17 @@ def test_a_broken_compiled_search_is_caught(tmp_path, monkeypatch, mutation):
     assert text.count(mutation[0]) == 1
     broken = _build(tmp_path, text.replace(*mutation), "broken")
     assert _caught(broken, monkeypatch) > 0
+
+
+@needs_compiler
+def test_a_renumbering_that_drops_a_block_of_a_large_component_is_caught(tmp_path, monkeypatch):
+    """A group of row blocks cut one short (seen only above 512 vertices)."""
+    mutation = ("Py_ssize_t b1 = b0 + 8 < w ? b0 + 8 : w;",
+                "Py_ssize_t b1 = b0 + 8 < w ? b0 + 7 : w;")
+    text = SOURCE.read_text()
+    assert text.count(mutation[0]) == 1
+    broken = _build(tmp_path, text.replace(*mutation), "broken")
+    assert _differs(broken, _graph(577, sizes=(577,), p=0.9), 200_000, monkeypatch)
 
 
 @needs_compiler
