@@ -4,10 +4,9 @@ Bounds, paths, work units and limits are compared field by field with the Python
 of :mod:`protocols.dp_knn.cliques` on random dense components (one to three, 1 to 200
 vertices, across word boundaries; single ones of 513 to 1,100), under budgets from one
 unit to none, on overlap graphs built from points (the packed adjacency read directly),
-and piece by piece
-(ordering, renumbering, colours, greedy clique). Deliberately broken builds of the C
-source must be caught by the same comparison; the source as shipped, built the same
-way, passes it (the control).
+and piece by piece (ordering, renumbering, colours, greedy clique). Deliberately broken
+builds of the C source must be caught by the same comparison; the source as shipped,
+built the same way, passes it (the control).
 """
 
 from __future__ import annotations
