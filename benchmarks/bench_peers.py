@@ -650,7 +650,7 @@ def plot(result: dict[str, Any], path: Path, title: str) -> None:
     fig.tight_layout()
     from ppknn.simulations.reporting.plots import save_png
 
-    save_png(fig, path, dpi=120)
+    save_png(fig, path, dpi=100)  # three panels; 100 dpi keeps docs/ within its budget
     plt.close(fig)
 
 
